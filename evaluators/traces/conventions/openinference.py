@@ -1,0 +1,202 @@
+"""OpenInference (Arize): `openinference.span.kind` and flattened, indexed attributes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..jsonutil import as_float, as_int, as_str_list, as_text, parse_json, unflatten
+from ..messages import LLMOutput, Message, RetrievedDocument, ToolCall, ToolDefinition, ToolMessage, make_message
+from ..records import SpanRecord
+from .base import Convention, Retrieval, SpanKind, TokenUsage, ToolInvocation, usage_from
+from .parts import make_tool_call, parse_tool_definitions
+
+_KINDS = {
+    "LLM": SpanKind.LLM,
+    "TOOL": SpanKind.TOOL,
+    "AGENT": SpanKind.AGENT,
+    "RETRIEVER": SpanKind.RETRIEVER,
+    "EMBEDDING": SpanKind.EMBEDDING,
+    "RERANKER": SpanKind.RETRIEVER,
+}
+
+
+class OpenInference(Convention):
+    name = "openinference"
+
+    def detect(self, span: SpanRecord) -> bool:
+        return "openinference.span.kind" in span.attributes
+
+    def span_kind(self, span: SpanRecord) -> SpanKind | None:
+        kind = str(span.attributes.get("openinference.span.kind", "")).upper()
+        if kind == "TOOL" and self.handoff_target(span) is not None:
+            return SpanKind.HANDOFF
+        return _KINDS.get(kind, SpanKind.OTHER)
+
+    def agent_name(self, span: SpanRecord) -> str | None:
+        attrs = span.attributes
+        for key in ("agent.name", "graph.node.id"):
+            value = attrs.get(key)
+            if isinstance(value, str) and value:
+                return _strip_brackets(value)
+        if str(attrs.get("openinference.span.kind", "")).upper() == "AGENT":
+            return _strip_brackets(span.name)
+        return None
+
+    def model(self, span: SpanRecord) -> str | None:
+        attrs = span.attributes
+        value = attrs.get("llm.request.model_name") or attrs.get("llm.model_name")
+        return value if isinstance(value, str) else None
+
+    def response_model(self, span: SpanRecord) -> str | None:
+        value = span.attributes.get("llm.response.model_name") or span.attributes.get("llm.model_name")
+        return value if isinstance(value, str) else None
+
+    def provider(self, span: SpanRecord) -> str | None:
+        attrs = span.attributes
+        value = attrs.get("llm.system") or attrs.get("llm.provider")
+        return value if isinstance(value, str) else None
+
+    def usage(self, span: SpanRecord) -> TokenUsage | None:
+        attrs = span.attributes
+        return usage_from(
+            as_int(attrs.get("llm.token_count.prompt")),
+            as_int(attrs.get("llm.token_count.completion")),
+            as_int(attrs.get("llm.token_count.total")),
+        )
+
+    def cost(self, span: SpanRecord) -> float | None:
+        attrs = span.attributes
+        total = as_float(attrs.get("llm.cost.total"))
+        if total is not None:
+            return total
+        prompt, completion = as_float(attrs.get("llm.cost.prompt")), as_float(attrs.get("llm.cost.completion"))
+        if prompt is None and completion is None:
+            return None
+        return (prompt or 0.0) + (completion or 0.0)
+
+    def input_messages(self, span: SpanRecord) -> list[Message] | None:
+        raw = unflatten(span.attributes, "llm.input_messages")
+        if raw:
+            return [m for item in raw if (m := _message(item)) is not None]
+        prompts = unflatten(span.attributes, "llm.prompts")
+        if prompts:
+            texts = [as_text(_get(p, "prompt", "text")) for p in prompts]
+            return [make_message("user", t) for t in texts if t]
+        return None
+
+    def output(self, span: SpanRecord) -> LLMOutput | None:
+        raw = unflatten(span.attributes, "llm.output_messages")
+        reasons = as_str_list(span.attributes.get("llm.finish_reason"))
+        if not raw:
+            return LLMOutput(finish_reasons=reasons) if reasons else None
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for item in raw:
+            message = _message(item)
+            if message is None:
+                continue
+            if message.content:
+                texts.append(message.content)
+            calls.extend(getattr(message, "tool_calls", []))
+        return LLMOutput(text="\n".join(texts) or None, tool_calls=calls, finish_reasons=reasons)
+
+    def available_tools(self, span: SpanRecord) -> list[ToolDefinition] | None:
+        raw = unflatten(span.attributes, "llm.tools")
+        if not raw:
+            return None
+        schemas = [_get(item, "tool", "json_schema") for item in raw]
+        return parse_tool_definitions([s for s in schemas if s is not None])
+
+    def tool_invocation(self, span: SpanRecord) -> ToolInvocation | None:
+        attrs = span.attributes
+        if str(attrs.get("openinference.span.kind", "")).upper() != "TOOL":
+            return None
+        name = attrs.get("tool.name") or span.name
+        call_id = attrs.get("tool_call.id") or attrs.get("tool.id")
+        result = attrs.get("output.value")
+        parsed = parse_json(result)
+        # ADK via OpenInference wraps results as {"id", "name", "response"}.
+        if isinstance(parsed, dict) and set(parsed) == {"id", "name", "response"}:
+            result = parsed["response"]
+        return ToolInvocation(
+            name=str(name),
+            call_id=call_id if isinstance(call_id, str) else None,
+            arguments=attrs.get("input.value"),
+            result=result,
+            description=attrs.get("tool.description") if isinstance(attrs.get("tool.description"), str) else None,
+        )
+
+    def handoff_target(self, span: SpanRecord) -> str | None:
+        attrs = span.attributes
+        name = attrs.get("tool.name") or span.name
+        if isinstance(name, str) and name.startswith("handoff to "):
+            return as_text(attrs.get("output.value")) or name[len("handoff to ") :]
+        if name == "transfer_to_agent":
+            args = parse_json(attrs.get("input.value"))
+            return str(args.get("agent_name") or "") if isinstance(args, dict) else ""
+        return None
+
+    def retrieval(self, span: SpanRecord) -> Retrieval | None:
+        attrs = span.attributes
+        raw = unflatten(attrs, "retrieval.documents")
+        if not raw and str(attrs.get("openinference.span.kind", "")).upper() != "RETRIEVER":
+            return None
+        docs = []
+        for item in raw:
+            doc = _get(item, "document") or {}
+            metadata = parse_json(doc.get("metadata")) if isinstance(doc, dict) else None
+            docs.append(
+                RetrievedDocument(
+                    id=as_text(doc.get("id")) if isinstance(doc, dict) else None,
+                    content=as_text(doc.get("content")) if isinstance(doc, dict) else None,
+                    score=as_float(doc.get("score")) if isinstance(doc, dict) else None,
+                    metadata=metadata if isinstance(metadata, dict) else None,
+                )
+            )
+        return Retrieval(query=as_text(attrs.get("input.value")), documents=docs)
+
+    def io(self, span: SpanRecord) -> tuple[Any, Any] | None:
+        attrs = span.attributes
+        if "input.value" not in attrs and "output.value" not in attrs:
+            return None
+        return attrs.get("input.value"), attrs.get("output.value")
+
+
+def _strip_brackets(name: str) -> str:
+    # "agent_run [triage_agent]" -> "triage_agent"
+    if name.endswith("]") and "[" in name:
+        return name[name.rindex("[") + 1 : -1] or name
+    return name
+
+
+def _get(item: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(item, dict):
+            return None
+        item = item.get(key)
+    return item
+
+
+def _message(item: Any) -> Message | None:
+    message = _get(item, "message")
+    if not isinstance(message, dict):
+        return None
+    role = message.get("role")
+    content = message.get("content")
+    if content is None and isinstance(message.get("contents"), list):
+        texts = []
+        for part in message["contents"]:
+            mc = _get(part, "message_content")
+            if isinstance(mc, dict) and mc.get("type", "text") == "text" and isinstance(mc.get("text"), str):
+                texts.append(mc["text"])
+        content = "\n".join(texts)
+    calls = []
+    for call in message.get("tool_calls") or []:
+        tc = _get(call, "tool_call")
+        if isinstance(tc, dict):
+            fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+            calls.append(make_tool_call(fn.get("name"), fn.get("arguments"), tc.get("id")))
+    text = as_text(content) or ""
+    if str(role).lower() == "tool":
+        return ToolMessage(content=text, tool_call_id=message.get("tool_call_id"), name=message.get("name"))
+    return make_message(role, text, tool_calls=calls)

@@ -1,0 +1,304 @@
+"""OpenTelemetry GenAI semantic conventions: 1.37+ attributes, 1.28-1.36 events, 1.26 span events.
+
+Always consulted last, as the fallback for any span carrying `gen_ai.*` data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..jsonutil import as_float, as_int, as_str_list, as_text, parse_json
+from ..messages import LLMOutput, Message, RetrievedDocument, SystemMessage, ToolDefinition
+from ..records import SpanEvent, SpanRecord
+from .base import Convention, Retrieval, SpanKind, TokenUsage, ToolInvocation, usage_from
+from .parts import (
+    content_text,
+    make_tool_call,
+    openai_message,
+    openai_tool_calls,
+    parse_parts_messages,
+    parse_parts_output,
+    parse_system_instructions,
+    parse_tool_definitions,
+)
+
+DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+LLM_OPERATIONS = {"chat", "text_completion", "generate_content", "completion"}
+_MESSAGE_EVENTS = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+HANDOFF_TOOL_TYPES = {"TransferToAgentTool"}
+HANDOFF_TOOL_NAMES = {"transfer_to_agent"}
+FRAMEWORK_PROVIDERS = {"strands-agents", "gcp.vertex.agent"}
+
+
+def span_events(span: SpanRecord) -> list[SpanEvent]:
+    """Span events, then joined log records, in time order within each."""
+    return span.events + span.logs if span.logs else span.events
+
+
+def details_events(span: SpanRecord) -> list[SpanEvent]:
+    return [e for e in span_events(span) if e.name == DETAILS_EVENT]
+
+
+def name_suffix(span: SpanRecord, prefix: str) -> str | None:
+    if span.name.startswith(prefix) and len(span.name) > len(prefix):
+        return span.name[len(prefix) :].strip() or None
+    return None
+
+
+def usage_from_attributes(attrs: dict[str, Any]) -> TokenUsage | None:
+    inp = as_int(attrs.get("gen_ai.usage.input_tokens"))
+    if inp is None:
+        inp = as_int(attrs.get("gen_ai.usage.prompt_tokens"))
+    out = as_int(attrs.get("gen_ai.usage.output_tokens"))
+    if out is None:
+        out = as_int(attrs.get("gen_ai.usage.completion_tokens"))
+    total = as_int(attrs.get("gen_ai.usage.total_tokens"))
+    if total is None:
+        total = as_int(attrs.get("llm.usage.total_tokens"))
+    if inp is None and out is None:
+        return None
+    return usage_from(inp, out, total)
+
+
+def log_usage(span: SpanRecord) -> TokenUsage | None:
+    """Summed usage of the per-call details log records joined to this span (one record per real call)."""
+    total: TokenUsage | None = None
+    for event in details_events(span):
+        usage = usage_from_attributes(event.attributes)
+        if usage is not None:
+            total = usage if total is None else total + usage
+    return total
+
+
+class OTelGenAI(Convention):
+    name = "otel_genai"
+
+    def detect(self, span: SpanRecord) -> bool:
+        return True
+
+    def span_kind(self, span: SpanRecord) -> SpanKind | None:
+        attrs = span.attributes
+        op = attrs.get("gen_ai.operation.name")
+        if op in LLM_OPERATIONS:
+            return SpanKind.LLM
+        if op == "execute_tool" or (op is None and span.name.startswith("execute_tool")):
+            if self.handoff_target(span) is not None or attrs.get("gen_ai.tool.type") in HANDOFF_TOOL_TYPES:
+                return SpanKind.HANDOFF
+            return SpanKind.TOOL
+        if op in ("invoke_agent", "create_agent") or (op is None and span.name.startswith("invoke_agent")):
+            return SpanKind.AGENT
+        if op == "retrieval":
+            return SpanKind.RETRIEVER
+        if op == "embeddings":
+            return SpanKind.EMBEDDING
+        if op is not None:
+            return SpanKind.OTHER
+        if ("gen_ai.system" in attrs or "gen_ai.provider.name" in attrs) and "gen_ai.request.model" in attrs:
+            return SpanKind.LLM
+        return None
+
+    def agent_name(self, span: SpanRecord) -> str | None:
+        name = span.attributes.get("gen_ai.agent.name")
+        if isinstance(name, str) and name:
+            return name
+        return name_suffix(span, "invoke_agent ")
+
+    def agent_description(self, span: SpanRecord) -> str | None:
+        value = span.attributes.get("gen_ai.agent.description")
+        return value if isinstance(value, str) else None
+
+    def model(self, span: SpanRecord) -> str | None:
+        value = span.attributes.get("gen_ai.request.model") or span.attributes.get("gen_ai.response.model")
+        return value if isinstance(value, str) else None
+
+    def response_model(self, span: SpanRecord) -> str | None:
+        value = span.attributes.get("gen_ai.response.model")
+        return value if isinstance(value, str) else None
+
+    def provider(self, span: SpanRecord) -> str | None:
+        for key in ("gen_ai.provider.name", "gen_ai.system"):
+            value = span.attributes.get(key)
+            if isinstance(value, str) and value and value not in FRAMEWORK_PROVIDERS:
+                return value
+        return None
+
+    def usage(self, span: SpanRecord) -> TokenUsage | None:
+        return usage_from_attributes(span.attributes)
+
+    def input_messages(self, span: SpanRecord) -> list[Message] | None:
+        attrs = span.attributes
+        if "gen_ai.input.messages" in attrs:
+            return _with_system(parse_parts_messages(attrs["gen_ai.input.messages"]), attrs)
+        details = details_events(span)
+        for event in details:
+            if "gen_ai.input.messages" in event.attributes:
+                return _with_system(parse_parts_messages(event.attributes["gen_ai.input.messages"]), event.attributes)
+        messages = _messages_from_events(span)
+        if messages:
+            return messages
+        for event in span.events:
+            if event.name == "gen_ai.content.prompt":
+                return _legacy_prompt(event.attributes.get("gen_ai.prompt"))
+        if "gen_ai.system_instructions" in attrs:
+            return _with_system([], attrs)
+        return None
+
+    def output(self, span: SpanRecord) -> LLMOutput | None:
+        attrs = span.attributes
+        reasons = as_str_list(attrs.get("gen_ai.response.finish_reasons"))
+        if "gen_ai.output.messages" in attrs:
+            return parse_parts_output(attrs["gen_ai.output.messages"], reasons)
+        for event in reversed(details_events(span)):
+            if "gen_ai.output.messages" in event.attributes:
+                event_reasons = as_str_list(event.attributes.get("gen_ai.response.finish_reasons"))
+                return parse_parts_output(event.attributes["gen_ai.output.messages"], event_reasons or reasons)
+        choice = _choice_from_events(span, reasons)
+        if choice is not None:
+            return choice
+        for event in span.events:
+            if event.name == "gen_ai.content.completion":
+                text = as_text(event.attributes.get("gen_ai.completion"))
+                return LLMOutput(text=_legacy_completion_text(text), finish_reasons=reasons)
+        return LLMOutput(finish_reasons=reasons) if reasons else None
+
+    def available_tools(self, span: SpanRecord) -> list[ToolDefinition] | None:
+        if "gen_ai.tool.definitions" in span.attributes:
+            return parse_tool_definitions(span.attributes["gen_ai.tool.definitions"])
+        for event in details_events(span):
+            if "gen_ai.tool.definitions" in event.attributes:
+                return parse_tool_definitions(event.attributes["gen_ai.tool.definitions"])
+        return None
+
+    def tool_invocation(self, span: SpanRecord) -> ToolInvocation | None:
+        attrs = span.attributes
+        name = attrs.get("gen_ai.tool.name") or name_suffix(span, "execute_tool ")
+        if not name and "gen_ai.tool.call.arguments" not in attrs:
+            return None
+        call_id = attrs.get("gen_ai.tool.call.id")
+        if call_id == "<not specified>":
+            call_id = None
+        return ToolInvocation(
+            name=str(name) if name else None,
+            call_id=call_id if isinstance(call_id, str) else None,
+            arguments=attrs.get("gen_ai.tool.call.arguments"),
+            result=attrs.get("gen_ai.tool.call.result"),
+            description=attrs.get("gen_ai.tool.description"),
+        )
+
+    def handoff_target(self, span: SpanRecord) -> str | None:
+        attrs = span.attributes
+        name = attrs.get("gen_ai.tool.name") or name_suffix(span, "execute_tool ")
+        if name not in HANDOFF_TOOL_NAMES and attrs.get("gen_ai.tool.type") not in HANDOFF_TOOL_TYPES:
+            return None
+        args = parse_json(attrs.get("gen_ai.tool.call.arguments"))
+        target = args.get("agent_name") if isinstance(args, dict) else None
+        return str(target) if target else ""
+
+    def retrieval(self, span: SpanRecord) -> Retrieval | None:
+        attrs = span.attributes
+        if "gen_ai.retrieval.documents" not in attrs and "gen_ai.retrieval.query.text" not in attrs:
+            return None
+        docs = []
+        raw = parse_json(attrs.get("gen_ai.retrieval.documents"))
+        for item in raw if isinstance(raw, list) else []:
+            if isinstance(item, dict):
+                metadata = {k: v for k, v in item.items() if k not in ("id", "score", "content", "text")}
+                docs.append(
+                    RetrievedDocument(
+                        id=as_text(item.get("id")),
+                        content=as_text(item.get("content") or item.get("text")),
+                        score=as_float(item.get("score")),
+                        metadata=metadata or None,
+                    )
+                )
+        return Retrieval(query=as_text(attrs.get("gen_ai.retrieval.query.text")), documents=docs)
+
+    def io(self, span: SpanRecord) -> tuple[Any, Any] | None:
+        attrs = span.attributes
+        if "gen_ai.input.messages" not in attrs and "gen_ai.output.messages" not in attrs:
+            return None
+        messages = parse_parts_messages(attrs.get("gen_ai.input.messages")) or []
+        output = parse_parts_output(attrs.get("gen_ai.output.messages"))
+        user = next((m.content for m in messages if m.role == "user" and m.content), None)
+        return user, output.text if output else None
+
+
+def _with_system(messages: list[Message] | None, attrs: dict[str, Any]) -> list[Message] | None:
+    system = parse_system_instructions(attrs.get("gen_ai.system_instructions"))
+    if system is None:
+        return messages
+    return [system, *(messages or [])]
+
+
+def _event_body(event: SpanEvent) -> dict:
+    body = parse_json(event.body)
+    if isinstance(body, dict):
+        return body
+    # Some SDKs put the fields in the event attributes instead of the body.
+    return {k: parse_json(v) for k, v in event.attributes.items()}
+
+
+def _messages_from_events(span: SpanRecord) -> list[Message]:
+    """OTel 1.28-1.36 per-message events (log records or span events)."""
+    messages: list[Message] = []
+    for event in span_events(span):
+        role = _MESSAGE_EVENTS.get(event.name)
+        if role is None:
+            continue
+        body = _event_body(event)
+        item = {
+            "role": role,
+            "content": body.get("content"),
+            "tool_calls": body.get("tool_calls"),
+            "tool_call_id": body.get("id"),
+        }
+        messages.append(openai_message(item))
+    return messages
+
+
+def _choice_from_events(span: SpanRecord, reasons: list[str]) -> LLMOutput | None:
+    texts, calls, event_reasons = [], [], []
+    found = False
+    for event in span_events(span):
+        if event.name != "gen_ai.choice":
+            continue
+        found = True
+        body = _event_body(event)
+        message = body.get("message") if isinstance(body.get("message"), dict) else {}
+        text = content_text(message.get("content"))
+        if text:
+            texts.append(text)
+        calls.extend(openai_tool_calls(body.get("tool_calls") or message.get("tool_calls")))
+        if isinstance(body.get("finish_reason"), str):
+            event_reasons.append(body["finish_reason"])
+    if not found:
+        return None
+    return LLMOutput(text="\n".join(texts) or None, tool_calls=calls, finish_reasons=reasons or event_reasons)
+
+
+def _legacy_prompt(value: Any) -> list[Message]:
+    parsed = parse_json(value)
+    if isinstance(parsed, list):
+        return [openai_message(m) for m in parsed if isinstance(m, dict)]
+    text = as_text(value)
+    return [openai_message({"role": "user", "content": text})] if text else []
+
+
+def _legacy_completion_text(text: str | None) -> str | None:
+    parsed = parse_json(text)
+    if isinstance(parsed, list):
+        texts = [content_text(m.get("content")) for m in parsed if isinstance(m, dict)]
+        return "\n".join(t for t in texts if t) or None
+    return text
+
+
+def system_message(text: str | None) -> SystemMessage | None:
+    return SystemMessage(content=text) if text else None
+
+
+__all__ = ["DETAILS_EVENT", "OTelGenAI", "log_usage", "make_tool_call", "usage_from_attributes"]

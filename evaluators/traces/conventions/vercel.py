@@ -1,0 +1,13 @@
+"""VercelAI convention (to be filled)."""
+
+from __future__ import annotations
+
+from ..records import SpanRecord
+from .base import Convention
+
+
+class VercelAI(Convention):
+    name = "vercel"
+
+    def detect(self, span: SpanRecord) -> bool:
+        return False

@@ -1,0 +1,105 @@
+"""Find the human text inside the JSON envelopes that root and agent spans carry.
+
+Traceloop decorators write `{"args": [...], "kwargs": {...}}`; LangChain/LangGraph write message
+state; OpenInference writes request/response JSON in `input.value` / `output.value`; ADK via
+OpenInference writes `{"new_message": {"parts": [...]}}` and `{"content": {"parts": [...]}}`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .jsonutil import parse_json
+
+MAX_DEPTH = 8
+_USER_ROLES = {"user", "human"}
+_TEXT_KEYS = (
+    "new_message",
+    "content",
+    "parts",
+    "text",
+    "input",
+    "output",
+    "query",
+    "question",
+    "prompt",
+    "answer",
+    "final_output",
+    "final_result",
+    "result",
+    "response",
+    "message",
+    "inputs",
+    "outputs",
+    "value",
+)
+
+
+def envelope_text(value: Any, *, output: bool = False) -> str | None:
+    """The request (or, with output=True, the answer) a value carries as text, else None."""
+    return _text(value, output, 0)
+
+
+def _text(value: Any, output: bool, depth: int) -> str | None:
+    if depth > MAX_DEPTH or value is None:
+        return None
+    value = parse_json(value)
+    if isinstance(value, str):
+        return value.strip() or None
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, list):
+        return _from_list(value, output, depth)
+    if isinstance(value, dict):
+        return _from_dict(value, output, depth)
+    return None
+
+
+def _from_list(items: list, output: bool, depth: int) -> str | None:
+    if items and all(isinstance(i, dict) and ("role" in i or "type" in i) and "content" in i for i in items):
+        return _from_messages(items, output, depth)
+    for item in reversed(items) if output else items:
+        text = _text(item, output, depth + 1)
+        if text:
+            return text
+    return None
+
+
+def _from_messages(messages: list, output: bool, depth: int) -> str | None:
+    if output:
+        candidates = messages
+    else:
+        candidates = [m for m in messages if str(m.get("role") or m.get("type") or "").lower() in _USER_ROLES]
+    for message in reversed(candidates):
+        text = _text(message.get("content"), output, depth + 1)
+        if text:
+            return text
+    return None
+
+
+def _from_dict(value: dict, output: bool, depth: int) -> str | None:
+    if ("args" in value or "kwargs" in value) and set(value) <= {"args", "kwargs"}:
+        return _text([value.get("args"), value.get("kwargs")], output, depth + 1)
+    if isinstance(value.get("parts"), list):
+        texts = [p.get("text") for p in value["parts"] if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        texts += [p.get("content") for p in value["parts"] if isinstance(p, dict) and isinstance(p.get("content"), str)]
+        if texts:
+            return "\n".join(texts)
+    messages = value.get("messages")
+    if isinstance(messages, list) and messages:
+        text = _from_messages([m for m in messages if isinstance(m, dict)], output, depth)
+        if text:
+            return text
+    choices = value.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        text = _text(choices[0].get("message") or choices[0].get("text"), output, depth + 1)
+        if text:
+            return text
+    for key in _TEXT_KEYS:
+        if key in value:
+            text = _text(value[key], output, depth + 1)
+            if text:
+                return text
+    return None

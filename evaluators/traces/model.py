@@ -1,0 +1,299 @@
+"""The public trace views: Trace and AgentTrace (span views live in `spans`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from .conventions.base import TokenUsage
+from .envelope import envelope_text
+from .messages import ToolDefinition
+from .spans import (
+    AgentSpan,
+    Handoff,
+    HandoffSpan,
+    LLMMetrics,
+    LLMSpan,
+    RetrieverSpan,
+    Span,
+    ToolSpan,
+)
+
+
+@dataclass
+class TraceMetrics:
+    total_duration_ms: float = 0.0
+    token_usage: TokenUsage = field(default_factory=TokenUsage)
+    error_count: int = 0
+    llm_call_count: int = 0
+    tool_call_count: int = 0
+    agent_count: int = 0
+    cost: float | None = None
+
+    @property
+    def has_errors(self) -> bool:
+        return self.error_count > 0
+
+
+def _usage_of(calls: list[LLMSpan]) -> TokenUsage:
+    total = TokenUsage()
+    for call in calls:
+        if call.usage is not None:
+            total = total + call.usage
+    return total
+
+
+def _cost_of(calls: list[LLMSpan]) -> float | None:
+    costs = [c.metrics.cost for c in calls if c.metrics.cost is not None]
+    return sum(costs) if costs else None
+
+
+def _span_window_ms(spans: list[Span]) -> float:
+    starts = [s.start_time for s in spans if s.start_time > 0]
+    ends = [s.end_time for s in spans if s.end_time > 0]
+    if not starts or not ends or max(ends) < min(starts):
+        return 0.0
+    return (max(ends) - min(starts)) / 1e6
+
+
+def _merge_tools(groups: list[list[ToolDefinition]]) -> list[ToolDefinition]:
+    seen: dict[str, ToolDefinition] = {}
+    for tools in groups:
+        for tool in tools:
+            seen.setdefault(tool.name, tool)
+    return list(seen.values())
+
+
+class AgentTrace:
+    """What one agent did in a trace: its steps in order (think → act → observe)."""
+
+    def __init__(self, trace: Trace, agent_name: str | None, agent_spans: list[AgentSpan], steps: list[Span]):
+        self.trace = trace
+        self.agent_name = agent_name
+        self.agent_spans = agent_spans
+        self.steps = steps
+
+    @property
+    def trace_id(self) -> str:
+        return self.trace.trace_id
+
+    @property
+    def agent_span(self) -> AgentSpan | None:
+        return self.agent_spans[0] if self.agent_spans else None
+
+    @property
+    def agent_span_id(self) -> str | None:
+        return self.agent_span.span_id if self.agent_span else None
+
+    @property
+    def description(self) -> str | None:
+        return self.agent_span.description if self.agent_span else None
+
+    @cached_property
+    def llm_steps(self) -> list[LLMSpan]:
+        return [s for s in self.steps if isinstance(s, LLMSpan)]
+
+    @cached_property
+    def tool_steps(self) -> list[ToolSpan]:
+        return [s for s in self.steps if type(s) is ToolSpan]
+
+    @property
+    def tool_names_used(self) -> list[str]:
+        return [t.name for t in self.tool_steps]
+
+    @cached_property
+    def available_tools(self) -> list[ToolDefinition]:
+        groups = [a.available_tools for a in self.agent_spans] + [c.available_tools for c in self.llm_steps]
+        return _merge_tools(groups)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(s.has_error for s in self.steps) or any(a.has_error for a in self.agent_spans)
+
+    @cached_property
+    def input(self) -> str | None:
+        for agent in self.agent_spans:
+            text = envelope_text(agent.input)
+            if text:
+                return text
+        return next((c.user_input for c in self.llm_steps if c.user_input), None)
+
+    @cached_property
+    def output(self) -> str | None:
+        for agent in reversed(self.agent_spans):
+            text = envelope_text(agent.output, output=True)
+            if text:
+                return text
+        calls = sorted(self.llm_steps, key=lambda c: c.end_time)
+        return calls[-1].response if calls else None
+
+    @cached_property
+    def metrics(self) -> TraceMetrics:
+        spans: list[Span] = [*self.agent_spans, *self.steps]
+        return TraceMetrics(
+            total_duration_ms=_span_window_ms(spans),
+            token_usage=_usage_of(self.llm_steps),
+            error_count=sum(1 for s in spans if s.has_error),
+            llm_call_count=len(self.llm_steps),
+            tool_call_count=len(self.tool_steps),
+            agent_count=1 if self.agent_name else 0,
+            cost=_cost_of(self.llm_steps),
+        )
+
+    def __repr__(self) -> str:
+        return f"<AgentTrace {self.agent_name!r} steps={len(self.steps)}>"
+
+
+class Trace:
+    """One reassembled trace with its normalized views. Built by `build_trace`."""
+
+    def __init__(self, trace_id: str, spans: list[Span], roots: list[Span], wrappers: set[str]):
+        self.trace_id = trace_id
+        self.spans = spans
+        self.roots = roots
+        self._wrapper_llm_ids = wrappers
+
+    # --- identity -----------------------------------------------------------------------------
+    @property
+    def root(self) -> Span | None:
+        return self.roots[0] if self.roots else None
+
+    @property
+    def resource_attributes(self) -> dict[str, Any]:
+        return self.root.record.resource_attributes if self.root else {}
+
+    @property
+    def service_name(self) -> str:
+        return self.root.record.service_name if self.root else ""
+
+    @property
+    def start_time(self) -> int:
+        starts = [s.start_time for s in self.spans if s.start_time > 0]
+        return min(starts) if starts else 0
+
+    @property
+    def end_time(self) -> int:
+        return max((s.end_time for s in self.spans), default=0)
+
+    @property
+    def span_count(self) -> int:
+        return len(self.spans)
+
+    # --- steps --------------------------------------------------------------------------------
+    @cached_property
+    def _llm_calls(self) -> list[LLMSpan]:
+        calls = [s for s in self.spans if isinstance(s, LLMSpan) and s.span_id not in self._wrapper_llm_ids]
+        return sorted(calls, key=lambda s: s.start_time)
+
+    def get_llm_calls(self) -> list[LLMSpan]:
+        """Every real LLM call (wrapper spans that repeat a child call are left out), by start time."""
+        return list(self._llm_calls)
+
+    @cached_property
+    def _tool_calls(self) -> list[ToolSpan]:
+        return sorted((s for s in self.spans if type(s) is ToolSpan), key=lambda s: s.start_time)
+
+    def get_tool_calls(self) -> list[ToolSpan]:
+        """Tool executions by start time; handoffs between agents are not tool calls."""
+        return list(self._tool_calls)
+
+    def get_retrievals(self) -> list[RetrieverSpan]:
+        return sorted((s for s in self.spans if isinstance(s, RetrieverSpan)), key=lambda s: s.start_time)
+
+    def get_agents(self) -> list[AgentSpan]:
+        return [s for s in self.spans if isinstance(s, AgentSpan)]
+
+    @property
+    def agent_names(self) -> list[str]:
+        return list(dict.fromkeys(a.name for a in self.get_agents()))
+
+    @cached_property
+    def handoffs(self) -> list[Handoff]:
+        spans = sorted((s for s in self.spans if isinstance(s, HandoffSpan)), key=lambda s: s.start_time)
+        return [Handoff(from_agent=s.agent_name, to_agent=s.to_agent, span_id=s.span_id) for s in spans]
+
+    @cached_property
+    def _agent_traces(self) -> list[AgentTrace]:
+        agents: dict[str, list[AgentSpan]] = {}
+        for agent in self.get_agents():
+            agents.setdefault(agent.name, []).append(agent)
+        steps = sorted([*self._llm_calls, *self._tool_calls], key=lambda s: s.start_time)
+        if not agents:
+            return [AgentTrace(self, None, [], steps)] if steps else []
+        return [
+            AgentTrace(self, name, spans, [s for s in steps if s.agent_name == name]) for name, spans in agents.items()
+        ]
+
+    def agent_traces(self) -> list[AgentTrace]:
+        """One AgentTrace per agent; a trace with steps but no agent span gets one unnamed AgentTrace."""
+        return list(self._agent_traces)
+
+    # --- request and answer -------------------------------------------------------------------
+    def _carriers(self) -> list[Span]:
+        """Root first, then the top agent span: where the request and answer usually live."""
+        carriers: list[Span] = [r for r in self.roots[:1] if not isinstance(r, LLMSpan)]
+        agents = self.get_agents()
+        if agents and agents[0] not in carriers:
+            carriers.append(agents[0])
+        return carriers
+
+    @cached_property
+    def input(self) -> str | None:
+        """The user's request."""
+        for span in self._carriers():
+            io = span._facet("io")
+            text = envelope_text(io[0]) if io else None
+            if text:
+                return text
+        return next((c.user_input for c in self._llm_calls if c.user_input), None)
+
+    @cached_property
+    def output(self) -> str | None:
+        """The final answer."""
+        for span in self._carriers():
+            io = span._facet("io")
+            text = envelope_text(io[1], output=True) if io else None
+            if text:
+                return text
+        calls = sorted(self._llm_calls, key=lambda c: c.end_time)
+        return calls[-1].response if calls else None
+
+    # --- metrics ------------------------------------------------------------------------------
+    @cached_property
+    def metrics(self) -> TraceMetrics:
+        calls = self._llm_calls
+        return TraceMetrics(
+            total_duration_ms=_span_window_ms(self.spans),
+            token_usage=_usage_of(calls),
+            error_count=sum(1 for s in self.spans if s.has_error),
+            llm_call_count=len(calls),
+            tool_call_count=len(self._tool_calls),
+            agent_count=len(self.agent_names),
+            cost=_cost_of(calls),
+        )
+
+    @property
+    def has_errors(self) -> bool:
+        return self.metrics.has_errors
+
+    def error_spans(self) -> list[Span]:
+        return [s for s in self.spans if s.has_error]
+
+    def __repr__(self) -> str:
+        return f"<Trace {self.trace_id} spans={len(self.spans)}>"
+
+
+__all__ = [
+    "AgentSpan",
+    "AgentTrace",
+    "Handoff",
+    "HandoffSpan",
+    "LLMMetrics",
+    "LLMSpan",
+    "RetrieverSpan",
+    "Span",
+    "ToolSpan",
+    "Trace",
+    "TraceMetrics",
+]

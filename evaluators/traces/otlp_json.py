@@ -1,0 +1,309 @@
+"""Decode OTLP-JSON (the official JSON mapping) into span and log records.
+
+Accepts lowerCamelCase and original snake_case keys, ids as hex (base64 tolerated), int64 as
+strings or numbers, enums as ints or names. Anything of the wrong shape raises TraceDecodeError
+with a JSON path; spans with bad ids are left out and listed in `DecodedBatch.rejected`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from .errors import InvalidIdError, TraceDecodeError
+from .records import Attributes, DecodedBatch, LogRecord, RejectedSpan, SpanEvent, SpanLink, SpanRecord
+
+MAX_VALUE_DEPTH = 32
+_SPAN_KINDS = {
+    "SPAN_KIND_UNSPECIFIED": 0,
+    "SPAN_KIND_INTERNAL": 1,
+    "SPAN_KIND_SERVER": 2,
+    "SPAN_KIND_CLIENT": 3,
+    "SPAN_KIND_PRODUCER": 4,
+    "SPAN_KIND_CONSUMER": 5,
+}
+_STATUS_CODES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
+
+
+def _get(obj: dict, camel: str, snake: str | None = None, default: Any = None) -> Any:
+    if camel in obj:
+        return obj[camel]
+    if snake is not None and snake in obj:
+        return obj[snake]
+    return default
+
+
+def _obj(value: Any, where: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TraceDecodeError(f"expected an object, got {type(value).__name__}", where)
+    return value
+
+
+def _list(value: Any, where: str) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise TraceDecodeError(f"expected an array, got {type(value).__name__}", where)
+    return value
+
+
+def _int(value: Any, where: str) -> int:
+    if value is None or value == "":
+        return 0
+    if isinstance(value, bool):
+        raise TraceDecodeError("expected an integer, got a boolean", where)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value, 10)
+        except ValueError:
+            pass
+    raise TraceDecodeError(f"expected an integer, got {value!r:.60}", where)
+
+
+def _enum(value: Any, names: dict[str, int], where: str) -> int:
+    if isinstance(value, str) and value in names:
+        return names[value]
+    return _int(value, where)
+
+
+def _str(value: Any, where: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TraceDecodeError(f"expected a string, got {type(value).__name__}", where)
+    return value
+
+
+def decode_id(value: Any, size: int, where: str) -> str:
+    """A hex id of `size` bytes; base64 accepted for producers that use the protobuf default."""
+    text = _str(value, where)
+    if not text:
+        return ""
+    if len(text) == size * 2:
+        try:
+            return bytes.fromhex(text).hex()
+        except ValueError:
+            pass
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) == size:
+        return raw.hex()
+    raise InvalidIdError(f"expected a {size}-byte id as {size * 2} hex digits, got {text!r:.60}", where)
+
+
+def _any_value(value: Any, where: str, depth: int = 0) -> Any:
+    if depth > MAX_VALUE_DEPTH:
+        return None
+    if value is None:
+        return None
+    value = _obj(value, where)
+    if not value:
+        return None
+    key, inner = next(iter(value.items()))
+    if key in ("stringValue", "string_value"):
+        return _str(inner, where)
+    if key in ("boolValue", "bool_value"):
+        if not isinstance(inner, bool):
+            raise TraceDecodeError("boolValue must be true or false", where)
+        return inner
+    if key in ("intValue", "int_value"):
+        return _int(inner, where)
+    if key in ("doubleValue", "double_value"):
+        if isinstance(inner, (int, float)) and not isinstance(inner, bool):
+            return float(inner)
+        if isinstance(inner, str):
+            try:
+                return float(inner)
+            except ValueError:
+                pass
+        raise TraceDecodeError(f"expected a number, got {inner!r:.60}", where)
+    if key in ("bytesValue", "bytes_value"):
+        try:
+            return base64.b64decode(_str(inner, where))
+        except (binascii.Error, ValueError):
+            raise TraceDecodeError("bytesValue is not base64", where) from None
+    if key in ("arrayValue", "array_value"):
+        values = _list(_obj(inner, where).get("values"), where)
+        return [_any_value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(values)]
+    if key in ("kvlistValue", "kvlist_value"):
+        return attributes_from_json(_obj(inner, where).get("values"), where, depth + 1)
+    raise TraceDecodeError(f"unknown AnyValue field {key!r:.40}", where)
+
+
+def attributes_from_json(key_values: Any, where: str, depth: int = 0) -> Attributes:
+    result: Attributes = {}
+    for i, kv in enumerate(_list(key_values, where)):
+        kv = _obj(kv, f"{where}[{i}]")
+        key = _str(kv.get("key"), f"{where}[{i}].key")
+        result[key] = _any_value(kv.get("value"), f"{where}[{i}].value", depth)
+    return result
+
+
+def _span(raw: Any, where: str, resource: Attributes, scope: tuple[str, str]) -> SpanRecord:
+    raw = _obj(raw, where)
+    status = _obj(raw.get("status"), f"{where}.status")
+    events = []
+    for i, e in enumerate(_list(raw.get("events"), f"{where}.events")):
+        e = _obj(e, f"{where}.events[{i}]")
+        events.append(
+            SpanEvent(
+                _str(e.get("name"), f"{where}.events[{i}].name"),
+                _int(_get(e, "timeUnixNano", "time_unix_nano"), f"{where}.events[{i}].timeUnixNano"),
+                attributes_from_json(e.get("attributes"), f"{where}.events[{i}].attributes"),
+            )
+        )
+    links = []
+    for i, link in enumerate(_list(raw.get("links"), f"{where}.links")):
+        link = _obj(link, f"{where}.links[{i}]")
+        links.append(
+            SpanLink(
+                decode_id(_get(link, "traceId", "trace_id"), 16, f"{where}.links[{i}].traceId"),
+                decode_id(_get(link, "spanId", "span_id"), 8, f"{where}.links[{i}].spanId"),
+                attributes_from_json(link.get("attributes"), f"{where}.links[{i}].attributes"),
+            )
+        )
+    return SpanRecord(
+        trace_id=decode_id(_get(raw, "traceId", "trace_id"), 16, f"{where}.traceId"),
+        span_id=decode_id(_get(raw, "spanId", "span_id"), 8, f"{where}.spanId"),
+        parent_span_id=decode_id(_get(raw, "parentSpanId", "parent_span_id"), 8, f"{where}.parentSpanId"),
+        name=_str(raw.get("name"), f"{where}.name"),
+        kind=_enum(raw.get("kind"), _SPAN_KINDS, f"{where}.kind"),
+        start_time_unix_nano=_int(_get(raw, "startTimeUnixNano", "start_time_unix_nano"), f"{where}.start"),
+        end_time_unix_nano=_int(_get(raw, "endTimeUnixNano", "end_time_unix_nano"), f"{where}.end"),
+        status_code=_enum(status.get("code"), _STATUS_CODES, f"{where}.status.code"),
+        status_message=_str(status.get("message"), f"{where}.status.message"),
+        attributes=attributes_from_json(raw.get("attributes"), f"{where}.attributes"),
+        events=events,
+        links=links,
+        resource_attributes=resource,
+        scope_name=scope[0],
+        scope_version=scope[1],
+    )
+
+
+def _scope(raw: Any, where: str) -> tuple[str, str]:
+    scope = _obj(raw, where)
+    return _str(scope.get("name"), f"{where}.name"), _str(scope.get("version"), f"{where}.version")
+
+
+def _resource(raw: Any, where: str) -> Attributes:
+    return attributes_from_json(_obj(raw, where).get("attributes"), f"{where}.attributes")
+
+
+def decode_traces_object(document: Any, where: str = "json") -> DecodedBatch:
+    """A parsed ExportTraceServiceRequest / TracesData / ExportLogsServiceRequest JSON object."""
+    document = _obj(document, where)
+    if "resourceLogs" in document or "resource_logs" in document:
+        return _decode_logs_object(document, where)
+    batch = DecodedBatch()
+    resource_spans = _get(document, "resourceSpans", "resource_spans")
+    if resource_spans is None and document:
+        raise TraceDecodeError("no resourceSpans or resourceLogs: not an OTLP export", where)
+    for r, rs in enumerate(_list(resource_spans, f"{where}.resourceSpans")):
+        rw = f"{where}.resourceSpans[{r}]"
+        rs = _obj(rs, rw)
+        resource = _resource(rs.get("resource"), f"{rw}.resource")
+        for s, ss in enumerate(_list(_get(rs, "scopeSpans", "scope_spans"), f"{rw}.scopeSpans")):
+            sw = f"{rw}.scopeSpans[{s}]"
+            ss = _obj(ss, sw)
+            scope = _scope(ss.get("scope"), f"{sw}.scope")
+            for i, raw in enumerate(_list(ss.get("spans"), f"{sw}.spans")):
+                span_where = f"{sw}.spans[{i}]"
+                try:
+                    span = _span(raw, span_where, resource, scope)
+                except InvalidIdError as exc:
+                    batch.rejected.append(RejectedSpan("invalid_id", str(exc)))
+                    continue
+                if not span.trace_id or not span.span_id or not int(span.trace_id, 16):
+                    batch.rejected.append(RejectedSpan("invalid_id", f"{span_where}: missing trace or span id"))
+                    continue
+                batch.spans.append(span)
+    return batch
+
+
+def _decode_logs_object(document: dict, where: str) -> DecodedBatch:
+    batch = DecodedBatch()
+    for r, rl in enumerate(_list(_get(document, "resourceLogs", "resource_logs"), f"{where}.resourceLogs")):
+        rw = f"{where}.resourceLogs[{r}]"
+        rl = _obj(rl, rw)
+        resource = _resource(rl.get("resource"), f"{rw}.resource")
+        for s, sl in enumerate(_list(_get(rl, "scopeLogs", "scope_logs"), f"{rw}.scopeLogs")):
+            sw = f"{rw}.scopeLogs[{s}]"
+            sl = _obj(sl, sw)
+            scope_name, _ = _scope(sl.get("scope"), f"{sw}.scope")
+            for i, rec in enumerate(_list(_get(sl, "logRecords", "log_records"), f"{sw}.logRecords")):
+                lw = f"{sw}.logRecords[{i}]"
+                rec = _obj(rec, lw)
+                try:
+                    trace_id = decode_id(_get(rec, "traceId", "trace_id"), 16, f"{lw}.traceId")
+                    span_id = decode_id(_get(rec, "spanId", "span_id"), 8, f"{lw}.spanId")
+                except InvalidIdError:
+                    continue
+                if not trace_id or not span_id:
+                    continue
+                attrs = attributes_from_json(rec.get("attributes"), f"{lw}.attributes")
+                event_name = _str(_get(rec, "eventName", "event_name"), f"{lw}.eventName")
+                time_ns = _int(_get(rec, "timeUnixNano", "time_unix_nano"), f"{lw}.timeUnixNano")
+                observed = _int(_get(rec, "observedTimeUnixNano", "observed_time_unix_nano"), lw)
+                batch.logs.append(
+                    LogRecord(
+                        trace_id=trace_id,
+                        span_id=span_id,
+                        event_name=event_name or str(attrs.get("event.name") or ""),
+                        time_unix_nano=time_ns or observed,
+                        body=_any_value(rec.get("body"), f"{lw}.body"),
+                        attributes=attrs,
+                        resource_attributes=resource,
+                        scope_name=scope_name,
+                    )
+                )
+    return batch
+
+
+def parse_json_text(data: bytes | str, where: str) -> Any:
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError as exc:
+        raise TraceDecodeError(f"not UTF-8 text: {exc.reason} at byte {exc.start}", where) from None
+    except json.JSONDecodeError as exc:
+        raise TraceDecodeError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", where) from None
+    except RecursionError:
+        raise TraceDecodeError("JSON nested too deeply", where) from None
+
+
+def decode_traces_json(data: bytes | str, where: str = "json") -> DecodedBatch:
+    """One OTLP-JSON document, or JSON lines (the collector file exporter: one TracesData a line)."""
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise TraceDecodeError(f"not UTF-8 text: {exc.reason} at byte {exc.start}", where) from None
+    else:
+        text = data
+    stripped = text.strip()
+    if not stripped:
+        return DecodedBatch()
+    try:
+        document = json.loads(stripped)
+    except json.JSONDecodeError:
+        document = None
+    except RecursionError:
+        raise TraceDecodeError("JSON nested too deeply", where) from None
+    if document is not None:
+        return decode_traces_object(document, where)
+    batch = DecodedBatch()
+    for number, line in enumerate(stripped.splitlines(), start=1):
+        if line.strip():
+            line_where = f"{where}:{number}"
+            batch.extend(decode_traces_object(parse_json_text(line, line_where), line_where))
+    return batch
