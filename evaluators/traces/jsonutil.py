@@ -16,7 +16,7 @@ def parse_json(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     text = value.strip()
-    if not text or text[0] not in '[{"' and not text[0].isdigit() and text not in ("true", "false", "null"):
+    if not text or (text[0] not in '[{"' and not text[0].isdigit() and text not in ("true", "false", "null")):
         return value
     try:
         return json.loads(text)

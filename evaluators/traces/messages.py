@@ -76,7 +76,13 @@ class LLMOutput:
     finish_reasons: list[str] = field(default_factory=list)
 
 
-_ROLE_ALIASES = {"model": "assistant", "ai": "assistant", "bot": "assistant", "human": "user", "function": "tool"}
+_ROLE_ALIASES = {
+    "model": "assistant",
+    "ai": "assistant",
+    "bot": "assistant",
+    "human": "user",
+    "function": "tool",
+}
 
 
 def normalize_role(role: Any) -> str:

@@ -225,7 +225,9 @@ def decode_traces_object(document: Any, where: str = "json") -> DecodedBatch:
                     batch.rejected.append(RejectedSpan("invalid_id", str(exc)))
                     continue
                 if not span.trace_id or not span.span_id or not int(span.trace_id, 16):
-                    batch.rejected.append(RejectedSpan("invalid_id", f"{span_where}: missing trace or span id"))
+                    batch.rejected.append(
+                        RejectedSpan("invalid_id", f"{span_where}: missing trace or span id")
+                    )
                     continue
                 batch.spans.append(span)
     return batch
@@ -276,7 +278,9 @@ def parse_json_text(data: bytes | str, where: str) -> Any:
     except UnicodeDecodeError as exc:
         raise TraceDecodeError(f"not UTF-8 text: {exc.reason} at byte {exc.start}", where) from None
     except json.JSONDecodeError as exc:
-        raise TraceDecodeError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", where) from None
+        raise TraceDecodeError(
+            f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", where
+        ) from None
     except RecursionError:
         raise TraceDecodeError("JSON nested too deeply", where) from None
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..jsonutil import as_float, as_int, as_str_list, as_text, parse_json, unflatten
-from ..messages import LLMOutput, Message, RetrievedDocument, ToolCall, ToolDefinition, ToolMessage, make_message
+from ..messages import (
+    LLMOutput,
+    Message,
+    RetrievedDocument,
+    ToolCall,
+    ToolDefinition,
+    ToolMessage,
+    make_message,
+)
 from ..records import SpanRecord
 from .base import Convention, Retrieval, SpanKind, TokenUsage, ToolInvocation, usage_from
 from .parts import make_tool_call, parse_tool_definitions
@@ -69,7 +77,10 @@ class OpenInference(Convention):
         total = as_float(attrs.get("llm.cost.total"))
         if total is not None:
             return total
-        prompt, completion = as_float(attrs.get("llm.cost.prompt")), as_float(attrs.get("llm.cost.completion"))
+        prompt, completion = (
+            as_float(attrs.get("llm.cost.prompt")),
+            as_float(attrs.get("llm.cost.completion")),
+        )
         if prompt is None and completion is None:
             return None
         return (prompt or 0.0) + (completion or 0.0)
@@ -123,7 +134,9 @@ class OpenInference(Convention):
             call_id=call_id if isinstance(call_id, str) else None,
             arguments=attrs.get("input.value"),
             result=result,
-            description=attrs.get("tool.description") if isinstance(attrs.get("tool.description"), str) else None,
+            description=attrs.get("tool.description")
+            if isinstance(attrs.get("tool.description"), str)
+            else None,
         )
 
     def handoff_target(self, span: SpanRecord) -> str | None:

@@ -9,7 +9,15 @@ import re
 from typing import Any
 
 from ..jsonutil import as_int, as_str_list, as_text, parse_json, unflatten
-from ..messages import LLMOutput, Message, RetrievedDocument, ToolCall, ToolDefinition, ToolMessage, make_message
+from ..messages import (
+    LLMOutput,
+    Message,
+    RetrievedDocument,
+    ToolCall,
+    ToolDefinition,
+    ToolMessage,
+    make_message,
+)
 from ..records import SpanRecord
 from .base import Convention, Retrieval, SpanKind, TokenUsage, ToolInvocation, usage_from
 from .parts import make_tool_call
@@ -117,7 +125,8 @@ class Traceloop(Convention):
         name = attrs.get("gen_ai.tool.name") or attrs.get("traceloop.entity.name")
         return ToolInvocation(
             name=str(name) if name else span.name.removesuffix(".tool"),
-            arguments=attrs.get("gen_ai.tool.call.arguments") or _call_arguments(attrs.get("traceloop.entity.input")),
+            arguments=attrs.get("gen_ai.tool.call.arguments")
+            or _call_arguments(attrs.get("traceloop.entity.input")),
             result=parse_json(attrs.get("traceloop.entity.output")),
         )
 
@@ -127,7 +136,11 @@ class Traceloop(Convention):
             return None
         query = parse_json(attrs.get("traceloop.entity.input"))
         if isinstance(query, dict):
-            query = query.get("query") or query.get("inputs", {}).get("query") if isinstance(query, dict) else query
+            query = (
+                query.get("query") or query.get("inputs", {}).get("query")
+                if isinstance(query, dict)
+                else query
+            )
         output = parse_json(attrs.get("traceloop.entity.output"))
         if isinstance(output, dict):
             output = output.get("documents") or output.get("outputs") or []

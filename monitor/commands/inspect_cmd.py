@@ -1,0 +1,93 @@
+"""`agent-monitor inspect FILE...`: show how each trace is understood, as a tree or as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TextIO
+
+from evaluators.traces import TraceDecodeError, load_traces
+from evaluators.traces.model import Trace
+from evaluators.traces.serialize import trace_dict
+from evaluators.traces.spans import AgentSpan, HandoffSpan, LLMSpan, RetrieverSpan, Span, ToolSpan
+
+from ..text import clip
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "inspect",
+        help="decode OTLP trace files and print each trace's normalized view",
+        description="Decode OTLP protobuf, OTLP-JSON or collector JSON-lines files (or directories) "
+        "and print each trace as agent → LLM call → tool call.",
+    )
+    parser.add_argument("paths", nargs="+", metavar="FILE", help="trace files or directories")
+    parser.add_argument("--json", action="store_true", help="print the normalized views as JSON")
+    parser.add_argument("--width", type=int, default=80, help="characters of input/output text to show")
+    parser.set_defaults(handler=run)
+
+
+def _label(span: Span, width: int) -> str:
+    duration = f"{span.duration_ms:.0f}ms"
+    error = f"  ERROR {clip(span.error, width)}" if span.has_error else ""
+    if isinstance(span, LLMSpan):
+        m = span.metrics
+        tokens = f"{m.input_tokens}→{m.output_tokens} tok" if m.has_usage else "no usage"
+        asks = ", ".join(c.name for c in span.tool_calls)
+        said = f'  "{clip(span.response, width)}"' if span.response else ""
+        wants = f"  → calls {asks}" if asks else ""
+        return f"llm {span.model or '?'}  {tokens}  {duration}{wants}{said}{error}"
+    if isinstance(span, HandoffSpan):
+        return f"handoff {span.agent_name or '?'} → {span.to_agent or '?'}  {duration}"
+    if isinstance(span, ToolSpan):
+        result = f" → {clip(span.result, width // 2)}" if span.result is not None else ""
+        return f"tool {span.name}({clip(span.arguments, width // 2)}){result}  {duration}{error}"
+    if isinstance(span, RetrieverSpan):
+        return (
+            f"retrieval {clip(span.query, width // 2)!r} → {len(span.documents)} documents  {duration}{error}"
+        )
+    if isinstance(span, AgentSpan):
+        return f"agent {span.name}  {duration}{error}"
+    return f"{clip(span.span_name, 60)}  {duration}{error}"
+
+
+def render_tree(trace: Trace, width: int = 80) -> str:
+    m = trace.metrics
+    usage = m.token_usage
+    lines = [
+        f"trace {trace.trace_id}  service={clip(trace.service_name, 40) or '?'}  spans={trace.span_count}  "
+        f"{m.total_duration_ms:.0f}ms  llm_calls={m.llm_call_count}  tool_calls={m.tool_call_count}  "
+        f"tokens={usage.input_tokens}→{usage.output_tokens} (total {usage.total_tokens})  errors={m.error_count}",
+        f"  input:  {clip(trace.input, width) or '(none)'}",
+        f"  output: {clip(trace.output, width) or '(none)'}",
+    ]
+    if trace.agent_names:
+        lines.append(f"  agents: {', '.join(clip(a, 40) for a in trace.agent_names)}")
+    for handoff in trace.handoffs:
+        lines.append(f"  handoff: {handoff.from_agent} → {handoff.to_agent}")
+    depth: dict[str, int] = {}
+    for span in trace.spans:
+        level = depth.get(span.parent_span_id, -1) + 1 if span.parent_span_id in depth else 0
+        depth[span.span_id] = level
+        lines.append("  " + "   " * level + "└─ " + _label(span, width))
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    try:
+        traces = load_traces(args.paths)
+    except TraceDecodeError as exc:
+        print(f"agent-monitor inspect: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        json.dump([trace_dict(t) for t in traces], out, indent=2, ensure_ascii=False)
+        out.write("\n")
+        return 0
+    if not traces:
+        print("no spans found", file=out)
+    for index, trace in enumerate(traces):
+        if index:
+            out.write("\n")
+        out.write(render_tree(trace, args.width) + "\n")
+    return 0

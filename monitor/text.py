@@ -1,0 +1,16 @@
+"""Safe, bounded text for terminals and logs: nothing from a trace is printed raw or unbounded."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def clip(value: Any, limit: int = 80) -> str:
+    """One line, control characters escaped, at most `limit` characters (with an ellipsis)."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = "".join(ch if ch.isprintable() else " " for ch in text.replace("\n", " ").replace("\t", " "))
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
