@@ -1,0 +1,211 @@
+"""TraceAssembler: groups spans by trace id and decides when a trace is complete.
+
+A trace is complete when its root span has ended and no span arrived for `quiet_period`, or when
+`max_trace_wait` has passed since its first span. Deadlines sit in a heap (lazily re-armed), so a
+tick costs O(k log n) for k due traces, never a scan of every pending trace.
+
+A root is a span with no parent id, or a SERVER/CONSUMER span whose parent is not in the trace
+(the entry point of a service called by a remote parent). A span whose parent merely has not
+arrived yet is not a root: exporters send children before their parents end.
+
+Not thread-safe: owned by the event loop.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from evaluators.traces.records import LogRecord, SpanRecord
+
+_ENTRY_KINDS = (2, 5)  # SERVER, CONSUMER
+
+
+@dataclass(slots=True)
+class PendingTrace:
+    trace_id: str
+    first_seen: float
+    last_seen: float
+    spans: dict[str, SpanRecord] = field(default_factory=dict)
+    logs: list[LogRecord] = field(default_factory=list)
+    root_ended: bool = False
+
+    def deadline(self, quiet_period: float, max_wait: float) -> float:
+        hard = self.first_seen + max_wait
+        if self.root_ended:
+            return min(self.last_seen + quiet_period, hard)
+        return hard
+
+
+@dataclass(slots=True)
+class AddResult:
+    """What became of the spans of one export request."""
+
+    accepted: int = 0
+    duplicates: int = 0
+    late: int = 0
+    over_trace_cap: int = 0
+
+    @property
+    def rejected(self) -> int:
+        return self.over_trace_cap
+
+
+@dataclass(slots=True)
+class CompletedTrace:
+    trace_id: str
+    spans: list[SpanRecord]
+    reason: str  # "quiet" | "max_wait" | "shutdown"
+    first_seen: float
+    completed_at: float
+    logs: list[LogRecord] = field(default_factory=list)
+
+
+class TraceAssembler:
+    def __init__(
+        self,
+        *,
+        quiet_period: float = 5.0,
+        max_trace_wait: float = 120.0,
+        max_pending_spans: int = 500_000,
+        max_spans_per_trace: int = 10_000,
+        evaluated_trace_memory: int = 100_000,
+        late_span_window: float = 600.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.quiet_period = quiet_period
+        self.max_trace_wait = max_trace_wait
+        self.max_pending_spans = max_pending_spans
+        self.max_spans_per_trace = max_spans_per_trace
+        self.evaluated_trace_memory = evaluated_trace_memory
+        self.late_span_window = late_span_window
+        self.clock = clock
+        self._pending: dict[str, PendingTrace] = {}
+        self._heap: list[tuple[float, str]] = []
+        self._evaluated: OrderedDict[str, float] = OrderedDict()
+        self.spans_pending = 0
+        self.logs_pending = 0
+        self.late_spans = 0
+        self.duplicate_spans = 0
+
+    @property
+    def traces_pending(self) -> int:
+        return len(self._pending)
+
+    def has_room_for(self, span_count: int) -> bool:
+        """Backpressure: False when accepting `span_count` more spans would pass max_pending_spans."""
+        return self.spans_pending + self.logs_pending + span_count <= self.max_pending_spans
+
+    def add(self, spans: list[SpanRecord]) -> AddResult:
+        """Take the spans of one request (any order, any traces). The caller checks has_room_for first."""
+        now = self.clock()
+        result = AddResult()
+        for span in spans:
+            trace_id = span.trace_id
+            pending = self._pending_for(trace_id, now)
+            if pending is None:
+                self.late_spans += 1
+                result.late += 1
+                continue
+            if span.span_id in pending.spans:
+                self.duplicate_spans += 1
+                result.duplicates += 1
+                continue
+            if len(pending.spans) >= self.max_spans_per_trace:
+                result.over_trace_cap += 1
+                continue
+            pending.spans[span.span_id] = span
+            pending.last_seen = now
+            self.spans_pending += 1
+            result.accepted += 1
+            if not pending.root_ended and self._is_ended_root(span, pending):
+                pending.root_ended = True
+                heapq.heappush(self._heap, (pending.deadline(self.quiet_period, self.max_trace_wait), trace_id))
+        return result
+
+    def add_logs(self, logs: list[LogRecord]) -> int:
+        """Hold log records (GenAI content and usage events) until their trace completes."""
+        now = self.clock()
+        held = 0
+        for record in logs:
+            pending = self._pending_for(record.trace_id, now)
+            if pending is not None:
+                pending.logs.append(record)
+                self.logs_pending += 1
+                held += 1
+        return held
+
+    def _pending_for(self, trace_id: str, now: float) -> PendingTrace | None:
+        """The pending trace, created on first sight; None when the trace was already evaluated."""
+        pending = self._pending.get(trace_id)
+        if pending is None:
+            if self._was_evaluated(trace_id, now):
+                return None
+            pending = PendingTrace(trace_id, now, now)
+            self._pending[trace_id] = pending
+            heapq.heappush(self._heap, (pending.deadline(self.quiet_period, self.max_trace_wait), trace_id))
+        return pending
+
+    @staticmethod
+    def _is_ended_root(span: SpanRecord, pending: PendingTrace) -> bool:
+        if span.end_time_unix_nano <= 0:
+            return False
+        if not span.parent_span_id:
+            return True
+        return span.kind in _ENTRY_KINDS and span.parent_span_id not in pending.spans
+
+    def _was_evaluated(self, trace_id: str, now: float) -> bool:
+        seen = self._evaluated.get(trace_id)
+        return seen is not None and now - seen <= self.late_span_window
+
+    def next_deadline(self) -> float | None:
+        return self._heap[0][0] if self._heap else None
+
+    def pop_due(self, now: float | None = None, limit: int | None = None) -> list[CompletedTrace]:
+        """Traces whose deadline has passed (at most `limit`), removed from the pending set."""
+        now = self.clock() if now is None else now
+        done: list[CompletedTrace] = []
+        while self._heap and self._heap[0][0] <= now and (limit is None or len(done) < limit):
+            _, trace_id = heapq.heappop(self._heap)
+            pending = self._pending.get(trace_id)
+            if pending is None:
+                continue  # a stale heap entry for a trace already completed
+            deadline = pending.deadline(self.quiet_period, self.max_trace_wait)
+            if deadline > now:
+                heapq.heappush(self._heap, (deadline, trace_id))
+                continue
+            hard = now >= pending.first_seen + self.max_trace_wait
+            reason = "quiet" if pending.root_ended and not hard else "max_wait"
+            done.append(self._complete(pending, reason, now))
+        return done
+
+    def flush_all(self) -> list[CompletedTrace]:
+        """Complete every pending trace now, as it is (used at shutdown)."""
+        now = self.clock()
+        done = [self._complete(p, "shutdown", now) for p in list(self._pending.values())]
+        self._heap.clear()
+        return done
+
+    def _complete(self, pending: PendingTrace, reason: str, now: float) -> CompletedTrace:
+        del self._pending[pending.trace_id]
+        self.spans_pending -= len(pending.spans)
+        self.logs_pending -= len(pending.logs)
+        self._remember(pending.trace_id, now)
+        spans = list(pending.spans.values())
+        return CompletedTrace(pending.trace_id, spans, reason, pending.first_seen, now, pending.logs)
+
+    def _remember(self, trace_id: str, now: float) -> None:
+        evaluated = self._evaluated
+        evaluated[trace_id] = now
+        evaluated.move_to_end(trace_id)
+        while len(evaluated) > self.evaluated_trace_memory:
+            evaluated.popitem(last=False)
+        # Forget ids older than the late-span window (oldest first, stop at the first fresh one).
+        while evaluated:
+            oldest_id, seen = next(iter(evaluated.items()))
+            if now - seen <= self.late_span_window:
+                break
+            evaluated.popitem(last=False)
