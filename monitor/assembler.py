@@ -205,7 +205,7 @@ class TraceAssembler:
             evaluated.popitem(last=False)
         # Forget ids older than the late-span window (oldest first, stop at the first fresh one).
         while evaluated:
-            oldest_id, seen = next(iter(evaluated.items()))
+            _, seen = next(iter(evaluated.items()))
             if now - seen <= self.late_span_window:
                 break
             evaluated.popitem(last=False)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from .commands import inspect_cmd
+from .commands import check_config, inspect_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,12 +19,34 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--config", help="YAML config file (default: the embedded default)")
     run_parser.set_defaults(handler=_run_daemon)
     inspect_cmd.add_parser(subparsers)
+    check_config.add_parser(subparsers)
     return parser
 
 
 def _run_daemon(args: argparse.Namespace) -> int:
-    print("agent-monitor: the daemon arrives in step 3 (issue 4); use `agent-monitor inspect FILE` for now.")
-    return 0
+    import asyncio
+
+    from .config import ConfigError, load_config
+    from .logutil import configure_logging
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"agent-monitor: invalid configuration:\n{exc}", file=sys.stderr)
+        return 2
+    configure_logging(config.logging.level, config.logging.format)
+    try:
+        return asyncio.run(_serve(config))
+    except OSError as exc:
+        print(f"agent-monitor: cannot start: {exc}", file=sys.stderr)
+        return 1
+
+
+async def _serve(config) -> int:
+    from .daemon import Daemon
+
+    daemon = Daemon(config)
+    return await daemon.run_until_stopped()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -25,6 +25,7 @@ _SPAN_KINDS = {
     "SPAN_KIND_CONSUMER": 5,
 }
 _STATUS_CODES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
+_NOT_ONE_DOCUMENT = object()
 
 
 def _get(obj: dict, camel: str, snake: str | None = None, default: Any = None) -> Any:
@@ -120,7 +121,10 @@ def _any_value(value: Any, where: str, depth: int = 0) -> Any:
         return _int(inner, where)
     if key in ("doubleValue", "double_value"):
         if isinstance(inner, (int, float)) and not isinstance(inner, bool):
-            return float(inner)
+            try:
+                return float(inner)
+            except OverflowError:
+                raise TraceDecodeError("doubleValue out of range", where) from None
         if isinstance(inner, str):
             try:
                 return float(inner)
@@ -202,7 +206,8 @@ def _resource(raw: Any, where: str) -> Attributes:
 
 def decode_traces_object(document: Any, where: str = "json") -> DecodedBatch:
     """A parsed ExportTraceServiceRequest / TracesData / ExportLogsServiceRequest JSON object."""
-    document = _obj(document, where)
+    if not isinstance(document, dict):
+        raise TraceDecodeError(f"expected an OTLP export object, got {type(document).__name__}", where)
     if "resourceLogs" in document or "resource_logs" in document:
         return _decode_logs_object(document, where)
     batch = DecodedBatch()
@@ -224,7 +229,7 @@ def decode_traces_object(document: Any, where: str = "json") -> DecodedBatch:
                 except InvalidIdError as exc:
                     batch.rejected.append(RejectedSpan("invalid_id", str(exc)))
                     continue
-                if not span.trace_id or not span.span_id or not int(span.trace_id, 16):
+                if not span.trace_id or not span.span_id or not int(span.trace_id, 16) or not int(span.span_id, 16):
                     batch.rejected.append(
                         RejectedSpan("invalid_id", f"{span_where}: missing trace or span id")
                     )
@@ -300,10 +305,10 @@ def decode_traces_json(data: bytes | str, where: str = "json") -> DecodedBatch:
     try:
         document = json.loads(stripped)
     except json.JSONDecodeError:
-        document = None
+        document = _NOT_ONE_DOCUMENT
     except RecursionError:
         raise TraceDecodeError("JSON nested too deeply", where) from None
-    if document is not None:
+    if document is not _NOT_ONE_DOCUMENT:
         return decode_traces_object(document, where)
     batch = DecodedBatch()
     for number, line in enumerate(stripped.splitlines(), start=1):

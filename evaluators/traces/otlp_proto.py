@@ -160,7 +160,9 @@ def looks_like_logs_protobuf(data: bytes) -> bool:
         for rs in traces.resource_spans:
             for ss in rs.scope_spans:
                 for span in ss.spans:
-                    if len(span.trace_id) == 16 and span.name:
+                    # A log record's field 1 is a fixed64, so only real spans parse with a 16-byte trace id
+                    # (an unnamed span can otherwise pass for a log record and be dropped).
+                    if len(span.trace_id) == 16:
                         return False
     return any(
         len(rec.trace_id) == 16 or rec.event_name

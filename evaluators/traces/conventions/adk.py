@@ -13,6 +13,7 @@ from ..jsonutil import as_int, as_text, get_path, parse_json
 from ..messages import LLMOutput, Message, SystemMessage, ToolDefinition
 from ..records import SpanRecord
 from .base import Convention, SpanKind, TokenUsage, ToolInvocation, usage_from
+from .otel_genai import name_suffix
 from .parts import content_text, gemini_contents, gemini_output, parse_tool_definitions
 
 PREFIX = "gcp.vertex.agent."
@@ -95,6 +96,15 @@ class GoogleADK(Convention):
             arguments=None if args == "{}" and "gen_ai.tool.call.arguments" in attrs else args,
             result=response,
         )
+
+    def handoff_target(self, span: SpanRecord) -> str | None:
+        """Legacy `transfer_to_agent` spans carry the target in `tool_call_args`, not `gen_ai.tool.call.arguments`."""
+        attrs = span.attributes
+        if (attrs.get("gen_ai.tool.name") or name_suffix(span, "execute_tool ")) != "transfer_to_agent":
+            return None
+        args = parse_json(attrs.get(PREFIX + "tool_call_args"))
+        target = args.get("agent_name") if isinstance(args, dict) else None
+        return str(target) if target else None
 
     def io(self, span: SpanRecord) -> tuple[Any, Any] | None:
         return None

@@ -204,7 +204,8 @@ def _message(item: Any) -> Message | None:
                 texts.append(mc["text"])
         content = "\n".join(texts)
     calls = []
-    for call in message.get("tool_calls") or []:
+    tool_calls = message.get("tool_calls")
+    for call in tool_calls if isinstance(tool_calls, list) else []:
         tc = _get(call, "tool_call")
         if isinstance(tc, dict):
             fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}

@@ -84,10 +84,12 @@ class OTelGenAI(Convention):
     def span_kind(self, span: SpanRecord) -> SpanKind | None:
         attrs = span.attributes
         op = attrs.get("gen_ai.operation.name")
+        if op is not None and not isinstance(op, str):  # an array/kvlist value would be unhashable
+            return None
         if op in LLM_OPERATIONS:
             return SpanKind.LLM
         if op == "execute_tool" or (op is None and span.name.startswith("execute_tool")):
-            if self.handoff_target(span) is not None or attrs.get("gen_ai.tool.type") in HANDOFF_TOOL_TYPES:
+            if self.handoff_target(span) is not None or _is_handoff_tool_type(attrs):
                 return SpanKind.HANDOFF
             return SpanKind.TOOL
         if op in ("invoke_agent", "create_agent") or (op is None and span.name.startswith("invoke_agent")):
@@ -197,7 +199,7 @@ class OTelGenAI(Convention):
     def handoff_target(self, span: SpanRecord) -> str | None:
         attrs = span.attributes
         name = attrs.get("gen_ai.tool.name") or name_suffix(span, "execute_tool ")
-        if name not in HANDOFF_TOOL_NAMES and attrs.get("gen_ai.tool.type") not in HANDOFF_TOOL_TYPES:
+        if not (isinstance(name, str) and name in HANDOFF_TOOL_NAMES) and not _is_handoff_tool_type(attrs):
             return None
         args = parse_json(attrs.get("gen_ai.tool.call.arguments"))
         target = args.get("agent_name") if isinstance(args, dict) else None
@@ -230,6 +232,11 @@ class OTelGenAI(Convention):
         output = parse_parts_output(attrs.get("gen_ai.output.messages"))
         user = next((m.content for m in messages if m.role == "user" and m.content), None)
         return user, output.text if output else None
+
+
+def _is_handoff_tool_type(attrs: dict[str, Any]) -> bool:
+    tool_type = attrs.get("gen_ai.tool.type")
+    return isinstance(tool_type, str) and tool_type in HANDOFF_TOOL_TYPES
 
 
 def _with_system(messages: list[Message] | None, attrs: dict[str, Any]) -> list[Message] | None:

@@ -229,7 +229,8 @@ def gemini_content(content: dict) -> list[Message]:
     texts: list[str] = []
     calls: list[ToolCall] = []
     results: list[Message] = []
-    for part in content.get("parts") or []:
+    parts = content.get("parts")
+    for part in parts if isinstance(parts, list) else []:
         if not isinstance(part, dict):
             continue
         call = part.get("function_call") or part.get("functionCall")

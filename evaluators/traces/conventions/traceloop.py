@@ -20,6 +20,7 @@ from ..messages import (
 )
 from ..records import SpanRecord
 from .base import Convention, Retrieval, SpanKind, TokenUsage, ToolInvocation, usage_from
+from .otel_genai import usage_from_attributes
 from .parts import make_tool_call
 
 _LEGACY_KEY = re.compile(r"^(gen_ai\.(prompt|completion)|llm\.(prompts|completions))\.\d+\.")
@@ -39,6 +40,8 @@ class Traceloop(Convention):
     def span_kind(self, span: SpanRecord) -> SpanKind | None:
         attrs = span.attributes
         entity = attrs.get("traceloop.span.kind")
+        if not isinstance(entity, str):  # an array/kvlist value would be unhashable
+            entity = None
         if entity == "task" and attrs.get("gen_ai.operation.name") == "vector_db_retrieve":
             return SpanKind.RETRIEVER
         if entity in _ENTITY_KINDS:
@@ -46,6 +49,8 @@ class Traceloop(Convention):
         if entity in ("workflow", "task"):
             return SpanKind.OTHER
         request_type = attrs.get("llm.request.type")
+        if not isinstance(request_type, str):
+            return None
         if request_type in _REQUEST_TYPES:
             return _REQUEST_TYPES[request_type]
         if request_type == "rerank":
@@ -69,11 +74,14 @@ class Traceloop(Convention):
 
     def usage(self, span: SpanRecord) -> TokenUsage | None:
         attrs = span.attributes
-        return usage_from(
-            as_int(attrs.get("llm.usage.prompt_tokens")),
-            as_int(attrs.get("llm.usage.completion_tokens")),
-            as_int(attrs.get("llm.usage.total_tokens")),
-        )
+        inp = as_int(attrs.get("llm.usage.prompt_tokens"))
+        out = as_int(attrs.get("llm.usage.completion_tokens"))
+        if inp is None and out is None:
+            # Since 2024-04 TL writes gen_ai.usage.prompt_tokens / completion_tokens beside llm.usage.total_tokens.
+            from_gen_ai = usage_from_attributes(attrs)
+            if from_gen_ai is not None:
+                return from_gen_ai
+        return usage_from(inp, out, as_int(attrs.get("llm.usage.total_tokens")))
 
     def input_messages(self, span: SpanRecord) -> list[Message] | None:
         raw = unflatten(span.attributes, "gen_ai.prompt") or unflatten(span.attributes, "llm.prompts")
@@ -136,11 +144,8 @@ class Traceloop(Convention):
             return None
         query = parse_json(attrs.get("traceloop.entity.input"))
         if isinstance(query, dict):
-            query = (
-                query.get("query") or query.get("inputs", {}).get("query")
-                if isinstance(query, dict)
-                else query
-            )
+            inputs = query.get("inputs")
+            query = query.get("query") or (inputs.get("query") if isinstance(inputs, dict) else None)
         output = parse_json(attrs.get("traceloop.entity.output"))
         if isinstance(output, dict):
             output = output.get("documents") or output.get("outputs") or []
@@ -185,9 +190,10 @@ def _legacy_message(item: dict) -> Message:
     role = item.get("role")
     content = parse_json(item.get("content"))
     text = as_text(content) if not isinstance(content, list) else _list_text(content)
+    tool_calls = item.get("tool_calls")
     calls = [
         make_tool_call(call.get("name"), call.get("arguments"), call.get("id"))
-        for call in item.get("tool_calls") or []
+        for call in (tool_calls if isinstance(tool_calls, list) else [])
         if isinstance(call, dict)
     ]
     if str(role).lower() == "tool":

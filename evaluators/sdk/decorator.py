@@ -1,0 +1,176 @@
+"""@evaluator: turn a function into an evaluator (a BaseEvaluator instance that stays callable like the function)."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, overload
+
+from .base import BaseEvaluator
+from .introspect import describe, first_line, level_for, resolve_hints, strip_optional
+from .params import Param
+from .result import DEFAULT_THRESHOLD, LEVELS
+
+_PLAIN_TYPES = (bool, int, float, str, list, dict)
+
+
+class FunctionEvaluator(BaseEvaluator):
+    """An evaluator made by @evaluator. `evaluate` calls the function with the configured params;
+    calling the evaluator itself calls the function directly (configured params fill what is not given)."""
+
+    _func: ClassVar[Callable[..., Any]]
+
+    def evaluate(self, subject: Any, task: Any = None) -> Any:
+        kwargs = dict(self._params)
+        if self._accepts_task:
+            kwargs["task"] = task
+        return type(self)._func(subject, **kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        func = type(self)._func
+        bound = inspect.signature(func).bind_partial(*args, **kwargs)
+        for key, value in self._params.items():
+            bound.arguments.setdefault(key, value)
+        return func(*bound.args, **bound.kwargs)
+
+
+@overload
+def evaluator(name: Callable[..., Any], /) -> FunctionEvaluator: ...
+
+
+@overload
+def evaluator(
+    name: str | None = None,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    aggregations: Sequence[str] | None = None,
+    description: str = "",
+    level: str | None = None,
+    kind: str = "rule",
+    needs_ground_truth: bool | None = None,
+) -> Callable[[Callable[..., Any]], FunctionEvaluator]: ...
+
+
+def evaluator(
+    name: str | Callable[..., Any] | None = None,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    aggregations: Sequence[str] | None = None,
+    description: str = "",
+    level: str | None = None,
+    kind: str = "rule",
+    needs_ground_truth: bool | None = None,
+) -> Any:
+    """Make the decorated function an evaluator: `@evaluator("tone", threshold=0.7)` (or bare `@evaluator`).
+
+    The level comes from the first parameter's annotation (Trace → "trace", AgentTrace → "agent",
+    LLMSpan → "llm"), unless `level=` is given. A `task: Task` parameter without a default means the
+    evaluator needs ground truth; `task: Task | None = None` means it uses a task when one is given.
+    Every other parameter must have a default and becomes a Param (a `Param(...)` default is used as is).
+    The function may return an EvalResult, a float score or a bool.
+    """
+    options = {
+        "threshold": threshold,
+        "aggregations": tuple(aggregations) if aggregations is not None else None,
+        "description": description,
+        "level": level,
+        "kind": kind,
+        "needs_ground_truth": needs_ground_truth,
+    }
+    if callable(name):
+        return build_function_evaluator(name, None, **options)
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"@evaluator: the name must be a str, got {type(name).__name__}")
+
+    def decorate(func: Callable[..., Any]) -> FunctionEvaluator:
+        return build_function_evaluator(func, name, **options)
+
+    return decorate
+
+
+def build_function_evaluator(
+    func: Callable[..., Any],
+    name: str | None,
+    *,
+    threshold: float,
+    aggregations: tuple[str, ...] | None,
+    description: str,
+    level: str | None,
+    kind: str,
+    needs_ground_truth: bool | None,
+) -> FunctionEvaluator:
+    """The evaluator instance for `func` (a fresh FunctionEvaluator subclass holding its Params)."""
+    if isinstance(func, BaseEvaluator) or not inspect.isfunction(inspect.unwrap(func)):
+        raise TypeError(f"@evaluator applies to a plain function, got {func!r}")
+    label = name or func.__name__
+    where = f"@evaluator {label!r} ({func.__module__}.{func.__qualname__})"
+    parameters = list(inspect.signature(func).parameters.values())
+    hints = resolve_hints(func)
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if not parameters or parameters[0].kind not in positional:
+        raise TypeError(f"{where}: the first parameter must be the subject (a Trace, AgentTrace or LLMSpan)")
+    subject = parameters[0]
+    annotation = hints.get(subject.name, subject.annotation)
+    derived = level_for(annotation)
+    if level is None:
+        if derived is None:
+            raise TypeError(
+                f"{where}: annotate the first parameter {subject.name!r} with Trace, AgentTrace or LLMSpan "
+                f"(got {describe(annotation)}), or pass level='trace'|'agent'|'llm'"
+            )
+        level = derived
+    elif level not in LEVELS:
+        raise TypeError(f"{where}: level must be one of {LEVELS}, got {level!r}")
+
+    namespace: dict[str, Any] = {
+        "__module__": func.__module__,
+        "__qualname__": func.__qualname__,
+        "__doc__": func.__doc__,
+        "__wrapped__": staticmethod(func),
+        "_func": staticmethod(func),
+        "name": label,
+        "level": level,
+        "threshold": threshold,
+        "description": description or first_line(func.__doc__),
+        "aggregations": aggregations,
+        "kind": kind,
+        "_accepts_task": False,
+        "needs_ground_truth": False,
+    }
+    for param in parameters[1:]:
+        if param.name == "task":
+            namespace["_accepts_task"] = True
+            namespace["needs_ground_truth"] = param.default is inspect.Parameter.empty
+            continue
+        namespace[param.name] = _param_for(param, hints.get(param.name), where)
+    if needs_ground_truth is not None:
+        namespace["needs_ground_truth"] = needs_ground_truth
+    cls = type(func.__name__, (FunctionEvaluator,), namespace)
+    return cls()
+
+
+def _param_for(param: inspect.Parameter, hint: Any, where: str) -> Param:
+    if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+        raise TypeError(f"{where}: *args/**kwargs are not supported; give each setting its own parameter")
+    if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+        raise TypeError(f"{where}: parameter {param.name!r} must not be positional-only")
+    if param.default is inspect.Parameter.empty:
+        raise TypeError(
+            f"{where}: parameter {param.name!r} needs a default (extra parameters become configurable params); "
+            "a ground-truth parameter must be named 'task'"
+        )
+    if param.name in {"name", "level", "threshold", "description", "aggregations", "kind", "params", "info"}:
+        raise TypeError(f"{where}: parameter name {param.name!r} is reserved")
+    if isinstance(param.default, Param):
+        return param.default
+    return Param(param.default, type=_plain_type(hint))
+
+
+def _plain_type(hint: Any) -> type | None:
+    """The Param type an annotation asks for (int, float, str, bool, list, dict), else None (from the default)."""
+    hint = strip_optional(hint)
+    hint = typing.get_origin(hint) or hint
+    if hint in _PLAIN_TYPES:
+        return hint
+    return None

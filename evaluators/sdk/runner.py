@@ -1,0 +1,140 @@
+"""run_evaluators: run evaluators over one trace at their levels and record every result.
+
+Dispatch: a trace-level evaluator runs once, an agent-level one once per `trace.agent_traces()`, an
+llm-level one once per `trace.get_llm_calls()` (no agents or no LLM calls: no records for it).
+
+An evaluator that needs ground truth, run in monitor mode or without a task, gets a `needs_ground_truth`
+skip for each dispatch unit (so record counts do not depend on the mode). An exception raised by an
+evaluator becomes an `error` skip naming the exception; the other evaluators run on.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from .base import BaseEvaluator
+from .result import EvalResult, EvaluationRecord, SkipReason
+
+if TYPE_CHECKING:
+    from evaluators.traces.model import Trace
+
+    from .task import Task
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["monitor", "experiment"]
+MODES: tuple[str, ...] = ("monitor", "experiment")
+_MAX_ERROR_MESSAGE = 300
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """One thing to evaluate, with the identity its records carry."""
+
+    subject: Any
+    span_id: str | None
+    agent_name: str | None
+    model: str | None
+
+
+def run_evaluators(
+    trace: Trace,
+    evaluators: Iterable[BaseEvaluator],
+    mode: Mode = "monitor",
+    task: Task | None = None,
+) -> list[EvaluationRecord]:
+    """Every evaluator's records for one trace, in evaluator order then dispatch order.
+
+    In "experiment" mode `task` is given to evaluators that take one; in "monitor" mode it is not.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    chosen = list(evaluators)
+    for candidate in chosen:
+        if not isinstance(candidate, BaseEvaluator):
+            raise TypeError(f"not an evaluator: {candidate!r} (decorate functions with @evaluator)")
+    effective_task = task if mode == "experiment" else None
+    units: dict[str, list[_Unit]] = {}
+    records: list[EvaluationRecord] = []
+    for evaluator in chosen:
+        level = str(evaluator.level)
+        if level not in units:
+            try:
+                units[level] = _units(trace, level)
+            except Exception as exc:  # a trace the views cannot split: say so instead of failing the batch
+                log.warning("could not split trace %s at level %s: %r", trace.trace_id, level, exc)
+                units[level] = [_Unit(_ViewError(exc), None, None, None)]
+        for unit in units[level]:
+            records.append(_evaluate(trace, evaluator, level, unit, effective_task))
+    return records
+
+
+@dataclass(frozen=True, slots=True)
+class _ViewError:
+    """Stands in for the subjects of a level whose views failed to build."""
+
+    exc: Exception
+
+
+def _units(trace: Trace, level: str) -> list[_Unit]:
+    if level == "trace":
+        root = trace.root
+        return [_Unit(trace, root.span_id if root is not None else None, None, None)]
+    if level == "agent":
+        return [_Unit(a, a.agent_span_id, a.agent_name, _single_model(a)) for a in trace.agent_traces()]
+    if level == "llm":
+        return [_Unit(c, c.span_id, c.agent_name, c.model) for c in trace.get_llm_calls()]
+    raise ValueError(f"unknown evaluator level {level!r}")
+
+
+def _single_model(agent: Any) -> str | None:
+    """The model an agent's LLM calls used, when they all used one."""
+    steps = getattr(agent, "llm_steps", None) or []
+    if callable(steps):
+        steps = steps()
+    models = {step.model for step in steps if getattr(step, "model", None)}
+    return models.pop() if len(models) == 1 else None
+
+
+def _evaluate(trace: Trace, evaluator: BaseEvaluator, level: str, unit: _Unit, task: Task | None) -> EvaluationRecord:
+    started = time.perf_counter()
+    if isinstance(unit.subject, _ViewError):
+        exc = unit.subject.exc
+        result = EvalResult.skip(SkipReason.ERROR, _error_message(exc), {"exception": type(exc).__name__})
+    elif evaluator.needs_ground_truth and task is None:
+        result = EvalResult.skip(SkipReason.NEEDS_GROUND_TRUTH, f"{evaluator.name} needs a task (ground truth)")
+    else:
+        try:
+            result = evaluator.run(unit.subject, task=task)
+        except Exception as exc:
+            log.debug("evaluator %s failed on trace %s", evaluator.name, trace.trace_id, exc_info=True)
+            result = EvalResult.skip(SkipReason.ERROR, _error_message(exc), {"exception": type(exc).__name__})
+    elapsed_ms = (time.perf_counter() - started) * 1000.0
+    return EvaluationRecord(
+        trace_id=trace.trace_id,
+        evaluator=evaluator.name,
+        level=level,
+        span_id=unit.span_id,
+        agent_name=unit.agent_name,
+        model=unit.model,
+        service=trace.service_name or None,
+        task_id=task.task_id if task is not None else None,
+        score=result.score,
+        passed=result.passed,
+        skipped=result.is_skipped,
+        skip_reason=result.skip_reason,
+        explanation=result.explanation,
+        details=result.details,
+        duration_ms=elapsed_ms,
+    )
+
+
+def _error_message(exc: BaseException) -> str:
+    text = str(exc)
+    if len(text) > _MAX_ERROR_MESSAGE:
+        text = text[: _MAX_ERROR_MESSAGE - 1] + "…"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,0 +1,385 @@
+"""The daemon's configuration: pydantic models for every section (unknown keys are errors).
+
+Load it with `load_config(path, env)`; loading, env-var overrides and line-numbered errors live in
+`config_load.py`. Durations are float seconds, sizes are int bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    PrivateAttr,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+from .config_load import ConfigError, Loc, LocatedError, load, parse_duration, parse_size
+
+__all__ = [
+    "AlertConfig",
+    "AssemblyConfig",
+    "AuthConfig",
+    "ConfigError",
+    "EvaluationConfig",
+    "EvaluatorEntry",
+    "GrpcReceiverConfig",
+    "HttpReceiverConfig",
+    "JudgesConfig",
+    "LoggingConfig",
+    "MetricsConfig",
+    "MonitorConfig",
+    "ReceiversConfig",
+    "ShutdownConfig",
+    "StoreConfig",
+    "TlsConfig",
+    "Window",
+    "load_config",
+    "parse_duration",
+    "parse_size",
+]
+
+MiB = 1024 * 1024
+
+Duration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
+NonNegativeDuration = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
+Size = Annotated[int, BeforeValidator(parse_size), Field(gt=0)]
+Port = Annotated[int, Field(ge=0, le=65535)]
+Ratio = Annotated[float, Field(ge=0, le=1)]
+
+
+class Section(BaseModel):
+    """Base of every config model: unknown keys are errors, values are re-validated on assignment."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+# --- receivers ----------------------------------------------------------------------------------
+
+
+class GrpcReceiverConfig(Section):
+    enabled: bool = True
+    host: str = "0.0.0.0"
+    port: Port = 4317
+    max_message_bytes: Size = 16 * MiB
+
+
+class HttpReceiverConfig(Section):
+    enabled: bool = True
+    host: str = "0.0.0.0"
+    port: Port = 4318
+    max_body_bytes: Size = 16 * MiB
+
+
+def _existing_file(value: str | None) -> str | None:
+    if value is not None and not Path(value).is_file():
+        raise ValueError(f"file not found: {value}")
+    return value
+
+
+class TlsConfig(Section):
+    """Serve both receivers over TLS when both files are set (paths relative to the working directory)."""
+
+    cert_file: str | None = None
+    key_file: str | None = None
+
+    _check_files = field_validator("cert_file", "key_file")(_existing_file)
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> TlsConfig:
+        if (self.cert_file is None) != (self.key_file is None):
+            missing = "key_file" if self.key_file is None else "cert_file"
+            raise LocatedError([((missing,), "cert_file and key_file must be set together")])
+        return self
+
+    @property
+    def enabled(self) -> bool:
+        return self.cert_file is not None
+
+
+class AuthConfig(Section):
+    """Require `Authorization: Bearer <token>` on both receivers when a token is configured."""
+
+    bearer_token: Annotated[str, Field(min_length=1)] | None = Field(None, repr=False)
+    bearer_token_file: str | None = None
+    _file_token: str | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> AuthConfig:
+        if self.bearer_token is not None and self.bearer_token_file is not None:
+            raise LocatedError([(("bearer_token_file",), "set bearer_token or bearer_token_file, not both")])
+        self._file_token = None
+        if self.bearer_token_file is not None:
+            try:
+                token = Path(self.bearer_token_file).read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError) as exc:
+                problem = f"cannot read {self.bearer_token_file}: {getattr(exc, 'strerror', None) or exc}"
+                raise LocatedError([(("bearer_token_file",), problem)]) from None
+            if not token:
+                raise LocatedError([(("bearer_token_file",), f"{self.bearer_token_file} is empty")])
+            self._file_token = token
+        return self
+
+    def token(self) -> str | None:
+        """The configured token (read from bearer_token_file at load time), or None for no auth."""
+        return self.bearer_token if self.bearer_token is not None else self._file_token
+
+
+class ReceiversConfig(Section):
+    grpc: GrpcReceiverConfig = Field(default_factory=GrpcReceiverConfig)
+    http: HttpReceiverConfig = Field(default_factory=HttpReceiverConfig)
+    tls: TlsConfig = Field(default_factory=TlsConfig)
+    auth: AuthConfig = Field(default_factory=AuthConfig)
+
+
+# --- pipeline -----------------------------------------------------------------------------------
+
+
+class AssemblyConfig(Section):
+    quiet_period: Duration = 5.0
+    max_trace_wait: Duration = 120.0
+    max_pending_spans: PositiveInt = 500_000
+    max_spans_per_trace: PositiveInt = 10_000
+    evaluated_trace_memory: PositiveInt = 100_000
+    late_span_window: NonNegativeDuration = 600.0
+
+    @model_validator(mode="after")
+    def _ordered(self) -> AssemblyConfig:
+        problems: list[tuple[Loc, str]] = []
+        if self.quiet_period >= self.max_trace_wait:
+            problems.append((("quiet_period",), f"must be less than max_trace_wait ({self.max_trace_wait:g}s)"))
+        if self.max_spans_per_trace > self.max_pending_spans:
+            problems.append((("max_spans_per_trace",), f"must not exceed max_pending_spans ({self.max_pending_spans})"))
+        if problems:
+            raise LocatedError(problems)
+        return self
+
+
+class EvaluationConfig(Section):
+    queue_size: PositiveInt = 1000
+    timeout: Duration = 30.0
+    mode: Literal["monitor", "experiment"] = "monitor"
+    workers: PositiveInt = 1
+
+
+class AlertConfig(Section):
+    """Fire when the pass ratio over `window` stays below `min_pass_ratio` for `for` (YAML key)."""
+
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
+
+    min_pass_ratio: Ratio
+    window: Duration = 300.0
+    for_: Duration = Field(300.0, alias="for")
+    min_samples: PositiveInt = 20
+    severity: Literal["warning", "critical", "info"] = "warning"
+
+
+_MODULE_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(:[A-Za-z_]\w*)?")
+Label = Annotated[str, Field(min_length=1, pattern=r"^\S+$")]
+
+
+class EvaluatorEntry(Section):
+    """One configured evaluator: a builtin `name` or a `module` path, never both."""
+
+    id: Label | None = None
+    name: Label | None = None
+    module: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    threshold: Ratio | None = None
+    sampling: Annotated[float, Field(gt=0, le=1)] = 1.0
+    enabled: bool = True
+    alert: AlertConfig | None = None
+
+    @field_validator("module")
+    @classmethod
+    def _module_path(cls, value: str | None) -> str | None:
+        if value is not None and not _MODULE_PATH.fullmatch(value):
+            raise ValueError(f"invalid module path {value!r}: expected 'package.module' or 'package.module:name'")
+        return value
+
+    @model_validator(mode="after")
+    def _name_xor_module(self) -> EvaluatorEntry:
+        if (self.name is None) == (self.module is None):
+            raise ValueError("set exactly one of name (a builtin evaluator) or module (e.g. mypkg.checks:tone)")
+        return self
+
+    @property
+    def label(self) -> str:
+        """The `evaluator` metric label: `id`, else `name`, else `module`."""
+        return self.id or self.name or self.module or ""
+
+
+class Window(BaseModel):
+    """A metrics window: its label as written (e.g. "5m", the `window` label) and its length in seconds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    label: str
+    seconds: Annotated[float, Field(gt=0)]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, value: Any) -> Any:
+        if isinstance(value, Window | Mapping):
+            return value
+        seconds = parse_duration(value)
+        label = value.strip() if isinstance(value, str) else f"{seconds:g}s"
+        return {"label": label, "seconds": seconds}
+
+    @model_serializer
+    def _as_text(self) -> str:
+        return self.label
+
+
+DEFAULT_SCORE_BUCKETS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.99, 1.0]
+DEFAULT_DURATION_BUCKETS = [0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0]
+
+
+def _increasing(values: list[float]) -> list[float]:
+    problems: list[tuple[Loc, str]] = [
+        ((i,), f"buckets must increase: {values[i]:g} follows {values[i - 1]:g}")
+        for i in range(1, len(values))
+        if values[i] <= values[i - 1]
+    ]
+    if problems:
+        raise LocatedError(problems)
+    return values
+
+
+class MetricsConfig(Section):
+    host: str = "0.0.0.0"
+    port: Port = 9464
+    windows: Annotated[list[Window], Field(min_length=1)] = Field(
+        default_factory=lambda: [Window.model_validate("5m"), Window.model_validate("1h")]
+    )
+    window_sample_cap: PositiveInt = 10_000
+    label_value_cap: PositiveInt = 50
+    score_buckets: Annotated[list[Annotated[float, Field(gt=0, le=1)]], Field(min_length=1)] = Field(
+        default_factory=lambda: list(DEFAULT_SCORE_BUCKETS)
+    )
+    duration_buckets: Annotated[list[Annotated[float, Field(gt=0)]], Field(min_length=1)] = Field(
+        default_factory=lambda: list(DEFAULT_DURATION_BUCKETS)
+    )
+
+    _check_buckets = field_validator("score_buckets", "duration_buckets")(_increasing)
+
+    @field_validator("windows")
+    @classmethod
+    def _distinct_windows(cls, windows: list[Window]) -> list[Window]:
+        problems: list[tuple[Loc, str]] = []
+        seen: dict[float, str] = {}
+        for i, window in enumerate(windows):
+            if window.seconds in seen:
+                problems.append(((i,), f"window {window.label!r} repeats {seen[window.seconds]!r}"))
+            seen.setdefault(window.seconds, window.label)
+        if problems:
+            raise LocatedError(problems)
+        return windows
+
+
+class StoreConfig(Section):
+    enabled: bool = True
+    path: str = "data/results.db"
+    retention: Duration = 7 * 86400.0
+
+
+class JudgesConfig(Section):
+    """LLM judges (Gemini API key or Vertex AI); the key falls back to GEMINI_API_KEY / GOOGLE_API_KEY."""
+
+    gemini_api_key: Annotated[str, Field(min_length=1)] | None = Field(None, repr=False)
+    vertex_project: str | None = None
+    vertex_location: str = "us-central1"
+    model: str = "gemini-2.5-flash"
+    base_url: str | None = None
+    max_concurrency: PositiveInt = 4
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.gemini_api_key or self.vertex_project)
+
+
+class LoggingConfig(Section):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    format: Literal["text", "json"] = "text"
+    per_span_problem_rate: Annotated[int, Field(ge=0)] = 10
+
+    @field_validator("level", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+
+class ShutdownConfig(Section):
+    grace_period: NonNegativeDuration = 30.0
+
+
+class MonitorConfig(Section):
+    """The whole configuration; every section has defaults, so `{}` is a valid config."""
+
+    receivers: ReceiversConfig = Field(default_factory=ReceiversConfig)
+    assembly: AssemblyConfig = Field(default_factory=AssemblyConfig)
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    evaluators: list[EvaluatorEntry] | None = None
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    judges: JudgesConfig = Field(default_factory=JudgesConfig)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    shutdown: ShutdownConfig = Field(default_factory=ShutdownConfig)
+
+    @field_validator("evaluators")
+    @classmethod
+    def _distinct_labels(cls, entries: list[EvaluatorEntry] | None) -> list[EvaluatorEntry] | None:
+        problems: list[tuple[Loc, str]] = []
+        first: dict[str, int] = {}
+        for i, entry in enumerate(entries or []):
+            if entry.label in first:
+                key = "id" if entry.id else "name" if entry.name else "module"
+                problems.append(
+                    (
+                        (i, key),
+                        f"duplicate evaluator {entry.label!r} (also entry {first[entry.label]}); "
+                        "set a distinct `id:` on one of them",
+                    )
+                )
+            first.setdefault(entry.label, i)
+        if problems:
+            raise LocatedError(problems)
+        return entries
+
+    @model_validator(mode="after")
+    def _distinct_ports(self) -> MonitorConfig:
+        listeners: list[tuple[Loc, int]] = [
+            (("receivers", kind, "port"), getattr(self.receivers, kind).port)
+            for kind in ("grpc", "http")
+            if getattr(self.receivers, kind).enabled
+        ]
+        listeners.append((("metrics", "port"), self.metrics.port))
+        problems: list[tuple[Loc, str]] = []
+        for index, (loc, port) in enumerate(listeners):
+            for other_loc, other_port in listeners[index + 1 :]:
+                if port and port == other_port:
+                    problems.append((other_loc, f"port {port} is also used by {'.'.join(map(str, loc))}"))
+        if problems:
+            raise LocatedError(problems)
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (YAML keys, durations in seconds, windows as labels) that loads back to an equal config."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> MonitorConfig:
+    """Load `path` (None: the embedded default), apply AGENT_MONITOR_* overrides from `env` (default os.environ).
+
+    Raises ConfigError listing every problem as `file:line: section.field: message`.
+    """
+    return load(path, env)

@@ -1,0 +1,72 @@
+"""Turn the `evaluators` config section into evaluator instances and alert rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evaluators.sdk import builtin, list_builtins, load_evaluator
+
+from .config import MonitorConfig
+from .evaluation import ConfiguredEvaluator
+from .metrics import AlertRule
+
+
+def _label(entry: Any) -> str:
+    return entry.id or entry.name or entry.module
+
+
+def _instance(entry: Any) -> Any:
+    if entry.name:
+        evaluator = builtin(entry.name, **entry.params)
+    else:
+        loaded = load_evaluator(entry.module)
+        if len(loaded) != 1:
+            raise ValueError(f"evaluator module {entry.module!r} defines {len(loaded)} evaluators; name one with ':'")
+        evaluator = loaded[0]
+        if entry.params:
+            evaluator = evaluator.with_config(**entry.params)
+    if entry.threshold is not None:
+        evaluator = _with_threshold(evaluator, entry.threshold)
+    return evaluator
+
+
+def _with_threshold(evaluator: Any, threshold: float) -> Any:
+    if hasattr(evaluator, "with_threshold"):
+        return evaluator.with_threshold(threshold)
+    evaluator.threshold = threshold
+    return evaluator
+
+
+def default_evaluators() -> list[ConfiguredEvaluator]:
+    """Every rule-based builtin that needs no ground truth and no judge, with its defaults."""
+    chosen = []
+    for info in list_builtins():
+        if info.needs_ground_truth or getattr(info, "kind", "rule") != "rule":
+            continue
+        chosen.append(ConfiguredEvaluator(builtin(info.name), info.name))
+    return chosen
+
+
+def configured_evaluators(config: MonitorConfig) -> list[ConfiguredEvaluator]:
+    if config.evaluators is None:
+        return default_evaluators()
+    return [
+        ConfiguredEvaluator(_instance(entry), _label(entry), entry.sampling)
+        for entry in config.evaluators
+        if entry.enabled
+    ]
+
+
+def thresholds_of(config: MonitorConfig) -> dict[str, AlertRule]:
+    rules: dict[str, AlertRule] = {}
+    for entry in config.evaluators or []:
+        if entry.enabled and entry.alert is not None:
+            label = _label(entry)
+            rules[label] = AlertRule(
+                name=f"{label}_pass_ratio",
+                min_pass_ratio=entry.alert.min_pass_ratio,
+                window_seconds=entry.alert.window,
+                min_samples=entry.alert.min_samples,
+                severity=entry.alert.severity,
+            )
+    return rules

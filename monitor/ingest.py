@@ -1,0 +1,137 @@
+"""What both receivers do with an export request: decode, check capacity, hand spans to the assembler.
+
+The answer (`IngestOutcome`) says what the receiver must reply: accepted (with partial-success
+counts), throttled (retry later), malformed, or unauthenticated. Counters are updated here so the
+two receivers report identically.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from dataclasses import dataclass
+from enum import StrEnum
+
+from evaluators.traces import TraceDecodeError
+from evaluators.traces.otlp_json import decode_traces_json
+from evaluators.traces.otlp_proto import decode_logs_protobuf, decode_traces_protobuf
+from evaluators.traces.records import DecodedBatch
+
+from .assembler import TraceAssembler
+from .logutil import RateLimitedLogger
+from .metrics import MetricsExporter
+
+log = logging.getLogger(__name__)
+
+
+class Outcome(StrEnum):
+    ACCEPTED = "accepted"
+    THROTTLED = "throttled"
+    MALFORMED = "malformed"
+
+
+@dataclass(slots=True)
+class IngestOutcome:
+    outcome: Outcome
+    accepted: int = 0
+    rejected: int = 0
+    message: str = ""
+    retry_after_seconds: int = 0
+
+
+class Ingestor:
+    """Decode → capacity check → assembler, with the receiver-side metrics."""
+
+    def __init__(
+        self,
+        assembler: TraceAssembler,
+        metrics: MetricsExporter,
+        *,
+        bearer_token: str | None = None,
+        retry_after_seconds: int = 5,
+        problem_log: RateLimitedLogger | None = None,
+    ) -> None:
+        self.assembler = assembler
+        self.metrics = metrics
+        self.bearer_token = bearer_token
+        self.retry_after_seconds = retry_after_seconds
+        self.problems = problem_log or RateLimitedLogger(log, per_minute=10)
+        self.accepting = True
+
+    def authorized(self, authorization: str | None) -> bool:
+        """True when no token is configured, or the `Authorization: Bearer …` value matches it."""
+        if not self.bearer_token:
+            return True
+        if not authorization or not authorization.lower().startswith("bearer "):
+            return False
+        return hmac.compare_digest(authorization[7:].strip().encode(), self.bearer_token.encode())
+
+    def count_request(self, receiver: str, code: str) -> None:
+        self.metrics.requests.labels(receiver=receiver, code=code).inc()
+
+    def refuse(self, receiver: str, reason: str, spans: int = 1) -> None:
+        """Count spans refused before decoding (one per request when the count is unknown)."""
+        self.metrics.spans_refused.labels(receiver=receiver, reason=reason).inc(spans)
+
+    def ingest(self, payload: bytes, *, receiver: str, encoding: str, signal: str = "traces") -> IngestOutcome:
+        """One export request body (already decompressed). encoding: "protobuf" | "json"."""
+        if not self.accepting:
+            return IngestOutcome(Outcome.THROTTLED, message="shutting down", retry_after_seconds=1)
+        try:
+            batch = self._decode(payload, encoding, signal, receiver)
+        except TraceDecodeError as exc:
+            self.refuse(receiver, "malformed")
+            self.problems.warning("malformed_request", "%s receiver: malformed %s request: %s", receiver, signal, exc)
+            return IngestOutcome(Outcome.MALFORMED, message=str(exc)[:500])
+        incoming = len(batch.spans) + len(batch.logs)
+        if not self.assembler.has_room_for(incoming):
+            if batch.spans:
+                self.refuse(receiver, "throttled", len(batch.spans))
+            return IngestOutcome(
+                Outcome.THROTTLED,
+                message=f"over the pending-span limit ({self.assembler.max_pending_spans}); retry later",
+                retry_after_seconds=self.retry_after_seconds,
+            )
+        rejected = len(batch.rejected)
+        if rejected:
+            self.refuse(receiver, "invalid_id", rejected)
+            self.problems.warning("invalid_id", "%s receiver: %s", receiver, batch.rejected[0].where)
+        if batch.logs:
+            self.assembler.add_logs(batch.logs)
+        result = self.assembler.add(batch.spans)
+        if result.over_trace_cap:
+            self.refuse(receiver, "per_trace_cap", result.over_trace_cap)
+        if result.duplicates:
+            self.metrics.duplicate_spans.inc(result.duplicates)
+        if result.late:
+            self.metrics.late_spans.inc(result.late)
+        self.metrics.spans_received.labels(receiver=receiver).inc(result.accepted)
+        rejected += result.over_trace_cap
+        message = ""
+        if rejected:
+            parts = []
+            if batch.rejected:
+                parts.append(f"{len(batch.rejected)} spans with invalid ids")
+            if result.over_trace_cap:
+                parts.append(
+                    f"{result.over_trace_cap} spans over the per-trace cap of {self.assembler.max_spans_per_trace}"
+                )
+            message = "; ".join(parts)
+        self.update_gauges()
+        return IngestOutcome(Outcome.ACCEPTED, accepted=result.accepted, rejected=rejected, message=message)
+
+    def update_gauges(self) -> None:
+        self.metrics.traces_pending.set(self.assembler.traces_pending)
+        self.metrics.spans_pending.set(self.assembler.spans_pending)
+
+    @staticmethod
+    def _decode(payload: bytes, encoding: str, signal: str, receiver: str) -> DecodedBatch:
+        where = f"{receiver} {signal} request"
+        if encoding == "json":
+            batch = decode_traces_json(payload, where)
+            if signal == "logs":
+                batch.spans.clear()
+            return batch
+        if signal == "logs":
+            return decode_logs_protobuf(payload, where)
+        return decode_traces_protobuf(payload, where)

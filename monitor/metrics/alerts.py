@@ -1,0 +1,43 @@
+"""In-process alert thresholds on windowed pass ratios."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from .windows import WindowSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class AlertRule:
+    """A minimum pass ratio for one evaluator, judged over `window_seconds` once `min_samples` verdicts exist."""
+
+    name: str
+    min_pass_ratio: float
+    window_seconds: float = 300.0
+    min_samples: int = 1
+    severity: str = "warning"
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.min_pass_ratio <= 1.0:
+            raise ValueError(f"alert {self.name}: min_pass_ratio must be within [0, 1], got {self.min_pass_ratio}")
+        if self.window_seconds <= 0:
+            raise ValueError(f"alert {self.name}: window_seconds must be positive, got {self.window_seconds}")
+        if self.min_samples < 0:
+            raise ValueError(f"alert {self.name}: min_samples must not be negative, got {self.min_samples}")
+
+    def breached(self, window: WindowSnapshot) -> bool:
+        """True when the window holds enough verdicts and its pass ratio is below the minimum."""
+        ratio = window.pass_ratio
+        return ratio is not None and window.verdicts >= self.min_samples and ratio < self.min_pass_ratio
+
+
+class AlertState(NamedTuple):
+    """The current state of one alert for one (evaluator, service)."""
+
+    evaluator: str
+    service: str
+    alert: str
+    active: bool
+    pass_ratio: float | None
+    samples: int

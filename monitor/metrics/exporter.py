@@ -1,0 +1,216 @@
+"""MetricsExporter: the private registry, every metric of the contract, and the update methods."""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from .. import __version__
+from .alerts import AlertRule, AlertState
+from .collector import WindowCollector
+from .exposition import render
+from .labels import LabelCapper, sanitize_label_value
+from .windows import WindowStore
+
+DEFAULT_WINDOWS: tuple[tuple[str, float], ...] = (("5m", 300.0), ("1h", 3600.0))
+DEFAULT_SCORE_BUCKETS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.99, 1.0)
+DEFAULT_DURATION_BUCKETS: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+EVALUATION_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+NO_VERDICT = "no_verdict"  # skip reason for an unskipped result that carries no pass/fail verdict
+
+_TRACE_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def trace_exemplar(trace_id: str | None) -> dict[str, str] | None:
+    """{"trace_id": <32 lowercase hex>} for a valid W3C trace id, else None."""
+    if not trace_id:
+        return None
+    tid = trace_id.strip().lower()
+    if not _TRACE_ID.fullmatch(tid) or tid == "0" * 32:
+        return None
+    return {"trace_id": tid}
+
+
+def _finite(value: float | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+class MetricsExporter:
+    """Every metric of the contract in a private registry; `render()` serves /metrics.
+
+    observe_* may run on a worker thread while `render()` runs on the event loop thread.
+    """
+
+    def __init__(
+        self,
+        *,
+        windows: Sequence[tuple[str, float]] = DEFAULT_WINDOWS,
+        window_sample_cap: int = 10000,
+        label_value_cap: int = 50,
+        score_buckets: Sequence[float] = DEFAULT_SCORE_BUCKETS,
+        duration_buckets: Sequence[float] = DEFAULT_DURATION_BUCKETS,
+        thresholds: Mapping[str, AlertRule] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.registry = CollectorRegistry()
+        self.windows = [(str(label), float(seconds)) for label, seconds in windows]
+        labels = [label for label, _ in self.windows]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"window labels must be unique, got {labels}")
+        self.thresholds = {sanitize_label_value(k): rule for k, rule in (thresholds or {}).items()}
+        r = self.registry
+
+        # Evaluation results.
+        self.score = Histogram(
+            "agent_eval_score",
+            "Score of every scored evaluation result.",
+            ["evaluator", "level", "service", "agent"],
+            buckets=list(score_buckets),
+            registry=r,
+        )
+        self.results = Counter(
+            "agent_eval_results", "Evaluation results by outcome.", ["evaluator", "service", "outcome"], registry=r
+        )
+        self.skips = Counter("agent_eval_skips", "Skipped evaluations by reason.", ["evaluator", "reason"], registry=r)
+
+        # Agent traces.
+        self.traces = Counter("agent_traces", "Traces evaluated.", ["service", "status"], registry=r)
+        self.trace_duration = Histogram(
+            "agent_trace_duration_seconds",
+            "End-to-end trace latency.",
+            ["service"],
+            buckets=list(duration_buckets),
+            registry=r,
+        )
+        self.llm_tokens = Counter(
+            "agent_llm_tokens", "Tokens used by the agents.", ["service", "model", "direction"], registry=r
+        )
+        self.tool_calls = Counter("agent_tool_calls", "Tool executions.", ["service", "tool", "status"], registry=r)
+
+        # Daemon health.
+        self.spans_received = Counter("agent_monitor_spans_received", "Spans accepted.", ["receiver"], registry=r)
+        self.spans_refused = Counter(
+            "agent_monitor_spans_refused", "Spans refused or dropped.", ["receiver", "reason"], registry=r
+        )
+        self.requests = Counter(
+            "agent_monitor_requests", "Export requests by answer.", ["receiver", "code"], registry=r
+        )
+        self.traces_pending = Gauge("agent_monitor_traces_pending", "Traces held by the assembler.", registry=r)
+        self.spans_pending = Gauge("agent_monitor_spans_pending", "Spans held by the assembler.", registry=r)
+        self.late_spans = Counter(
+            "agent_monitor_late_spans", "Spans arriving after their trace was evaluated.", registry=r
+        )
+        self.duplicate_spans = Counter("agent_monitor_duplicate_spans", "Spans repeating a span id.", registry=r)
+        self.traces_dropped = Counter("agent_monitor_traces_dropped", "Traces not evaluated.", ["reason"], registry=r)
+        self.evaluation_seconds = Histogram(
+            "agent_monitor_evaluation_seconds",
+            "Evaluator run time.",
+            ["evaluator"],
+            buckets=list(EVALUATION_BUCKETS),
+            registry=r,
+        )
+        self.queue_depth = Gauge("agent_monitor_queue_depth", "Traces waiting for evaluation.", registry=r)
+        self.label_overflow = Counter(
+            "agent_monitor_label_overflow", "Label values folded into __other__.", ["label"], registry=r
+        )
+        self.traces_evaluated = Counter(
+            "agent_monitor_traces_evaluated", "Traces run through the evaluators.", registry=r
+        )
+        self.build_info = Gauge("agent_monitor_build_info", "Build information.", ["version"], registry=r)
+        self.build_info.labels(version=__version__).set(1)
+
+        self._cap = LabelCapper(label_value_cap, lambda label: self.label_overflow.labels(label=label).inc())
+        self._store = WindowStore(
+            (seconds for _, seconds in self.windows),
+            window_sample_cap,
+            clock,
+            extra_windows=self._alert_windows,
+        )
+        self._collector = WindowCollector(self._store, self.windows, self.thresholds)
+        r.register(self._collector)
+
+    def _alert_windows(self, evaluator: str) -> list[float]:
+        rule = self.thresholds.get(evaluator)
+        return [rule.window_seconds] if rule is not None else []
+
+    def observe_trace(
+        self,
+        service: str,
+        duration_seconds: float,
+        has_error: bool,
+        tokens: Sequence[tuple[str | None, int, int]],
+        tools: Sequence[tuple[str, bool]],
+        trace_id: str,
+    ) -> None:
+        """Record one evaluated trace: status, latency, token use per model and tool calls."""
+        svc = self._cap("service", service)
+        exemplar = trace_exemplar(trace_id)
+        status = "error" if has_error else "ok"
+        self.traces.labels(service=svc, status=status).inc(exemplar=exemplar if has_error else None)
+        duration = _finite(duration_seconds)
+        if duration is not None:
+            self.trace_duration.labels(service=svc).observe(max(duration, 0.0), exemplar=exemplar)
+        for model, input_tokens, output_tokens in tokens:
+            name = self._cap("model", model)
+            for direction, count in (("input", input_tokens), ("output", output_tokens)):
+                if count and count > 0:
+                    self.llm_tokens.labels(service=svc, model=name, direction=direction).inc(count)
+        for tool, ok in tools:
+            self.tool_calls.labels(service=svc, tool=self._cap("tool", tool), status="ok" if ok else "error").inc()
+
+    def observe_result(
+        self,
+        *,
+        evaluator: str,
+        level: str,
+        service: str,
+        agent: str | None,
+        score: float | None,
+        passed: bool | None,
+        skipped: bool,
+        skip_reason: str | None,
+        trace_id: str,
+        duration_seconds: float,
+    ) -> None:
+        """Record one evaluation result.
+
+        Skips count in results{outcome="skip"} and skips_total only. An unskipped result without a verdict
+        counts as a skip with reason "no_verdict". Failures carry a trace_id exemplar.
+        """
+        name = sanitize_label_value(evaluator)
+        svc = self._cap("service", service)
+        elapsed = _finite(duration_seconds)
+        if elapsed is not None and (not skipped or elapsed > 0):
+            self.evaluation_seconds.labels(evaluator=name).observe(max(elapsed, 0.0))
+        if not skipped and passed is None:
+            skipped, skip_reason = True, NO_VERDICT
+        if skipped:
+            self.results.labels(evaluator=name, service=svc, outcome="skip").inc()
+            self.skips.labels(evaluator=name, reason=self._cap("reason", skip_reason)).inc()
+            return
+        verdict = bool(passed)
+        exemplar = None if verdict else trace_exemplar(trace_id)
+        self.results.labels(evaluator=name, service=svc, outcome="pass" if verdict else "fail").inc(exemplar=exemplar)
+        value = _finite(score)
+        if value is not None:
+            labels = {"evaluator": name, "level": sanitize_label_value(level), "service": svc}
+            self.score.labels(**labels, agent=self._cap("agent", agent)).observe(value, exemplar=exemplar)
+        self._store.add(name, svc, value, verdict)
+
+    def alert_states(self) -> list[AlertState]:
+        """(evaluator, service, alert, active, pass_ratio, samples) for every rule and service seen for it."""
+        return self._collector.alert_states()
+
+    def render(self, accept_header: str | None) -> tuple[bytes, str]:
+        """The /metrics body and content type: OpenMetrics when the Accept header asks for it."""
+        return render(self.registry, accept_header)

@@ -1,0 +1,137 @@
+"""Run the real daemon (`python -m monitor.cli run`) in a subprocess on 127.0.0.1 for tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _merge(base: dict, extra: dict) -> dict:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+class DaemonProcess:
+    """Start with `with DaemonProcess(tmp_path, {...overrides}) as daemon:`; stops with SIGTERM."""
+
+    def __init__(self, workdir: Path, overrides: dict[str, Any] | None = None, env: dict[str, str] | None = None):
+        self.workdir = workdir
+        self.grpc_port, self.http_port, self.metrics_port = free_port(), free_port(), free_port()
+        config = {
+            "receivers": {
+                "grpc": {"host": "127.0.0.1", "port": self.grpc_port},
+                "http": {"host": "127.0.0.1", "port": self.http_port},
+            },
+            "assembly": {"quiet_period": "1s", "max_trace_wait": "20s"},
+            "metrics": {"host": "127.0.0.1", "port": self.metrics_port},
+            "store": {"path": str(workdir / "results.db")},
+            "shutdown": {"grace_period": "10s"},
+        }
+        _merge(config, overrides or {})
+        self.config_path = workdir / "monitor.yaml"
+        self.config_path.write_text(yaml.safe_dump(config))
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+        self.env.pop("GEMINI_API_KEY", None)
+        self.env.pop("GOOGLE_API_KEY", None)
+        self.log_path = workdir / "daemon.log"
+        self.process: subprocess.Popen | None = None
+
+    # --- process ------------------------------------------------------------------------------
+    def start(self, timeout: float = 30.0) -> DaemonProcess:
+        self._log = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "monitor.cli", "run", "--config", str(self.config_path)],
+            cwd=self.workdir,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"daemon exited with {self.process.returncode}:\n{self.output()}")
+            try:
+                if self.get("/readyz")[0] == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"daemon not ready within {timeout}s:\n{self.output()}")
+
+    def stop(self, timeout: float = 30.0) -> int:
+        process = self.process
+        if process is None:
+            return 0
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+        self._log.close()
+        return process.returncode
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def __enter__(self) -> DaemonProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- http ---------------------------------------------------------------------------------
+    def get(self, path: str, headers: dict[str, str] | None = None) -> tuple[int, bytes, dict[str, str]]:
+        request = urllib.request.Request(f"http://127.0.0.1:{self.metrics_port}{path}", headers=headers or {})
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return response.status, response.read(), dict(response.headers)
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read(), dict(exc.headers)
+
+    def metrics(self) -> dict[str, list[tuple[dict[str, str], float]]]:
+        """Samples by name: [(labels, value)], from the classic text exposition."""
+        status, body, _ = self.get("/metrics")
+        assert status == 200
+        samples: dict[str, list[tuple[dict[str, str], float]]] = {}
+        for family in text_string_to_metric_families(body.decode()):
+            for sample in family.samples:
+                samples.setdefault(sample.name, []).append((sample.labels, sample.value))
+        return samples
+
+    def value(self, name: str, **labels: str) -> float:
+        """Sum of the samples of `name` whose labels include `labels`."""
+        return sum(v for lab, v in self.metrics().get(name, []) if all(lab.get(k) == x for k, x in labels.items()))
+
+    def wait_for(self, name: str, expected: float, timeout: float = 30.0, **labels: str) -> float:
+        deadline = time.monotonic() + timeout
+        value = self.value(name, **labels)
+        while value < expected and time.monotonic() < deadline:
+            time.sleep(0.2)
+            value = self.value(name, **labels)
+        return value

@@ -1,0 +1,149 @@
+"""Send spans with the real OpenTelemetry SDK OTLP exporters (run as a separate process).
+
+    python otel_sender.py --protocol grpc --endpoint 127.0.0.1:4317 corpus DIR [DIR...]
+    python otel_sender.py --protocol http --endpoint http://127.0.0.1:4318 synthetic --traces 5
+
+`corpus` re-exports saved corpus spans through the exporter (converted to SDK ReadableSpans);
+`synthetic` creates agent traces with a real TracerProvider and BatchSpanProcessor.
+Prints one line `exported N` per export call result and exits non-zero when an export failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+from evaluators.traces import read_paths
+from evaluators.traces.records import SpanRecord
+
+
+def make_exporter(protocol: str, endpoint: str, headers: dict[str, str], compression: str | None):
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.exporter import Compression
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        comp = Compression.Gzip if compression == "gzip" else None
+        return OTLPSpanExporter(endpoint=endpoint, insecure=True, headers=headers, compression=comp, timeout=30)
+    from opentelemetry.exporter.otlp.proto.http import Compression
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    comp = Compression.Gzip if compression == "gzip" else Compression.NoCompression
+    return OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces", headers=headers, compression=comp, timeout=30)
+
+
+def _primitive(value):
+    if isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, list) and all(isinstance(v, (str, bool, int, float)) for v in value):
+        return value
+    return str(value)
+
+
+def readable(record: SpanRecord) -> ReadableSpan:
+    context = SpanContext(int(record.trace_id, 16), int(record.span_id, 16), False, TraceFlags(1))
+    parent = (
+        SpanContext(int(record.trace_id, 16), int(record.parent_span_id, 16), False, TraceFlags(1))
+        if record.parent_span_id
+        else None
+    )
+    return ReadableSpan(
+        name=record.name,
+        context=context,
+        parent=parent,
+        resource=Resource({k: _primitive(v) for k, v in record.resource_attributes.items()}),
+        attributes={k: _primitive(v) for k, v in record.attributes.items()},
+        events=[
+            Event(e.name, {k: _primitive(v) for k, v in e.attributes.items()}, e.time_unix_nano) for e in record.events
+        ],
+        kind=SpanKind(record.kind - 1 if record.kind > 0 else 0),
+        status=Status(StatusCode(record.status_code), record.status_message or None),
+        start_time=record.start_time_unix_nano,
+        end_time=record.end_time_unix_nano,
+        instrumentation_scope=InstrumentationScope(record.scope_name or "corpus", record.scope_version or None),
+    )
+
+
+def send_corpus(exporter, directories: list[str], batch: int) -> int:
+    spans = [readable(s) for s in read_paths(directories).spans]
+    failures = 0
+    for start in range(0, len(spans), batch):
+        result = exporter.export(spans[start : start + batch])
+        print(f"exported {len(spans[start : start + batch])} {result.name}", flush=True)
+        failures += result is not SpanExportResult.SUCCESS
+    return failures
+
+
+def send_synthetic(exporter, traces: int, service: str, fail_every: int) -> int:
+    provider = TracerProvider(resource=Resource({"service.name": service}))
+    provider.add_span_processor(BatchSpanProcessor(exporter, max_export_batch_size=256, schedule_delay_millis=200))
+    tracer = provider.get_tracer("synthetic-agent", "1.0")
+    for index in range(traces):
+        failing = fail_every > 0 and index % fail_every == 0
+        with tracer.start_as_current_span("invoke_agent travel_agent") as agent:
+            agent.set_attribute("gen_ai.operation.name", "invoke_agent")
+            agent.set_attribute("gen_ai.agent.name", "travel_agent")
+            for step in range(2):
+                with tracer.start_as_current_span("chat gpt-4o-mini", kind=SpanKind.CLIENT) as llm:
+                    llm.set_attribute("gen_ai.operation.name", "chat")
+                    llm.set_attribute("gen_ai.request.model", "gpt-4o-mini")
+                    llm.set_attribute("gen_ai.usage.input_tokens", 100 + step)
+                    llm.set_attribute("gen_ai.usage.output_tokens", 20)
+                    llm.set_attribute(
+                        "gen_ai.input.messages",
+                        '[{"role":"user","parts":[{"type":"text","content":"Weather in Paris?"}]}]',
+                    )
+                    llm.set_attribute(
+                        "gen_ai.output.messages",
+                        '[{"role":"assistant","parts":[{"type":"text","content":"It is sunny in Paris."}],'
+                        '"finish_reason":"stop"}]',
+                    )
+                with tracer.start_as_current_span("execute_tool get_weather") as tool:
+                    tool.set_attribute("gen_ai.operation.name", "execute_tool")
+                    tool.set_attribute("gen_ai.tool.name", "get_weather")
+                    tool.set_attribute("gen_ai.tool.call.arguments", '{"city": "Paris"}')
+                    if failing:
+                        tool.set_status(Status(StatusCode.ERROR, "weather service down"))
+    ok = provider.force_flush(60_000)
+    provider.shutdown()
+    print(f"exported synthetic {traces} {'SUCCESS' if ok else 'FAILURE'}", flush=True)
+    return 0 if ok else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--protocol", choices=["grpc", "http"], required=True)
+    parser.add_argument("--endpoint", required=True)
+    parser.add_argument("--token")
+    parser.add_argument("--compression", choices=["gzip", "none"], default="none")
+    sub = parser.add_subparsers(dest="mode", required=True)
+    corpus = sub.add_parser("corpus")
+    corpus.add_argument("dirs", nargs="+")
+    corpus.add_argument("--batch", type=int, default=512)
+    synthetic = sub.add_parser("synthetic")
+    synthetic.add_argument("--traces", type=int, default=5)
+    synthetic.add_argument("--service", default="synthetic-agent")
+    synthetic.add_argument("--fail-every", type=int, default=0)
+    args = parser.parse_args()
+    headers = {"authorization": f"Bearer {args.token}"} if args.token else {}
+    exporter = make_exporter(args.protocol, args.endpoint, headers, args.compression)
+    started = time.monotonic()
+    if args.mode == "corpus":
+        failures = send_corpus(exporter, args.dirs, args.batch)
+    else:
+        failures = send_synthetic(exporter, args.traces, args.service, args.fail_every)
+    print(f"done in {time.monotonic() - started:.2f}s failures={failures}", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""Exact windowed statistics: percentiles, mean/stddev, eviction and the per-window sample cap."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from monitor.metrics import WindowStore, percentile, sanitize_label_value, score_stats
+from monitor.metrics.labels import OTHER, LabelCapper
+
+
+class FakeClock:
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_percentile_linear_interpolation_matches_hand_computed_values() -> None:
+    values = [1.0, 2.0, 3.0, 4.0]
+    # numpy.percentile(values, [5, 50, 95, 99]) with the default "linear" method
+    assert percentile(values, 0.05) == pytest.approx(1.15)
+    assert percentile(values, 0.5) == pytest.approx(2.5)
+    assert percentile(values, 0.95) == pytest.approx(3.85)
+    assert percentile(values, 0.99) == pytest.approx(3.97)
+    assert percentile(values, 0.0) == 1.0
+    assert percentile(values, 1.0) == 4.0
+    assert percentile([7.0], 0.99) == 7.0
+
+
+def test_score_stats_mean_population_stddev_and_quantiles() -> None:
+    stats = score_stats([0.8, 0.2, 0.6, 0.4])
+    assert stats is not None
+    assert stats.count == 4
+    assert stats.mean == pytest.approx(0.5)
+    assert stats.stddev == pytest.approx(math.sqrt(0.05))  # ddof=0, like numpy.std
+    assert stats.quantiles[0.5] == pytest.approx(0.5)
+    assert stats.quantiles[0.05] == pytest.approx(0.23)
+    assert score_stats([]) is None
+
+
+def test_store_evicts_per_window_and_caps_oldest() -> None:
+    clock = FakeClock()
+    store = WindowStore([300.0, 3600.0], sample_cap=3, clock=clock)
+    for score in (0.1, 0.2):
+        store.add("e", "s", score, score > 0.15)
+    clock.now += 301
+    store.add("e", "s", 0.3, True)
+    short, long = store.snapshot("e", "s", 300.0), store.snapshot("e", "s", 3600.0)
+    assert short.scores == (0.3,)
+    assert long.scores == (0.1, 0.2, 0.3)
+    assert (long.passed, long.verdicts) == (2, 3)
+    store.add("e", "s", 0.4, False)  # long window full: 0.1 drops
+    assert store.snapshot("e", "s", 3600.0).scores == (0.2, 0.3, 0.4)
+    assert store.sample_count("e", "s", 3600.0) == 3
+    clock.now += 3600
+    assert store.snapshot("e", "s", 3600.0).verdicts == 0
+    assert store.sample_count("e", "s", 3600.0) == 0  # evicted, not just hidden
+
+
+def test_store_keeps_extra_alert_windows() -> None:
+    clock = FakeClock()
+    store = WindowStore([300.0], sample_cap=10, clock=clock, extra_windows=lambda ev: [600.0] if ev == "e" else [])
+    store.add("e", "s", 0.5, True)
+    clock.now += 400
+    assert store.snapshot("e", "s", 300.0).verdicts == 0
+    assert store.snapshot("e", "s", 600.0).verdicts == 1
+
+
+def test_sanitize_label_value() -> None:
+    assert sanitize_label_value("a\x00b\nc\x1b[31m\x7fd\u0085") == "abc[31md"
+    assert sanitize_label_value("x" * 500) == "x" * 128
+    assert sanitize_label_value("") == "unknown"
+    assert sanitize_label_value("\x01\x02") == "unknown"
+    assert sanitize_label_value(None) == "unknown"
+    assert sanitize_label_value("  café ") == "café"
+
+
+def test_label_capper_folds_new_values_into_other() -> None:
+    folded: list[str] = []
+    cap = LabelCapper(2, folded.append)
+    assert [cap("service", v) for v in ("a", "b", "c", "a", "d")] == ["a", "b", OTHER, "a", OTHER]
+    assert folded == ["service", "service"]
+    assert cap("tool", "c") == "c"  # caps are per label name
+    assert cap.distinct("service") == 2
+
+
+def test_snapshot_ignores_samples_stamped_before_a_clock_step_back() -> None:
+    clock = FakeClock(1000.0)
+    store = WindowStore([300.0], sample_cap=10, clock=clock)
+    store.add("e", "s", 0.9, True)
+    clock.now = 500.0  # wall clock stepped back
+    store.add("e", "s", 0.1, False)
+    clock.now = 850.0  # the 0.1 sample (t=500) is out of the window though queued behind a newer one
+    assert store.snapshot("e", "s", 300.0).scores == (0.9,)
