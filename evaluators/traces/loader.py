@@ -22,6 +22,8 @@ def decode_bytes(data: bytes, where: str = "input") -> DecodedBatch:
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TraceDecodeError(f"expected bytes, got {type(data).__name__}", where)
     data = bytes(data)
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark before JSON
+        data = data[3:]
     head = data[:64].lstrip()
     if head[:1] in (b"{", b"["):
         return decode_traces_json(data, where)

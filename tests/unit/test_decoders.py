@@ -699,3 +699,11 @@ def test_unnamed_spans_are_not_mistaken_for_a_logs_export() -> None:
     batch = decode_bytes(request.SerializeToString())
     assert [s.span_id for s in batch.spans] == [ROOT_ID.hex()] and batch.logs == []
     assert batch.spans[0].attributes == {"a": "abcdefghi"}
+
+
+def test_json_with_a_utf8_byte_order_mark_is_read_as_json():
+    from evaluators.traces import decode_bytes
+
+    data = (CORPUS / "oi_openai__tool_agent" / "traces_0001.json").read_bytes()
+    batch = decode_bytes(b"\xef\xbb\xbf" + data)
+    assert len(batch.spans) == 6
