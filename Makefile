@@ -4,7 +4,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench lint venv clean
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test bench lint venv clean system-deps
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,7 +19,14 @@ venv: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/agent-monitor run
 
-test: $(STAMP)
+# Debian packages the integration tests use: the real Prometheus server and promtool.
+system-deps:
+	@command -v prometheus >/dev/null && command -v promtool >/dev/null || { \
+	  echo "installing the Debian package prometheus (for promtool and the integration tests)"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+
+test: $(STAMP) system-deps
 	$(VENV)/bin/ruff check evaluators monitor tests
 	$(PY) -m pytest
 

@@ -62,6 +62,7 @@ class CompletedTrace:
     first_seen: float
     completed_at: float
     logs: list[LogRecord] = field(default_factory=list)
+    last_seen: float = 0.0
 
 
 class TraceAssembler:
@@ -96,8 +97,13 @@ class TraceAssembler:
         return len(self._pending)
 
     def has_room_for(self, span_count: int) -> bool:
-        """Backpressure: False when accepting `span_count` more spans would pass max_pending_spans."""
-        return self.spans_pending + self.logs_pending + span_count <= self.max_pending_spans
+        """Backpressure: False when accepting `span_count` more spans would pass max_pending_spans.
+
+        An empty assembler takes any one request (its size is capped by the receivers), so a
+        request larger than the whole limit is not refused forever.
+        """
+        held = self.spans_pending + self.logs_pending
+        return held == 0 or held + span_count <= self.max_pending_spans
 
     def add(self, spans: list[SpanRecord]) -> AddResult:
         """Take the spans of one request (any order, any traces). The caller checks has_room_for first."""
@@ -195,7 +201,7 @@ class TraceAssembler:
         self.logs_pending -= len(pending.logs)
         self._remember(pending.trace_id, now)
         spans = list(pending.spans.values())
-        return CompletedTrace(pending.trace_id, spans, reason, pending.first_seen, now, pending.logs)
+        return CompletedTrace(pending.trace_id, spans, reason, pending.first_seen, now, pending.logs, pending.last_seen)
 
     def _remember(self, trace_id: str, now: float) -> None:
         evaluated = self._evaluated

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import signal
 import ssl
 import time
@@ -37,13 +38,14 @@ class Daemon:
     def __init__(self, config: MonitorConfig) -> None:
         self.config = config
         assembly = config.assembly
+        evaluators = configured_evaluators(config)
         self.metrics = MetricsExporter(
             windows=[(w.label, w.seconds) for w in config.metrics.windows],
             window_sample_cap=config.metrics.window_sample_cap,
             label_value_cap=config.metrics.label_value_cap,
             score_buckets=config.metrics.score_buckets,
             duration_buckets=config.metrics.duration_buckets,
-            thresholds=thresholds_of(config),
+            thresholds=thresholds_of(evaluators),
         )
         self.assembler = TraceAssembler(
             quiet_period=assembly.quiet_period,
@@ -58,11 +60,12 @@ class Daemon:
             self.assembler,
             self.metrics,
             bearer_token=auth.token(),
+            retry_after_seconds=max(1, math.ceil(assembly.quiet_period)),
             problem_log=RateLimitedLogger(logging.getLogger("monitor.ingest"), config.logging.per_span_problem_rate),
         )
         self.store = ResultStore(config.store.path, config.store.retention) if config.store.enabled else None
         self.worker = EvaluationWorker(
-            configured_evaluators(config),
+            evaluators,
             self.metrics,
             self.store,
             queue_size=config.evaluation.queue_size,

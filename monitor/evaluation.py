@@ -35,6 +35,7 @@ class ConfiguredEvaluator:
     evaluator: Any
     label: str  # the `evaluator` metric label
     sampling: float = 1.0
+    entry: Any = None  # the config entry it came from (None for the default set)
 
 
 def sampled_in(trace_id: str, evaluator_label: str, rate: float) -> bool:
@@ -108,7 +109,8 @@ class EvaluationWorker:
         self._observe(trace, records)
         self.evaluated += 1
         self.metrics.traces_evaluated.inc()
-        self.last_delay_seconds = time.monotonic() - completed.completed_at
+        self.last_delay_seconds = time.monotonic() - completed.last_seen
+        self.metrics.completion_delay.observe(self.last_delay_seconds)
 
     def run(self, trace: Trace) -> list[Any]:
         records: list[Any] = []

@@ -11,8 +11,9 @@ from .evaluation import ConfiguredEvaluator
 from .metrics import AlertRule
 
 
-def _label(entry: Any) -> str:
-    return entry.id or entry.name or entry.module
+def _label(entry: Any, evaluator: Any) -> str:
+    """The `evaluator` metric label: the entry's id, else the evaluator's own name."""
+    return entry.id or getattr(evaluator, "name", None) or entry.name or entry.module
 
 
 def _instance(entry: Any) -> Any:
@@ -50,18 +51,20 @@ def default_evaluators() -> list[ConfiguredEvaluator]:
 def configured_evaluators(config: MonitorConfig) -> list[ConfiguredEvaluator]:
     if config.evaluators is None:
         return default_evaluators()
-    return [
-        ConfiguredEvaluator(_instance(entry), _label(entry), entry.sampling)
-        for entry in config.evaluators
-        if entry.enabled
-    ]
+    configured = []
+    for entry in config.evaluators:
+        if entry.enabled:
+            evaluator = _instance(entry)
+            configured.append(ConfiguredEvaluator(evaluator, _label(entry, evaluator), entry.sampling, entry))
+    return configured
 
 
-def thresholds_of(config: MonitorConfig) -> dict[str, AlertRule]:
+def thresholds_of(evaluators: list[ConfiguredEvaluator]) -> dict[str, AlertRule]:
     rules: dict[str, AlertRule] = {}
-    for entry in config.evaluators or []:
-        if entry.enabled and entry.alert is not None:
-            label = _label(entry)
+    for configured in evaluators:
+        entry = configured.entry
+        if entry is not None and entry.alert is not None:
+            label = configured.label
             rules[label] = AlertRule(
                 name=f"{label}_pass_ratio",
                 min_pass_ratio=entry.alert.min_pass_ratio,

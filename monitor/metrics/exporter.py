@@ -126,6 +126,12 @@ class MetricsExporter:
         self.traces_evaluated = Counter(
             "agent_monitor_traces_evaluated", "Traces run through the evaluators.", registry=r
         )
+        self.completion_delay = Histogram(
+            "agent_monitor_trace_delay_seconds",
+            "From the last span of a trace arriving to its metrics being updated (includes the quiet period).",
+            buckets=(0.5, 1, 2, 3, 4, 5, 5.25, 5.5, 6, 7, 10, 15, 30, 60, 120, 300),
+            registry=r,
+        )
         self.build_info = Gauge("agent_monitor_build_info", "Build information.", ["version"], registry=r)
         self.build_info.labels(version=__version__).set(1)
 

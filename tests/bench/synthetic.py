@@ -126,3 +126,98 @@ def export_request(spans: list[Span], service: str = "bench-agent") -> ExportTra
     resource_spans.scope_spans.append(scope)
     request.resource_spans.append(resource_spans)
     return request
+
+
+_CITIES = ("Paris", "Lisbon", "Kyoto", "Oslo", "Lima", "Cairo", "Hanoi", "Quebec")
+_SYSTEM = (
+    "You are a helpful travel assistant. Use the tools to check the weather and flights before answering, "
+    "cite the knowledge-base documents you rely on, and keep answers short."
+)
+
+
+def _text(role: str, content: str) -> dict:
+    return {"role": role, "parts": [{"type": "text", "content": content}]}
+
+
+def bench_trace_spans(trace_id: bytes, start: int, variant: int = 0) -> list[Span]:
+    """agent → retrieval, 3 LLM calls and 2 tool calls between them; 7 spans, about 900 bytes each."""
+    city = _CITIES[variant % len(_CITIES)]
+    question = f"I fly to {city} next Tuesday for three days: what should I pack, and is there an earlier flight?"
+    doc = (
+        f"{city} in spring: mild days around 17 °C, cool evenings, frequent short showers. Pack layers, a light "
+        "waterproof jacket and comfortable walking shoes; museums close on Mondays and book out at weekends."
+    )
+    answer = (
+        f"Expect 16-19 °C and light rain in {city}: pack layers, a rain jacket and walking shoes. An earlier flight "
+        "leaves Tuesday at 07:10 (AF1234, 2 seats left); I can hold it if you like."
+    )
+    forecast = {"forecast": [{"day": d, "max_c": 17 + d, "rain": True} for d in range(3)]}
+    flights = {"flights": [{"no": "AF1234", "dep": "07:10", "seats": 2}]}
+    tools = [
+        ("get_weather", {"city": city, "days": 3}, forecast),
+        ("search_flights", {"to": city, "date": "next tuesday"}, flights),
+    ]
+    root_id = os.urandom(8)
+    model = {
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
+        "gen_ai.agent.name": "travel_agent",
+    }
+    spans: list[Span] = []
+    t = start + MS
+    retrieval = {
+        "gen_ai.operation.name": "retrieval",
+        "gen_ai.data_source.id": "travel-kb",
+        "gen_ai.retrieval.query.text": question,
+        "gen_ai.retrieval.documents": json.dumps(
+            [{"id": f"kb-{city.lower()}-1", "score": 0.91, "content": doc}, {"id": "kb-packing", "score": 0.74}]
+        ),
+    }
+    spans.append(_span(trace_id, os.urandom(8), root_id, "retrieval travel-kb", t, t + 12 * MS, retrieval))
+    t += 13 * MS
+    history = [_text("system", _SYSTEM), _text("user", question)]
+    for step in range(3):
+        if step < 2:
+            name, args, result = tools[step]
+            call_id = f"call_{variant}_{step}"
+            parts = [{"type": "tool_call", "id": call_id, "name": name, "arguments": args}]
+            output = [{"role": "assistant", "parts": parts, "finish_reason": "tool_call"}]
+        else:
+            output = [{**_text("assistant", answer), "finish_reason": "stop"}]
+        attrs = {
+            "gen_ai.operation.name": "chat",
+            **model,
+            "gen_ai.usage.input_tokens": 180 + 60 * step,
+            "gen_ai.usage.output_tokens": 24 if step < 2 else 70,
+            "gen_ai.response.finish_reasons": "tool_call" if step < 2 else "stop",
+            "gen_ai.input.messages": json.dumps(history),
+            "gen_ai.output.messages": json.dumps(output),
+        }
+        spans.append(_span(trace_id, os.urandom(8), root_id, "chat gpt-4o-mini", t, t + 400 * MS, attrs))
+        t += 401 * MS
+        if step == 2:
+            break
+        history.append(output[0])
+        tool_attrs = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.type": "function",
+            "gen_ai.tool.description": f"{name.replace('_', ' ')} for a destination, from the partner API",
+            "gen_ai.tool.call.id": call_id,
+            "gen_ai.tool.call.arguments": json.dumps(args),
+            "gen_ai.tool.call.result": json.dumps(result),
+        }
+        spans.append(_span(trace_id, os.urandom(8), root_id, f"execute_tool {name}", t, t + 80 * MS, tool_attrs))
+        t += 81 * MS
+        history.append({"role": "tool", "parts": [{"type": "tool_call_response", "id": call_id, "response": result}]})
+    agent = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "travel_agent",
+        "gen_ai.agent.id": "agent-travel-v3",
+        "gen_ai.conversation.id": f"conv-{trace_id.hex()[:12]}",
+        "gen_ai.input.messages": json.dumps([_text("user", question)]),
+        "gen_ai.output.messages": json.dumps([{**_text("assistant", answer), "finish_reason": "stop"}]),
+    }
+    spans.append(_span(trace_id, root_id, b"", "invoke_agent travel_agent", start, t + MS, agent))
+    return spans

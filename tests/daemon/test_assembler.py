@@ -101,6 +101,13 @@ def test_per_trace_cap_and_pending_limit():
     assert asm.has_room_for(2) and not asm.has_room_for(3)
 
 
+def test_an_empty_assembler_takes_one_request_larger_than_the_limit():
+    asm = make(Clock(), max_pending_spans=2)
+    assert asm.has_room_for(50)
+    asm.add([span(T1, "a" * 16)])
+    assert not asm.has_room_for(50)
+
+
 def test_logs_wait_with_their_trace_and_count_towards_the_limit():
     clock = Clock()
     asm = make(clock, max_pending_spans=3)

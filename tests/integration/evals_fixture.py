@@ -1,0 +1,20 @@
+"""Evaluators the integration tests load by module path (independent of the builtin catalog)."""
+
+from __future__ import annotations
+
+from evaluators import EvalResult, Task, Trace, evaluator
+
+
+@evaluator("no_tool_errors", threshold=1.0)
+def no_tool_errors(trace: Trace) -> EvalResult:
+    """Fails when a tool call failed."""
+    failed = [t.name for t in trace.get_tool_calls() if t.has_error]
+    if not trace.get_tool_calls():
+        return EvalResult.skip("no_data", "no tool calls")
+    return EvalResult(0.0 if failed else 1.0, explanation=f"failed tools: {failed}" if failed else "all tools ok")
+
+
+@evaluator("matches_expected")
+def matches_expected(trace: Trace, task: Task) -> EvalResult:
+    """Needs ground truth: skipped by the daemon."""
+    return EvalResult(1.0 if trace.output == task.expected_output else 0.0)
