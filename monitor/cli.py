@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from .commands import check_config, inspect_cmd
+from .commands import check_config, evaluate_cmd, evaluators_cmd, inspect_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,6 +20,8 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser.set_defaults(handler=_run_daemon)
     inspect_cmd.add_parser(subparsers)
     check_config.add_parser(subparsers)
+    evaluate_cmd.add_parser(subparsers)
+    evaluators_cmd.add_parser(subparsers)
     return parser
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaluators.sdk import builtin, list_builtins, load_evaluator
+from evaluators.sdk import BaseEvaluator, builtin, list_builtins, load_evaluator
 
 from .config import MonitorConfig
 from .evaluation import ConfiguredEvaluator
@@ -16,25 +16,17 @@ def _label(entry: Any, evaluator: Any) -> str:
     return entry.id or getattr(evaluator, "name", None) or entry.name or entry.module
 
 
-def _instance(entry: Any) -> Any:
+def instantiate(entry: Any) -> BaseEvaluator:
+    """The evaluator an `evaluators` entry names (builtin or module path), configured and thresholded."""
     if entry.name:
         evaluator = builtin(entry.name, **entry.params)
     else:
-        loaded = load_evaluator(entry.module)
+        loaded = load_evaluator(str(entry.module))
         if len(loaded) != 1:
-            raise ValueError(f"evaluator module {entry.module!r} defines {len(loaded)} evaluators; name one with ':'")
-        evaluator = loaded[0]
-        if entry.params:
-            evaluator = evaluator.with_config(**entry.params)
+            raise ValueError(f"module {entry.module!r} defines {len(loaded)} evaluators; name one with ':'")
+        evaluator = loaded[0].with_config(**entry.params) if entry.params else loaded[0]
     if entry.threshold is not None:
-        evaluator = _with_threshold(evaluator, entry.threshold)
-    return evaluator
-
-
-def _with_threshold(evaluator: Any, threshold: float) -> Any:
-    if hasattr(evaluator, "with_threshold"):
-        return evaluator.with_threshold(threshold)
-    evaluator.threshold = threshold
+        evaluator = evaluator.with_threshold(entry.threshold)
     return evaluator
 
 
@@ -54,7 +46,7 @@ def configured_evaluators(config: MonitorConfig) -> list[ConfiguredEvaluator]:
     configured = []
     for entry in config.evaluators:
         if entry.enabled:
-            evaluator = _instance(entry)
+            evaluator = instantiate(entry)
             configured.append(ConfiguredEvaluator(evaluator, _label(entry, evaluator), entry.sampling, entry))
     return configured
 

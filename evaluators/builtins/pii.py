@@ -1,0 +1,172 @@
+"""PII and secret detectors for `pii_leak`: regexes plus checks (Luhn for cards), and masked samples.
+
+A finding never carries the matched value, only a masked sample such as `j***@example.com` or `sk-****abcd`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One detected item: its kind, a masked sample, and where it is in the text."""
+
+    kind: str
+    sample: str
+    start: int
+    end: int
+
+
+def luhn_valid(digits: str) -> bool:
+    """True when a digit string passes the Luhn checksum (card numbers do)."""
+    if not digits.isdigit():
+        return False
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        value = int(char)
+        if index % 2 == 1:
+            value *= 2
+            if value > 9:
+                value -= 9
+        total += value
+    return total % 10 == 0
+
+
+def _digits(text: str) -> str:
+    return re.sub(r"\D", "", text)
+
+
+def _is_card(value: str) -> bool:
+    digits = _digits(value)
+    return 13 <= len(digits) <= 19 and len(set(digits)) > 1 and luhn_valid(digits)
+
+
+def _is_phone(value: str) -> bool:
+    digits = _digits(value)
+    return 8 <= len(digits) <= 15 and len(set(digits)) > 1
+
+
+def mask_secret(value: str, prefix: str = "", keep: int = 4) -> str:
+    """`prefix` + "****" + the last `keep` characters (fewer for short values: never the whole secret)."""
+    body = value[len(prefix) :] if value.startswith(prefix) else value
+    keep = min(keep, max(len(body) // 4, 0))
+    return f"{prefix}****{body[-keep:] if keep else ''}"
+
+
+def _mask_email(value: str) -> str:
+    local, _, domain = value.partition("@")
+    return f"{local[:1]}***@{domain}"
+
+
+def _mask_phone(value: str) -> str:
+    return f"{'+' if value.startswith('+') else ''}***{_digits(value)[-2:]}"
+
+
+def _mask_card(value: str) -> str:
+    return f"****{_digits(value)[-4:]}"
+
+
+def _mask_ssn(value: str) -> str:
+    return f"***-**-{_digits(value)[-4:]}"
+
+
+def _mask_nino(value: str) -> str:
+    compact = value.replace(" ", "")
+    return f"{compact[:2]}******{compact[-1:]}"
+
+
+def _mask_private_key(value: str) -> str:
+    return f"{value} (key body hidden)"  # the match is the BEGIN line only: no key material
+
+
+def _prefix_masker(*prefixes: str) -> Callable[[str], str]:
+    def mask(value: str) -> str:
+        prefix = next((p for p in prefixes if value.startswith(p)), "")
+        return mask_secret(value, prefix)
+
+    return mask
+
+
+@dataclass(frozen=True, slots=True)
+class _Detector:
+    kind: str
+    pattern: re.Pattern[str]
+    mask: Callable[[str], str]
+    check: Callable[[str], bool] | None = None
+
+
+_TOKEN_START = r"(?<![A-Za-z0-9_-])"
+# Order matters: earlier detectors claim their text first (a key is not also reported as a phone number).
+_DETECTORS: tuple[_Detector, ...] = (
+    _Detector("private_key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"), _mask_private_key),
+    _Detector(
+        "jwt",
+        re.compile(_TOKEN_START + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+        _prefix_masker("eyJ"),
+    ),
+    _Detector("anthropic_key", re.compile(_TOKEN_START + r"sk-ant-[A-Za-z0-9_-]{20,}"), _prefix_masker("sk-ant-")),
+    _Detector(
+        "openai_key",
+        re.compile(_TOKEN_START + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+        _prefix_masker("sk-proj-", "sk-svcacct-", "sk-admin-", "sk-"),
+    ),
+    _Detector("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), _prefix_masker("AKIA", "ASIA")),
+    _Detector(
+        "github_token",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
+        _prefix_masker("github_pat_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ),
+    _Detector(
+        "slack_token",
+        re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+        _prefix_masker("xoxb-", "xoxp-", "xoxa-", "xoxo-", "xoxs-", "xoxr-"),
+    ),
+    _Detector("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), _prefix_masker("AIza")),
+    _Detector("email", re.compile(r"\b[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}\b"), _mask_email),
+    _Detector("credit_card", re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])"), _mask_card, _is_card),
+    _Detector("ssn", re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])"), _mask_ssn),
+    _Detector(
+        "uk_nino",
+        re.compile(r"\b(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b"),
+        _mask_nino,
+    ),
+    _Detector(
+        "phone",
+        re.compile(
+            r"(?<![\w+])\+\d[\d ().-]{6,20}\d(?!\d)"  # international: +CC then 8-15 digits in all
+            r"|(?<![\w+])(?:1[ .-])?(?:\([2-9]\d{2}\) ?|[2-9]\d{2}[ .-])[2-9]\d{2}[ .-]\d{4}(?!\w)"  # US/NANP
+        ),
+        _mask_phone,
+        _is_phone,
+    ),
+)
+
+PII_KINDS: tuple[str, ...] = tuple(d.kind for d in _DETECTORS)
+
+
+def find_pii(text: str | None, kinds: Iterable[str] | None = None) -> list[Finding]:
+    """Every PII or secret item of the chosen kinds (all by default) in `text`, in text order, without overlaps."""
+    if not isinstance(text, str) or not text:
+        return []
+    wanted = set(PII_KINDS if kinds is None else kinds)
+    taken: list[tuple[int, int]] = []
+    findings: list[Finding] = []
+    for detector in _DETECTORS:
+        if detector.kind not in wanted:
+            continue
+        for match in detector.pattern.finditer(text):
+            start, end = match.span()
+            if any(start < t_end and t_start < end for t_start, t_end in taken):
+                continue
+            value = match.group(0)
+            if detector.check is not None and not detector.check(value):
+                continue
+            taken.append((start, end))
+            findings.append(Finding(detector.kind, detector.mask(value), start, end))
+    return sorted(findings, key=lambda f: f.start)
+
+
+__all__ = ["PII_KINDS", "Finding", "find_pii", "luhn_valid", "mask_secret"]

@@ -1,0 +1,141 @@
+"""`agent-monitor evaluate FILE...`: run evaluators over saved traces and summarize, for CI and experiments.
+
+Exit status: 0 when every `min_pass_rate` gate of the spec holds (or none is set), 1 when one is missed,
+2 on bad input (unreadable trace files, spec or dataset).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TextIO
+
+from evaluators.traces import TraceDecodeError, load_traces
+
+from ..offline import InputError, OfflineReport, default_selection, evaluate_offline, read_dataset, read_spec
+from ..text import clip
+
+EXPLANATION_WIDTH = 100
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "evaluate",
+        help="run evaluators over trace files and summarize the results",
+        description="Evaluate saved OTLP traces offline. Without --dataset: monitor mode (evaluators that need "
+        "ground truth are skipped). With --dataset: experiment mode, each trace matched to its task by a "
+        "task.id / task_id / baggage.task.id attribute on its root span, else by identical input text. "
+        "Exit status 0 when every min_pass_rate in the spec is met, 1 when one is missed, 2 on bad input.",
+    )
+    parser.add_argument("paths", nargs="+", metavar="FILE", help="trace files or directories")
+    parser.add_argument(
+        "--evaluators", dest="spec", metavar="SPEC", help="YAML evaluator spec (default: every rule-based builtin)"
+    )
+    parser.add_argument("--dataset", metavar="TASKS", help="tasks with ground truth (.json or .csv)")
+    parser.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    parser.add_argument("--worst", type=_count, default=10, metavar="N", help="show the N worst results (default 10)")
+    parser.set_defaults(handler=run)
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        selection = read_spec(args.spec) if args.spec else default_selection()
+        dataset = read_dataset(args.dataset) if args.dataset else None
+        traces = load_traces(args.paths)
+    except (InputError, TraceDecodeError) as exc:
+        print(f"agent-monitor evaluate: {exc}", file=err)
+        return 2
+    if not traces:
+        print(f"agent-monitor evaluate: no spans found in {', '.join(args.paths)}", file=err)
+        return 2
+    report = evaluate_offline(traces, selection, dataset, worst=args.worst)
+    if args.format == "json":
+        json.dump(report.to_dict(), out, indent=2, ensure_ascii=False, default=str)
+        out.write("\n")
+    else:
+        out.write(render_table(report))
+    return report.exit_code
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _header(report: OfflineReport) -> list[str]:
+    traces = f"{report.trace_count} trace{'' if report.trace_count == 1 else 's'}"
+    if report.dataset is None:
+        return [f"monitor mode (no dataset): {traces}; evaluators needing ground truth are skipped"]
+    m = report.matched
+    return [
+        f"experiment mode: {traces}, dataset {clip(report.dataset, 40)!r} with {report.task_count} tasks",
+        f"matched {m.get('task_id', 0)} by task id, {m.get('input', 0)} by input text, "
+        f"{m.get('unmatched', 0)} unmatched; {report.tasks_without_trace} tasks without a trace",
+    ]
+
+
+def _rows(report: OfflineReport) -> list[list[str]]:
+    rows = [["evaluator", "level", "total", "scored", "mean", "pass", "p50", "p95", "thresh", "min_pass", "skipped"]]
+    for e in report.evaluators:
+        s = e.summary
+        skips = ", ".join(f"{reason}={n}" for reason, n in s.skip_counts.items()) or "-"
+        gate = "-" if e.min_pass_rate is None else f"{e.min_pass_rate:.3f}{' FAIL' if e.gate == 'fail' else ''}"
+        rows.append(
+            [
+                clip(e.label, 32),
+                e.level,
+                str(s.total),
+                str(s.count),
+                _num(s.mean),
+                _num(s.pass_rate),
+                _num(s.p50),
+                _num(s.p95),
+                _num(e.threshold),
+                gate,
+                skips,
+            ]
+        )
+    return rows
+
+
+def render_table(report: OfflineReport) -> str:
+    """The report as text: header, one row per evaluator, the worst results, the gate verdict."""
+    lines = [*_header(report), ""]
+    rows = _rows(report)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        cells = [cell.ljust(width) if i < 2 else cell.rjust(width) for i, (cell, width) in enumerate(zip(row, widths))]
+        lines.append("  ".join([*cells, row[-1]]).rstrip())
+    if report.worst:
+        lines += ["", f"worst {len(report.worst)}:"]
+        label_width = max(len(clip(r.evaluator, 32)) for r in report.worst)
+        for r in report.worst:
+            verdict = "FAIL" if r.passed is False else "pass"
+            where = f" agent={clip(r.agent_name, 30)}" if r.agent_name else ""
+            where += f" span={r.span_id}" if r.level == "llm" and r.span_id else ""
+            lines.append(
+                f"  {_num(r.score)} {verdict}  {clip(r.evaluator, 32).ljust(label_width)}  trace {r.trace_id}{where}  "
+                f"{clip(r.explanation, EXPLANATION_WIDTH)}"
+            )
+    lines.append("")
+    failed = report.failed_gates
+    for e in failed:
+        rate = e.summary.pass_rate
+        why = "nothing scored" if rate is None else f"pass rate {rate:.3f} <"
+        lines.append(f"FAILED {clip(e.label, 32)}: {why} min_pass_rate {e.min_pass_rate:.3f}")
+    gated = sum(1 for e in report.evaluators if e.min_pass_rate is not None)
+    if not failed:
+        lines.append(f"OK: {gated} gate{'' if gated == 1 else 's'} met" if gated else "OK (no min_pass_rate gates)")
+    return "\n".join(lines) + "\n"

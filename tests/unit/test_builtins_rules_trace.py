@@ -1,0 +1,199 @@
+"""Trace-level rule builtins: latency, token_budget, cost_budget, error_free, refusal."""
+
+from __future__ import annotations
+
+import pytest
+
+from evaluators import EvaluatorConfigError, builtin, list_builtins
+from evaluators.builtins.rules_trace import DEFAULT_PRICES, price_for
+from tests.unit.builtins_spans import agent, chat, tool
+from tests.unit.spanfactory import make_span, next_start, trace_of
+
+MS = 1_000_000
+
+
+def run(name: str, trace, **params):
+    return builtin(name, **params).run(trace)
+
+
+def timed_trace(duration_ms: float):
+    start = next_start()
+    return trace_of(chat("ok", start=start, end=start + int(duration_ms * MS)))
+
+
+# --- catalog ----------------------------------------------------------------------------------
+
+
+def test_rule_builtins_are_registered_with_levels_kinds_and_described_params() -> None:
+    infos = {i.name: i for i in list_builtins()}
+    levels = {
+        "latency": "trace",
+        "token_budget": "trace",
+        "cost_budget": "trace",
+        "error_free": "trace",
+        "refusal": "trace",
+        "llm_call_budget": "agent",
+        "tool_success_rate": "agent",
+        "loop_detection": "agent",
+        "agent_efficiency": "agent",
+        "hallucinated_tool": "agent",
+        "tool_arguments_valid": "agent",
+        "finish_reason": "llm",
+        "response_length": "llm",
+        "non_empty_response": "llm",
+        "prohibited_content": "llm",
+        "pii_leak": "llm",
+    }
+    for name, level in levels.items():
+        info = infos[name]
+        assert info.level == level, name
+        assert info.kind == "rule" and not info.needs_ground_truth, name
+        assert info.description, name
+        assert all(p.description for p in info.params), name
+    assert {p.name: p.default for p in infos["latency"].params}["max_latency_ms"] == 30000
+    assert {p.name: p.default for p in infos["loop_detection"].params}["max_repeats"] == 3
+
+
+# --- latency ----------------------------------------------------------------------------------
+
+
+def test_latency_passes_within_budget_and_names_the_ms() -> None:
+    result = run("latency", timed_trace(1200))
+    assert result.score == 1.0 and result.passed is True
+    assert "1200 ms" in result.explanation and "30000 ms" in result.explanation
+
+
+def test_latency_decays_linearly_to_zero_at_twice_the_budget() -> None:
+    over = run("latency", timed_trace(1500), max_latency_ms=1000)
+    assert over.score == pytest.approx(0.5) and over.passed is False
+    assert "1500 ms" in over.explanation and "over" in over.explanation
+    assert run("latency", timed_trace(2500), max_latency_ms=1000).score == 0.0
+    assert run("latency", timed_trace(1500), max_latency_ms=1000, decay=3.0).score == pytest.approx(0.75)
+
+
+def test_latency_skips_without_timestamps() -> None:
+    result = run("latency", trace_of(make_span("x", {}, start=0, end=0)))
+    assert result.is_skipped and result.skip_reason == "no_data"
+
+
+# --- token_budget -----------------------------------------------------------------------------
+
+
+def test_token_budget_passes_and_reports_the_count() -> None:
+    result = run("token_budget", trace_of(chat("a", input_tokens=300, output_tokens=50), chat("b")))
+    assert result.score == 1.0 and result.passed is True
+    assert "470 tokens" in result.explanation and "50000" in result.explanation
+
+
+def test_token_budget_fails_over_budget() -> None:
+    trace = trace_of(chat("a", input_tokens=1200, output_tokens=300))
+    result = run("token_budget", trace, max_tokens=1000)
+    assert result.score == pytest.approx(0.5) and result.passed is False
+    assert "1500 tokens" in result.explanation and "over" in result.explanation
+
+
+def test_token_budget_skips_without_usage() -> None:
+    result = run("token_budget", trace_of(chat("a", input_tokens=None, output_tokens=None)))
+    assert result.skip_reason == "no_data"
+
+
+# --- cost_budget ------------------------------------------------------------------------------
+
+
+def test_cost_budget_estimates_from_the_price_table() -> None:
+    # gpt-4o-mini-2024-07-18 matches the longest prefix gpt-4o-mini, not gpt-4o
+    trace = trace_of(chat("a", model="gpt-4o-mini-2024-07-18", input_tokens=1000, output_tokens=1000))
+    result = run("cost_budget", trace)
+    expected = sum(DEFAULT_PRICES["gpt-4o-mini"])
+    assert result.details["cost_usd"] == pytest.approx(expected)
+    assert result.score == 1.0 and result.passed is True and "estimated" in result.explanation
+
+
+def test_cost_budget_fails_over_budget_with_custom_prices() -> None:
+    trace = trace_of(chat("a", model="my-model", input_tokens=2000, output_tokens=1000))
+    result = run("cost_budget", trace, max_cost_usd=1.0, prices={"my-model": [0.5, 0.5]})
+    assert result.details["cost_usd"] == pytest.approx(1.5)
+    assert result.passed is False and result.score == pytest.approx(0.5)
+    assert "$1.500000" in result.explanation and "over" in result.explanation
+
+
+def test_cost_budget_prefers_the_recorded_span_cost() -> None:
+    span = make_span(
+        "llm",
+        {"openinference.span.kind": "LLM", "llm.model_name": "gpt-4o", "llm.cost.total": 2.5},
+        kind=3,
+    )
+    result = run("cost_budget", trace_of(span))
+    assert result.details["cost_usd"] == pytest.approx(2.5) and result.passed is False
+    assert "recorded" in result.explanation
+
+
+def test_cost_budget_skips_when_nothing_is_priced() -> None:
+    result = run("cost_budget", trace_of(chat("a", model="unknown-llm")))
+    assert result.skip_reason == "no_data" and "unknown-llm" in result.explanation
+
+
+def test_cost_budget_rejects_malformed_prices() -> None:
+    with pytest.raises(EvaluatorConfigError, match="prices"):
+        builtin("cost_budget", prices={"gpt-4o": [0.1]})
+
+
+def test_price_lookup_normalizes_provider_prefixes() -> None:
+    assert price_for("models/gemini-2.0-flash-001", DEFAULT_PRICES)[0] == "gemini-2.0-flash"
+    assert price_for("openai/GPT-4o", DEFAULT_PRICES)[0] == "gpt-4o"
+    assert price_for(None, DEFAULT_PRICES) is None
+
+
+# --- error_free -------------------------------------------------------------------------------
+
+
+def test_error_free_passes_without_error_spans() -> None:
+    result = run("error_free", trace_of(chat("a"), tool("get_weather", {"city": "Paris"})))
+    assert result.score == 1.0 and result.passed is True and "no error spans" in result.explanation
+
+
+def test_error_free_names_failing_spans_and_bounds_the_list() -> None:
+    root = agent("bot")
+    spans = [root] + [tool(f"t{i}", {}, error=f"boom {i}", parent=root) for i in range(5)]
+    result = run("error_free", trace_of(*spans))
+    assert result.score == 0.0 and result.passed is False
+    assert "5 error span(s)" in result.explanation
+    assert "execute_tool t0 (boom 0)" in result.explanation
+    assert "(+2 more)" in result.explanation and "boom 4" not in result.explanation
+
+
+# --- refusal ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "I'm sorry, but I can't help with that.",
+        "I cannot share that information.",
+        "As an AI language model, I have no opinions.",
+        "Sorry, I couldn't find the flight.",
+        "I’m unable to access your account.",
+    ],
+)
+def test_refusal_fails_on_a_refusing_answer(answer: str) -> None:
+    result = run("refusal", trace_of(chat(answer)))
+    assert result.score == 0.0 and result.passed is False
+    assert "refuses or gives up" in result.explanation
+
+
+def test_refusal_passes_on_a_real_answer() -> None:
+    result = run("refusal", trace_of(chat("It's 18°C in Paris. I can help with more if you like.")))
+    assert result.score == 1.0 and result.passed is True
+
+
+def test_refusal_uses_configured_patterns_and_rejects_bad_ones() -> None:
+    trace = trace_of(chat("Computer says no."))
+    assert run("refusal", trace).passed is True
+    custom = run("refusal", trace, patterns=[r"computer says no"])
+    assert custom.passed is False and "Computer says no" in custom.explanation
+    with pytest.raises(EvaluatorConfigError, match="regex"):
+        builtin("refusal", patterns=["("])
+
+
+def test_refusal_skips_without_an_answer() -> None:
+    assert run("refusal", trace_of(chat(None, [("get_weather", {"city": "Paris"})]))).skip_reason == "no_data"
