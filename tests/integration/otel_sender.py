@@ -73,6 +73,32 @@ def readable(record: SpanRecord) -> ReadableSpan:
     )
 
 
+def send_logs(protocol: str, endpoint: str, headers: dict[str, str], directories: list[str]) -> int:
+    """Raw `logs_*.pb` exports of the corpus (content and per-call usage that live only in log records)."""
+    sent = 0
+    for directory in directories:
+        for path in sorted(Path(directory).glob("logs_*.pb")):
+            payload = path.read_bytes()
+            if protocol == "grpc":
+                import grpc
+
+                with grpc.insecure_channel(endpoint) as channel:
+                    call = channel.unary_unary("/opentelemetry.proto.collector.logs.v1.LogsService/Export")
+                    call(payload, timeout=10, metadata=tuple(headers.items()))
+            else:
+                import urllib.request
+
+                request = urllib.request.Request(
+                    f"{endpoint}/v1/logs",
+                    data=payload,
+                    headers={"Content-Type": "application/x-protobuf", **headers},
+                    method="POST",
+                )
+                urllib.request.urlopen(request, timeout=10).close()
+            sent += 1
+    return sent
+
+
 def send_corpus(exporter, directories: list[str], batch: int) -> int:
     spans = [readable(s) for s in read_paths(directories).spans]
     failures = 0
@@ -150,6 +176,7 @@ def main() -> int:
     corpus = sub.add_parser("corpus")
     corpus.add_argument("dirs", nargs="+")
     corpus.add_argument("--batch", type=int, default=512)
+    corpus.add_argument("--with-logs", action="store_true", help="send the corpus log records first")
     synthetic = sub.add_parser("synthetic")
     synthetic.add_argument("--traces", type=int, default=5)
     synthetic.add_argument("--service", default="synthetic-agent")
@@ -159,6 +186,8 @@ def main() -> int:
     exporter = make_exporter(args.protocol, args.endpoint, headers, args.compression)
     started = time.monotonic()
     if args.mode == "corpus":
+        if args.with_logs:
+            print(f"sent {send_logs(args.protocol, args.endpoint, headers, args.dirs)} log exports", flush=True)
         failures = send_corpus(exporter, args.dirs, args.batch)
     else:
         failures = send_synthetic(exporter, args.traces, args.service, args.fail_every)

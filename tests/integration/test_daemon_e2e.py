@@ -182,3 +182,19 @@ def test_sigterm_evaluates_pending_traces_before_exit(daemon_factory):
         traces = db.execute("SELECT COUNT(*) FROM traces").fetchone()[0]
         failing = db.execute("SELECT COUNT(*) FROM results WHERE evaluator='no_tool_errors' AND passed=0").fetchone()
     assert traces == 3 and failing[0] == 2
+
+
+def test_embedded_default_evaluators_run_on_the_whole_corpus(daemon_factory):
+    daemon = daemon_factory(evaluators=None)  # no evaluators section: every rule builtin with its defaults
+    scenarios = sorted(p for p in CORPUS.iterdir() if (p / "expected.json").is_file())
+    expected = [t for p in scenarios for t in json.loads((p / "expected.json").read_text())["traces"]]
+    send("grpc", f"127.0.0.1:{daemon.grpc_port}", "corpus", "--with-logs", *map(str, scenarios))
+    assert daemon.wait_for("agent_monitor_traces_evaluated_total", len(expected)) == len(expected)
+    failing = sum(t["has_error"] for t in expected)
+    assert daemon.value("agent_eval_results_total", evaluator="error_free", outcome="fail") == failing
+    assert daemon.value("agent_eval_results_total", evaluator="error_free", outcome="pass") == len(expected) - failing
+    assert daemon.value("agent_eval_skips_total", reason="error") == 0
+    assert daemon.value("agent_eval_skips_total", evaluator="prohibited_content", reason="no_data") > 0
+    # Per-call usage that only lives in log records (oi_adk) arrives over the logs signal and is joined.
+    assert daemon.value("agent_llm_tokens_total", direction="input") == sum(t["input_tokens"] for t in expected)
+    assert daemon.value("agent_llm_tokens_total", direction="output") == sum(t["output_tokens"] for t in expected)
