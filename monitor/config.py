@@ -165,7 +165,7 @@ class AssemblyConfig(Section):
 
 
 class EvaluationConfig(Section):
-    queue_size: PositiveInt = 1000
+    queue_size: PositiveInt = 256
     timeout: Duration = 30.0
     mode: Literal["monitor", "experiment"] = "monitor"
     workers: PositiveInt = 1

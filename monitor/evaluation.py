@@ -100,6 +100,14 @@ class EvaluationWorker:
             finally:
                 self.queue.task_done()
                 self.metrics.queue_depth.set(self.queue.qsize())
+            if self.queue.empty() and self.store is not None:
+                await loop.run_in_executor(self._executor, self._flush_store)
+
+    def _flush_store(self) -> None:
+        try:
+            self.store.flush()
+        except Exception:
+            log.exception("could not write results to the store")
 
     def evaluate(self, completed: CompletedTrace) -> None:
         """Build the views, run every evaluator, record metrics and results (worker thread)."""

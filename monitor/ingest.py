@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -50,6 +51,7 @@ class Ingestor:
         bearer_token: str | None = None,
         retry_after_seconds: int = 5,
         problem_log: RateLimitedLogger | None = None,
+        evaluation_backlogged: Callable[[], bool] | None = None,
     ) -> None:
         self.assembler = assembler
         self.metrics = metrics
@@ -57,6 +59,8 @@ class Ingestor:
         self.retry_after_seconds = retry_after_seconds
         self.problems = problem_log or RateLimitedLogger(log, per_minute=10)
         self.accepting = True
+        # True while the evaluation queue is full: taking more spans would only grow memory.
+        self.evaluation_backlogged = evaluation_backlogged or (lambda: False)
 
     def authorized(self, authorization: str | None) -> bool:
         """True when no token is configured, or the `Authorization: Bearer …` value matches it."""
@@ -84,6 +88,14 @@ class Ingestor:
             self.problems.warning("malformed_request", "%s receiver: malformed %s request: %s", receiver, signal, exc)
             return IngestOutcome(Outcome.MALFORMED, message=str(exc)[:500])
         incoming = len(batch.spans) + len(batch.logs)
+        if self.evaluation_backlogged():
+            if batch.spans:
+                self.refuse(receiver, "throttled", len(batch.spans))
+            return IngestOutcome(
+                Outcome.THROTTLED,
+                message="evaluation is behind (queue full); retry later",
+                retry_after_seconds=self.retry_after_seconds,
+            )
         if not self.assembler.has_room_for(incoming):
             if batch.spans:
                 self.refuse(receiver, "throttled", len(batch.spans))

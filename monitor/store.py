@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 MAX_TEXT = 4000
+FLUSH_TRACES = 200
+FLUSH_SECONDS = 1.0
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
@@ -81,11 +83,19 @@ class ResultStore:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(SCHEMA)
         self._last_prune = 0.0
+        self._last_flush = time.time()
+        self._buffer: list[tuple[StoredTrace, float, list[tuple]]] = []
 
     def write(self, trace: StoredTrace, results: Iterable[Any]) -> None:
-        """One trace and its results, in one transaction. `results` are EvaluationRecord-like."""
+        """Buffer one trace and its results; written in batches (every FLUSH_TRACES traces or FLUSH_SECONDS)."""
         now = time.time()
-        rows = [
+        self._buffer.append((trace, now, self._rows(trace, results, now)))
+        if len(self._buffer) >= FLUSH_TRACES or now - self._last_flush >= FLUSH_SECONDS:
+            self.flush()
+
+    @staticmethod
+    def _rows(trace: StoredTrace, results: Iterable[Any], now: float) -> list[tuple]:
+        return [
             (
                 now,
                 trace.trace_id,
@@ -103,22 +113,32 @@ class ResultStore:
             )
             for r in results
         ]
+
+    def flush(self) -> None:
+        """Write every buffered trace in one transaction."""
+        buffered, self._buffer = self._buffer, []
+        now = time.time()
+        self._last_flush = now
+        if not buffered:
+            return
+        traces = [
+            (
+                t.trace_id,
+                created,
+                t.service,
+                _bounded(t.input),
+                _bounded(t.output),
+                t.span_count,
+                t.duration_ms,
+                int(t.has_errors),
+            )
+            for t, created, _ in buffered
+        ]
+        rows = [row for _, _, trace_rows in buffered for row in trace_rows]
         with self._lock:
             self._db.execute("BEGIN")
             try:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO traces VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        trace.trace_id,
-                        now,
-                        trace.service,
-                        _bounded(trace.input),
-                        _bounded(trace.output),
-                        trace.span_count,
-                        trace.duration_ms,
-                        int(trace.has_errors),
-                    ),
-                )
+                self._db.executemany("INSERT OR REPLACE INTO traces VALUES (?, ?, ?, ?, ?, ?, ?, ?)", traces)
                 self._db.executemany(
                     "INSERT INTO results (created_at, trace_id, span_id, service, agent, model, evaluator, level,"
                     " score, passed, skip_reason, explanation, details) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -162,5 +182,6 @@ class ResultStore:
             return int(self._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
 
     def close(self) -> None:
+        self.flush()
         with self._lock:
             self._db.close()

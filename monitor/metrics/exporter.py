@@ -6,6 +6,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -132,6 +133,7 @@ class MetricsExporter:
             buckets=(0.5, 1, 2, 3, 4, 5, 5.25, 5.5, 6, 7, 10, 15, 30, 60, 120, 300),
             registry=r,
         )
+        self._children: dict[tuple, Any] = {}
         self.build_info = Gauge("agent_monitor_build_info", "Build information.", ["version"], registry=r)
         self.build_info.labels(version=__version__).set(1)
 
@@ -149,6 +151,14 @@ class MetricsExporter:
         rule = self.thresholds.get(evaluator)
         return [rule.window_seconds] if rule is not None else []
 
+    def _child(self, metric: Any, **labels: str) -> Any:
+        """metric.labels(...) with the children cached: label lookups dominate per-result cost."""
+        key = (id(metric), *labels.values())
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(**labels)
+        return child
+
     def observe_trace(
         self,
         service: str,
@@ -162,17 +172,19 @@ class MetricsExporter:
         svc = self._cap("service", service)
         exemplar = trace_exemplar(trace_id)
         status = "error" if has_error else "ok"
-        self.traces.labels(service=svc, status=status).inc(exemplar=exemplar if has_error else None)
+        self._child(self.traces, service=svc, status=status).inc(exemplar=exemplar if has_error else None)
         duration = _finite(duration_seconds)
         if duration is not None:
-            self.trace_duration.labels(service=svc).observe(max(duration, 0.0), exemplar=exemplar)
+            self._child(self.trace_duration, service=svc).observe(max(duration, 0.0), exemplar=exemplar)
         for model, input_tokens, output_tokens in tokens:
             name = self._cap("model", model)
             for direction, count in (("input", input_tokens), ("output", output_tokens)):
                 if count and count > 0:
-                    self.llm_tokens.labels(service=svc, model=name, direction=direction).inc(count)
+                    self._child(self.llm_tokens, service=svc, model=name, direction=direction).inc(count)
         for tool, ok in tools:
-            self.tool_calls.labels(service=svc, tool=self._cap("tool", tool), status="ok" if ok else "error").inc()
+            self._child(
+                self.tool_calls, service=svc, tool=self._cap("tool", tool), status="ok" if ok else "error"
+            ).inc()
 
     def observe_result(
         self,
@@ -197,20 +209,22 @@ class MetricsExporter:
         svc = self._cap("service", service)
         elapsed = _finite(duration_seconds)
         if elapsed is not None and (not skipped or elapsed > 0):
-            self.evaluation_seconds.labels(evaluator=name).observe(max(elapsed, 0.0))
+            self._child(self.evaluation_seconds, evaluator=name).observe(max(elapsed, 0.0))
         if not skipped and passed is None:
             skipped, skip_reason = True, NO_VERDICT
         if skipped:
-            self.results.labels(evaluator=name, service=svc, outcome="skip").inc()
-            self.skips.labels(evaluator=name, reason=self._cap("reason", skip_reason)).inc()
+            self._child(self.results, evaluator=name, service=svc, outcome="skip").inc()
+            self._child(self.skips, evaluator=name, reason=self._cap("reason", skip_reason)).inc()
             return
         verdict = bool(passed)
         exemplar = None if verdict else trace_exemplar(trace_id)
-        self.results.labels(evaluator=name, service=svc, outcome="pass" if verdict else "fail").inc(exemplar=exemplar)
+        self._child(self.results, evaluator=name, service=svc, outcome="pass" if verdict else "fail").inc(
+            exemplar=exemplar
+        )
         value = _finite(score)
         if value is not None:
             labels = {"evaluator": name, "level": sanitize_label_value(level), "service": svc}
-            self.score.labels(**labels, agent=self._cap("agent", agent)).observe(value, exemplar=exemplar)
+            self._child(self.score, **labels, agent=self._cap("agent", agent)).observe(value, exemplar=exemplar)
         self._store.add(name, svc, value, verdict)
 
     def alert_states(self) -> list[AlertState]:

@@ -102,7 +102,7 @@ def test_embedded_default_has_the_documented_defaults() -> None:
     assert (a.quiet_period, a.max_trace_wait, a.late_span_window) == (5.0, 120.0, 600.0)
     assert (a.max_pending_spans, a.max_spans_per_trace, a.evaluated_trace_memory) == (500_000, 10_000, 100_000)
     e = config.evaluation
-    assert (e.queue_size, e.timeout, e.mode, e.workers) == (1000, 30.0, "monitor", 1)
+    assert (e.queue_size, e.timeout, e.mode, e.workers) == (256, 30.0, "monitor", 1)
     assert config.evaluators is None
     m = config.metrics
     assert (m.host, m.port, m.window_sample_cap, m.label_value_cap) == ("0.0.0.0", 9464, 10_000, 50)
