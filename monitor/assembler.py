@@ -167,6 +167,10 @@ class TraceAssembler:
         seen = self._evaluated.get(trace_id)
         return seen is not None and now - seen <= self.late_span_window
 
+    def overdue(self, grace: float = 0.5) -> bool:
+        """True when a trace has been due for more than `grace` seconds without being taken out."""
+        return bool(self._heap) and self._heap[0][0] < self.clock() - grace
+
     def next_deadline(self) -> float | None:
         return self._heap[0][0] if self._heap else None
 

@@ -62,7 +62,7 @@ class Daemon:
             bearer_token=auth.token(),
             retry_after_seconds=max(1, math.ceil(assembly.quiet_period)),
             problem_log=RateLimitedLogger(logging.getLogger("monitor.ingest"), config.logging.per_span_problem_rate),
-            evaluation_backlogged=lambda: self.worker.free_slots <= 0,
+            evaluation_backlogged=lambda: self.worker.free_slots <= 0 or self.assembler.overdue(),
         )
         self.store = ResultStore(config.store.path, config.store.retention) if config.store.enabled else None
         self.worker = EvaluationWorker(

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
 from evaluators.traces import TraceDecodeError
 from evaluators.traces.otlp_json import decode_traces_json
 from evaluators.traces.otlp_proto import decode_logs_protobuf, decode_traces_protobuf
@@ -81,6 +83,14 @@ class Ingestor:
         """One export request body (already decompressed). encoding: "protobuf" | "json"."""
         if not self.accepting:
             return IngestOutcome(Outcome.THROTTLED, message="shutting down", retry_after_seconds=1)
+        if self.evaluation_backlogged():
+            # Refuse before decoding: under overload the CPU goes to evaluation, not to spans we drop.
+            self.refuse(receiver, "throttled", _count_spans(payload, encoding, signal))
+            return IngestOutcome(
+                Outcome.THROTTLED,
+                message="evaluation is behind; retry later",
+                retry_after_seconds=self.retry_after_seconds,
+            )
         try:
             batch = self._decode(payload, encoding, signal, receiver)
         except TraceDecodeError as exc:
@@ -88,14 +98,6 @@ class Ingestor:
             self.problems.warning("malformed_request", "%s receiver: malformed %s request: %s", receiver, signal, exc)
             return IngestOutcome(Outcome.MALFORMED, message=str(exc)[:500])
         incoming = len(batch.spans) + len(batch.logs)
-        if self.evaluation_backlogged():
-            if batch.spans:
-                self.refuse(receiver, "throttled", len(batch.spans))
-            return IngestOutcome(
-                Outcome.THROTTLED,
-                message="evaluation is behind (queue full); retry later",
-                retry_after_seconds=self.retry_after_seconds,
-            )
         if not self.assembler.has_room_for(incoming):
             if batch.spans:
                 self.refuse(receiver, "throttled", len(batch.spans))
@@ -147,3 +149,14 @@ class Ingestor:
         if signal == "logs":
             return decode_logs_protobuf(payload, where)
         return decode_traces_protobuf(payload, where)
+
+
+def _count_spans(payload: bytes, encoding: str, signal: str) -> int:
+    """Spans in a protobuf traces request, by the C parser alone (no records built); 0 when unknown."""
+    if encoding != "protobuf" or signal != "traces":
+        return 0
+    try:
+        request = ExportTraceServiceRequest.FromString(payload)
+    except Exception:
+        return 0
+    return sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)

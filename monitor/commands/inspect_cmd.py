@@ -44,9 +44,7 @@ def _label(span: Span, width: int) -> str:
         result = f" → {clip(span.result, width // 2)}" if span.result is not None else ""
         return f"tool {span.name}({clip(span.arguments, width // 2)}){result}  {duration}{error}"
     if isinstance(span, RetrieverSpan):
-        return (
-            f"retrieval {clip(span.query, width // 2)!r} → {len(span.documents)} documents  {duration}{error}"
-        )
+        return f"retrieval {clip(span.query, width // 2)!r} → {len(span.documents)} documents  {duration}{error}"
     if isinstance(span, AgentSpan):
         return f"agent {span.name}  {duration}{error}"
     return f"{clip(span.span_name, 60)}  {duration}{error}"

@@ -148,3 +148,15 @@ def test_many_traces_heap_stays_bounded():
     assert len(asm._heap) <= 2 * 1000
     clock.now += 6
     assert len(asm.pop_due()) == 1000
+
+
+def test_overdue_reports_due_traces_left_waiting():
+    clock = Clock()
+    asm = make(clock)
+    asm.add([span(T1, "a" * 16)])
+    clock.now += 5.2
+    assert not asm.overdue(grace=0.5)
+    clock.now += 0.5
+    assert asm.overdue(grace=0.5)
+    asm.pop_due()
+    assert not asm.overdue(grace=0.5)
