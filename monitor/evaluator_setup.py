@@ -11,7 +11,7 @@ from .evaluation import ConfiguredEvaluator
 from .metrics import AlertRule
 
 
-def _label(entry: Any, evaluator: Any) -> str:
+def label_for(entry: Any, evaluator: Any) -> str:
     """The `evaluator` metric label: the entry's id, else the evaluator's own name."""
     return entry.id or getattr(evaluator, "name", None) or entry.name or entry.module
 
@@ -47,7 +47,7 @@ def configured_evaluators(config: MonitorConfig) -> list[ConfiguredEvaluator]:
     for entry in config.evaluators:
         if entry.enabled:
             evaluator = instantiate(entry)
-            configured.append(ConfiguredEvaluator(evaluator, _label(entry, evaluator), entry.sampling, entry))
+            configured.append(ConfiguredEvaluator(evaluator, label_for(entry, evaluator), entry.sampling, entry))
     return configured
 
 

@@ -28,7 +28,7 @@ from evaluators.sdk import (
 from evaluators.traces.model import Trace
 
 from .config import EvaluatorEntry
-from .evaluator_setup import instantiate
+from .evaluator_setup import instantiate, label_for
 
 TASK_ID_ATTRIBUTES = ("task.id", "task_id", "baggage.task.id")
 MAX_SPEC_BYTES = 1024 * 1024
@@ -115,18 +115,18 @@ def parse_spec(data: Any, where: str = "spec") -> list[Selected]:
     for index, entry in enumerate(entries):
         if not entry.enabled:
             continue
-        if entry.label in seen:
-            first = seen[entry.label]
-            raise InputError(
-                f"{where}: evaluators[{index}]: duplicate evaluator {entry.label!r} (also evaluators[{first}]); "
-                "give one an 'id'"
-            )
-        seen[entry.label] = index
         try:
             evaluator = instantiate(entry)
         except (ValueError, TypeError, ImportError, AttributeError) as exc:
             raise InputError(f"{where}: evaluators[{index}] ({entry.label}): {exc}") from None
-        selected.append(Selected(evaluator, entry.label, entry.min_pass_rate))
+        label = label_for(entry, evaluator)
+        if label in seen:
+            raise InputError(
+                f"{where}: evaluators[{index}]: duplicate evaluator {label!r} (also evaluators[{seen[label]}]); "
+                "give one an 'id'"
+            )
+        seen[label] = index
+        selected.append(Selected(evaluator, label, entry.min_pass_rate))
     if not selected:
         raise InputError(f"{where}: every evaluator is disabled")
     return selected
