@@ -89,6 +89,7 @@ class TraceAssembler:
         self._evaluated: OrderedDict[str, float] = OrderedDict()
         self.spans_pending = 0
         self.logs_pending = 0
+        self.ended_pending = 0  # pending traces whose root has ended: due within quiet_period
         self.late_spans = 0
         self.duplicate_spans = 0
 
@@ -129,6 +130,7 @@ class TraceAssembler:
             result.accepted += 1
             if not pending.root_ended and self._is_ended_root(span, pending):
                 pending.root_ended = True
+                self.ended_pending += 1
                 heapq.heappush(self._heap, (pending.deadline(self.quiet_period, self.max_trace_wait), trace_id))
         return result
 
@@ -203,6 +205,7 @@ class TraceAssembler:
         del self._pending[pending.trace_id]
         self.spans_pending -= len(pending.spans)
         self.logs_pending -= len(pending.logs)
+        self.ended_pending -= pending.root_ended
         self._remember(pending.trace_id, now)
         spans = list(pending.spans.values())
         return CompletedTrace(pending.trace_id, spans, reason, pending.first_seen, now, pending.logs, pending.last_seen)

@@ -62,7 +62,7 @@ class Daemon:
             bearer_token=auth.token(),
             retry_after_seconds=max(1, math.ceil(assembly.quiet_period)),
             problem_log=RateLimitedLogger(logging.getLogger("monitor.ingest"), config.logging.per_span_problem_rate),
-            evaluation_backlogged=lambda: self.worker.free_slots <= 0 or self.assembler.overdue(),
+            evaluation_backlogged=self._evaluation_backlogged,
         )
         self.store = ResultStore(config.store.path, config.store.retention) if config.store.enabled else None
         self.worker = EvaluationWorker(
@@ -123,6 +123,12 @@ class Daemon:
             self.config.metrics.host,
             self.api.bound_port,
         )
+
+    def _evaluation_backlogged(self) -> bool:
+        """Evaluation is behind: the queue plus the traces about to join it fill a queue's worth,
+        or due traces are waiting. Throttling then keeps memory flat and the delay bounded."""
+        worker, assembler = self.worker, self.assembler
+        return worker.depth + assembler.ended_pending >= worker.queue_size or assembler.overdue()
 
     @property
     def ready(self) -> bool:

@@ -39,7 +39,7 @@ class IngestOutcome:
     accepted: int = 0
     rejected: int = 0
     message: str = ""
-    retry_after_seconds: int = 0
+    retry_after_seconds: float = 0.0
 
 
 class Ingestor:
@@ -51,7 +51,8 @@ class Ingestor:
         metrics: MetricsExporter,
         *,
         bearer_token: str | None = None,
-        retry_after_seconds: int = 5,
+        retry_after_seconds: float = 5.0,
+        backlog_retry_seconds: float = 0.25,
         problem_log: RateLimitedLogger | None = None,
         evaluation_backlogged: Callable[[], bool] | None = None,
     ) -> None:
@@ -59,6 +60,7 @@ class Ingestor:
         self.metrics = metrics
         self.bearer_token = bearer_token
         self.retry_after_seconds = retry_after_seconds
+        self.backlog_retry_seconds = backlog_retry_seconds  # the evaluation queue drains in well under a second
         self.problems = problem_log or RateLimitedLogger(log, per_minute=10)
         self.accepting = True
         # True while the evaluation queue is full: taking more spans would only grow memory.
@@ -89,7 +91,7 @@ class Ingestor:
             return IngestOutcome(
                 Outcome.THROTTLED,
                 message="evaluation is behind; retry later",
-                retry_after_seconds=self.retry_after_seconds,
+                retry_after_seconds=self.backlog_retry_seconds,
             )
         try:
             batch = self._decode(payload, encoding, signal, receiver)

@@ -27,8 +27,10 @@ SERVICE_NAMES = (
 )
 
 
-def _retry_trailers(message: str, seconds: int) -> tuple[tuple[str, bytes], ...]:
-    retry = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=seconds))
+def _retry_trailers(message: str, seconds: float) -> tuple[tuple[str, bytes], ...]:
+    whole = int(seconds)
+    delay = duration_pb2.Duration(seconds=whole, nanos=int((seconds - whole) * 1e9))
+    retry = error_details_pb2.RetryInfo(retry_delay=delay)
     detail = any_pb2.Any()
     detail.Pack(retry)
     status = status_pb2.Status(code=code_pb2.UNAVAILABLE, message=message, details=[detail])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import ssl
 import zlib
 
@@ -113,7 +114,7 @@ class OtlpHttpHandler:
             return self._answer(400, Response(400, body, content_type))
         if outcome.outcome is Outcome.THROTTLED:
             body, content_type = _status_body(14, outcome.message, encoding)
-            headers = {"Retry-After": str(outcome.retry_after_seconds)}
+            headers = {"Retry-After": str(max(1, math.ceil(outcome.retry_after_seconds)))}
             return self._answer(503, Response(503, body, content_type, headers=headers))
         return self._answer(200, self._success(signal, encoding, outcome.rejected, outcome.message))
 

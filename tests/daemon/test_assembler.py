@@ -160,3 +160,15 @@ def test_overdue_reports_due_traces_left_waiting():
     assert asm.overdue(grace=0.5)
     asm.pop_due()
     assert not asm.overdue(grace=0.5)
+
+
+def test_ended_pending_counts_traces_whose_root_has_ended():
+    clock = Clock()
+    asm = make(clock)
+    asm.add([span(T1, "a" * 16), span(T2, "b" * 16, ended=False)])
+    assert asm.ended_pending == 1
+    clock.now += 6
+    asm.pop_due()
+    assert asm.ended_pending == 0
+    asm.flush_all()
+    assert asm.ended_pending == 0
