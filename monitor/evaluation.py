@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from evaluators.sdk import run_evaluators
+from evaluators.sdk import EvaluationRecord, run_evaluators
 from evaluators.traces import build_trace, join_logs
 from evaluators.traces.model import Trace
 
@@ -146,8 +146,6 @@ class EvaluationWorker:
         return records
 
     def _sampled_out(self, trace: Trace, configured: ConfiguredEvaluator) -> list[Any]:
-        from evaluators.sdk import EvaluationRecord  # local: keeps the hot path import-free
-
         return [
             EvaluationRecord(
                 trace_id=trace.trace_id,
