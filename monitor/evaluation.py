@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from evaluators.sdk import EvaluationRecord, run_evaluators
@@ -137,7 +137,7 @@ class EvaluationWorker:
             produced = run_evaluators(trace, [configured.evaluator], mode=self.mode)
             elapsed = time.perf_counter() - started
             for record in produced:
-                record = _relabel(record, configured.label)
+                record = relabel(record, configured.label)
                 if elapsed > self.timeout_seconds and not record.skipped:
                     record = _as_skip(
                         record, "timeout", f"ran {elapsed:.1f}s, over the {self.timeout_seconds:g}s limit"
@@ -219,17 +219,11 @@ class EvaluationWorker:
         self._executor.shutdown(wait=True, cancel_futures=True)
 
 
-def _relabel(record: Any, label: str) -> Any:
-    if getattr(record, "evaluator", label) == label:
-        return record
-    return _copy(record, evaluator=label)
+def relabel(record: EvaluationRecord, label: str) -> EvaluationRecord:
+    """The record under the configured `evaluator` label (an entry's `id` may differ from the name)."""
+    return record if record.evaluator == label else record.model_copy(update={"evaluator": label})
 
 
-def _as_skip(record: Any, reason: str, message: str) -> Any:
-    return _copy(record, skipped=True, skip_reason=reason, score=None, passed=None, explanation=message)
-
-
-def _copy(record: Any, **changes: Any) -> Any:
-    if hasattr(record, "model_copy"):
-        return record.model_copy(update=changes)
-    return replace(record, **changes)
+def _as_skip(record: EvaluationRecord, reason: str, message: str) -> EvaluationRecord:
+    changes = {"skipped": True, "skip_reason": reason, "score": None, "passed": None, "explanation": message}
+    return record.model_copy(update=changes)

@@ -28,6 +28,7 @@ from evaluators.sdk import (
 from evaluators.traces.model import Trace
 
 from .config import EvaluatorEntry
+from .evaluation import relabel
 from .evaluator_setup import instantiate, label_for
 
 TASK_ID_ATTRIBUTES = ("task.id", "task_id", "baggage.task.id")
@@ -301,9 +302,7 @@ def evaluate_offline(
                 used.add(task.task_id)
         for chosen in selection:
             for record in run_evaluators(trace, [chosen.evaluator], mode=mode, task=task):
-                if record.evaluator != chosen.label:
-                    record = record.model_copy(update={"evaluator": chosen.label})
-                by_label[chosen.label].append(record)
+                by_label[chosen.label].append(relabel(record, chosen.label))
     reports = [
         EvaluatorReport(
             label=s.label,
