@@ -103,7 +103,8 @@ def _parts_message(item: dict) -> list[Message]:
         elif kind == "tool_call_response":
             results.append(
                 ToolMessage(
-                    content=as_text(part.get("response")) or "",
+                    # Pydantic AI names the field `result` where the OTel shape says `response`.
+                    content=as_text(part["response"] if "response" in part else part.get("result")) or "",
                     tool_call_id=part.get("id") if isinstance(part.get("id"), str) else None,
                     name=part.get("name") if isinstance(part.get("name"), str) else None,
                 )

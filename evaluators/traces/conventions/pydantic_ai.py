@@ -73,7 +73,7 @@ class PydanticAI(Convention):
     def input_messages(self, span: SpanRecord) -> list[Message] | None:
         attrs = span.attributes
         if "gen_ai.input.messages" in attrs:
-            messages = parse_parts_messages(_normalize_parts(attrs["gen_ai.input.messages"]))
+            messages = parse_parts_messages(attrs["gen_ai.input.messages"])
             system = parse_system_instructions(attrs.get("gen_ai.system_instructions"))
             return messages if system is None else [system, *(messages or [])]
         events = _v1_events(attrs.get("events"))
@@ -144,7 +144,7 @@ class PydanticAI(Convention):
 def _run_messages(attrs: dict[str, Any]) -> tuple[list[Message], list[Message]]:
     """All messages of an agent run, and those added by this run (after `new_message_index`)."""
     if "pydantic_ai.all_messages" in attrs:
-        raw = _normalize_parts(attrs["pydantic_ai.all_messages"])
+        raw = parse_json(attrs["pydantic_ai.all_messages"])
         start = as_int(attrs.get("pydantic_ai.new_message_index")) or 0
         messages = parse_parts_messages(raw) or []
         if isinstance(raw, list) and 0 < start < len(raw):
@@ -157,19 +157,6 @@ def _run_messages(attrs: dict[str, Any]) -> tuple[list[Message], list[Message]]:
 
 def _first_user_text(messages: list[Message]) -> str | None:
     return next((m.content for m in messages if m.role == "user" and m.content), None)
-
-
-def _normalize_parts(value: Any) -> Any:
-    """PAI `tool_call_response` parts say `result` where the OTel shape says `response`."""
-    parsed = parse_json(value)
-    if not isinstance(parsed, list):
-        return value
-    for message in parsed:
-        parts = message.get("parts") if isinstance(message, dict) else None
-        for part in parts if isinstance(parts, list) else []:
-            if isinstance(part, dict) and part.get("type") == "tool_call_response" and "response" not in part:
-                part["response"] = part.get("result")
-    return parsed
 
 
 def _v1_events(value: Any) -> list[dict] | None:
