@@ -1,4 +1,4 @@
-"""Shared fixtures: where the shared corpus lives (../shared/corpus beside the project root)."""
+"""Shared fixtures: the recorded corpus, copied into the project (tests/fixtures/corpus)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-CORPUS = PROJECT_ROOT.parent / "shared" / "corpus"
+CORPUS = PROJECT_ROOT / "tests" / "fixtures" / "corpus"
 
 
 def corpus_scenarios() -> list[Path]:
@@ -19,5 +19,5 @@ def corpus_scenarios() -> list[Path]:
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
     if not CORPUS.is_dir():
-        pytest.fail(f"the shared corpus is missing: expected it at {CORPUS}")
+        pytest.fail(f"the recorded corpus is missing: expected it at {CORPUS}")
     return CORPUS

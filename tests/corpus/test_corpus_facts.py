@@ -24,7 +24,7 @@ def _inspect_json(path: Path) -> list[dict]:
 
 
 def test_corpus_is_present():
-    assert len(SCENARIOS) >= 20, f"expected the shared corpus at {CORPUS}"
+    assert len(SCENARIOS) >= 20, f"expected the recorded corpus at {CORPUS}"
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[p.name for p in SCENARIOS])

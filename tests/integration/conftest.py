@@ -11,7 +11,7 @@ import pytest
 
 from tests.integration.daemon_process import ROOT, DaemonProcess
 
-CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS = ROOT / "tests" / "fixtures" / "corpus"
 FIXTURE_EVALUATORS = [
     {"module": "tests.integration.evals_fixture:no_tool_errors"},
     {"module": "tests.integration.evals_fixture:matches_expected"},

@@ -1,4 +1,4 @@
-"""Every rule builtin over the whole shared corpus through `run_evaluators`: no errors, and known corpus facts."""
+"""Every rule builtin over the whole recorded corpus through `run_evaluators`: no errors, and known corpus facts."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def corpus_records() -> dict[str, dict]:
     """scenario → {"expected": {trace_id: facts}, "records": {evaluator: [records]}}."""
     scenarios = corpus_scenarios()
     if len(scenarios) < 20:
-        pytest.fail("the shared corpus is missing (expected ../shared/corpus beside the project)")
+        pytest.fail("the recorded corpus is missing (expected tests/fixtures/corpus)")
     evaluators = [builtin(name) for name in RULES]
     out: dict[str, dict] = {}
     for scenario in scenarios:

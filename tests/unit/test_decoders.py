@@ -27,8 +27,7 @@ from evaluators.traces import (
 )
 from evaluators.traces.otlp_json import decode_traces_json, decode_traces_object
 from evaluators.traces.otlp_proto import decode_logs_protobuf, decode_traces_protobuf
-
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+from tests.conftest import CORPUS
 
 TRACE_ID = bytes.fromhex("5b8efff798038103d269b633813fc60c")
 ROOT_ID = bytes.fromhex("eee19b7ec3c1b174")
@@ -254,7 +253,7 @@ def test_decode_bytes_tells_protobuf_from_json() -> None:
     assert decode_bytes(b"  \n ") == DecodedBatch()
 
 
-@pytest.mark.skipif(not corpus_pairs("traces"), reason="shared corpus missing")
+@pytest.mark.skipif(not corpus_pairs("traces"), reason="recorded corpus missing")
 @pytest.mark.parametrize("pb_path", corpus_pairs("traces"), ids=lambda p: p.parent.name)
 def test_corpus_traces_protobuf_equals_json(pb_path: Path) -> None:
     from_pb = decode_bytes(pb_path.read_bytes(), str(pb_path))
@@ -265,7 +264,7 @@ def test_corpus_traces_protobuf_equals_json(pb_path: Path) -> None:
     assert all(len(s.trace_id) == 32 and len(s.span_id) == 16 for s in from_pb.spans)
 
 
-@pytest.mark.skipif(not corpus_pairs("logs"), reason="shared corpus missing")
+@pytest.mark.skipif(not corpus_pairs("logs"), reason="recorded corpus missing")
 @pytest.mark.parametrize("pb_path", corpus_pairs("logs"), ids=lambda p: p.parent.name)
 def test_corpus_logs_protobuf_equals_json(pb_path: Path) -> None:
     from_pb = decode_bytes(pb_path.read_bytes())
@@ -493,7 +492,7 @@ def test_logs_join_spans_in_time_order_and_feed_messages() -> None:
     assert [(m.role, m.content) for m in call.messages] == [("system", "be nice"), ("user", "hello")]
 
 
-@pytest.mark.skipif(not (CORPUS / "otel_genai__tool_agent_events").is_dir(), reason="shared corpus missing")
+@pytest.mark.skipif(not (CORPUS / "otel_genai__tool_agent_events").is_dir(), reason="recorded corpus missing")
 def test_corpus_logs_export_joins_to_spans() -> None:
     folder = CORPUS / "otel_genai__tool_agent_events"
     expected = json.loads((folder / "expected.json").read_text())["traces"][0]

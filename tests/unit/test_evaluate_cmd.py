@@ -15,9 +15,9 @@ import pytest
 from evaluators.sdk import Dataset, Task
 from monitor.commands import evaluate_cmd, evaluators_cmd
 from monitor.offline import TaskMatcher, parse_spec
+from tests.conftest import CORPUS
 from tests.unit.spanfactory import make_span, trace_of
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 TOOL_AGENT = CORPUS / "oi_openai__tool_agent"
 TOOL_ERROR = CORPUS / "oi_openai__tool_error"
 WEATHER_QUESTION = "What's the weather in Paris right now, and what should I wear?"
