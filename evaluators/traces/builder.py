@@ -68,12 +68,26 @@ def _dedupe(records: Iterable[SpanRecord]) -> list[SpanRecord]:
     return list(seen.values())
 
 
+def _mark_enclosing_calls(order: list[tuple[SpanRecord, int]], views: list[Span], wrappers: set[str]) -> None:
+    """Flag LLM calls with another real call somewhere beneath them (ADK 1.x: a sub-agent run inside)."""
+    call_below = [False] * len(views)
+    for index in range(len(order) - 1, -1, -1):
+        view = views[index]
+        is_call = isinstance(view, LLMSpan) and view.span_id not in wrappers
+        if isinstance(view, LLMSpan) and call_below[index]:
+            view.encloses_calls = True
+        parent_index = order[index][1]
+        if parent_index >= 0 and (is_call or call_below[index]):
+            call_below[parent_index] = True
+
+
 def build_trace(records: Iterable[SpanRecord], trace_id: str | None = None) -> Trace:
     """One Trace from the spans of one trace (duplicates by span id keep the first)."""
     unique = _dedupe(records)
     order, root_records = _order(unique)
     views: list[Span] = []
     agent_of: list[str | None] = []  # the agent context each span establishes for its children
+    wrappers: set[str] = set()
     for record, parent_index in order:
         conventions = conv.detect(record)
         kind = conv.first("span_kind", record, conventions) or SpanKind.OTHER
@@ -86,18 +100,15 @@ def build_trace(records: Iterable[SpanRecord], trace_id: str | None = None) -> T
             own = record.attributes.get("gen_ai.agent.name")
             agent = inherited or (own if isinstance(own, str) and own else None)
             view = view_class(record, conventions, agent)
+        parent = views[parent_index] if parent_index >= 0 else None
+        if isinstance(view, LLMSpan) and isinstance(parent, LLMSpan):
+            # A direct LLM -> LLM pair is one model call (ADK 1.x call_llm -> generate_content): the outer
+            # span wraps it. Only the direct parent: a sub-agent nested in a model call is no wrapper.
+            wrappers.add(parent.span_id)
+            view.wrapper = parent
         views.append(view)
         agent_of.append(view.agent_name)
-    # LLM spans that have an LLM span below them repeat their children's calls (ADK call_llm).
-    llm_below = [False] * len(views)
-    wrappers: set[str] = set()
-    for index in range(len(order) - 1, -1, -1):
-        parent_index = order[index][1]
-        is_llm = isinstance(views[index], LLMSpan)
-        if is_llm and llm_below[index]:
-            wrappers.add(views[index].span_id)
-        if parent_index >= 0 and (is_llm or llm_below[index]):
-            llm_below[parent_index] = True
+    _mark_enclosing_calls(order, views, wrappers)
     position = {view.span_id: i for i, view in enumerate(views)}
     roots = [views[position[r.span_id]] for r in root_records]
     tid = trace_id or (unique[0].trace_id if unique else "")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .jsonutil import parse_json
+from .messages import is_placeholder
 
 MAX_DEPTH = 8
 _USER_ROLES = {"user", "human"}
@@ -45,7 +46,7 @@ def _text(value: Any, output: bool, depth: int) -> str | None:
         return None
     value = parse_json(value)
     if isinstance(value, str):
-        return value.strip() or None
+        return None if is_placeholder(value) else value.strip() or None
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):

@@ -76,6 +76,15 @@ class LLMOutput:
     finish_reasons: list[str] = field(default_factory=list)
 
 
+# What instrumentations write in place of content they were told not to capture.
+PLACEHOLDER_TEXTS = frozenset({"<elided>"})
+
+
+def is_placeholder(value: Any) -> bool:
+    """True for a content value that only stands in for content not captured."""
+    return isinstance(value, str) and value.strip() in PLACEHOLDER_TEXTS
+
+
 _ROLE_ALIASES = {
     "model": "assistant",
     "ai": "assistant",

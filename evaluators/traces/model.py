@@ -18,6 +18,7 @@ from .spans import (
     RetrieverSpan,
     Span,
     ToolSpan,
+    answer_order,
 )
 
 
@@ -125,7 +126,7 @@ class AgentTrace:
             text = envelope_text(agent.output, output=True)
             if text:
                 return text
-        calls = sorted(self.llm_steps, key=lambda c: c.end_time)
+        calls = sorted(self.llm_steps, key=answer_order)
         return calls[-1].response if calls else None
 
     @cached_property
@@ -257,7 +258,7 @@ class Trace:
             text = envelope_text(io[1], output=True) if io else None
             if text:
                 return text
-        calls = sorted(self._llm_calls, key=lambda c: c.end_time)
+        calls = sorted(self._llm_calls, key=answer_order)
         return calls[-1].response if calls else None
 
     # --- metrics ------------------------------------------------------------------------------

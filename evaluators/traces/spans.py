@@ -104,6 +104,16 @@ class Span:
         return f"<{type(self).__name__} {self.record.name!r} {self.span_id}>"
 
 
+def _says_something(output: LLMOutput | None) -> bool:
+    return output is not None and (bool(output.text) or bool(output.tool_calls))
+
+
+def answer_order(call: LLMSpan) -> tuple[bool, int]:
+    """Sort key putting the call that gave the final answer last: the last to end, except that a call
+    enclosing other calls (its end waits for theirs) never comes after one that does not."""
+    return (not call.encloses_calls, call.end_time)
+
+
 @dataclass
 class LLMMetrics:
     input_tokens: int = 0
@@ -115,26 +125,42 @@ class LLMMetrics:
 
 
 class LLMSpan(Span):
-    """One call to a model."""
+    """One call to a model.
+
+    `wrapper` is the outer span of the same call when the framework writes two (ADK 1.x `call_llm` around
+    `generate_content`): facets this span lacks, or only has as placeholders, are read from it.
+    `encloses_calls` is set when another real call runs beneath this one (ADK 1.x sub-agents).
+    """
 
     kind = SpanKind.LLM
+    wrapper: LLMSpan | None = None
+    encloses_calls: bool = False
+
+    def _own_or_wrapper(self, facet: str) -> Any:
+        value = self._facet(facet)
+        if value is None and self.wrapper is not None:
+            return self.wrapper._own_or_wrapper(facet)
+        return value
 
     @cached_property
     def model(self) -> str | None:
-        return self._facet("model")
+        return self._own_or_wrapper("model")
 
     @cached_property
     def response_model(self) -> str | None:
-        return self._facet("response_model")
+        return self._own_or_wrapper("response_model")
 
     @cached_property
     def provider(self) -> str | None:
-        return self._facet("provider")
+        return self._own_or_wrapper("provider")
 
     @cached_property
     def usage(self) -> TokenUsage | None:
         """Per-call usage: summed from per-call log records when present, else from the span."""
-        return log_usage(self.record) or self._facet("usage")
+        usage = log_usage(self.record) or self._facet("usage")
+        if usage is None and self.wrapper is not None:
+            return self.wrapper.usage
+        return usage
 
     @cached_property
     def metrics(self) -> LLMMetrics:
@@ -151,7 +177,10 @@ class LLMSpan(Span):
     @cached_property
     def messages(self) -> list[Message]:
         """Input messages in the order sent (system, user, assistant with tool calls, tool results)."""
-        return self._facet("input_messages") or []
+        own = self._facet("input_messages")
+        if not own and self.wrapper is not None:
+            return self.wrapper.messages
+        return own or []
 
     @property
     def input_messages(self) -> list[Message]:
@@ -159,7 +188,11 @@ class LLMSpan(Span):
 
     @cached_property
     def _output(self) -> LLMOutput:
-        return self._facet("output") or LLMOutput()
+        own = self._facet("output")
+        if _says_something(own) or self.wrapper is None:
+            return own or LLMOutput()
+        outer = self.wrapper._output
+        return outer if _says_something(outer) else own or outer
 
     @property
     def response(self) -> str | None:
@@ -177,7 +210,10 @@ class LLMSpan(Span):
 
     @cached_property
     def available_tools(self) -> list[ToolDefinition]:
-        return self._facet("available_tools") or []
+        own = self._facet("available_tools")
+        if not own and self.wrapper is not None:
+            return self.wrapper.available_tools
+        return own or []
 
     @property
     def system_prompt(self) -> str | None:
@@ -314,4 +350,5 @@ __all__ = [
     "RetrieverSpan",
     "Span",
     "ToolSpan",
+    "answer_order",
 ]

@@ -64,11 +64,16 @@ def render_tree(trace: Trace, width: int = 80) -> str:
         lines.append(f"  agents: {', '.join(clip(a, 40) for a in trace.agent_names)}")
     for handoff in trace.handoffs:
         lines.append(f"  handoff: {handoff.from_agent} → {handoff.to_agent}")
+    wrappers = {s.wrapper.span_id for s in trace.spans if isinstance(s, LLMSpan) and s.wrapper is not None}
     depth: dict[str, int] = {}
     for span in trace.spans:
         level = depth.get(span.parent_span_id, -1) + 1 if span.parent_span_id in depth else 0
         depth[span.span_id] = level
-        lines.append("  " + "   " * level + "└─ " + _label(span, width))
+        if span.span_id in wrappers:  # the outer span of a call counted once, below it
+            label = f"{clip(span.span_name, 60)}  (wraps the call below)  {span.duration_ms:.0f}ms"
+        else:
+            label = _label(span, width)
+        lines.append("  " + "   " * level + "└─ " + label)
     return "\n".join(lines)
 
 

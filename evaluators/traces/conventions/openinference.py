@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..jsonutil import as_float, as_int, as_str_list, as_text, parse_json, unflatten
@@ -38,6 +39,8 @@ class OpenInference(Convention):
         kind = str(span.attributes.get("openinference.span.kind", "")).upper()
         if kind == "TOOL" and self.handoff_target(span) is not None:
             return SpanKind.HANDOFF
+        if kind == "AGENT" and _is_run_envelope(span):
+            return SpanKind.OTHER
         return _KINDS.get(kind, SpanKind.OTHER)
 
     def agent_name(self, span: SpanRecord) -> str | None:
@@ -53,7 +56,10 @@ class OpenInference(Convention):
     def model(self, span: SpanRecord) -> str | None:
         attrs = span.attributes
         value = attrs.get("llm.request.model_name") or attrs.get("llm.model_name")
-        return value if isinstance(value, str) else None
+        if not value:  # a failed call has no response to name the model: the request parameters do
+            params = parse_json(attrs.get("llm.invocation_parameters"))
+            value = params.get("model") if isinstance(params, dict) else None
+        return value if isinstance(value, str) and value else None
 
     def response_model(self, span: SpanRecord) -> str | None:
         value = span.attributes.get("llm.response.model_name") or span.attributes.get("llm.model_name")
@@ -129,10 +135,14 @@ class OpenInference(Convention):
         # ADK via OpenInference wraps results as {"id", "name", "response"}.
         if isinstance(parsed, dict) and set(parsed) == {"id", "name", "response"}:
             result = parsed["response"]
+        message = _langchain_tool_message(parsed)
+        if message is not None:
+            result = message.get("content")
+            call_id = call_id or message.get("tool_call_id")
         return ToolInvocation(
             name=str(name),
             call_id=call_id if isinstance(call_id, str) else None,
-            arguments=attrs.get("input.value"),
+            arguments=_tool_arguments(attrs),
             result=result,
             description=attrs.get("tool.description")
             if isinstance(attrs.get("tool.description"), str)
@@ -173,6 +183,42 @@ class OpenInference(Convention):
         if "input.value" not in attrs and "output.value" not in attrs:
             return None
         return attrs.get("input.value"), attrs.get("output.value")
+
+
+OPENAI_AGENTS_SCOPE = "openinference.instrumentation.openai_agents"
+
+
+def _is_run_envelope(span: SpanRecord) -> bool:
+    """The AGENT-kind span openai-agents' instrumentor opens per SDK trace ("Agent workflow"): not an agent.
+
+    Real agent spans name their agent (`agent.name`, `graph.node.id`); the envelope names none.
+    """
+    if not span.scope_name.startswith(OPENAI_AGENTS_SCOPE):
+        return False
+    return not any(span.attributes.get(key) for key in ("agent.name", "graph.node.id"))
+
+
+def _langchain_tool_message(value: Any) -> dict | None:
+    """The fields of a serialized LangChain ToolMessage (`{"type": "tool", "data": {...}}` or `dumpd` form)."""
+    if not isinstance(value, dict):
+        return None
+    if value.get("type") == "tool" and isinstance(value.get("data"), dict) and "content" in value["data"]:
+        return value["data"]
+    ident, kwargs = value.get("id"), value.get("kwargs")
+    if value.get("lc") and isinstance(ident, list) and ident[-1:] == ["ToolMessage"] and isinstance(kwargs, dict):
+        return kwargs
+    return None
+
+
+def _tool_arguments(attrs: dict[str, Any]) -> Any:
+    """`input.value`; plain text (no JSON mime type, not JSON-shaped, e.g. LangChain's single-argument
+    tools) is one string argument, JSON-encoded so it is not mistaken for broken JSON."""
+    value = attrs.get("input.value")
+    if not isinstance(value, str) or attrs.get("input.mime_type") == "application/json":
+        return value
+    if value.lstrip()[:1] in ("{", "[", '"') or parse_json(value) is not value:
+        return value
+    return json.dumps(value)
 
 
 def _strip_brackets(name: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..jsonutil import as_float, as_int, as_str_list, as_text, parse_json
-from ..messages import LLMOutput, Message, RetrievedDocument, SystemMessage, ToolDefinition
+from ..messages import LLMOutput, Message, RetrievedDocument, SystemMessage, ToolDefinition, is_placeholder
 from ..records import SpanEvent, SpanRecord
 from .base import Convention, Retrieval, SpanKind, TokenUsage, ToolInvocation, usage_from
 from .parts import (
@@ -262,12 +262,10 @@ def _messages_from_events(span: SpanRecord) -> list[Message]:
         if role is None:
             continue
         body = _event_body(event)
-        item = {
-            "role": role,
-            "content": body.get("content"),
-            "tool_calls": body.get("tool_calls"),
-            "tool_call_id": body.get("id"),
-        }
+        content = None if is_placeholder(body.get("content")) else body.get("content")
+        if content is None and not body.get("tool_calls"):
+            continue  # content not captured ("<elided>"): the event says nothing
+        item = {"role": role, "content": content, "tool_calls": body.get("tool_calls"), "tool_call_id": body.get("id")}
         messages.append(openai_message(item))
     return messages
 
@@ -282,7 +280,7 @@ def _choice_from_events(span: SpanRecord, reasons: list[str]) -> LLMOutput | Non
         body = _event_body(event)
         message = body.get("message") if isinstance(body.get("message"), dict) else {}
         text = content_text(message.get("content"))
-        if text:
+        if text and not is_placeholder(text):
             texts.append(text)
         calls.extend(openai_tool_calls(body.get("tool_calls") or message.get("tool_calls")))
         if isinstance(body.get("finish_reason"), str):
