@@ -17,6 +17,7 @@ from evaluators.traces import (
     UserMessage,
 )
 from evaluators.traces.conventions import GoogleADK
+from evaluators.traces.records import SpanEvent
 from tests.unit.spanfactory import make_span, trace_of
 
 SCOPE = "gcp.vertex.agent"
@@ -290,3 +291,109 @@ def test_detection_by_scope_or_attribute_prefix() -> None:
     assert adk.detect(make_span("anything", {"gcp.vertex.agent.event_id": "e"}))
     assert not adk.detect(make_span("call_llm", {}))
     assert adk.span_kind(make_span("send_data", {}, scope=SCOPE)) is not None
+
+
+# --- ADK 1.x: a sub-agent runs inside the caller's model call; content only on call_llm -------------
+
+
+def _adk1_call(
+    agent: object, request: object, response: object, tokens: tuple[int, int], start: int, end: int
+) -> tuple:
+    """One ADK 1.x model call: `call_llm` (JSON blobs) and its `generate_content` child (same usage)."""
+    usage = {"gen_ai.usage.input_tokens": tokens[0], "gen_ai.usage.output_tokens": tokens[1]}
+    outer = make_span(
+        "call_llm", call_llm_attrs(request, response, **usage), parent=agent, scope=SCOPE, start=start, end=end
+    )
+    inner = make_span(
+        "generate_content gemini-2.0-flash",
+        {"gen_ai.operation.name": "generate_content", "gen_ai.system": "gemini", **usage},
+        parent=outer,
+        scope=SCOPE,
+        start=start + 1,
+        end=end - 1,
+    )
+    return outer, inner
+
+
+def _elided_logs(span: object, roles: list[str]) -> None:
+    """What ADK 1.x logs when log content capture is off: every body content is "<elided>"."""
+    events = [f"gen_ai.{role}.message" for role in roles] + ["gen_ai.choice"]
+    span.logs.extend(  # type: ignore[attr-defined]
+        SpanEvent(name, 0, {"gen_ai.system": "gemini"}, body={"content": "<elided>"}, from_log=True) for name in events
+    )
+
+
+def _handoff_trace():
+    base = 1_800_000_000_000_000_000
+    ms = 1_000_000
+    triage = make_span(
+        "invoke_agent triage_agent",
+        {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "triage_agent"},
+        scope=SCOPE,
+        start=base,
+        end=base + 500 * ms,
+    )
+    transfer = {"function_call": {"id": "adk-t", "name": "transfer_to_agent", "args": {"agent_name": "weather_agent"}}}
+    t_outer, t_inner = _adk1_call(
+        triage,
+        {
+            "config": {"system_instruction": "Route weather questions."},
+            "contents": [{"role": "user", "parts": [{"text": "Weather in Tokyo?"}]}],
+        },
+        {"content": {"role": "model", "parts": [transfer]}},
+        (227, 23),
+        base + 1 * ms,
+        base + 499 * ms,
+    )
+    weather = make_span(
+        "invoke_agent weather_agent",
+        {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather_agent"},
+        parent=t_inner,
+        scope=SCOPE,
+        start=base + 100 * ms,
+        end=base + 400 * ms,
+    )
+    w_outer, w_inner = _adk1_call(
+        weather,
+        {"contents": [{"role": "user", "parts": [{"text": "For context: transfer"}]}]},
+        {"content": {"role": "model", "parts": [{"text": "Tokyo is 24C and sunny."}]}},
+        (467, 18),
+        base + 101 * ms,
+        base + 399 * ms,
+    )
+    return triage, t_outer, t_inner, weather, w_outer, w_inner
+
+
+def test_sub_agent_inside_a_model_call_does_not_make_that_call_a_wrapper() -> None:
+    spans = _handoff_trace()
+    t_inner, w_inner = spans[2], spans[5]
+    trace = trace_of(*spans)
+    assert [c.span_id for c in trace.get_llm_calls()] == [t_inner.span_id, w_inner.span_id]
+    usage = trace.metrics.token_usage
+    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (694, 41, 735)
+    calls = {a.agent_name: [c.span_id for c in a.llm_steps] for a in trace.agent_traces()}
+    assert calls == {"triage_agent": [t_inner.span_id], "weather_agent": [w_inner.span_id]}
+
+
+def test_answer_is_the_nested_agents_last_call_not_the_enclosing_call_that_ends_last() -> None:
+    trace = trace_of(*_handoff_trace())
+    assert trace.input == "Weather in Tokyo?"
+    assert trace.output == "Tokyo is 24C and sunny."
+    agents = {a.agent_name: a for a in trace.agent_traces()}
+    assert agents["weather_agent"].output == "Tokyo is 24C and sunny."
+    assert agents["triage_agent"].output is None  # it only transferred
+
+
+def test_elided_log_content_never_wins_over_call_llm_json() -> None:
+    spans = _handoff_trace()
+    _elided_logs(spans[2], ["system", "user"])
+    _elided_logs(spans[5], ["system", "user", "user"])
+    trace = trace_of(*spans)
+    triage_call, weather_call = trace.get_llm_calls()
+    assert triage_call.user_input == "Weather in Tokyo?"
+    assert [c.name for c in triage_call.tool_calls] == ["transfer_to_agent"]
+    assert weather_call.response == "Tokyo is 24C and sunny."
+    assert triage_call.system_prompt == "Route weather questions."  # from call_llm's config
+    assert trace.input == "Weather in Tokyo?"
+    assert trace.output == "Tokyo is 24C and sunny."
+    assert not any("<elided>" in m.content for c in trace.get_llm_calls() for m in c.messages)

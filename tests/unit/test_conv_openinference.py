@@ -286,3 +286,71 @@ def test_unknown_kind_is_generic_span() -> None:
     trace = trace_of(make_span("guard", {"openinference.span.kind": "GUARDRAIL"}))
     assert type(trace.spans[0]) is Span
     assert trace.span_count == 1
+
+
+OPENAI_AGENTS = "openinference.instrumentation.openai_agents"
+
+
+def test_openai_agents_workflow_root_is_the_runs_envelope_not_an_agent() -> None:
+    root = make_span("Agent workflow", {"openinference.span.kind": "AGENT"}, scope=OPENAI_AGENTS)
+    chain = make_span("Agent workflow", {"openinference.span.kind": "CHAIN"}, parent=root, scope=OPENAI_AGENTS)
+    agent = make_span(
+        "triage_agent",
+        {"openinference.span.kind": "AGENT", "agent.name": "triage_agent", "graph.node.id": "triage_agent"},
+        parent=chain,
+        scope=OPENAI_AGENTS,
+    )
+    call = make_span("response", llm({f"{OUT}.0.message.content": "hi"}), parent=agent, scope=OPENAI_AGENTS)
+    trace = trace_of(root, chain, agent, call)
+    assert type(trace.root) is Span
+    assert [a.name for a in trace.get_agents()] == ["triage_agent"]
+    assert [a.agent_name for a in trace.agent_traces()] == ["triage_agent"]
+    assert trace.metrics.agent_count == 1
+    assert trace.output == "hi"
+
+
+def test_failed_llm_span_model_from_invocation_parameters() -> None:
+    span = make_span(
+        "ChatCompletion",
+        llm({"llm.invocation_parameters": json.dumps({"model": "gpt-4o-mini", "temperature": 0})}),
+        status=2,
+        status_message="InternalServerError",
+    )
+    call = only_llm(span)
+    assert call.model == "gpt-4o-mini"
+    named = only_llm(make_span("c", llm({"llm.model_name": "gpt-4o", "llm.invocation_parameters": "{}"})))
+    assert named.model == "gpt-4o"
+
+
+def _langchain_tool(name: str, arguments: str, content: str, call_id: str, **extra: object):
+    message = {
+        "type": "tool",
+        "data": {"content": content, "type": "tool", "name": name, "tool_call_id": call_id, "status": "success"},
+    }
+    return make_span(
+        name,
+        {
+            "openinference.span.kind": "TOOL",
+            "tool.name": name,
+            "input.value": arguments,
+            "output.value": json.dumps(message),
+            "output.mime_type": "application/json",
+            **extra,
+        },
+    )
+
+
+def test_langchain_tool_message_result_and_plain_text_argument() -> None:
+    weather = _langchain_tool("get_weather", "Tokyo", json.dumps({"city": "Tokyo", "temp": 24}), "call_1")
+    outfit = _langchain_tool(
+        "suggest_outfit",
+        json.dumps({"temperature_c": 24}),
+        "T-shirt.",
+        "call_2",
+        **{"input.mime_type": "application/json"},
+    )
+    first, second = trace_of(weather, outfit).get_tool_calls()
+    assert (first.arguments, first.arguments_error) == ("Tokyo", None)
+    assert first.result == {"city": "Tokyo", "temp": 24}
+    assert first.call_id == "call_1"
+    assert (second.arguments, second.result, second.call_id) == ({"temperature_c": 24}, "T-shirt.", "call_2")

@@ -242,6 +242,29 @@ def test_last_call_without_text_gives_no_output() -> None:
     assert trace_of(root, first, last).output is None
 
 
+def test_elided_placeholder_on_the_root_does_not_hide_the_calls_content() -> None:
+    elided = {"openinference.span.kind": "CHAIN", "input.value": "<elided>", "output.value": "<elided>"}
+    root = make_span("root", elided)
+    trace = trace_of(root, make_span("llm", llm("real question", "real answer"), parent=root))
+    assert (trace.input, trace.output) == ("real question", "real answer")
+
+
+def test_only_a_direct_llm_child_makes_an_llm_span_a_wrapper() -> None:
+    """A model call whose tool calls a model is two calls; a direct LLM -> LLM pair is one."""
+    outer = make_span("chat", llm("q", None, **{"gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 1}))
+    run_tool = make_span("execute_tool summarize", tool("summarize"), parent=outer)
+    usage = {"gen_ai.usage.input_tokens": 5, "gen_ai.usage.output_tokens": 2}
+    inner = make_span("chat", llm("summarize", "s", **usage), parent=run_tool)
+    trace = trace_of(outer, run_tool, inner)
+    assert [c.span_id for c in trace.get_llm_calls()] == [outer.span_id, inner.span_id]
+    assert trace.metrics.token_usage.input_tokens == 15
+    pair = make_span("chat", llm("q", "a", **{"gen_ai.usage.input_tokens": 10}))
+    child = make_span("generate_content", llm(None, None, **{"gen_ai.usage.input_tokens": 10}), parent=pair)
+    paired = trace_of(pair, child)
+    assert [c.span_id for c in paired.get_llm_calls()] == [child.span_id]
+    assert (paired.input, paired.output) == ("q", "a")  # the counted span reads what it lacks from its wrapper
+
+
 def test_input_output_none_when_nothing_says() -> None:
     trace = trace_of(make_span("root", {}), make_span("tool", tool("t")))
     assert trace.input is None and trace.output is None
