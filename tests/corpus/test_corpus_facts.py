@@ -40,6 +40,9 @@ def test_scenario_facts(scenario: Path):
         assert [t["tool"] for t in got["tool_calls"]] == want["tool_calls"]
         assert [f"{h['from_agent']}->{h['to_agent']}" for h in got["handoffs"]] == want["handoffs"]
         assert sorted(got["agents"]) == want["agents"]
+        # agent-level evaluators run once per agent trace: one per named agent, or one unnamed without agents
+        dispatched = sorted(a["agent"] or "" for a in got["agent_traces"])
+        assert dispatched == (want["agents"] or ([""] if got["llm_calls"] or got["tool_calls"] else []))
         assert got["metrics"]["input_tokens"] == want["input_tokens"]
         assert got["metrics"]["output_tokens"] == want["output_tokens"]
         assert got["metrics"]["has_errors"] is want["has_error"]
@@ -52,6 +55,44 @@ def test_scenario_facts(scenario: Path):
         if want.get("retrieval_documents") is not None:
             docs = [d for r in got["retrievals"] for d in r["documents"]]
             assert len(docs) == want["retrieval_documents"]
+
+
+# Per-call facts the scenario READMEs state: (input, output) tokens of each call in start order, the tools
+# each call asked for, and each tool span's arguments.
+CALL_FACTS = {
+    "adk1_native__weather_handoff": (
+        [(227, 23), (338, 18), (401, 25), (467, 18)],
+        [["transfer_to_agent"], ["get_weather"], ["suggest_outfit"], []],
+        [{"city": "Tokyo"}, {"temperature_c": 24, "conditions": "sunny"}],
+    ),
+    "adk1_native__tool_agent": (
+        [(92, 27), (195, 32)],
+        [["search_handbook"], []],
+        [{"query": "travel expenses submission deadline"}],
+    ),
+    "oi_openai_agents__weather_handoff": (
+        [(47, 40), (121, 41), (197, 50), (280, 25)],
+        [["transfer_to_weather_agent"], ["get_weather"], ["suggest_outfit"], []],
+        [{"city": "Oslo"}, {"temperature_c": 3, "conditions": "snow showers"}],
+    ),
+    "oi_langchain__tool_agent": (
+        [(59, 61), (212, 39), (296, 31)],
+        [["get_weather", "get_weather"], ["suggest_outfit"], []],
+        ["Tokyo", "Paris", {"temperature_c": 24, "conditions": "sunny"}],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CALL_FACTS))
+def test_per_call_facts(name: str):
+    tokens, asked, arguments = CALL_FACTS[name]
+    (got,) = _inspect_json(CORPUS / name)
+    calls = got["llm_calls"]
+    assert [(c["metrics"]["input_tokens"], c["metrics"]["output_tokens"]) for c in calls] == tokens
+    assert [[t["name"] for t in c["tool_calls"]] for c in calls] == asked
+    assert [(t["arguments"], t["arguments_error"]) for t in got["tool_calls"]] == [(a, None) for a in arguments]
+    assert all(c["model"] for c in calls)
+    assert all(m["content"] != "<elided>" for c in calls for m in c["messages"])
 
 
 @pytest.mark.parametrize("encoding", ["pb", "json"])
