@@ -6,6 +6,7 @@ lazily on first access, so a trace nobody reads the messages of never has its JS
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -104,6 +105,10 @@ class Span:
         return f"<{type(self).__name__} {self.record.name!r} {self.span_id}>"
 
 
+def _is_set(value: Any) -> bool:
+    return value is not None
+
+
 def _says_something(output: LLMOutput | None) -> bool:
     return output is not None and (bool(output.text) or bool(output.tool_calls))
 
@@ -136,31 +141,33 @@ class LLMSpan(Span):
     wrapper: LLMSpan | None = None
     encloses_calls: bool = False
 
-    def _own_or_wrapper(self, facet: str) -> Any:
-        value = self._facet(facet)
-        if value is None and self.wrapper is not None:
-            return self.wrapper._own_or_wrapper(facet)
-        return value
+    def _own_or_wrapper(self, read: Callable[[LLMSpan], Any], present: Callable[[Any], bool] = _is_set) -> Any:
+        """`read(self)` when present, else the first present value up the wrapper chain, else `read(self)`."""
+        own = read(self)
+        span = self.wrapper
+        while not present(own) and span is not None:  # a loop: chains of nested LLM spans can be long
+            value = read(span)
+            if present(value):
+                return value
+            span = span.wrapper
+        return own
 
     @cached_property
     def model(self) -> str | None:
-        return self._own_or_wrapper("model")
+        return self._own_or_wrapper(lambda s: s._facet("model"))
 
     @cached_property
     def response_model(self) -> str | None:
-        return self._own_or_wrapper("response_model")
+        return self._own_or_wrapper(lambda s: s._facet("response_model"))
 
     @cached_property
     def provider(self) -> str | None:
-        return self._own_or_wrapper("provider")
+        return self._own_or_wrapper(lambda s: s._facet("provider"))
 
     @cached_property
     def usage(self) -> TokenUsage | None:
         """Per-call usage: summed from per-call log records when present, else from the span."""
-        usage = log_usage(self.record) or self._facet("usage")
-        if usage is None and self.wrapper is not None:
-            return self.wrapper.usage
-        return usage
+        return self._own_or_wrapper(lambda s: log_usage(s.record) or s._facet("usage"))
 
     @cached_property
     def metrics(self) -> LLMMetrics:
@@ -177,10 +184,7 @@ class LLMSpan(Span):
     @cached_property
     def messages(self) -> list[Message]:
         """Input messages in the order sent (system, user, assistant with tool calls, tool results)."""
-        own = self._facet("input_messages")
-        if not own and self.wrapper is not None:
-            return self.wrapper.messages
-        return own or []
+        return self._own_or_wrapper(lambda s: s._facet("input_messages"), bool) or []
 
     @property
     def input_messages(self) -> list[Message]:
@@ -188,11 +192,7 @@ class LLMSpan(Span):
 
     @cached_property
     def _output(self) -> LLMOutput:
-        own = self._facet("output")
-        if _says_something(own) or self.wrapper is None:
-            return own or LLMOutput()
-        outer = self.wrapper._output
-        return outer if _says_something(outer) else own or outer
+        return self._own_or_wrapper(lambda s: s._facet("output"), _says_something) or LLMOutput()
 
     @property
     def response(self) -> str | None:
@@ -210,10 +210,7 @@ class LLMSpan(Span):
 
     @cached_property
     def available_tools(self) -> list[ToolDefinition]:
-        own = self._facet("available_tools")
-        if not own and self.wrapper is not None:
-            return self.wrapper.available_tools
-        return own or []
+        return self._own_or_wrapper(lambda s: s._facet("available_tools"), bool) or []
 
     @property
     def system_prompt(self) -> str | None:
