@@ -162,13 +162,15 @@ class EvaluationWorker:
         metrics = trace.metrics
         service = trace.service_name or "unknown"
         metrics_exporter = self.metrics
+        llm_calls = trace.get_llm_calls()
         metrics_exporter.observe_trace(
             service=service,
             duration_seconds=metrics.total_duration_ms / 1000.0,
             has_error=metrics.has_errors,
-            tokens=[(c.model, c.metrics.input_tokens, c.metrics.output_tokens) for c in trace.get_llm_calls()],
+            tokens=[(c.model, c.metrics.input_tokens, c.metrics.output_tokens) for c in llm_calls],
             tools=[(t.name, not t.has_error) for t in trace.get_tool_calls()],
             trace_id=trace.trace_id,
+            llm_calls=[(c.model, not c.has_error) for c in llm_calls],
         )
         for record in records:
             metrics_exporter.observe_result(

@@ -10,7 +10,10 @@ from .windows import WindowSnapshot
 
 @dataclass(frozen=True, slots=True)
 class AlertRule:
-    """A minimum pass ratio for one evaluator, judged over `window_seconds` once `min_samples` verdicts exist."""
+    """A minimum pass ratio for one evaluator, judged over `window_seconds` once `min_samples` verdicts exist.
+
+    With fewer verdicts in the window the alert keeps its last state (it does not resolve for lack of data).
+    """
 
     name: str
     min_pass_ratio: float
@@ -26,10 +29,14 @@ class AlertRule:
         if self.min_samples < 0:
             raise ValueError(f"alert {self.name}: min_samples must not be negative, got {self.min_samples}")
 
+    def decides(self, window: WindowSnapshot) -> bool:
+        """True when the window holds at least one and at least `min_samples` verdicts."""
+        return window.pass_ratio is not None and window.verdicts >= self.min_samples
+
     def breached(self, window: WindowSnapshot) -> bool:
-        """True when the window holds enough verdicts and its pass ratio is below the minimum."""
+        """True when the window decides and its pass ratio is below the minimum."""
         ratio = window.pass_ratio
-        return ratio is not None and window.verdicts >= self.min_samples and ratio < self.min_pass_ratio
+        return self.decides(window) and ratio is not None and ratio < self.min_pass_ratio
 
 
 class AlertState(NamedTuple):

@@ -1,7 +1,14 @@
-"""Scrape-time collector for the windowed gauges and the in-process alert state."""
+"""Scrape-time collector for the windowed gauges and the in-process alert state.
+
+Once an (evaluator, service) has recorded a result its window series stay: a window that empties reports
+`agent_eval_window_samples` 0 and NaN ratio, mean, stddev and quantiles, so panels and alerts see "no data in
+the window" instead of a vanished series.
+"""
 
 from __future__ import annotations
 
+import math
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -15,8 +22,16 @@ THRESHOLD_LABELS = ["evaluator", "service"]
 ALERT_LABELS = ["evaluator", "service", "alert"]
 
 
+NAN = math.nan
+
+
 def _families() -> dict[str, GaugeMetricFamily]:
     return {
+        "samples": GaugeMetricFamily(
+            "agent_eval_window_samples",
+            "Results with a pass/fail verdict in the window (0 once the window empties).",
+            labels=WINDOW_LABELS,
+        ),
         "pass_ratio": GaugeMetricFamily(
             "agent_eval_pass_ratio", "Passing share of the results with a verdict in the window.", labels=WINDOW_LABELS
         ),
@@ -35,7 +50,9 @@ def _families() -> dict[str, GaugeMetricFamily]:
             "agent_eval_threshold_ratio", "Configured minimum pass ratio.", labels=THRESHOLD_LABELS
         ),
         "alert": GaugeMetricFamily(
-            "agent_eval_alert_active", "1 while the in-process pass-ratio threshold is breached.", labels=ALERT_LABELS
+            "agent_eval_alert_active",
+            "1 while the in-process pass-ratio threshold is breached; kept while the window has under min_samples.",
+            labels=ALERT_LABELS,
         ),
     }
 
@@ -49,6 +66,8 @@ class WindowCollector(Collector):
         self.store = store
         self.windows = list(windows)
         self.thresholds = dict(thresholds)
+        self._alerts: dict[tuple[str, str], bool] = {}
+        self._alerts_lock = threading.Lock()
 
     def describe(self) -> Iterator[Metric]:
         yield from _families().values()
@@ -59,15 +78,14 @@ class WindowCollector(Collector):
             for label, seconds in self.windows:
                 window = self.store.snapshot(evaluator, service, seconds)
                 labels = [evaluator, service, label]
-                if window.pass_ratio is not None:
-                    families["pass_ratio"].add_metric(labels, window.pass_ratio)
+                families["samples"].add_metric(labels, window.verdicts)
+                ratio = window.pass_ratio
+                families["pass_ratio"].add_metric(labels, NAN if ratio is None else ratio)
                 stats = score_stats(window.scores, QUANTILES)
-                if stats is None:
-                    continue
-                families["mean"].add_metric(labels, stats.mean)
-                families["stddev"].add_metric(labels, stats.stddev)
-                for q, value in stats.quantiles.items():
-                    families["quantile"].add_metric([*labels, str(q)], value)
+                families["mean"].add_metric(labels, NAN if stats is None else stats.mean)
+                families["stddev"].add_metric(labels, NAN if stats is None else stats.stddev)
+                for q in QUANTILES:
+                    families["quantile"].add_metric([*labels, str(q)], NAN if stats is None else stats.quantiles[q])
         for state in self.alert_states():
             rule = self.thresholds[state.evaluator]
             families["threshold"].add_metric([state.evaluator, state.service], rule.min_pass_ratio)
@@ -75,14 +93,21 @@ class WindowCollector(Collector):
         yield from families.values()
 
     def alert_states(self) -> list[AlertState]:
-        """One state per (evaluator with a rule, service seen for it)."""
+        """One state per (evaluator with a rule, service seen for it).
+
+        A window with fewer than `min_samples` verdicts (or none) does not decide: the alert keeps its last
+        state (inactive at first), so it never resolves for lack of data.
+        """
         states = []
         for evaluator, service in sorted(self.store.keys()):
             rule = self.thresholds.get(evaluator)
             if rule is None:
                 continue
             window = self.store.snapshot(evaluator, service, rule.window_seconds)
-            states.append(
-                AlertState(evaluator, service, rule.name, rule.breached(window), window.pass_ratio, window.verdicts)
-            )
+            key = (evaluator, service)
+            with self._alerts_lock:
+                if rule.decides(window):
+                    self._alerts[key] = rule.breached(window)
+                active = self._alerts.get(key, False)
+            states.append(AlertState(evaluator, service, rule.name, active, window.pass_ratio, window.verdicts))
         return states

@@ -8,13 +8,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
 from .. import __version__
 from .alerts import AlertRule, AlertState
 from .collector import WindowCollector
 from .exposition import render
-from .labels import LabelCapper, sanitize_label_value
+from .labels import LabelCapper, clean_label_text, sanitize_label_value
 from .windows import WindowStore
 
 DEFAULT_WINDOWS: tuple[tuple[str, float], ...] = (("5m", 300.0), ("1h", 3600.0))
@@ -22,6 +22,11 @@ DEFAULT_SCORE_BUCKETS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0
 DEFAULT_DURATION_BUCKETS: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 EVALUATION_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 NO_VERDICT = "no_verdict"  # skip reason for an unskipped result that carries no pass/fail verdict
+RESULT_LABELS = ["evaluator", "level", "service", "agent"]
+
+# The daemon owns its process: counters and histograms expose no `*_created` series (a start time per label set
+# that only grows the scrape). prometheus_client reads this process-wide flag at every collection.
+disable_created_metrics()
 
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 
@@ -75,14 +80,16 @@ class MetricsExporter:
         self.score = Histogram(
             "agent_eval_score",
             "Score of every scored evaluation result.",
-            ["evaluator", "level", "service", "agent"],
+            RESULT_LABELS,
             buckets=list(score_buckets),
             registry=r,
         )
         self.results = Counter(
-            "agent_eval_results", "Evaluation results by outcome.", ["evaluator", "service", "outcome"], registry=r
+            "agent_eval_results", "Evaluation results by outcome.", [*RESULT_LABELS, "outcome"], registry=r
         )
-        self.skips = Counter("agent_eval_skips", "Skipped evaluations by reason.", ["evaluator", "reason"], registry=r)
+        self.skips = Counter(
+            "agent_eval_skips", "Skipped evaluations by reason.", ["evaluator", "service", "reason"], registry=r
+        )
 
         # Agent traces.
         self.traces = Counter("agent_traces", "Traces evaluated.", ["service", "status"], registry=r)
@@ -95,6 +102,12 @@ class MetricsExporter:
         )
         self.llm_tokens = Counter(
             "agent_llm_tokens", "Tokens used by the agents.", ["service", "model", "direction"], registry=r
+        )
+        self.llm_calls = Counter(
+            "agent_llm_calls",
+            "LLM calls by outcome (error: the call's span failed).",
+            ["service", "model", "outcome"],
+            registry=r,
         )
         self.tool_calls = Counter("agent_tool_calls", "Tool executions.", ["service", "tool", "status"], registry=r)
 
@@ -167,8 +180,12 @@ class MetricsExporter:
         tokens: Sequence[tuple[str | None, int, int]],
         tools: Sequence[tuple[str, bool]],
         trace_id: str,
+        llm_calls: Sequence[tuple[str | None, bool]] = (),
     ) -> None:
-        """Record one evaluated trace: status, latency, token use per model and tool calls."""
+        """Record one evaluated trace: status, latency, token use per model, tool calls and LLM calls.
+
+        `tools` and `llm_calls` are (name or model, ok) per call; an LLM call that is not ok is a provider error.
+        """
         svc = self._cap("service", service)
         exemplar = trace_exemplar(trace_id)
         status = "error" if has_error else "ok"
@@ -181,6 +198,9 @@ class MetricsExporter:
             for direction, count in (("input", input_tokens), ("output", output_tokens)):
                 if count and count > 0:
                     self._child(self.llm_tokens, service=svc, model=name, direction=direction).inc(count)
+        for model, ok in llm_calls:
+            outcome = "ok" if ok else "error"
+            self._child(self.llm_calls, service=svc, model=self._cap("model", model), outcome=outcome).inc()
         for tool, ok in tools:
             self._child(
                 self.tool_calls, service=svc, tool=self._cap("tool", tool), status="ok" if ok else "error"
@@ -203,29 +223,34 @@ class MetricsExporter:
         """Record one evaluation result.
 
         Skips count in results{outcome="skip"} and skips_total only. An unskipped result without a verdict
-        counts as a skip with reason "no_verdict". Failures carry a trace_id exemplar.
+        counts as a skip with reason "no_verdict". Failures carry a trace_id exemplar. The `agent` label is
+        the agent's name for agent-level results and empty at trace and llm level.
         """
         name = sanitize_label_value(evaluator)
         svc = self._cap("service", service)
+        labels = {"evaluator": name, "level": sanitize_label_value(level), "service": svc}
+        labels["agent"] = self._agent_label(labels["level"], agent)
         elapsed = _finite(duration_seconds)
         if elapsed is not None and (not skipped or elapsed > 0):
             self._child(self.evaluation_seconds, evaluator=name).observe(max(elapsed, 0.0))
         if not skipped and passed is None:
             skipped, skip_reason = True, NO_VERDICT
         if skipped:
-            self._child(self.results, evaluator=name, service=svc, outcome="skip").inc()
-            self._child(self.skips, evaluator=name, reason=self._cap("reason", skip_reason)).inc()
+            self._child(self.results, **labels, outcome="skip").inc()
+            self._child(self.skips, evaluator=name, service=svc, reason=self._cap("reason", skip_reason)).inc()
             return
         verdict = bool(passed)
         exemplar = None if verdict else trace_exemplar(trace_id)
-        self._child(self.results, evaluator=name, service=svc, outcome="pass" if verdict else "fail").inc(
-            exemplar=exemplar
-        )
+        self._child(self.results, **labels, outcome="pass" if verdict else "fail").inc(exemplar=exemplar)
         value = _finite(score)
         if value is not None:
-            labels = {"evaluator": name, "level": sanitize_label_value(level), "service": svc}
-            self._child(self.score, **labels, agent=self._cap("agent", agent)).observe(value, exemplar=exemplar)
+            self._child(self.score, **labels).observe(value, exemplar=exemplar)
         self._store.add(name, svc, value, verdict)
+
+    def _agent_label(self, level: str, agent: str | None) -> str:
+        """The capped agent name at agent level; empty at trace and llm level and for an unnamed agent."""
+        name = clean_label_text(agent) if level == "agent" else ""
+        return self._cap("agent", name) if name else ""
 
     def alert_states(self) -> list[AlertState]:
         """(evaluator, service, alert, active, pass_ratio, samples) for every rule and service seen for it."""

@@ -11,15 +11,19 @@ UNKNOWN = "unknown"
 MAX_LABEL_VALUE_CHARS = 128
 
 
-def sanitize_label_value(value: object, max_chars: int = MAX_LABEL_VALUE_CHARS) -> str:
-    """Drop control characters, trim surrounding whitespace, truncate; empty or None becomes "unknown"."""
+def clean_label_text(value: object, max_chars: int = MAX_LABEL_VALUE_CHARS) -> str:
+    """Drop control characters, trim surrounding whitespace, truncate; None becomes the empty string."""
     if value is None:
-        return UNKNOWN
+        return ""
     text = value if isinstance(value, str) else str(value)
     if not text.isprintable():
         text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cs"))
-    text = text.strip()[:max_chars]
-    return text or UNKNOWN
+    return text.strip()[:max_chars]
+
+
+def sanitize_label_value(value: object, max_chars: int = MAX_LABEL_VALUE_CHARS) -> str:
+    """`clean_label_text`, with an empty result (or None) becoming "unknown"."""
+    return clean_label_text(value, max_chars) or UNKNOWN
 
 
 class LabelCapper:

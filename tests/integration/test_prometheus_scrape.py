@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from tests.integration.conftest import CORPUS, send
+from tests.integration.conftest import CORPUS, FIXTURE_EVALUATORS, send
 from tests.integration.daemon_process import free_port
 
 pytestmark = pytest.mark.integration
@@ -92,3 +92,34 @@ def test_promql_over_scraped_results(daemon_factory, prometheus):
     assert values == {"fail": 2.0, "pass": 1.0}
     up = _query(prom_port, 'up{job="agent-monitor"}')
     assert up and up[0]["value"][1] == "1"
+
+
+PER_AGENT = (
+    'sum by (agent) (rate(agent_eval_results_total{outcome="pass"}[5m]))'
+    ' / sum by (agent) (rate(agent_eval_results_total{outcome=~"pass|fail"}[5m]))'
+)
+
+
+def _poll(port: int, promql: str, done, timeout: float = 60.0) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    result = _query(port, promql)
+    while not done(result) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        result = _query(port, promql)
+    return result
+
+
+def test_per_agent_pass_ratio_from_the_documented_query(daemon_factory, prometheus):
+    daemon = daemon_factory(evaluators=[*FIXTURE_EVALUATORS, {"name": "agent_efficiency"}])
+    prom_port = prometheus(daemon.metrics_port)
+    synthetic = ["grpc", f"127.0.0.1:{daemon.grpc_port}", "synthetic", "--traces", "2", "--fail-every", "2"]
+    send(*synthetic)  # one failing tool per two traces: no_tool_errors passes half, agent_efficiency all
+    # rate() counts growth after a series' first scrape only: let Prometheus see every series, then grow them.
+    _poll(prom_port, "count(agent_eval_results_total > 0)", lambda r: r and r[0]["value"][1] == "3")
+    send(*synthetic)
+
+    def has_values(result: list[dict]) -> bool:
+        return len(result) == 2 and "NaN" not in [r["value"][1] for r in result]
+
+    ratios = {r["metric"].get("agent", ""): float(r["value"][1]) for r in _poll(prom_port, PER_AGENT, has_values)}
+    assert ratios == pytest.approx({"travel_agent": 1.0, "": 0.5}, abs=0.1)  # "": trace-level results

@@ -3,57 +3,18 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from monitor.metrics import AlertRule, MetricsExporter
-
-TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
-
-
-class FakeClock:
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def classic(exporter: MetricsExporter) -> str:
-    return exporter.render(None)[0].decode()
-
-
-def samples(exporter: MetricsExporter, name: str) -> list[Any]:
-    """Every exposed sample called `name` in the classic exposition."""
-    return [s for f in text_string_to_metric_families(classic(exporter)) for s in f.samples if s.name == name]
-
-
-def value(exporter: MetricsExporter, name: str, **labels: str) -> float | None:
-    found = [s.value for s in samples(exporter, name) if s.labels == labels]
-    assert len(found) <= 1, f"{name}{labels} exposed {len(found)} times"
-    return found[0] if found else None
-
-
-def result(exporter: MetricsExporter, **overrides: Any) -> None:
-    args: dict[str, Any] = dict(
-        evaluator="relevance", level="trace", service="svc", agent="planner", score=0.9, passed=True,
-        skipped=False, skip_reason=None, trace_id=TRACE_ID, duration_seconds=0.02,
-    )  # fmt: skip
-    args.update(overrides)
-    exporter.observe_result(**args)
-
-
-def scored(exporter: MetricsExporter, scores: list[float], threshold: float = 0.5, **overrides: Any) -> None:
-    for score in scores:
-        result(exporter, score=score, passed=score >= threshold, **overrides)
-
+from tests.unit.metrics_scrape import TRACE_ID, FakeClock, classic, result, result_labels, samples, scored, value
 
 CONTRACT: list[tuple[str, str, set[str]]] = [
     ("agent_eval_score", "histogram", {"evaluator", "level", "service", "agent"}),
-    ("agent_eval_results_total", "counter", {"evaluator", "service", "outcome"}),
-    ("agent_eval_skips_total", "counter", {"evaluator", "reason"}),
+    ("agent_eval_results_total", "counter", {"evaluator", "level", "service", "agent", "outcome"}),
+    ("agent_eval_skips_total", "counter", {"evaluator", "service", "reason"}),
+    ("agent_eval_window_samples", "gauge", {"evaluator", "service", "window"}),
     ("agent_eval_pass_ratio", "gauge", {"evaluator", "service", "window"}),
     ("agent_eval_score_quantile", "gauge", {"evaluator", "service", "window", "quantile"}),
     ("agent_eval_score_mean", "gauge", {"evaluator", "service", "window"}),
@@ -63,6 +24,7 @@ CONTRACT: list[tuple[str, str, set[str]]] = [
     ("agent_traces_total", "counter", {"service", "status"}),
     ("agent_trace_duration_seconds", "histogram", {"service"}),
     ("agent_llm_tokens_total", "counter", {"service", "model", "direction"}),
+    ("agent_llm_calls_total", "counter", {"service", "model", "outcome"}),
     ("agent_tool_calls_total", "counter", {"service", "tool", "status"}),
     ("agent_monitor_spans_received_total", "counter", {"receiver"}),
     ("agent_monitor_spans_refused_total", "counter", {"receiver", "reason"}),
@@ -84,7 +46,7 @@ def test_every_contract_metric_has_its_exact_name_type_and_labels() -> None:
     m = MetricsExporter(label_value_cap=1, thresholds={"relevance": AlertRule("relevance_pass_ratio", 0.8)})
     scored(m, [0.2, 0.9])
     result(m, skipped=True, score=None, passed=None, skip_reason="no_output")
-    m.observe_trace("svc", 1.5, True, [("gpt-4o", 10, 5)], [("search", True)], TRACE_ID)
+    m.observe_trace("svc", 1.5, True, [("gpt-4o", 10, 5)], [("search", True)], TRACE_ID, [("gpt-4o", True)])
     m.observe_trace("other", 1.0, False, [], [], TRACE_ID)  # overflows the service label
     m.spans_received.labels(receiver="grpc").inc(3)
     m.spans_refused.labels(receiver="http", reason="throttled").inc(2)
@@ -147,13 +109,15 @@ def test_samples_older_than_a_window_leave_it_but_stay_in_longer_windows() -> No
     assert value(m, "agent_eval_score_mean", **short) == pytest.approx(0.9)
     assert value(m, "agent_eval_pass_ratio", **long) == pytest.approx(1 / 3)
     assert value(m, "agent_eval_score_mean", **long) == pytest.approx(0.4)
-    clock.now += 301  # nothing left in 5m: no series at all for it
+    clock.now += 301  # nothing left in 5m: its series stay, with no value (NaN)
     for name in ("agent_eval_pass_ratio", "agent_eval_score_mean", "agent_eval_score_stddev"):
-        assert value(m, name, **short) is None
-        assert value(m, name, **long) is not None
-    assert not [s for s in samples(m, "agent_eval_score_quantile") if s.labels["window"] == "5m"]
+        assert math.isnan(value(m, name, **short))
+        assert not math.isnan(value(m, name, **long))
+    assert value(m, "agent_eval_window_samples", **short) == 0
+    assert value(m, "agent_eval_window_samples", **long) == 3
     clock.now += 3600
-    assert samples(m, "agent_eval_pass_ratio") == []
+    assert all(math.isnan(s.value) for s in samples(m, "agent_eval_pass_ratio"))
+    assert len(samples(m, "agent_eval_pass_ratio")) == 2
 
 
 def test_configured_windows_use_their_label_text() -> None:
@@ -162,7 +126,7 @@ def test_configured_windows_use_their_label_text() -> None:
     scored(m, [0.9])
     assert [s.labels["window"] for s in samples(m, "agent_eval_pass_ratio")] == ["15min"]
     clock.now += 901
-    assert samples(m, "agent_eval_pass_ratio") == []
+    assert [s.labels["window"] for s in samples(m, "agent_eval_window_samples") if s.value == 0] == ["15min"]
 
 
 def test_full_window_drops_the_oldest_sample() -> None:
@@ -171,17 +135,17 @@ def test_full_window_drops_the_oldest_sample() -> None:
     labels = dict(evaluator="relevance", service="svc", window="1h")
     assert value(m, "agent_eval_pass_ratio", **labels) == 1.0
     assert value(m, "agent_eval_score_mean", **labels) == pytest.approx(0.8)
-    assert value(m, "agent_eval_score_count", evaluator="relevance", level="trace", service="svc", agent="planner") == 4
+    assert value(m, "agent_eval_score_count", evaluator="relevance", level="trace", service="svc", agent="") == 4
 
 
 def test_skips_count_as_results_but_stay_out_of_windows_and_histogram() -> None:
     m = MetricsExporter(clock=FakeClock())
     result(m, skipped=True, score=None, passed=None, skip_reason="no_tool_calls")
     result(m, skipped=True, score=0.4, passed=False, skip_reason="timeout")
-    assert value(m, "agent_eval_results_total", evaluator="relevance", service="svc", outcome="skip") == 2
-    assert value(m, "agent_eval_results_total", evaluator="relevance", service="svc", outcome="fail") is None
-    assert value(m, "agent_eval_skips_total", evaluator="relevance", reason="no_tool_calls") == 1
-    assert value(m, "agent_eval_skips_total", evaluator="relevance", reason="timeout") == 1
+    assert value(m, "agent_eval_results_total", **result_labels("skip")) == 2
+    assert value(m, "agent_eval_results_total", **result_labels("fail")) is None
+    assert value(m, "agent_eval_skips_total", evaluator="relevance", service="svc", reason="no_tool_calls") == 1
+    assert value(m, "agent_eval_skips_total", evaluator="relevance", service="svc", reason="timeout") == 1
     assert samples(m, "agent_eval_score_count") == []
     assert samples(m, "agent_eval_pass_ratio") == []
     assert samples(m, "agent_eval_score_mean") == []
@@ -190,8 +154,8 @@ def test_skips_count_as_results_but_stay_out_of_windows_and_histogram() -> None:
 def test_result_without_a_verdict_counts_as_a_no_verdict_skip() -> None:
     m = MetricsExporter()
     result(m, score=0.7, passed=None)
-    assert value(m, "agent_eval_results_total", evaluator="relevance", service="svc", outcome="skip") == 1
-    assert value(m, "agent_eval_skips_total", evaluator="relevance", reason="no_verdict") == 1
+    assert value(m, "agent_eval_results_total", **result_labels("skip")) == 1
+    assert value(m, "agent_eval_skips_total", evaluator="relevance", service="svc", reason="no_verdict") == 1
     assert samples(m, "agent_eval_pass_ratio") == []
 
 
@@ -199,9 +163,9 @@ def test_outcomes_and_evaluation_seconds() -> None:
     m = MetricsExporter()
     scored(m, [0.9, 0.1, 0.2])
     result(m, score=None, passed=True)  # verdict without a score: counted, ratio only
-    assert value(m, "agent_eval_results_total", evaluator="relevance", service="svc", outcome="pass") == 2
-    assert value(m, "agent_eval_results_total", evaluator="relevance", service="svc", outcome="fail") == 2
-    assert value(m, "agent_eval_score_count", evaluator="relevance", level="trace", service="svc", agent="planner") == 3
+    assert value(m, "agent_eval_results_total", **result_labels("pass")) == 2
+    assert value(m, "agent_eval_results_total", **result_labels("fail")) == 2
+    assert value(m, "agent_eval_score_count", evaluator="relevance", level="trace", service="svc", agent="") == 3
     labels = dict(evaluator="relevance", service="svc", window="5m")
     assert value(m, "agent_eval_pass_ratio", **labels) == 0.5
     assert value(m, "agent_eval_score_mean", **labels) == pytest.approx(0.4)
@@ -237,7 +201,7 @@ def test_label_values_are_capped_per_label() -> None:
     result(m, service="a")  # already admitted: no overflow
     result(m, service="d", agent="x")
     assert value(m, "agent_monitor_label_overflow_total", label="service") == 2
-    assert value(m, "agent_eval_results_total", evaluator="relevance", service="__other__", outcome="pass") == 1
+    assert value(m, "agent_eval_results_total", **result_labels("pass", service="__other__")) == 1
     m.observe_trace("a", 1.0, False, [("m1", 1, 1), ("m2", 1, 1), ("m3", 1, 1)], [("t1", True)], TRACE_ID)
     assert value(m, "agent_monitor_label_overflow_total", label="model") == 1
     assert value(m, "agent_llm_tokens_total", service="a", model="__other__", direction="input") == 1
@@ -251,10 +215,7 @@ def test_label_values_are_sanitized() -> None:
     assert value(m, "agent_llm_tokens_total", service="payments", model="unknown", direction="input") == 1
     assert value(m, "agent_tool_calls_total", service="payments", tool="t" * 128, status="ok") == 1
     result(m, service="", agent=None)
-    assert (
-        value(m, "agent_eval_score_count", evaluator="relevance", level="trace", service="unknown", agent="unknown")
-        == 1
-    )
+    assert value(m, "agent_eval_score_count", evaluator="relevance", level="trace", service="unknown", agent="") == 1
 
 
 def test_alert_flips_with_min_samples_and_recovers() -> None:

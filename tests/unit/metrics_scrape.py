@@ -1,0 +1,57 @@
+"""Helpers for the metrics tests: a settable clock, parsed classic exposition, and result shortcuts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from monitor.metrics import MetricsExporter
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+class FakeClock:
+    """A clock the test moves by hand (`clock.now += 301`)."""
+
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def classic(exporter: MetricsExporter) -> str:
+    return exporter.render(None)[0].decode()
+
+
+def samples(exporter: MetricsExporter, name: str) -> list[Any]:
+    """Every exposed sample called `name` in the classic exposition."""
+    return [s for f in text_string_to_metric_families(classic(exporter)) for s in f.samples if s.name == name]
+
+
+def value(exporter: MetricsExporter, name: str, **labels: str) -> float | None:
+    found = [s.value for s in samples(exporter, name) if s.labels == labels]
+    assert len(found) <= 1, f"{name}{labels} exposed {len(found)} times"
+    return found[0] if found else None
+
+
+def result_labels(
+    outcome: str, evaluator: str = "relevance", service: str = "svc", level: str = "trace", agent: str = ""
+) -> dict[str, str]:
+    """The full label set of one agent_eval_results_total series."""
+    return dict(evaluator=evaluator, level=level, service=service, agent=agent, outcome=outcome)
+
+
+def result(exporter: MetricsExporter, **overrides: Any) -> None:
+    args: dict[str, Any] = dict(
+        evaluator="relevance", level="trace", service="svc", agent=None, score=0.9, passed=True,
+        skipped=False, skip_reason=None, trace_id=TRACE_ID, duration_seconds=0.02,
+    )  # fmt: skip
+    args.update(overrides)
+    exporter.observe_result(**args)
+
+
+def scored(exporter: MetricsExporter, scores: list[float], threshold: float = 0.5, **overrides: Any) -> None:
+    for score in scores:
+        result(exporter, score=score, passed=score >= threshold, **overrides)
