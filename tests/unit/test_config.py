@@ -430,12 +430,16 @@ def _run(path: Path) -> int:
 
 
 def test_check_config_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write(tmp_path, "evaluators:\n  - name: a\n  - name: b\n    enabled: false\nmetrics: {windows: [1m, 1h]}\n")
+    path = write(
+        tmp_path, "evaluators:\n  - name: latency\n  - name: error_free\n    enabled: false\nmetrics: {windows: [1m, 1h]}\n"
+    )
     assert _run(path) == 0
     out, err = capsys.readouterr()
     assert out.splitlines() == [
         f"{path}: OK",
         "receivers grpc :4317, http :4318; 1 evaluator (1 disabled); metrics :9464 windows 1m, 1h",
+        "evaluators:",
+        "  latency  builtin latency  threshold 0.5  sampling 1  alert -",
     ]
     assert err == ""
     assert _run(write(tmp_path, "", "empty.yaml")) == 0
