@@ -70,7 +70,7 @@ def check_store_path(path: str) -> list[str]:
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        return [f"cannot create {target.parent}: {ancestor} is not a directory"]
+        return [f"cannot create {path}: {ancestor} is not a directory"]
     if not os.access(ancestor, os.W_OK | os.X_OK):
         return [f"cannot create {path}: no write permission in {ancestor}"]
     return []
