@@ -78,8 +78,8 @@ def _param_line(param: Any, width: int) -> str:
 
 
 def _membership(source: str, info: EvaluatorInfo) -> str:
-    """"default set" for builtins the daemon runs by default, "needs config" for those that cannot score
-    with their defaults, else "-"."""
+    """`default set` for builtins the daemon runs by default, `needs config` for those that cannot score
+    with their defaults, else `-`."""
     if source == "builtin" and in_default_set(info):
         return "default set"
     return "needs config" if info.needs_config else "-"
