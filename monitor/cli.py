@@ -26,28 +26,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run_daemon(args: argparse.Namespace) -> int:
+    """Check the config as `check-config` does (same messages, exit 2), then serve until stopped."""
     import asyncio
+    import sqlite3
 
-    from .config import ConfigError, load_config
+    from .config import ConfigError
+    from .config_load import DEFAULT_SOURCE, load_located
     from .logutil import configure_logging
+    from .preflight import preflight
 
     try:
-        config = load_config(args.config)
+        config, locator = load_located(args.config, env=None)
+        prepared = preflight(config, locator)
     except ConfigError as exc:
-        print(f"agent-monitor: invalid configuration:\n{exc}", file=sys.stderr)
-        return 2
+        return check_config.report_invalid(args.config or DEFAULT_SOURCE, exc, sys.stderr)
     configure_logging(config.logging.level, config.logging.format)
     try:
-        return asyncio.run(_serve(config))
-    except OSError as exc:
+        return asyncio.run(_serve(config, prepared))
+    except (OSError, sqlite3.Error) as exc:
         print(f"agent-monitor: cannot start: {exc}", file=sys.stderr)
         return 1
 
 
-async def _serve(config) -> int:
+async def _serve(config, prepared) -> int:
     from .daemon import Daemon
 
-    daemon = Daemon(config)
+    daemon = Daemon(config, prepared)
     return await daemon.run_until_stopped()
 
 

@@ -6,14 +6,12 @@ Load it with `load_config(path, env)`; loading, env-var overrides and line-numbe
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     PositiveInt,
@@ -23,7 +21,18 @@ from pydantic import (
     model_validator,
 )
 
+from .config_evaluators import (
+    AlertConfig,
+    EvaluatorEntry,
+    EvaluatorOverride,
+    EvaluatorSet,
+    EvaluatorsSection,
+    Resolved,
+    default_set_names,
+    resolve_section,
+)
 from .config_load import ConfigError, Loc, LocatedError, load, parse_duration, parse_size
+from .config_types import Duration, MiB, NonNegativeDuration, Port, Section, Size
 
 __all__ = [
     "AlertConfig",
@@ -32,6 +41,8 @@ __all__ = [
     "ConfigError",
     "EvaluationConfig",
     "EvaluatorEntry",
+    "EvaluatorOverride",
+    "EvaluatorSet",
     "GrpcReceiverConfig",
     "HttpReceiverConfig",
     "JudgesConfig",
@@ -39,6 +50,7 @@ __all__ = [
     "MetricsConfig",
     "MonitorConfig",
     "ReceiversConfig",
+    "Resolved",
     "ShutdownConfig",
     "StoreConfig",
     "TlsConfig",
@@ -47,21 +59,6 @@ __all__ = [
     "parse_duration",
     "parse_size",
 ]
-
-MiB = 1024 * 1024
-
-Duration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
-NonNegativeDuration = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
-Size = Annotated[int, BeforeValidator(parse_size), Field(gt=0)]
-Port = Annotated[int, Field(ge=0, le=65535)]
-Ratio = Annotated[float, Field(ge=0, le=1)]
-
-
-class Section(BaseModel):
-    """Base of every config model: unknown keys are errors, values are re-validated on assignment."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
 
 # --- receivers ----------------------------------------------------------------------------------
 
@@ -169,53 +166,6 @@ class EvaluationConfig(Section):
     timeout: Duration = 30.0
     mode: Literal["monitor", "experiment"] = "monitor"
     workers: PositiveInt = 1
-
-
-class AlertConfig(Section):
-    """Fire when the pass ratio over `window` stays below `min_pass_ratio` for `for` (YAML key)."""
-
-    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
-
-    min_pass_ratio: Ratio
-    window: Duration = 300.0
-    for_: Duration = Field(300.0, alias="for")
-    min_samples: PositiveInt = 20
-    severity: Literal["warning", "critical", "info"] = "warning"
-
-
-_MODULE_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(:[A-Za-z_]\w*)?")
-Label = Annotated[str, Field(min_length=1, pattern=r"^\S+$")]
-
-
-class EvaluatorEntry(Section):
-    """One configured evaluator: a builtin `name` or a `module` path, never both."""
-
-    id: Label | None = None
-    name: Label | None = None
-    module: str | None = None
-    params: dict[str, Any] = Field(default_factory=dict)
-    threshold: Ratio | None = None
-    sampling: Annotated[float, Field(gt=0, le=1)] = 1.0
-    enabled: bool = True
-    alert: AlertConfig | None = None
-
-    @field_validator("module")
-    @classmethod
-    def _module_path(cls, value: str | None) -> str | None:
-        if value is not None and not _MODULE_PATH.fullmatch(value):
-            raise ValueError(f"invalid module path {value!r}: expected 'package.module' or 'package.module:name'")
-        return value
-
-    @model_validator(mode="after")
-    def _name_xor_module(self) -> EvaluatorEntry:
-        if (self.name is None) == (self.module is None):
-            raise ValueError("set exactly one of name (a builtin evaluator) or module (e.g. mypkg.checks:tone)")
-        return self
-
-    @property
-    def label(self) -> str:
-        """The `evaluator` metric label: `id`, else `name`, else `module`."""
-        return self.id or self.name or self.module or ""
 
 
 class Window(BaseModel):
@@ -328,32 +278,12 @@ class MonitorConfig(Section):
     receivers: ReceiversConfig = Field(default_factory=ReceiversConfig)
     assembly: AssemblyConfig = Field(default_factory=AssemblyConfig)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
-    evaluators: list[EvaluatorEntry] | None = None
+    evaluators: EvaluatorsSection = None
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     judges: JudgesConfig = Field(default_factory=JudgesConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     shutdown: ShutdownConfig = Field(default_factory=ShutdownConfig)
-
-    @field_validator("evaluators")
-    @classmethod
-    def _distinct_labels(cls, entries: list[EvaluatorEntry] | None) -> list[EvaluatorEntry] | None:
-        problems: list[tuple[Loc, str]] = []
-        first: dict[str, int] = {}
-        for i, entry in enumerate(entries or []):
-            if entry.label in first:
-                key = "id" if entry.id else "name" if entry.name else "module"
-                problems.append(
-                    (
-                        (i, key),
-                        f"duplicate evaluator {entry.label!r} (also entry {first[entry.label]}); "
-                        "set a distinct `id:` on one of them",
-                    )
-                )
-            first.setdefault(entry.label, i)
-        if problems:
-            raise LocatedError(problems)
-        return entries
 
     @model_validator(mode="after")
     def _distinct_ports(self) -> MonitorConfig:
@@ -371,6 +301,10 @@ class MonitorConfig(Section):
         if problems:
             raise LocatedError(problems)
         return self
+
+    def evaluator_entries(self) -> list[Resolved]:
+        """The resulting evaluator set (either form of `evaluators` resolved), with each entry's config location."""
+        return resolve_section(self.evaluators, default_set_names())
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (YAML keys, durations in seconds, windows as labels) that loads back to an equal config."""

@@ -11,6 +11,7 @@ import os
 import re
 import types
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Union, get_args, get_origin
@@ -40,7 +41,7 @@ class LocatedError(ValueError):
 
     def __init__(self, problems: list[tuple[Loc, str]]) -> None:
         self.problems = problems
-        super().__init__("; ".join(f"{_dotted(loc)}: {msg}" for loc, msg in problems))
+        super().__init__("; ".join(f"{dotted(loc)}: {msg}" for loc, msg in problems))
 
 
 # --- scalar parsing -----------------------------------------------------------------------------
@@ -87,8 +88,30 @@ def parse_size(value: object) -> int:
 # --- loading ------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Locator:
+    """Where each config value came from: a line of `source`, or an environment variable."""
+
+    source: str = "config"
+    lines: Mapping[Loc, int] = field(default_factory=dict)
+    origins: Mapping[Loc, str] = field(default_factory=dict)
+
+    def error(self, problems: list[tuple[Loc, str]]) -> ConfigError:
+        """A ConfigError with one `where: section.field: message` line per (location, message), in file order."""
+        located = []
+        for loc, message in problems:
+            where, key = _where(loc, self.source, self.lines, self.origins)
+            located.append((key, f"{where}: {dotted(loc)}: {message}"))
+        return ConfigError([text for _, text in sorted(located, key=lambda p: p[0])])
+
+
 def load(path: str | Path | None, env: Mapping[str, str] | None) -> MonitorConfig:
     """See `monitor.config.load_config`."""
+    return load_located(path, env)[0]
+
+
+def load_located(path: str | Path | None, env: Mapping[str, str] | None) -> tuple[MonitorConfig, Locator]:
+    """The config, and a Locator that places later problems (see `monitor.preflight`) at their lines."""
     from .config import MonitorConfig
 
     env = os.environ if env is None else env
@@ -104,7 +127,7 @@ def load(path: str | Path | None, env: Mapping[str, str] | None) -> MonitorConfi
         problems += _describe(MonitorConfig, exc, source, lines, origins)
     if problems:
         raise ConfigError([text for _, text in sorted(problems, key=lambda p: p[0])])
-    return config
+    return config, Locator(source, lines, origins)
 
 
 def _read(path: str | Path | None) -> tuple[str, str]:
@@ -154,7 +177,7 @@ def _index(node: yaml.Node, loc: Loc, lines: dict[Loc, int], duplicates: list[st
             child = (*loc, key.value)
             line = key.start_mark.line + 1
             if child in lines:
-                duplicates.append(f"{source}:{line}: {_dotted(child)}: duplicate key (first at line {lines[child]})")
+                duplicates.append(f"{source}:{line}: {dotted(child)}: duplicate key (first at line {lines[child]})")
             lines.setdefault(child, line)
             _index(value, child, lines, duplicates, source)
     elif isinstance(node, yaml.SequenceNode):
@@ -207,10 +230,10 @@ def _resolve(root: type[BaseModel], parts: list[str]) -> tuple[Loc, Any]:
     annotation: Any = None
     for part in parts:
         if model is None:
-            raise ValueError(f"{_dotted((*loc, part))}: unknown field ({_dotted(loc)} has no sub-fields)")
+            raise ValueError(f"{dotted((*loc, part))}: unknown field ({dotted(loc)} has no sub-fields)")
         fields = {(info.alias or name): info for name, info in model.model_fields.items()}
         if part not in fields:
-            raise ValueError(f"{_dotted((*loc, part))}: unknown field (expected one of: {', '.join(fields)})")
+            raise ValueError(f"{dotted((*loc, part))}: unknown field (expected one of: {', '.join(fields)})")
         loc = (*loc, part)
         annotation = fields[part].annotation
         model = _model_in(annotation, through_lists=False)
@@ -266,6 +289,36 @@ def _model_in(annotation: Any, through_lists: bool) -> type[BaseModel] | None:
     return None
 
 
+def _model_at(root: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
+    """The config model at `loc` (through fields, list items, mapping values and union members)."""
+    options: list[Any] = [root]
+    for part in loc:
+        following: list[Any] = []
+        for option in _members(options):
+            if isinstance(option, type) and issubclass(option, BaseModel) and isinstance(part, str):
+                info = next((f for n, f in option.model_fields.items() if (f.alias or n) == part), None)
+                following += [info.annotation] if info else []
+            elif get_origin(option) is list and isinstance(part, int):
+                following += list(get_args(option)[:1])
+            elif get_origin(option) is dict and isinstance(part, str):
+                following += list(get_args(option)[1:2])
+        options = following
+    return next((m for m in _members(options) if isinstance(m, type) and issubclass(m, BaseModel)), None)
+
+
+def _members(annotations: list[Any]) -> list[Any]:
+    """The annotations with every Optional/Union/Annotated opened up."""
+    found: list[Any] = []
+    for annotation in annotations:
+        if get_origin(annotation) in (Union, types.UnionType):
+            found += _members(list(get_args(annotation)))
+        elif get_origin(annotation) is Annotated:
+            found += _members(list(get_args(annotation)[:1]))
+        else:
+            found.append(annotation)
+    return found
+
+
 def _accepts_str(annotation: Any) -> bool:
     if annotation is str:
         return True
@@ -277,7 +330,7 @@ def _accepts_str(annotation: Any) -> bool:
 # --- error reporting ----------------------------------------------------------------------------
 
 
-def _dotted(loc: Loc) -> str:
+def dotted(loc: Loc) -> str:
     text = ""
     for part in loc:
         text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
@@ -288,25 +341,34 @@ def _describe(
     root: type[BaseModel], exc: ValidationError, source: str, lines: dict[Loc, int], origins: dict[Loc, str]
 ) -> list[Problem]:
     problems: list[Problem] = []
-    for error in exc.errors():
-        loc = tuple(error["loc"])
-        cause = (error.get("ctx") or {}).get("error")
-        located = cause.problems if isinstance(cause, LocatedError) else [((), _message(root, error))]
-        for sub, message in located:
-            full = (*loc, *sub)
-            where, key = _where(full, source, lines, origins)
-            problems.append((key, f"{where}: {_dotted(full)}: {message}"))
+    for loc, message in validation_problems(root, exc):
+        where, key = _where(loc, source, lines, origins)
+        problems.append((key, f"{where}: {dotted(loc)}: {message}"))
     return problems
 
 
-def _message(root: type[BaseModel], error: Any) -> str:
+def validation_problems(root: type[BaseModel], exc: ValidationError) -> list[tuple[Loc, str]]:
+    """(location, message) for every error of validating `root`, LocatedError causes spread out."""
+    problems: list[tuple[Loc, str]] = []
+    for error in exc.errors():
+        loc = _untagged(tuple(error["loc"]))
+        cause = (error.get("ctx") or {}).get("error")
+        located = cause.problems if isinstance(cause, LocatedError) else [((), _message(root, error, loc))]
+        problems.extend(((*loc, *sub), message) for sub, message in located)
+    return problems
+
+
+def _untagged(loc: Loc) -> Loc:
+    """`loc` without the tags pydantic adds for the form of a tagged union (not keys of the file)."""
+    from .config_evaluators import FORM_TAGS
+
+    return tuple(part for part in loc if part not in FORM_TAGS)
+
+
+def _message(root: type[BaseModel], error: Any, loc: Loc) -> str:
     kind, message = error["type"], error["msg"]
     if kind == "extra_forbidden":
-        model = root
-        for part in error["loc"][:-1]:
-            if isinstance(part, str) and model is not None:
-                info = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
-                model = _model_in(info.annotation, through_lists=True) if info else None
+        model = _model_at(root, loc[:-1])
         known = [f.alias or n for n, f in model.model_fields.items()] if model else []
         return "unknown key" + (f" (expected one of: {', '.join(known)})" if known else "")
     if kind == "missing":

@@ -12,20 +12,19 @@ import contextlib
 import logging
 import math
 import signal
-import ssl
 import time
-from pathlib import Path
 
 from . import __version__
 from .api import ApiHandler
 from .assembler import TraceAssembler
 from .config import MonitorConfig
 from .evaluation import EvaluationWorker
-from .evaluator_setup import configured_evaluators, thresholds_of
+from .evaluator_setup import thresholds_of
 from .httpserver import HTTPServer
 from .ingest import Ingestor
 from .logutil import RateLimitedLogger
 from .metrics import MetricsExporter
+from .preflight import Prepared, preflight
 from .receivers.grpc_receiver import GrpcReceiver
 from .receivers.http_receiver import HttpReceiver
 from .store import ResultStore
@@ -35,10 +34,12 @@ TICK_SECONDS = 0.1
 
 
 class Daemon:
-    def __init__(self, config: MonitorConfig) -> None:
+    def __init__(self, config: MonitorConfig, prepared: Prepared | None = None) -> None:
+        """`prepared`: what `preflight(config)` built (built here when not given; ConfigError if it fails)."""
         self.config = config
         assembly = config.assembly
-        evaluators = configured_evaluators(config)
+        prepared = prepared if prepared is not None else preflight(config)
+        evaluators = prepared.evaluators
         self.metrics = MetricsExporter(
             windows=[(w.label, w.seconds) for w in config.metrics.windows],
             window_sample_cap=config.metrics.window_sample_cap,
@@ -73,11 +74,11 @@ class Daemon:
             timeout_seconds=config.evaluation.timeout,
             mode=config.evaluation.mode,
         )
-        tls = config.receivers.tls
+        tls = prepared.receivers_tls
         self.grpc: GrpcReceiver | None = None
         self.http: HttpReceiver | None = None
         if config.receivers.grpc.enabled:
-            key_cert = (Path(tls.key_file).read_bytes(), Path(tls.cert_file).read_bytes()) if tls.enabled else None
+            key_cert = (tls.key, tls.cert) if tls is not None else None
             self.grpc = GrpcReceiver(
                 self.ingestor,
                 config.receivers.grpc.host,
@@ -86,16 +87,12 @@ class Daemon:
                 tls=key_cert,
             )
         if config.receivers.http.enabled:
-            context = None
-            if tls.enabled:
-                context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-                context.load_cert_chain(tls.cert_file, tls.key_file)
             self.http = HttpReceiver(
                 self.ingestor,
                 config.receivers.http.host,
                 config.receivers.http.port,
                 max_body_bytes=config.receivers.http.max_body_bytes,
-                ssl_context=context,
+                ssl_context=tls.ssl_context() if tls is not None else None,
             )
         self.api = HTTPServer(
             ApiHandler(self), config.metrics.host, config.metrics.port, max_body_bytes=64 * 1024, name="api"

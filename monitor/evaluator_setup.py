@@ -1,12 +1,14 @@
-"""Turn the `evaluators` config section into evaluator instances and alert rules."""
+"""Turn the resolved `evaluators` config section into evaluator instances and alert rules."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from evaluators.sdk import BaseEvaluator, builtin, list_builtins, load_evaluator
+from evaluators.sdk import BaseEvaluator, EvaluatorConfigError, builtin, load_evaluator
 
-from .config import MonitorConfig
+from .config import MonitorConfig, Resolved
+from .config_load import Loc, Locator, dotted
 from .evaluation import ConfiguredEvaluator
 from .metrics import AlertRule
 
@@ -30,25 +32,54 @@ def instantiate(entry: Any) -> BaseEvaluator:
     return evaluator
 
 
-def default_evaluators() -> list[ConfiguredEvaluator]:
-    """Every rule-based builtin that needs no ground truth and no judge, with its defaults."""
-    chosen = []
-    for info in list_builtins():
-        if info.needs_ground_truth or getattr(info, "kind", "rule") != "rule":
+def build_evaluators(resolved: Sequence[Resolved]) -> tuple[list[ConfiguredEvaluator], list[tuple[Loc, str]]]:
+    """The enabled entries built, and (location, message) for every one that cannot be built."""
+    built: list[ConfiguredEvaluator] = []
+    problems: list[tuple[Loc, str]] = []
+    first: dict[str, Loc] = {}
+    for item in resolved:
+        entry = item.entry
+        if not entry.enabled:
             continue
-        chosen.append(ConfiguredEvaluator(builtin(info.name), info.name))
-    return chosen
+        try:
+            evaluator = instantiate(entry)
+        except Exception as exc:  # an evaluator module may raise anything while it is imported or built
+            problems.append(_failure(item, exc))
+            continue
+        label = label_for(entry, evaluator)
+        if label in first:
+            where = (*item.loc, "id") if _is_entry(item.loc) else item.loc
+            problems.append((where, f"evaluator label {label!r} is also used by {dotted(first[label])}; set an `id:`"))
+            continue
+        first[label] = item.loc
+        built.append(ConfiguredEvaluator(evaluator, label, entry.sampling, entry))
+    return built, problems
+
+
+def _is_entry(loc: Loc) -> bool:
+    """Whether `loc` is an entry of a list (`evaluators[3]`, `evaluators.add[0]`), where `name:` etc. are written."""
+    return bool(loc) and isinstance(loc[-1], int)
+
+
+def _failure(item: Resolved, exc: Exception) -> tuple[Loc, str]:
+    """Where an entry that cannot be built is reported: at the param, else `params`, `name` or `module`."""
+    entry = item.entry
+    expected = isinstance(exc, ValueError | TypeError | ImportError | AttributeError)
+    message = str(exc) if expected else f"{entry.label}: {type(exc).__name__}: {exc}"
+    if isinstance(exc, EvaluatorConfigError) and entry.params:
+        param = [exc.param] if exc.param in entry.params else []
+        return (*item.loc, "params", *param), message
+    if _is_entry(item.loc):
+        return (*item.loc, "name" if entry.name else "module"), message
+    return item.loc, message
 
 
 def configured_evaluators(config: MonitorConfig) -> list[ConfiguredEvaluator]:
-    if config.evaluators is None:
-        return default_evaluators()
-    configured = []
-    for entry in config.evaluators:
-        if entry.enabled:
-            evaluator = instantiate(entry)
-            configured.append(ConfiguredEvaluator(evaluator, label_for(entry, evaluator), entry.sampling, entry))
-    return configured
+    """The evaluators `config` runs; ConfigError (not located at lines) when one cannot be built."""
+    built, problems = build_evaluators(config.evaluator_entries())
+    if problems:
+        raise Locator().error(problems)
+    return built
 
 
 def thresholds_of(evaluators: list[ConfiguredEvaluator]) -> dict[str, AlertRule]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from evaluators.sdk import (
     BaseEvaluator,
@@ -20,16 +20,19 @@ from evaluators.sdk import (
     EvaluationRecord,
     ScoreSummary,
     Task,
-    builtin,
+    in_default_set,
     list_builtins,
     run_evaluators,
     summarize,
 )
 from evaluators.traces.model import Trace
 
-from .config import EvaluatorEntry
+from .config import EvaluatorEntry, EvaluatorOverride, EvaluatorSet
+from .config_evaluators import DEFAULTS_CONTEXT, evaluators_field, resolve_section
+from .config_load import Loc, dotted, validation_problems
+from .config_types import Label
 from .evaluation import relabel
-from .evaluator_setup import instantiate, label_for
+from .evaluator_setup import build_evaluators
 
 TASK_ID_ATTRIBUTES = ("task.id", "task_id", "baggage.task.id")
 MAX_SPEC_BYTES = 1024 * 1024
@@ -39,10 +42,33 @@ class InputError(ValueError):
     """A bad evaluator spec or dataset: reported as a usage error (exit status 2)."""
 
 
+PassRate = Annotated[float, Field(ge=0, le=1)]
+
+
 class SpecEntry(EvaluatorEntry):
     """One evaluator of a spec file: a daemon-config evaluator entry, plus an optional CI gate."""
 
-    min_pass_rate: Annotated[float, Field(ge=0, le=1)] | None = None
+    min_pass_rate: PassRate | None = None
+
+
+class SpecOverride(EvaluatorOverride):
+    """A change to one evaluator of the default selection, which may set its CI gate too."""
+
+    min_pass_rate: PassRate | None = None
+
+
+class SpecSet(EvaluatorSet):
+    """The mapping form of a spec's `evaluators`: the default selection edited, as in the daemon config."""
+
+    entry_type = SpecEntry
+    add: Annotated[list[SpecEntry], Field(default_factory=list)]
+    override: Annotated[dict[Label, SpecOverride], Field(default_factory=dict)]
+
+
+class SpecFile(BaseModel):
+    """A spec file; keys other than `evaluators` (a daemon config's receivers, metrics, ...) are ignored."""
+
+    evaluators: evaluators_field(SpecEntry, SpecSet)  # type: ignore[valid-type]
 
 
 @dataclass(slots=True)
@@ -57,9 +83,19 @@ class Selected:
 # --- evaluator specs ---------------------------------------------------------------------------
 
 
+def default_names() -> list[str]:
+    """The builtins `evaluate` runs without a spec (and a spec's `defaults: true` starts from): the default
+    set plus the ground-truth builtins (which skip without a dataset)."""
+    return [info.name for info in list_builtins() if in_default_set(info) or _ground_truth_rule(info)]
+
+
+def _ground_truth_rule(info: Any) -> bool:
+    return info.kind == "rule" and info.needs_ground_truth and not info.needs_config
+
+
 def default_selection() -> list[Selected]:
-    """Every rule-based builtin with its defaults (ground-truth ones skip without a dataset)."""
-    return [Selected(builtin(info.name), info.name) for info in list_builtins() if info.kind == "rule"]
+    """The default selection, each builtin with its defaults."""
+    return _select(resolve_section(None, default_names(), entry_type=SpecEntry), "default selection")
 
 
 def read_spec(path: str | os.PathLike[str]) -> list[Selected]:
@@ -91,54 +127,41 @@ def _importable(*folders: Path) -> Iterator[None]:
 
 
 def parse_spec(data: Any, where: str = "spec") -> list[Selected]:
-    """Evaluators from a parsed spec: `{evaluators: [entry, ...]}` or a bare list of entries.
+    """Evaluators from a parsed spec: `{evaluators: ...}` or a bare list of entries.
 
-    Other top-level keys (a daemon config's receivers, metrics, ...) are ignored; `enabled: false`
-    entries are left out; `sampling` and `alert` only matter to the daemon.
+    `evaluators` is a list of entries, or (as in the daemon config) a mapping that edits the default
+    selection: `{defaults: true, add: [...], override: {label: {...}}, remove: [...]}`. Other top-level
+    keys are ignored; `enabled: false` entries are left out; `sampling` and `alert` only matter to the daemon.
     """
     if isinstance(data, dict):
         if "evaluators" not in data:
             raise InputError(f"{where}: expected an 'evaluators' list (or a top-level list of evaluators)")
         data = data["evaluators"]
-    if not isinstance(data, list) or not data:
-        raise InputError(f"{where}: 'evaluators' must be a non-empty list of {{name|module, params, ...}} entries")
-    entries: list[SpecEntry] = []
-    problems: list[str] = []
-    for index, raw in enumerate(data):
-        try:
-            entries.append(SpecEntry.model_validate(raw))
-        except ValidationError as exc:
-            problems.extend(_problems(f"evaluators[{index}]", exc))
+    if not isinstance(data, list | dict) or not data:
+        raise InputError(
+            f"{where}: 'evaluators' must be a non-empty list of {{name|module, params, ...}} entries, "
+            "or a mapping of defaults, add, override and remove"
+        )
+    try:
+        spec = SpecFile.model_validate({"evaluators": data}, context={DEFAULTS_CONTEXT: default_names()})
+    except ValidationError as exc:
+        raise _invalid(where, validation_problems(SpecFile, exc)) from None
+    return _select(resolve_section(spec.evaluators, default_names(), entry_type=SpecEntry), where)
+
+
+def _select(resolved: Sequence[Any], where: str) -> list[Selected]:
+    built, problems = build_evaluators(resolved)
     if problems:
-        raise InputError(f"{where}: invalid evaluator spec:\n  " + "\n  ".join(problems))
-    seen: dict[str, int] = {}
-    selected: list[Selected] = []
-    for index, entry in enumerate(entries):
-        if not entry.enabled:
-            continue
-        try:
-            evaluator = instantiate(entry)
-        except (ValueError, TypeError, ImportError, AttributeError) as exc:
-            raise InputError(f"{where}: evaluators[{index}] ({entry.label}): {exc}") from None
-        label = label_for(entry, evaluator)
-        if label in seen:
-            raise InputError(
-                f"{where}: evaluators[{index}]: duplicate evaluator {label!r} (also evaluators[{seen[label]}]); "
-                "give one an 'id'"
-            )
-        seen[label] = index
-        selected.append(Selected(evaluator, label, entry.min_pass_rate))
-    if not selected:
+        raise _invalid(where, problems)
+    if not built:
         raise InputError(f"{where}: every evaluator is disabled")
-    return selected
+    return [Selected(c.evaluator, c.label, getattr(c.entry, "min_pass_rate", None)) for c in built]
 
 
-def _problems(prefix: str, exc: ValidationError) -> list[str]:
-    out = []
-    for error in exc.errors():
-        loc = ".".join(str(part) for part in error.get("loc", ()))
-        out.append(f"{prefix}{'.' + loc if loc else ''}: {error.get('msg', 'invalid')}")
-    return out
+def _invalid(where: str, problems: list[tuple[Loc, str]]) -> InputError:
+    return InputError(
+        f"{where}: invalid evaluator spec:\n  " + "\n  ".join(f"{dotted(loc)}: {m}" for loc, m in problems)
+    )
 
 
 # --- datasets and matching ---------------------------------------------------------------------

@@ -51,11 +51,13 @@ def compile_patterns(owner: str, name: str, patterns: Iterable[Any], flags: int 
     compiled = []
     for pattern in patterns:
         if not isinstance(pattern, str):
-            raise EvaluatorConfigError(f"{owner}: param {name!r} must hold regex strings, got {pattern!r}")
+            raise EvaluatorConfigError(f"{owner}: param {name!r} must hold regex strings, got {pattern!r}", param=name)
         try:
             compiled.append(re.compile(pattern, flags))
         except re.error as exc:
-            raise EvaluatorConfigError(f"{owner}: param {name!r} has a bad regex {pattern!r}: {exc}") from None
+            raise EvaluatorConfigError(
+                f"{owner}: param {name!r} has a bad regex {pattern!r}: {exc}", param=name
+            ) from None
     return compiled
 
 

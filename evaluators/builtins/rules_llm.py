@@ -132,6 +132,7 @@ class ProhibitedContent(BaseEvaluator):
     name = "prohibited_content"
     level = "llm"
     kind = "rule"
+    needs_config = True  # nothing to look for until strings or patterns are configured
     strings = Param([], "substrings the response must not contain", type=list)
     patterns = Param([], "regexes the response must not match", type=list)
     case_sensitive = Param(False, "match strings and patterns case-sensitively")

@@ -130,7 +130,8 @@ def _check_prices(owner: str, prices: dict[str, Any]) -> None:
         if not ok:
             raise EvaluatorConfigError(
                 f"{owner}: param 'prices' maps a model name to [input_per_1k, output_per_1k] (USD, >= 0); "
-                f"got {model!r}: {pair!r}"
+                f"got {model!r}: {pair!r}",
+                param="prices",
             )
 
 

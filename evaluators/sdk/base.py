@@ -25,6 +25,7 @@ class EvaluatorInfo(BaseModel):
     description: str = ""
     kind: str = "rule"
     needs_ground_truth: bool = False
+    needs_config: bool = False
     threshold: float = DEFAULT_THRESHOLD
     aggregations: list[str] = Field(default_factory=list)
     params: list[ParamInfo] = Field(default_factory=list)
@@ -37,9 +38,11 @@ class BaseEvaluator:
 
     Subclasses set `name` (default: the class name in snake_case), `level` (default: from the annotation of
     `evaluate`'s first parameter: Trace, AgentTrace or LLMSpan), `threshold`, `description` (default: the
-    docstring's first line), `aggregations`, `kind` ("rule", "llm_judge", ...) and Params as class attributes,
-    and implement `evaluate(subject, task=None)`. A `task` parameter without a default marks the evaluator as
-    needing ground truth. Subclasses overriding `__init__` must accept `**params` and pass them to `super()`.
+    docstring's first line), `aggregations`, `kind` ("rule", "llm_judge", ...), `needs_config` (True when it
+    cannot score with its default params, which keeps a builtin out of the default set) and Params as class
+    attributes, and implement `evaluate(subject, task=None)`. A `task` parameter without a default marks the
+    evaluator as needing ground truth. Subclasses overriding `__init__` must accept `**params` and pass them
+    to `super()`.
     """
 
     name: str = ""
@@ -49,6 +52,7 @@ class BaseEvaluator:
     aggregations: tuple[str, ...] | list[str] | None = None
     kind: str = "rule"
     needs_ground_truth: bool | None = None
+    needs_config: bool = False
 
     _param_defs: ClassVar[dict[str, Param]] = {}
     _accepts_task: ClassVar[bool] = True
@@ -81,7 +85,8 @@ class BaseEvaluator:
         if unknown:
             known = ", ".join(cls._param_defs) or "none"
             names = ", ".join(repr(k) for k in unknown)
-            raise EvaluatorConfigError(f"{self.name}: unknown param {names} (known params: {known})")
+            problem = f"{self.name}: unknown param {names} (known params: {known})"
+            raise EvaluatorConfigError(problem, param=unknown[0])
         self._params: dict[str, Any] = {
             key: param.validate(params[key]) if key in params else copy.deepcopy(param.default)
             for key, param in cls._param_defs.items()
@@ -115,6 +120,7 @@ class BaseEvaluator:
             description=self.description,
             kind=self.kind,
             needs_ground_truth=bool(self.needs_ground_truth),
+            needs_config=bool(self.needs_config),
             threshold=self.threshold,
             aggregations=list(self.aggregations or DEFAULT_AGGREGATIONS),
             params=[p.info() for p in defs.values()],

@@ -10,7 +10,14 @@ from pydantic import BaseModel
 
 
 class EvaluatorConfigError(ValueError, TypeError):
-    """A bad evaluator configuration (wrong type, out of bounds, unknown name). Both a ValueError and a TypeError."""
+    """A bad evaluator configuration (wrong type, out of bounds, unknown name). Both a ValueError and a TypeError.
+
+    `param` names the offending param when there is one (so a config file can point at its line).
+    """
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 _JSON_TYPES: dict[type, str] = {
@@ -94,7 +101,7 @@ class Param:
         raise AttributeError(f"{self.owner_name}: param {self.name!r} is read-only; use with_config({self.name}=...)")
 
     def _fail(self, problem: str) -> EvaluatorConfigError:
-        return EvaluatorConfigError(f"{self.owner_name or 'evaluator'}: param {self.name!r} {problem}")
+        return EvaluatorConfigError(f"{self.owner_name or 'evaluator'}: param {self.name!r} {problem}", param=self.name)
 
     def validate(self, value: Any) -> Any:
         """`value` checked against type, bounds and choices (an int becomes a float for a float param)."""

@@ -94,6 +94,17 @@ def list_builtins() -> list[EvaluatorInfo]:
     return [_fresh(entry, {}).info for _, entry in entries]
 
 
+def in_default_set(info: EvaluatorInfo) -> bool:
+    """Whether a builtin belongs to the default evaluator set: a rule that scores with its defaults alone
+    (no ground truth, no LLM judge, nothing that must be configured first)."""
+    return info.kind == "rule" and not info.needs_ground_truth and not info.needs_config
+
+
+def default_builtins() -> list[EvaluatorInfo]:
+    """The default evaluator set (what the daemon runs when no evaluators are configured), by name."""
+    return [info for info in list_builtins() if in_default_set(info)]
+
+
 def as_evaluator(obj: Any, origin: str = "object") -> BaseEvaluator:
     """An evaluator from an instance or decorated function (as is) or a BaseEvaluator subclass (instantiated)."""
     if isinstance(obj, BaseEvaluator):

@@ -1,4 +1,5 @@
-"""`agent-monitor check-config FILE`: validate a config file (with AGENT_MONITOR_* overrides) and summarize it."""
+"""`agent-monitor check-config FILE`: validate a config file (with AGENT_MONITOR_* overrides) as `run` would,
+building everything short of binding ports, then summarize it and list the resulting evaluator set."""
 
 from __future__ import annotations
 
@@ -6,15 +7,21 @@ import argparse
 import sys
 from typing import TextIO
 
-from ..config import ConfigError, MonitorConfig, load_config
+from ..config import ConfigError, MonitorConfig
+from ..config_load import load_located
+from ..evaluation import ConfiguredEvaluator
+from ..preflight import Prepared, preflight
+from ..text import clip
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "check-config",
-        help="validate a config file and print a one-line summary",
-        description="Load FILE as the daemon would (applying AGENT_MONITOR_* environment overrides) and "
-        "report every problem as file:line: section.field: message. Exit status 0 when valid, 2 when not.",
+        help="validate a config file, print a summary and the resulting evaluator set",
+        description="Load FILE as the daemon would (applying AGENT_MONITOR_* environment overrides), build "
+        "everything `run` builds short of binding ports (evaluators, TLS material, the store path) and report "
+        "every problem as file:line: section.field: message. On success print a one-line summary and one "
+        "line per evaluator. Exit status 0 when valid, 2 when not.",
     )
     parser.add_argument("path", metavar="FILE", help="YAML config file")
     parser.add_argument(
@@ -30,30 +37,87 @@ def summary(config: MonitorConfig) -> str:
         f"{kind} :{getattr(receivers, kind).port}" for kind in ("grpc", "http") if getattr(receivers, kind).enabled
     ]
     extras = (", tls" if receivers.tls.enabled else "") + (", bearer auth" if receivers.auth.token() else "")
-    if config.evaluators is None:
-        evaluators = "default evaluator set"
-    else:
-        active = sum(entry.enabled for entry in config.evaluators)
-        evaluators = f"{active} evaluator{'' if active == 1 else 's'}"
-        if active != len(config.evaluators):
-            evaluators += f" ({len(config.evaluators) - active} disabled)"
     windows = ", ".join(window.label for window in config.metrics.windows)
     return (
-        f"receivers {', '.join(listening) or 'none'}{extras}; {evaluators}; "
+        f"receivers {', '.join(listening) or 'none'}{extras}; {_evaluator_summary(config)}; "
         f"metrics :{config.metrics.port} windows {windows}"
     )
+
+
+def _evaluator_summary(config: MonitorConfig) -> str:
+    if config.evaluators is None:
+        return "default evaluator set"
+    entries = [resolved.entry for resolved in config.evaluator_entries()]
+    active = sum(entry.enabled for entry in entries)
+    text = f"{active} evaluator{'' if active == 1 else 's'}"
+    if active != len(entries):
+        text += f" ({len(entries) - active} disabled)"
+    if not isinstance(config.evaluators, list):
+        section = config.evaluators
+        changes = [
+            f"{len(section.add)} added" if section.add else "",
+            f"{len(section.override)} overridden" if section.override else "",
+            f"{len(section.remove)} removed" if section.remove else "",
+        ]
+        start = "the default set" if section.defaults else "no defaults"
+        text += f" ({', '.join([start, *filter(None, changes)])})"
+    return text
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def evaluator_lines(prepared: Prepared) -> list[str]:
+    """One line per evaluator that runs: label, builtin or module, threshold, sampling, alert."""
+    rows = [_row(configured) for configured in prepared.evaluators]
+    if not rows:
+        return ["  (no evaluators)"]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return ["  " + "  ".join([*(c.ljust(w) for c, w in zip(row, widths)), row[-1]]).rstrip() for row in rows]
+
+
+def _row(configured: ConfiguredEvaluator) -> list[str]:
+    entry = configured.entry
+    source = f"builtin {entry.name}" if entry.name else f"module {clip(entry.module, 60)}"
+    alert = "alert -"
+    if entry.alert is not None:
+        a = entry.alert
+        alert = (
+            f"alert pass ratio < {a.min_pass_ratio:g} over {_duration(a.window)} for {_duration(a.for_)} "
+            f"({a.severity}, min {a.min_samples} samples)"
+        )
+    return [
+        clip(configured.label, 40),
+        source,
+        f"threshold {configured.evaluator.threshold:g}",
+        f"sampling {configured.sampling:g}",
+        alert,
+    ]
+
+
+def report_invalid(path: str, error: ConfigError, err: TextIO) -> int:
+    """Print every problem and a closing count (what both `check-config` and `run` print); returns 2."""
+    print(error, file=err)
+    count = len(error.problems)
+    print(f"{path}: invalid ({count} problem{'' if count == 1 else 's'})", file=err)
+    return 2
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        config = load_config(args.path, env={} if getattr(args, "no_env", False) else None)
+        config, locator = load_located(args.path, env={} if getattr(args, "no_env", False) else None)
+        prepared = preflight(config, locator)
     except ConfigError as exc:
-        print(exc, file=err)
-        count = len(exc.problems)
-        print(f"{args.path}: invalid ({count} problem{'' if count == 1 else 's'})", file=err)
-        return 2
+        return report_invalid(args.path, exc, err)
     print(f"{args.path}: OK", file=out)
     print(summary(config), file=out)
+    print("evaluators:", file=out)
+    for line in evaluator_lines(prepared):
+        print(line, file=out)
     return 0

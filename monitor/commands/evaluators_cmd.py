@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from evaluators.sdk import EvaluatorInfo, entry_point_evaluators, list_builtins
+from evaluators.sdk import EvaluatorInfo, entry_point_evaluators, in_default_set, list_builtins
 
 from ..text import clip
 
@@ -22,9 +22,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="evaluators_action", metavar="ACTION")
     listing = actions.add_parser(
         "list",
-        help="print the catalog: level, kind, ground truth, threshold and params of each evaluator",
-        description="Print every evaluator with its level, kind, whether it needs ground truth, its default "
-        "threshold and its params (defaults and descriptions).",
+        help="print the catalog: level, kind, ground truth, default set, threshold and params of each evaluator",
+        description="Print every evaluator with its level, kind, whether it needs ground truth, whether it is "
+        "in the default set (what the daemon runs without an evaluators list; 'needs config' marks a builtin "
+        "that cannot score until its params are set), its default threshold and its params.",
     )
     listing.add_argument("--json", action="store_true", help="print the catalog as JSON")
     listing.set_defaults(handler=run)
@@ -54,6 +55,8 @@ def info_dict(source: str, info: EvaluatorInfo) -> dict[str, Any]:
         "level": info.level,
         "kind": info.kind,
         "needs_ground_truth": info.needs_ground_truth,
+        "needs_config": info.needs_config,
+        "in_default_set": source == "builtin" and in_default_set(info),
         "threshold": info.threshold,
         "description": info.description,
         "aggregations": info.aggregations,
@@ -74,6 +77,14 @@ def _param_line(param: Any, width: int) -> str:
     return f"      {name} = {clip(param.default, 40)}  {clip(param.description, 100)}{extra}".rstrip()
 
 
+def _membership(source: str, info: EvaluatorInfo) -> str:
+    """`default set` for builtins the daemon runs by default, `needs config` for those that cannot score
+    with their defaults, else `-`."""
+    if source == "builtin" and in_default_set(info):
+        return "default set"
+    return "needs config" if info.needs_config else "-"
+
+
 def render(entries: list[tuple[str, EvaluatorInfo]]) -> str:
     """The catalog as text: one header line per evaluator, its description, then its params."""
     if not entries:
@@ -85,7 +96,7 @@ def render(entries: list[tuple[str, EvaluatorInfo]]) -> str:
         origin = "" if source == "builtin" else f"  [{source.replace('_', ' ')}]"
         lines.append(
             f"{clip(info.name, 40).ljust(width)}  {info.level:<5}  {clip(info.kind, 12):<9}  {truth:<15}  "
-            f"threshold {info.threshold:g}{origin}"
+            f"{_membership(source, info):<12}  threshold {info.threshold:g}{origin}"
         )
         if info.description:
             lines.append(f"    {clip(info.description, 110)}")

@@ -430,12 +430,17 @@ def _run(path: Path) -> int:
 
 
 def test_check_config_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write(tmp_path, "evaluators:\n  - name: a\n  - name: b\n    enabled: false\nmetrics: {windows: [1m, 1h]}\n")
+    path = write(
+        tmp_path,
+        "evaluators:\n  - name: latency\n  - name: error_free\n    enabled: false\nmetrics: {windows: [1m, 1h]}\n",
+    )
     assert _run(path) == 0
     out, err = capsys.readouterr()
     assert out.splitlines() == [
         f"{path}: OK",
         "receivers grpc :4317, http :4318; 1 evaluator (1 disabled); metrics :9464 windows 1m, 1h",
+        "evaluators:",
+        "  latency  builtin latency  threshold 0.5  sampling 1  alert -",
     ]
     assert err == ""
     assert _run(write(tmp_path, "", "empty.yaml")) == 0
@@ -464,3 +469,144 @@ def test_check_config_parser_sets_the_handler(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setenv("AGENT_MONITOR_STORE__ENABLED", "maybe")
     assert args.handler is check_config.run and args.handler(args) == 2
     assert check_config.run(parser.parse_args(["check-config", "--no-env", args.path])) == 0
+
+
+# --- evaluators: the mapping form -------------------------------------------------------------
+
+MAPPING = """\
+evaluators:
+  defaults: true
+  remove: [refusal, pii_leak]
+  override:
+    latency:
+      params: {max_latency_ms: 2500}
+      threshold: 0.7
+      alert: {min_pass_ratio: 0.95, for: 10m, severity: critical}
+    error_free: {sampling: 0.5, enabled: true}
+  add:
+    - name: prohibited_content
+      params: {strings: [hunter2]}
+    - name: latency
+      id: latency_strict
+      params: {max_latency_ms: 500}
+"""
+
+
+def test_mapping_form_edits_the_default_set_without_restating_it(tmp_path: Path) -> None:
+    from monitor.evaluator_setup import configured_evaluators, thresholds_of
+
+    config = load_config(write(tmp_path, MAPPING), env={})
+    defaults = [r.entry.label for r in load_config(None, env={}).evaluator_entries()]
+    built = configured_evaluators(config)
+    labels = [c.label for c in built]
+    assert labels == [n for n in defaults if n not in ("refusal", "pii_leak")] + [
+        "prohibited_content",
+        "latency_strict",
+    ]
+    by_label = {c.label: c for c in built}
+    latency = by_label["latency"]
+    assert latency.evaluator.params["max_latency_ms"] == 2500 and latency.evaluator.threshold == 0.7
+    assert latency.entry.alert == AlertConfig(min_pass_ratio=0.95, for_=600, severity="critical")
+    assert by_label["error_free"].sampling == 0.5
+    assert by_label["tool_success_rate"].evaluator.params == by_label["tool_success_rate"].evaluator.info.config
+    assert by_label["latency_strict"].evaluator.params["max_latency_ms"] == 500
+    assert by_label["prohibited_content"].evaluator.params["strings"] == ["hunter2"]
+    assert set(thresholds_of(built)) == {"latency"}
+    where = {r.entry.label: r.loc for r in config.evaluator_entries()}
+    assert where["latency"] == ("evaluators", "override", "latency") and where["latency_strict"] == (
+        "evaluators",
+        "add",
+        1,
+    )
+    again = write(tmp_path, yaml.safe_dump(config.to_dict()), "again.yaml")
+    assert load_config(again, env={}) == config
+
+
+def test_mapping_form_with_defaults_false_starts_from_nothing(tmp_path: Path) -> None:
+    path = write(tmp_path, "evaluators:\n  defaults: false\n  add:\n    - name: latency\n")
+    assert [r.entry.label for r in load_config(path, env={}).evaluator_entries()] == ["latency"]
+    empty = write(tmp_path, "evaluators: {defaults: false}\n", "empty.yaml")
+    assert load_config(empty, env={}).evaluator_entries() == []
+    # an empty mapping, or one that only says `defaults: true`, is the default set
+    same = write(tmp_path, "evaluators: {}\n", "same.yaml")
+    assert load_config(same, env={}).evaluator_entries() == load_config(None, env={}).evaluator_entries()
+
+
+def test_mapping_form_errors_are_located(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """\
+        evaluators:
+          add:
+            - name: latency
+            - name: prohibited_content
+            - name: prohibited_content
+          override:
+            latncy: {threshold: 0.5}
+            tool_success_rate: {threshold: 0.9}
+          remove: [tool_success_rate, nope]
+        """,
+    )
+    assert [p.split(": ", 2)[:2] for p in problems(path)] == [
+        [f"{path}:3", "evaluators.add[0].name"],
+        [f"{path}:5", "evaluators.add[2].name"],
+        [f"{path}:7", "evaluators.override.latncy"],
+        [f"{path}:8", "evaluators.override.tool_success_rate"],
+        [f"{path}:9", "evaluators.remove[1]"],
+    ]
+    found = "\n".join(problems(path))
+    assert "duplicate evaluator 'latency': it is already in the default set" in found
+    assert "duplicate evaluator 'prohibited_content' (also entry 1)" in found
+    assert "'latncy' is not in the default set; did you mean 'latency'?" in found
+    assert "'tool_success_rate' is also removed" in found
+    assert "'nope' is not in the default set (agent_efficiency, " in found
+
+
+def test_mapping_form_rejects_unknown_keys_and_names_outside_an_empty_set(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "evaluators:\n  defaults: false\n  override:\n    latency:\n      name: other\n  extra: 1\n",
+    )
+    assert problems(path) == [
+        f"{path}:5: evaluators.override.latency.name: unknown key "
+        "(expected one of: params, threshold, sampling, enabled, alert)",
+        f"{path}:6: evaluators.extra: unknown key (expected one of: defaults, add, override, remove)",
+    ]
+    fixed = write(tmp_path, "evaluators:\n  defaults: false\n  remove: [latency]\n", "fixed.yaml")
+    (problem,) = problems(fixed)
+    assert problem.startswith(f"{fixed}:3: evaluators.remove[0]: 'latency' is not in the evaluator set: ")
+    assert "`defaults: false` starts from an empty set" in problem
+    scalar = write(tmp_path, "evaluators: all\n", "scalar.yaml")
+    assert problems(scalar) == [
+        f"{scalar}:1: evaluators: expected a list of evaluator entries, or a mapping of defaults, add, override "
+        "and remove (got 'all')"
+    ]
+
+
+def test_mapping_form_from_the_environment() -> None:
+    config = load_config(None, env={"AGENT_MONITOR_EVALUATORS__REMOVE": "[latency]"})
+    labels = [r.entry.label for r in config.evaluator_entries()]
+    assert "latency" not in labels and "error_free" in labels
+
+
+def test_check_config_prints_the_resulting_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(write(tmp_path, MAPPING)) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "evaluators (the default set, 2 added, 2 overridden, 2 removed)" in out[1]
+    rows = {line.split()[0]: line.split() for line in out[out.index("evaluators:") + 1 :]}
+    assert "refusal" not in rows and "pii_leak" not in rows
+    assert rows["latency"][:7] == ["latency", "builtin", "latency", "threshold", "0.7", "sampling", "1"]
+    assert " ".join(rows["latency"][7:]) == "alert pass ratio < 0.95 over 5m for 10m (critical, min 20 samples)"
+    assert rows["error_free"][5:8] == ["sampling", "0.5", "alert"] and rows["error_free"][8] == "-"
+    assert rows["latency_strict"][1:3] == ["builtin", "latency"]
+    assert len(rows) == int(out[1].split("; ")[1].split()[0])
+
+
+def test_default_set_leaves_out_builtins_that_need_config() -> None:
+    from evaluators.sdk import builtin, default_builtins
+
+    names = [info.name for info in default_builtins()]
+    assert "prohibited_content" not in names and builtin("prohibited_content").info.needs_config
+    assert {"latency", "error_free"} <= set(names)
+    labels = [r.entry.label for r in load_config(None, env={}).evaluator_entries()]
+    assert labels == names

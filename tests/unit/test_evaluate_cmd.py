@@ -299,6 +299,36 @@ def test_parse_spec_accepts_a_daemon_config_shape() -> None:
     assert selected.label == "error_free" and selected.min_pass_rate is None
 
 
+def test_parse_spec_accepts_the_mapping_form_of_the_daemon_config() -> None:
+    spec = {
+        "evaluators": {
+            "remove": ["exact_match"],
+            "override": {"latency": {"threshold": 0.9, "min_pass_rate": 0.75}},
+            "add": [{"name": "prohibited_content", "params": {"strings": ["x"]}, "min_pass_rate": 1}],
+        }
+    }
+    selected = {s.label: s for s in parse_spec(spec)}
+    assert "exact_match" not in selected and "tool_trajectory" in selected  # ground-truth builtins by default
+    assert (selected["latency"].evaluator.threshold, selected["latency"].min_pass_rate) == (0.9, 0.75)
+    assert selected["prohibited_content"].min_pass_rate == 1
+    [only] = parse_spec({"evaluators": {"defaults": False, "add": [{"name": "error_free"}]}})
+    assert only.label == "error_free"
+    with pytest.raises(ValueError, match=r"evaluators.override.latncy: 'latncy' is not in the default set"):
+        parse_spec({"evaluators": {"override": {"latncy": {"threshold": 0.5}}}})
+    with pytest.raises(ValueError, match=r"evaluators.add\[0\].params.nope: prohibited_content: unknown param"):
+        parse_spec({"evaluators": {"add": [{"name": "prohibited_content", "params": {"nope": 1}}]}})
+
+
+def test_evaluators_list_marks_the_default_set() -> None:
+    catalog = {item["name"]: item for item in json.loads(list_catalog(True))}
+    assert catalog["latency"]["in_default_set"] is True and catalog["latency"]["needs_config"] is False
+    assert catalog["prohibited_content"]["in_default_set"] is False and catalog["prohibited_content"]["needs_config"]
+    assert catalog["exact_match"]["in_default_set"] is False
+    lines = {line.split()[0]: line for line in list_catalog(False).splitlines() if not line.startswith(" ")}
+    assert "default set" in lines["latency"] and "needs config" in lines["prohibited_content"]
+    assert "default set" not in lines["exact_match"]
+
+
 # --- bad input -----------------------------------------------------------------------------------
 
 
