@@ -17,18 +17,19 @@ import time
 from pathlib import Path
 
 from . import __version__
-from .api import ApiHandler
 from .assembler import TraceAssembler
 from .config import MonitorConfig
 from .evaluation import EvaluationWorker
 from .evaluator_setup import configured_evaluators, thresholds_of
-from .httpserver import HTTPServer
 from .ingest import Ingestor
 from .logutil import RateLimitedLogger
 from .metrics import MetricsExporter
 from .receivers.grpc_receiver import GrpcReceiver
 from .receivers.http_receiver import HttpReceiver
 from .store import ResultStore
+from .tls import load_server_tls
+from .web.app import build_api_app
+from .web.server import WebServer
 
 log = logging.getLogger(__name__)
 TICK_SECONDS = 0.1
@@ -96,9 +97,18 @@ class Daemon:
                 config.receivers.http.port,
                 max_body_bytes=config.receivers.http.max_body_bytes,
                 ssl_context=context,
+                inflight=None,
             )
-        self.api = HTTPServer(
-            ApiHandler(self), config.metrics.host, config.metrics.port, max_body_bytes=64 * 1024, name="api"
+        api_tls = config.api.tls
+        api_context = None
+        if api_tls.cert_file and api_tls.key_file:
+            api_context = load_server_tls(api_tls.cert_file, api_tls.key_file).ssl_context()
+        self.api = WebServer(
+            build_api_app(self, config.api_token()),
+            config.metrics.host,
+            config.metrics.port,
+            name="api",
+            ssl_context=api_context,
         )
         self._tick_task: asyncio.Task | None = None
         self._stopping = asyncio.Event()
