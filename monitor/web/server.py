@@ -93,12 +93,11 @@ class WebServer:
     def bound_port(self) -> int:
         return self._bound_port if self._bound_port is not None else self.port
 
-    async def start(self, grace: float = 2.0) -> None:
+    async def start(self) -> None:
         if isinstance(self._target, web.Application):
-            runner: web.BaseRunner = web.AppRunner(self._target, shutdown_timeout=grace, **self._handler_args)
+            runner: web.BaseRunner = web.AppRunner(self._target, **self._handler_args)
         else:
-            server = web.Server(self._target, **self._handler_args)
-            runner = web.ServerRunner(server, shutdown_timeout=grace)
+            runner = web.ServerRunner(web.Server(self._target, **self._handler_args))
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port, ssl_context=self.ssl_context, reuse_address=True)
         try:
@@ -114,5 +113,6 @@ class WebServer:
         runner, self._runner = self._runner, None
         if runner is None:
             return
-        runner._shutdown_timeout = grace  # the grace of this stop, not the one given at start
+        # aiohttp takes the grace at construction; this stop's grace is only known now.
+        runner._shutdown_timeout = grace
         await runner.cleanup()
