@@ -78,14 +78,17 @@ class Receiver:
         sock.sendall(data)
         return sock, read_until(sock, until)
 
+    def sample(self, name: str, **labels: str) -> float:
+        return self.metrics.registry.get_sample_value(name, {"receiver": "http", **labels}) or 0.0
+
     def requests(self, code: str) -> float:
-        return self.metrics.requests.labels(receiver="http", code=code)._value.get()
+        return self.sample("agent_monitor_requests_total", code=code)
 
     def refused(self, reason: str) -> float:
-        return self.metrics.spans_refused.labels(receiver="http", reason=reason)._value.get()
+        return self.sample("agent_monitor_spans_refused_total", reason=reason)
 
     def received(self) -> float:
-        return self.metrics.spans_received.labels(receiver="http")._value.get()
+        return self.sample("agent_monitor_spans_received_total")
 
 
 def read_until(sock: socket.socket, marker: bytes, deadline_seconds: float = 5.0) -> bytes:
