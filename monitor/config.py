@@ -36,6 +36,7 @@ from .config_types import Duration, MiB, NonNegativeDuration, Port, Section, Siz
 
 __all__ = [
     "AlertConfig",
+    "ApiConfig",
     "AssemblyConfig",
     "AuthConfig",
     "ConfigError",
@@ -84,7 +85,7 @@ def _existing_file(value: str | None) -> str | None:
 
 
 class TlsConfig(Section):
-    """Serve both receivers over TLS when both files are set (paths relative to the working directory)."""
+    """Serve a listener over TLS when both files are set (paths relative to the working directory)."""
 
     cert_file: str | None = None
     key_file: str | None = None
@@ -104,7 +105,7 @@ class TlsConfig(Section):
 
 
 class AuthConfig(Section):
-    """Require `Authorization: Bearer <token>` on both receivers when a token is configured."""
+    """Require `Authorization: Bearer <token>` when a token is configured."""
 
     bearer_token: Annotated[str, Field(min_length=1)] | None = Field(None, repr=False)
     bearer_token_file: str | None = None
@@ -136,6 +137,13 @@ class ReceiversConfig(Section):
     http: HttpReceiverConfig = Field(default_factory=HttpReceiverConfig)
     tls: TlsConfig = Field(default_factory=TlsConfig)
     auth: AuthConfig = Field(default_factory=AuthConfig)
+
+
+class ApiConfig(Section):
+    """The metrics port's review API (/api/...): its bearer token and TLS. /metrics, /healthz, /readyz stay open."""
+
+    auth: AuthConfig = Field(default_factory=AuthConfig)
+    tls: TlsConfig = Field(default_factory=TlsConfig)
 
 
 # --- pipeline -----------------------------------------------------------------------------------
@@ -280,6 +288,7 @@ class MonitorConfig(Section):
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     evaluators: EvaluatorsSection = None
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    api: ApiConfig = Field(default_factory=ApiConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     judges: JudgesConfig = Field(default_factory=JudgesConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
@@ -305,6 +314,10 @@ class MonitorConfig(Section):
     def evaluator_entries(self) -> list[Resolved]:
         """The resulting evaluator set (either form of `evaluators` resolved), with each entry's config location."""
         return resolve_section(self.evaluators, default_set_names())
+
+    def api_token(self) -> str | None:
+        """The token the review API requires: api.auth's, else the receivers' (None: the API is open)."""
+        return self.api.auth.token() or self.receivers.auth.token()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (YAML keys, durations in seconds, windows as labels) that loads back to an equal config."""

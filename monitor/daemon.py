@@ -15,12 +15,10 @@ import signal
 import time
 
 from . import __version__
-from .api import ApiHandler
 from .assembler import TraceAssembler
 from .config import MonitorConfig
 from .evaluation import EvaluationWorker
 from .evaluator_setup import thresholds_of
-from .httpserver import HTTPServer
 from .ingest import Ingestor
 from .logutil import RateLimitedLogger
 from .metrics import MetricsExporter
@@ -28,6 +26,8 @@ from .preflight import Prepared, preflight
 from .receivers.grpc_receiver import GrpcReceiver
 from .receivers.http_receiver import HttpReceiver
 from .store import ResultStore
+from .web.app import build_api_app
+from .web.server import WebServer
 
 log = logging.getLogger(__name__)
 TICK_SECONDS = 0.1
@@ -93,9 +93,15 @@ class Daemon:
                 config.receivers.http.port,
                 max_body_bytes=config.receivers.http.max_body_bytes,
                 ssl_context=tls.ssl_context() if tls is not None else None,
+                inflight=None,
             )
-        self.api = HTTPServer(
-            ApiHandler(self), config.metrics.host, config.metrics.port, max_body_bytes=64 * 1024, name="api"
+        api_context = prepared.api_tls.ssl_context() if prepared.api_tls is not None else None
+        self.api = WebServer(
+            build_api_app(self, config.api_token()),
+            config.metrics.host,
+            config.metrics.port,
+            name="api",
+            ssl_context=api_context,
         )
         self._tick_task: asyncio.Task | None = None
         self._stopping = asyncio.Event()

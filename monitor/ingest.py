@@ -42,6 +42,38 @@ class IngestOutcome:
     retry_after_seconds: float = 0.0
 
 
+def bearer_authorized(authorization: str | None, token: str | None) -> bool:
+    """True when `token` is unset, or `authorization` is `Bearer <token>` (compared in constant time)."""
+    if not token:
+        return True
+    if not authorization or authorization[:7].lower() != "bearer ":
+        return False
+    offered = authorization[7:].strip().encode("utf-8", "surrogateescape")  # header bytes may be any octets
+    return hmac.compare_digest(offered, token.encode())
+
+
+# One vocabulary for agent_monitor_requests_total{code} on both receivers: the gRPC status name.
+_GRPC_CODE_OF_HTTP = {
+    200: "OK",
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "UNIMPLEMENTED",
+    405: "UNIMPLEMENTED",
+    408: "DEADLINE_EXCEEDED",
+    413: "RESOURCE_EXHAUSTED",
+    415: "INVALID_ARGUMENT",
+    429: "UNAVAILABLE",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
+
+
+def grpc_code_of_http(status: int) -> str:
+    """The gRPC status name an HTTP answer of the OTLP/HTTP receiver is counted under (UNKNOWN if unmapped)."""
+    return _GRPC_CODE_OF_HTTP.get(status, "UNKNOWN")
+
+
 class Ingestor:
     """Decode → capacity check → assembler, with the receiver-side metrics."""
 
@@ -68,13 +100,10 @@ class Ingestor:
 
     def authorized(self, authorization: str | None) -> bool:
         """True when no token is configured, or the `Authorization: Bearer …` value matches it."""
-        if not self.bearer_token:
-            return True
-        if not authorization or not authorization.lower().startswith("bearer "):
-            return False
-        return hmac.compare_digest(authorization[7:].strip().encode(), self.bearer_token.encode())
+        return bearer_authorized(authorization, self.bearer_token)
 
     def count_request(self, receiver: str, code: str) -> None:
+        """Count one answered export request; `code` is a gRPC status name (see grpc_code_of_http)."""
         self.metrics.requests.labels(receiver=receiver, code=code).inc()
 
     def refuse(self, receiver: str, reason: str, spans: int = 1) -> None:

@@ -30,6 +30,7 @@ class Prepared:
 
     evaluators: list[ConfiguredEvaluator]
     receivers_tls: ServerTls | None
+    api_tls: ServerTls | None
 
 
 def preflight(config: MonitorConfig, locator: Locator | None = None) -> Prepared:
@@ -38,11 +39,12 @@ def preflight(config: MonitorConfig, locator: Locator | None = None) -> Prepared
     evaluators, evaluator_problems = build_evaluators(config.evaluator_entries())
     problems += evaluator_problems
     receivers_tls = check_tls(config.receivers.tls, ("receivers", "tls"), problems)
+    api_tls = check_tls(config.api.tls, ("api", "tls"), problems)
     if config.store.enabled:
         problems += [(("store", "path"), problem) for problem in check_store_path(config.store.path)]
     if problems:
         raise (locator or Locator()).error(problems)
-    return Prepared(evaluators, receivers_tls)
+    return Prepared(evaluators, receivers_tls, api_tls)
 
 
 def check_tls(tls: TlsConfig, where: Loc, problems: Problems) -> ServerTls | None:

@@ -37,10 +37,12 @@ def summary(config: MonitorConfig) -> str:
         f"{kind} :{getattr(receivers, kind).port}" for kind in ("grpc", "http") if getattr(receivers, kind).enabled
     ]
     extras = (", tls" if receivers.tls.enabled else "") + (", bearer auth" if receivers.auth.token() else "")
+    api_notes = [note for note, on in (("tls", config.api.tls.enabled), ("review API token", config.api_token())) if on]
+    api = f" ({', '.join(api_notes)})" if api_notes else ""
     windows = ", ".join(window.label for window in config.metrics.windows)
     return (
         f"receivers {', '.join(listening) or 'none'}{extras}; {_evaluator_summary(config)}; "
-        f"metrics :{config.metrics.port} windows {windows}"
+        f"metrics :{config.metrics.port}{api} windows {windows}"
     )
 
 

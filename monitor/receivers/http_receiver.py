@@ -3,30 +3,41 @@
 Answers as the OTLP/HTTP spec says: 200 with an Export*ServiceResponse (partial_success when
 spans were dropped), 400 with a google.rpc.Status on malformed input, 401 without the bearer
 token, 413 over the size limit, 415 for an unknown content type or encoding, 503 with
-Retry-After when over the pending-span limit. Bodies use the request's encoding.
+Retry-After when over the pending-span limit or the in-flight byte budget. Bodies use the
+request's encoding.
+
+Everything that can be decided from the headers (path, method, token, content type and encoding,
+declared length, in-flight budget) is decided before a byte of the body is read, and
+`100 Continue` is sent only once those checks pass. aiohttp (monitor/web/server.py) parses HTTP.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
 import ssl
 import zlib
 
+from aiohttp import web
 from google.protobuf import json_format
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from ..httpserver import HTTPServer, Request, Response
-from ..ingest import Ingestor, Outcome
+from ..ingest import Ingestor, Outcome, grpc_code_of_http
+from ..web.server import WebServer
+from .inflight import InflightBytes
 
 log = logging.getLogger(__name__)
 RECEIVER = "http"
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
+TEXT = "text/plain; charset=utf-8"
 SIGNALS = {"/v1/traces": "traces", "/v1/logs": "logs"}
+READ_TIMEOUT = 30.0  # a body must arrive within this long once its headers are in
+THROTTLE_RETRY_SECONDS = 1
 
 
 class DecompressionError(Exception):
@@ -34,6 +45,10 @@ class DecompressionError(Exception):
 
 
 class BodyTooLargeAfterDecompression(Exception):
+    pass
+
+
+class _BodyTooLarge(Exception):
     pass
 
 
@@ -60,66 +75,109 @@ def _encoding_of(content_type: str) -> str | None:
     return None
 
 
-def _status_body(code: int, message: str, encoding: str) -> tuple[bytes, str]:
-    status = status_pb2.Status(code=code, message=message)
+def _response(status: int, body: bytes | str, content_type: str = TEXT, **headers: str) -> web.Response:
+    data = body.encode() if isinstance(body, str) else body
+    return web.Response(status=status, body=data, headers={"Content-Type": content_type, **headers})
+
+
+def _status_response(status: int, code: int, message: str, encoding: str, **headers: str) -> web.Response:
+    """An error answer whose body is a google.rpc.Status in the request's encoding."""
+    message_obj = status_pb2.Status(code=code, message=message)
     if encoding == "json":
-        return json_format.MessageToJson(status, indent=None).encode(), JSON
-    return status.SerializeToString(), PROTOBUF
+        return _response(status, json_format.MessageToJson(message_obj, indent=None), JSON, **headers)
+    return _response(status, message_obj.SerializeToString(), PROTOBUF, **headers)
+
+
+async def _read_body(request: web.BaseRequest, limit: int) -> bytes:
+    """The whole body, refusing (without holding) more than `limit` bytes; within READ_TIMEOUT."""
+    chunks: list[bytes] = []
+    total = 0
+    async with asyncio.timeout(READ_TIMEOUT):
+        while chunk := await request.content.readany():
+            total += len(chunk)
+            if total > limit:
+                raise _BodyTooLarge
+            chunks.append(chunk)
+    return b"".join(chunks)
 
 
 class OtlpHttpHandler:
-    def __init__(self, ingestor: Ingestor, max_body_bytes: int) -> None:
+    """The aiohttp low-level handler for every request on the OTLP/HTTP port."""
+
+    def __init__(self, ingestor: Ingestor, max_body_bytes: int, inflight: InflightBytes | None = None) -> None:
         self.ingestor = ingestor
         self.max_body_bytes = max_body_bytes
+        self.inflight = inflight
 
-    def _answer(self, code: int, response: Response) -> Response:
-        self.ingestor.count_request(RECEIVER, str(code))
+    def _answer(self, response: web.Response) -> web.Response:
+        self.ingestor.count_request(RECEIVER, grpc_code_of_http(response.status))
         return response
 
-    async def __call__(self, request: Request) -> Response:
+    def _refuse(self, reason: str, response: web.Response) -> web.Response:
+        self.ingestor.refuse(RECEIVER, reason)
+        return self._answer(response)
+
+    async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         signal = SIGNALS.get(request.path)
         if signal is None:
-            return self._answer(404, Response(404, b"not found: OTLP/HTTP takes POST /v1/traces and /v1/logs\n"))
+            return self._answer(_response(404, "not found: OTLP/HTTP takes POST /v1/traces and /v1/logs\n"))
         if request.method != "POST":
-            return self._answer(405, Response(405, b"method not allowed\n", headers={"Allow": "POST"}))
-        encoding = _encoding_of(request.headers.get("content-type", ""))
-        if not self.ingestor.authorized(request.headers.get("authorization")):
-            self.ingestor.refuse(RECEIVER, "unauthenticated")
-            body, content_type = _status_body(16, "missing or invalid bearer token", encoding or "protobuf")
-            return self._answer(
-                401, Response(401, body, content_type, headers={"WWW-Authenticate": 'Bearer realm="otlp"'})
-            )
+            return self._answer(_response(405, "method not allowed\n", Allow="POST"))
+        headers = request.headers
+        encoding = _encoding_of(headers.get("Content-Type", ""))
+        if not self.ingestor.authorized(headers.get("Authorization")):
+            auth = {"WWW-Authenticate": 'Bearer realm="otlp"'}
+            refusal = _status_response(401, 16, "missing or invalid bearer token", encoding or "protobuf", **auth)
+            return self._refuse("unauthenticated", refusal)
         if encoding is None:
-            self.ingestor.refuse(RECEIVER, "malformed")
-            body = b"unsupported content type: use application/x-protobuf or application/json\n"
-            return self._answer(415, Response(415, body))
-        payload = request.body
-        content_encoding = request.headers.get("content-encoding", "identity").strip().lower()
-        if content_encoding == "gzip":
+            hint = "unsupported content type: use application/x-protobuf or application/json\n"
+            return self._refuse("malformed", _response(415, hint))
+        content_encoding = headers.get("Content-Encoding", "identity").strip().lower()
+        if content_encoding not in ("gzip", "identity", ""):
+            return self._refuse("malformed", _response(415, "unsupported Content-Encoding: use gzip or none\n"))
+        declared = request.content_length
+        if declared is not None and declared > self.max_body_bytes:
+            return self._refuse("too_large", _response(413, "request body too large\n"))
+        reserved = declared if declared is not None else self.max_body_bytes
+        if self.inflight is not None and not self.inflight.try_acquire(reserved):
+            refusal = _status_response(
+                503, 14, "too many request bytes in flight; retry later", encoding, **{"Retry-After": "1"}
+            )
+            return self._refuse("throttled", refusal)
+        try:
+            if headers.get("Expect", "").lower() == "100-continue" and request.version >= (1, 1):
+                await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            return await self._receive(request, signal, encoding, content_encoding == "gzip")
+        finally:
+            if self.inflight is not None:
+                self.inflight.release(reserved)
+
+    async def _receive(self, request: web.BaseRequest, signal: str, encoding: str, gzipped: bool) -> web.Response:
+        try:
+            payload = await _read_body(request, self.max_body_bytes)
+        except _BodyTooLarge:
+            return self._refuse("too_large", _response(413, "request body too large\n"))
+        except TimeoutError:
+            return self._refuse("malformed", _response(408, "request body not received in time\n"))
+        except Exception as exc:  # a broken chunked encoding or a short body: aiohttp's payload errors
+            return self._refuse("malformed", _status_response(400, 3, f"unreadable request body: {exc}", encoding))
+        if gzipped:
             try:
                 payload = gunzip(payload, self.max_body_bytes)
             except BodyTooLargeAfterDecompression:
-                self.ingestor.refuse(RECEIVER, "too_large")
-                return self._answer(413, Response(413, b"request body too large after decompression\n"))
+                return self._refuse("too_large", _response(413, "request body too large after decompression\n"))
             except DecompressionError as exc:
-                self.ingestor.refuse(RECEIVER, "malformed")
-                body, content_type = _status_body(3, str(exc), encoding)
-                return self._answer(400, Response(400, body, content_type))
-        elif content_encoding not in ("identity", ""):
-            self.ingestor.refuse(RECEIVER, "malformed")
-            return self._answer(415, Response(415, b"unsupported Content-Encoding: use gzip or none\n"))
+                return self._refuse("malformed", _status_response(400, 3, str(exc), encoding))
         outcome = self.ingestor.ingest(payload, receiver=RECEIVER, encoding=encoding, signal=signal)
         if outcome.outcome is Outcome.MALFORMED:
-            body, content_type = _status_body(3, outcome.message, encoding)
-            return self._answer(400, Response(400, body, content_type))
+            return self._answer(_status_response(400, 3, outcome.message, encoding))
         if outcome.outcome is Outcome.THROTTLED:
-            body, content_type = _status_body(14, outcome.message, encoding)
-            headers = {"Retry-After": str(max(1, math.ceil(outcome.retry_after_seconds)))}
-            return self._answer(503, Response(503, body, content_type, headers=headers))
-        return self._answer(200, self._success(signal, encoding, outcome.rejected, outcome.message))
+            retry = str(max(THROTTLE_RETRY_SECONDS, math.ceil(outcome.retry_after_seconds)))
+            return self._answer(_status_response(503, 14, outcome.message, encoding, **{"Retry-After": retry}))
+        return self._answer(self._success(signal, encoding, outcome.rejected, outcome.message))
 
     @staticmethod
-    def _success(signal: str, encoding: str, rejected: int, message: str) -> Response:
+    def _success(signal: str, encoding: str, rejected: int, message: str) -> web.Response:
         if signal == "logs":
             message_obj = ExportLogsServiceResponse()
         else:
@@ -128,8 +186,8 @@ class OtlpHttpHandler:
                 message_obj.partial_success.rejected_spans = rejected
                 message_obj.partial_success.error_message = message
         if encoding == "json":
-            return Response(200, json.dumps(json_format.MessageToDict(message_obj)).encode(), JSON)
-        return Response(200, message_obj.SerializeToString(), PROTOBUF)
+            return _response(200, json.dumps(json_format.MessageToDict(message_obj)), JSON)
+        return _response(200, message_obj.SerializeToString(), PROTOBUF)
 
 
 class HttpReceiver:
@@ -141,19 +199,12 @@ class HttpReceiver:
         *,
         max_body_bytes: int = 16 * 1024 * 1024,
         ssl_context: ssl.SSLContext | None = None,
+        inflight: InflightBytes | None = None,
     ) -> None:
-        def too_large() -> None:
-            ingestor.refuse(RECEIVER, "too_large")
-            ingestor.count_request(RECEIVER, "413")
-
-        self.server = HTTPServer(
-            OtlpHttpHandler(ingestor, max_body_bytes),
-            host,
-            port,
-            max_body_bytes=max_body_bytes,
-            ssl_context=ssl_context,
-            name="otlp-http",
-            on_body_too_large=too_large,
+        self.handler = OtlpHttpHandler(ingestor, max_body_bytes, inflight)
+        # auto_decompress off: gzip is inflated by our own bounded gunzip, never by the parser.
+        self.server = WebServer(
+            self.handler, host, port, name="otlp-http", ssl_context=ssl_context, auto_decompress=False
         )
 
     @property

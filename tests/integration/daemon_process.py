@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -51,6 +52,10 @@ class DaemonProcess:
             "shutdown": {"grace_period": "10s"},
         }
         _merge(config, overrides or {})
+        api_tls = config.get("api", {}).get("tls") or {}
+        # With api.tls the metrics port speaks HTTPS: trust its (self-signed) certificate.
+        self.api_ssl = ssl.create_default_context(cafile=api_tls["cert_file"]) if api_tls.get("cert_file") else None
+        self.api_base = f"{'https' if self.api_ssl else 'http'}://127.0.0.1:{self.metrics_port}"
         self.config_path = workdir / "monitor.yaml"
         self.config_path.write_text(yaml.safe_dump(config))
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
@@ -107,9 +112,9 @@ class DaemonProcess:
 
     # --- http ---------------------------------------------------------------------------------
     def get(self, path: str, headers: dict[str, str] | None = None) -> tuple[int, bytes, dict[str, str]]:
-        request = urllib.request.Request(f"http://127.0.0.1:{self.metrics_port}{path}", headers=headers or {})
+        request = urllib.request.Request(f"{self.api_base}{path}", headers=headers or {})
         try:
-            with urllib.request.urlopen(request, timeout=5) as response:
+            with urllib.request.urlopen(request, timeout=5, context=self.api_ssl) as response:
                 return response.status, response.read(), dict(response.headers)
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read(), dict(exc.headers)

@@ -121,7 +121,7 @@ def test_garbage_gets_the_right_answer_and_the_daemon_keeps_serving(daemon_facto
     assert daemon.get("/healthz")[0] == 200
     assert daemon.value("agent_monitor_spans_refused_total", receiver="http", reason="malformed") >= 4
     assert daemon.value("agent_monitor_spans_refused_total", receiver="http", reason="too_large") == 1
-    assert daemon.value("agent_monitor_requests_total", receiver="http", code="415") == 1
+    assert daemon.value("agent_monitor_requests_total", receiver="http", code="INVALID_ARGUMENT") == 5
     assert daemon.process.poll() is None
 
 

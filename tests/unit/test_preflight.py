@@ -105,6 +105,13 @@ BAD = [
         "do not form a TLS pair",
     ),
     (
+        "swapped cert and key on the API port",
+        "api:\n  tls: {cert_file: KEY, key_file: CERT}\n",
+        7,
+        "api.tls.cert_file",
+        "are cert_file and key_file swapped?",
+    ),
+    (
         "store path under a file",
         "store: {path: not_a_dir/results.db}\n",
         5,

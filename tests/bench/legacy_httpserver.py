@@ -1,18 +1,29 @@
-"""A small asyncio HTTP/1.1 server: keep-alive, Content-Length and chunked bodies, size limits.
+"""BENCH BASELINE ONLY: the hand-written HTTP/1.1 server and OTLP/HTTP handler agent-monitor used before aiohttp.
 
-Enough for OTLP/HTTP and the metrics/health API without a web framework. Each request is
-handed to an async handler; a body over `max_body_bytes` is answered 413 without being read.
+Kept verbatim (issue 8) so `make bench` can compare the aiohttp receiver against it in the same run
+(tests/bench/bench_http_ingest.py). The daemon never uses this; nothing under monitor/ may import it.
+It reads a whole body before checking the token — the very defect the replacement fixes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import math
 import ssl
+import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
+
+from google.protobuf import json_format
+from google.rpc import status_pb2
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from monitor.ingest import Ingestor, Outcome
 
 log = logging.getLogger(__name__)
 
@@ -229,3 +240,114 @@ def _keep_alive(version: str, headers: dict[str, str]) -> bool:
     if version == "HTTP/1.0":
         return connection == "keep-alive"
     return connection != "close"
+
+
+# --- the OTLP/HTTP handler of that time, on the server above -----------------------------------
+
+RECEIVER = "http"
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+SIGNALS = {"/v1/traces": "traces", "/v1/logs": "logs"}
+
+
+class DecompressionError(Exception):
+    pass
+
+
+class BodyTooLargeAfterDecompression(Exception):
+    pass
+
+
+def gunzip(body: bytes, limit: int) -> bytes:
+    """Decompress gzip with a cap on the output size (no decompression bombs)."""
+    decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        data = decompressor.decompress(body, limit + 1)
+    except zlib.error as exc:
+        raise DecompressionError(f"invalid gzip body: {exc}") from None
+    if len(data) > limit or decompressor.unconsumed_tail:
+        raise BodyTooLargeAfterDecompression
+    if not decompressor.eof:
+        raise DecompressionError("truncated gzip body")
+    return data
+
+
+def _encoding_of(content_type: str) -> str | None:
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media == PROTOBUF:
+        return "protobuf"
+    if media == JSON:
+        return "json"
+    return None
+
+
+def _status_body(code: int, message: str, encoding: str) -> tuple[bytes, str]:
+    status = status_pb2.Status(code=code, message=message)
+    if encoding == "json":
+        return json_format.MessageToJson(status, indent=None).encode(), JSON
+    return status.SerializeToString(), PROTOBUF
+
+
+class OtlpHttpHandler:
+    def __init__(self, ingestor: Ingestor, max_body_bytes: int) -> None:
+        self.ingestor = ingestor
+        self.max_body_bytes = max_body_bytes
+
+    def _answer(self, code: int, response: Response) -> Response:
+        self.ingestor.count_request(RECEIVER, str(code))
+        return response
+
+    async def __call__(self, request: Request) -> Response:
+        signal = SIGNALS.get(request.path)
+        if signal is None:
+            return self._answer(404, Response(404, b"not found: OTLP/HTTP takes POST /v1/traces and /v1/logs\n"))
+        if request.method != "POST":
+            return self._answer(405, Response(405, b"method not allowed\n", headers={"Allow": "POST"}))
+        encoding = _encoding_of(request.headers.get("content-type", ""))
+        if not self.ingestor.authorized(request.headers.get("authorization")):
+            self.ingestor.refuse(RECEIVER, "unauthenticated")
+            body, content_type = _status_body(16, "missing or invalid bearer token", encoding or "protobuf")
+            return self._answer(
+                401, Response(401, body, content_type, headers={"WWW-Authenticate": 'Bearer realm="otlp"'})
+            )
+        if encoding is None:
+            self.ingestor.refuse(RECEIVER, "malformed")
+            body = b"unsupported content type: use application/x-protobuf or application/json\n"
+            return self._answer(415, Response(415, body))
+        payload = request.body
+        content_encoding = request.headers.get("content-encoding", "identity").strip().lower()
+        if content_encoding == "gzip":
+            try:
+                payload = gunzip(payload, self.max_body_bytes)
+            except BodyTooLargeAfterDecompression:
+                self.ingestor.refuse(RECEIVER, "too_large")
+                return self._answer(413, Response(413, b"request body too large after decompression\n"))
+            except DecompressionError as exc:
+                self.ingestor.refuse(RECEIVER, "malformed")
+                body, content_type = _status_body(3, str(exc), encoding)
+                return self._answer(400, Response(400, body, content_type))
+        elif content_encoding not in ("identity", ""):
+            self.ingestor.refuse(RECEIVER, "malformed")
+            return self._answer(415, Response(415, b"unsupported Content-Encoding: use gzip or none\n"))
+        outcome = self.ingestor.ingest(payload, receiver=RECEIVER, encoding=encoding, signal=signal)
+        if outcome.outcome is Outcome.MALFORMED:
+            body, content_type = _status_body(3, outcome.message, encoding)
+            return self._answer(400, Response(400, body, content_type))
+        if outcome.outcome is Outcome.THROTTLED:
+            body, content_type = _status_body(14, outcome.message, encoding)
+            headers = {"Retry-After": str(max(1, math.ceil(outcome.retry_after_seconds)))}
+            return self._answer(503, Response(503, body, content_type, headers=headers))
+        return self._answer(200, self._success(signal, encoding, outcome.rejected, outcome.message))
+
+    @staticmethod
+    def _success(signal: str, encoding: str, rejected: int, message: str) -> Response:
+        if signal == "logs":
+            message_obj = ExportLogsServiceResponse()
+        else:
+            message_obj = ExportTraceServiceResponse()
+            if rejected:
+                message_obj.partial_success.rejected_spans = rejected
+                message_obj.partial_success.error_message = message
+        if encoding == "json":
+            return Response(200, json.dumps(json_format.MessageToDict(message_obj)).encode(), JSON)
+        return Response(200, message_obj.SerializeToString(), PROTOBUF)

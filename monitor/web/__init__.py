@@ -1,0 +1,1 @@
+"""The HTTP side of the daemon that only reads: the aiohttp server setup, health, metrics and the review API."""

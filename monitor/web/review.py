@@ -1,0 +1,29 @@
+"""The review API under /api/: trace content (failing results with their error text), so it needs the token."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+if TYPE_CHECKING:
+    from ..daemon import Daemon
+
+MAX_LIMIT = 500
+
+
+def review_routes(daemon: Daemon) -> list[web.RouteDef]:
+    async def failing(request: web.Request) -> web.Response:
+        store = daemon.store
+        if store is None:
+            return web.Response(status=404, text="the result store is disabled\n")
+        evaluator = request.query.get("evaluator")
+        try:
+            limit = min(max(int(request.query.get("limit", "50")), 1), MAX_LIMIT)
+        except ValueError:
+            return web.Response(status=400, text="limit must be a number\n")
+        rows = store.failing(evaluator, limit)
+        return web.Response(body=json.dumps(rows, ensure_ascii=False).encode(), content_type="application/json")
+
+    return [web.get("/api/failing", failing)]
