@@ -24,7 +24,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "list",
         help="print the catalog: level, kind, ground truth, threshold and params of each evaluator",
         description="Print every evaluator with its level, kind, whether it needs ground truth, its default "
-        "threshold and its params (defaults and descriptions).",
+        "threshold and its params (defaults and descriptions). A scored result passes when score >= threshold.",
     )
     listing.add_argument("--json", action="store_true", help="print the catalog as JSON")
     listing.set_defaults(handler=run)
