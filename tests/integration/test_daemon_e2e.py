@@ -194,7 +194,7 @@ def test_embedded_default_evaluators_run_on_the_whole_corpus(daemon_factory):
     assert daemon.value("agent_eval_results_total", evaluator="error_free", outcome="fail") == failing
     assert daemon.value("agent_eval_results_total", evaluator="error_free", outcome="pass") == len(expected) - failing
     assert daemon.value("agent_eval_skips_total", reason="error") == 0
-    assert daemon.value("agent_eval_skips_total", evaluator="prohibited_content", reason="no_data") > 0
+    assert daemon.value("agent_eval_skips_total", evaluator="prohibited_content", reason="not_configured") > 0
     # Per-call usage that only lives in log records (oi_adk) arrives over the logs signal and is joined.
     assert daemon.value("agent_llm_tokens_total", direction="input") == sum(t["input_tokens"] for t in expected)
     assert daemon.value("agent_llm_tokens_total", direction="output") == sum(t["output_tokens"] for t in expected)
