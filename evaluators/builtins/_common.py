@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 import re
 from collections.abc import Iterable
 from typing import Any, Literal
@@ -18,14 +19,21 @@ DECAY_HELP = "multiple of the limit at which the score reaches 0 (linear in betw
 ResponseState = Literal["text", "tool_only", "empty", "unrecorded"]
 
 
+# The highest score of a value over its limit: a budget's default threshold of 1 then fails exactly those.
+_BELOW_ONE = math.nextafter(1.0, 0.0)
+
+
 def decay_score(value: float, limit: float, zero_at: float) -> float:
-    """1 at or below `limit`, falling linearly to 0 at `zero_at × limit` (a factor of 1 or less: 0 above it)."""
+    """1 at or below `limit`, falling linearly to 0 at `zero_at × limit` (a factor of 1 or less: 0 above it).
+
+    Any value over the limit scores below 1, however little it is over, so `score >= 1` means "within".
+    """
     if value <= limit:
         return 1.0
     span = limit * (zero_at - 1.0)
     if span <= 0:
         return 0.0
-    return max(0.0, min(1.0, 1.0 - (value - limit) / span))
+    return max(0.0, min(_BELOW_ONE, 1.0 - (value - limit) / span))
 
 
 def shorten(text: Any, limit: int = 120) -> str:

@@ -28,11 +28,12 @@ def _agent_label(agent: AgentTrace) -> str:
 
 @register
 class LLMCallBudget(BaseEvaluator):
-    """The agent's number of LLM calls within a budget: 1 at or below max_llm_calls, decaying above."""
+    """The agent's LLM calls: 1 at or below max_llm_calls, decaying above; threshold 1 = within budget."""
 
     name = "llm_call_budget"
     level = "agent"
     kind = "rule"
+    threshold = 1.0
     max_llm_calls = Param(10, "LLM calls one agent may make in a trace", min=1)
     decay = Param(2.0, DECAY_HELP, min=1.0, max=100.0)
 
@@ -44,7 +45,6 @@ class LLMCallBudget(BaseEvaluator):
         within = count <= limit
         return EvalResult(
             score=decay_score(count, limit, self.decay),
-            passed=within,
             explanation=f"{_agent_label(agent)} made {count} LLM call(s), {'within' if within else 'over'} "
             f"the budget of {limit}",
             details={"llm_calls": count, "max_llm_calls": limit},
@@ -149,8 +149,7 @@ class LoopDetection(BaseEvaluator):
             name = calls[start].name
             return EvalResult(
                 0.0,
-                False,
-                f"loop: {name} called {run} times in a row with the same arguments "
+                explanation=f"loop: {name} called {run} times in a row with the same arguments "
                 f"(a loop from {self.max_repeats}) by {_agent_label(agent)}",
                 details={"loop": "repeat", "tool": name, "count": run, "source": source},
             )
@@ -160,26 +159,25 @@ class LoopDetection(BaseEvaluator):
             names = [c.name for c in calls[start : start + period]]
             return EvalResult(
                 0.0,
-                False,
-                f"loop: the cycle {' → '.join(names)} repeated {repeats} times with the same arguments "
+                explanation=f"loop: the cycle {' → '.join(names)} repeated {repeats} times with the same arguments "
                 f"by {_agent_label(agent)}",
                 details={"loop": "cycle", "tools": names, "count": repeats, "source": source},
             )
         return EvalResult(
             1.0,
-            True,
-            f"no loop in {len(calls)} {source} tool call(s) (longest identical run: {run})",
+            explanation=f"no loop in {len(calls)} {source} tool call(s) (longest identical run: {run})",
             details={"tool_calls": len(calls), "longest_run": run, "source": source},
         )
 
 
 @register
 class AgentEfficiency(BaseEvaluator):
-    """LLM calls per tool call: 1 at or below max_llm_per_tool, decaying above (an agent that mostly talks)."""
+    """LLM calls per tool call: 1 at or below max_llm_per_tool, decaying above; threshold 1 = within the limit."""
 
     name = "agent_efficiency"
     level = "agent"
     kind = "rule"
+    threshold = 1.0
     max_llm_per_tool = Param(2.0, "LLM calls allowed per tool call (with no tool calls, per 1)", min=0.1)
     decay = Param(2.0, DECAY_HELP, min=1.0, max=100.0)
 
@@ -192,7 +190,6 @@ class AgentEfficiency(BaseEvaluator):
         within = ratio <= limit
         return EvalResult(
             score=decay_score(ratio, limit, self.decay),
-            passed=within,
             explanation=f"{llm} LLM call(s) for {tools} tool call(s): {ratio:.2f} per tool, "
             f"{'within' if within else 'over'} the limit of {fmt_num(limit)}",
             details={"llm_calls": llm, "tool_calls": tools, "llm_per_tool": ratio},

@@ -59,13 +59,13 @@ class FinishReason(BaseEvaluator):
         failing = {normalize_reason(r) for r in self.fail_on if isinstance(r, str)}
         bad = [r for r in reasons if normalize_reason(r) in failing]
         if not bad:
-            return EvalResult(1.0, True, f"finish reason(s) {', '.join(reasons)}", details={"finish_reasons": reasons})
+            text = f"finish reason(s) {', '.join(reasons)}"
+            return EvalResult(1.0, explanation=text, details={"finish_reasons": reasons})
         truncated = any(normalize_reason(r) in TRUNCATED_REASONS for r in bad)
         why = "the response was cut off by the token limit" if truncated else "the response was stopped or blocked"
         return EvalResult(
             0.0,
-            False,
-            f"finish reason {', '.join(bad)}: {why}",
+            explanation=f"finish reason {', '.join(bad)}: {why}",
             details={"finish_reasons": reasons, "failing": bad},
         )
 
@@ -96,8 +96,7 @@ class ResponseLength(BaseEvaluator):
             text += f"of {low if length < low else high}"
         return EvalResult(
             1.0 if within else 0.0,
-            within,
-            text,
+            explanation=text,
             details={"chars": length, "min_chars": low, "max_chars": high},
         )
 
@@ -115,19 +114,19 @@ class NonEmptyResponse(BaseEvaluator):
         if state == "unrecorded":
             return _unrecorded(call)
         if state == "text":
-            return EvalResult(1.0, True, f"response has {len(text_of(call.response).strip())} chars of text")
+            return EvalResult(1.0, explanation=f"response has {len(text_of(call.response).strip())} chars of text")
         if state == "tool_only":
             names = listing([c.name or "<unnamed>" for c in call.tool_calls], 5, ", ")
-            return EvalResult(1.0, True, f"response requests {len(call.tool_calls)} tool call(s): {names}")
+            return EvalResult(1.0, explanation=f"response requests {len(call.tool_calls)} tool call(s): {names}")
         reasons = ", ".join(call.finish_reasons or []) or "none recorded"
         return EvalResult(
-            0.0, False, f"empty response: no text and no tool calls (finish reason: {reasons})", details={}
+            0.0, explanation=f"empty response: no text and no tool calls (finish reason: {reasons})", details={}
         )
 
 
 @register
 class ProhibitedContent(BaseEvaluator):
-    """0 when the response text contains a configured prohibited string or matches a prohibited regex, else 1."""
+    """0 when the response contains a configured prohibited string or regex, else 1; skips when none is configured."""
 
     name = "prohibited_content"
     level = "llm"
@@ -145,7 +144,9 @@ class ProhibitedContent(BaseEvaluator):
     def evaluate(self, call: LLMSpan) -> EvalResult:
         strings = [s for s in self.strings if isinstance(s, str) and s]
         if not strings and not self._compiled:
-            return EvalResult.skip(SkipReason.NO_DATA, "no prohibited strings configured")
+            return EvalResult.skip(
+                SkipReason.NOT_CONFIGURED, "no prohibited strings or patterns configured (params strings, patterns)"
+            )
         text = text_of(call.response)
         if not text.strip():
             return EvalResult.skip(SkipReason.NO_DATA, "the response has no text")
@@ -154,11 +155,10 @@ class ProhibitedContent(BaseEvaluator):
         hits += [f"/{p.pattern}/ ({shorten(m.group(0), 40)!r})" for p in self._compiled if (m := p.search(text))]
         checked = len(strings) + len(self._compiled)
         if not hits:
-            return EvalResult(1.0, True, f"none of {checked} prohibited string(s)/pattern(s) found")
+            return EvalResult(1.0, explanation=f"none of {checked} prohibited string(s)/pattern(s) found")
         return EvalResult(
             0.0,
-            False,
-            f"prohibited content found: {listing(hits, 5, ', ')}",
+            explanation=f"prohibited content found: {listing(hits, 5, ', ')}",
             details={"matches": len(hits), "checked": checked},
         )
 
@@ -178,14 +178,14 @@ class PIILeak(BaseEvaluator):
             return EvalResult.skip(SkipReason.NO_DATA, "the response has no text")
         findings = find_pii(text, self.kinds)
         if not findings:
-            return EvalResult(1.0, True, f"no PII or secrets found ({len(self.kinds)} detector(s), {len(text)} chars)")
+            checked = f"{len(self.kinds)} detector(s), {len(text)} chars"
+            return EvalResult(1.0, explanation=f"no PII or secrets found ({checked})")
         counts: dict[str, int] = {}
         for finding in findings:
             counts[finding.kind] = counts.get(finding.kind, 0) + 1
         samples = [f"{f.kind} {f.sample}" for f in findings]
         return EvalResult(
             0.0,
-            False,
-            f"{len(findings)} PII/secret item(s) in the response: {listing(samples, 5, ', ')}",
+            explanation=f"{len(findings)} PII/secret item(s) in the response: {listing(samples, 5, ', ')}",
             details={"counts": counts, "samples": [{"kind": f.kind, "sample": f.sample} for f in findings[:20]]},
         )

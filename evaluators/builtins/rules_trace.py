@@ -14,11 +14,12 @@ from ._common import DECAY_HELP, compile_patterns, decay_score, fmt_num, listing
 
 @register
 class Latency(BaseEvaluator):
-    """Trace latency within a budget: 1 at or below max_latency_ms, falling linearly to 0 at decay × the max."""
+    """Trace latency: 1 at or below max_latency_ms, falling linearly to 0 at decay × it; threshold 1 = within budget."""
 
     name = "latency"
     level = "trace"
     kind = "rule"
+    threshold = 1.0
     max_latency_ms = Param(30000.0, "latency budget of one trace, in milliseconds", min=0)
     decay = Param(2.0, DECAY_HELP, min=1.0, max=100.0)
 
@@ -31,7 +32,6 @@ class Latency(BaseEvaluator):
         verdict = "within" if within else "over"
         return EvalResult(
             score=decay_score(measured, limit, self.decay),
-            passed=within,
             explanation=f"trace took {fmt_num(measured)} ms, {verdict} the {fmt_num(limit)} ms budget",
             details={"latency_ms": measured, "max_latency_ms": limit},
         )
@@ -39,11 +39,12 @@ class Latency(BaseEvaluator):
 
 @register
 class TokenBudget(BaseEvaluator):
-    """Tokens used by the trace's LLM calls within a budget: 1 at or below max_tokens, decaying above."""
+    """Tokens of the trace's LLM calls: 1 at or below max_tokens, decaying above; threshold 1 = within budget."""
 
     name = "token_budget"
     level = "trace"
     kind = "rule"
+    threshold = 1.0
     max_tokens = Param(50000, "token budget of one trace (input + output tokens of all LLM calls)", min=0)
     decay = Param(2.0, DECAY_HELP, min=1.0, max=100.0)
 
@@ -58,7 +59,6 @@ class TokenBudget(BaseEvaluator):
         verdict = "within" if within else "over"
         return EvalResult(
             score=decay_score(used, limit, self.decay),
-            passed=within,
             explanation=(
                 f"{used} tokens ({usage.input_tokens} in, {usage.output_tokens} out) over {len(calls)} LLM "
                 f"call(s), {verdict} the {limit} token budget"
@@ -140,8 +140,10 @@ class CostBudget(BaseEvaluator):
     """Trace cost in USD within a budget, from span cost attributes or an approximate price table."""
 
     name = "cost_budget"
+    description = "Trace cost in USD: 1 at or below max_cost_usd, decaying above; threshold 1 = within budget."
     level = "trace"
     kind = "rule"
+    threshold = 1.0
     max_cost_usd = Param(1.0, "cost budget of one trace, in USD", min=0)
     prices = Param(
         DEFAULT_PRICES,
@@ -188,7 +190,6 @@ class CostBudget(BaseEvaluator):
         note = f"; {len(unpriced)} call(s) without cost left out" if unpriced else ""
         return EvalResult(
             score=decay_score(total, limit, self.decay),
-            passed=within,
             explanation=(
                 f"cost ${total:.6f} ({', '.join(s for s in sources if s)}), "
                 f"{'within' if within else 'over'} the ${limit:g} budget{note}"
@@ -205,7 +206,7 @@ class CostBudget(BaseEvaluator):
 
 @register
 class ErrorFree(BaseEvaluator):
-    """1 when no span of the trace failed (status ERROR), else 0; names the failing spans."""
+    """1 when no span of the trace failed (status ERROR), else 0 (fails at any threshold above 0); names them."""
 
     name = "error_free"
     level = "trace"
@@ -215,12 +216,11 @@ class ErrorFree(BaseEvaluator):
     def evaluate(self, trace: Trace) -> EvalResult:
         failed = trace.error_spans()
         if not failed:
-            return EvalResult(1.0, True, f"no error spans among {trace.span_count} spans")
+            return EvalResult(1.0, explanation=f"no error spans among {trace.span_count} spans")
         described = [f"{span.span_name} ({shorten(span.error or 'error', 100)})" for span in failed]
         return EvalResult(
             0.0,
-            False,
-            f"{len(failed)} error span(s): {listing(described, self.max_listed)}",
+            explanation=f"{len(failed)} error span(s): {listing(described, self.max_listed)}",
             details={"error_count": len(failed), "error_spans": [s.span_name for s in failed[:20]]},
         )
 
@@ -239,7 +239,7 @@ DEFAULT_REFUSAL_PATTERNS: list[str] = [
 
 @register
 class Refusal(BaseEvaluator):
-    """0 when the final answer refuses or gives up (matches a refusal pattern), else 1."""
+    """0 when the final answer refuses or gives up (matches a refusal pattern) or is empty, else 1."""
 
     name = "refusal"
     level = "trace"
@@ -251,17 +251,18 @@ class Refusal(BaseEvaluator):
         self._compiled = compile_patterns(self.name, "patterns", self._params["patterns"], re.IGNORECASE)
 
     def evaluate(self, trace: Trace) -> EvalResult:
+        if trace.output is None:
+            return EvalResult.skip(SkipReason.NO_DATA, "the trace recorded no final answer")
         answer = text_of(trace.output).strip()
         if not answer:
-            return EvalResult.skip(SkipReason.NO_DATA, "the trace has no final answer text")
+            return EvalResult(0.0, explanation="the final answer is empty: the agent said nothing")
         for pattern in self._compiled:
             match = pattern.search(answer)
             if match:
                 return EvalResult(
                     0.0,
-                    False,
-                    f"the final answer refuses or gives up: {shorten(match.group(0), 60)!r} "
+                    explanation=f"the final answer refuses or gives up: {shorten(match.group(0), 60)!r} "
                     f"in {shorten(answer, 100)!r}",
                     details={"matched": shorten(match.group(0), 60), "pattern": pattern.pattern},
                 )
-        return EvalResult(1.0, True, f"no refusal pattern in the final answer ({len(answer)} chars)")
+        return EvalResult(1.0, explanation=f"no refusal pattern in the final answer ({len(answer)} chars)")

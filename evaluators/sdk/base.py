@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import warnings
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, Field
@@ -40,9 +41,9 @@ class BaseEvaluator:
     `evaluate`'s first parameter: Trace, AgentTrace or LLMSpan), `threshold`, `description` (default: the
     docstring's first line), `aggregations`, `kind` ("rule", "llm_judge", ...), `needs_config` (True when it
     cannot score with its default params, which keeps a builtin out of the default set) and Params as class
-    attributes, and implement `evaluate(subject, task=None)`. A `task` parameter without a default marks the
-    evaluator as needing ground truth. Subclasses overriding `__init__` must accept `**params` and pass them
-    to `super()`.
+    attributes, and implement `evaluate(subject, task=None)`. A result passes when its score >= `threshold`
+    (one rule for every evaluator). A `task` parameter without a default marks the evaluator as needing
+    ground truth. Subclasses overriding `__init__` must accept `**params` and pass them to `super()`.
     """
 
     name: str = ""
@@ -134,9 +135,18 @@ class BaseEvaluator:
         raise NotImplementedError(f"{type(self).__name__}.evaluate is not implemented")
 
     def run(self, subject: Any, task: Task | None = None) -> EvalResult:
-        """`evaluate`, with its return value made an EvalResult and `passed` decided by the threshold."""
+        """`evaluate`, with its return value made an EvalResult and `passed` set to `score >= threshold`."""
         returned = self.evaluate(subject, task=task) if self._accepts_task else self.evaluate(subject)
-        return to_result(returned, self.name).resolve(self.threshold)
+        result = to_result(returned, self.name)
+        resolved = result.resolve(self.threshold)
+        if result.passed is not None and result.passed != resolved.passed:
+            warnings.warn(
+                f"{self.name}: the evaluator's own passed={result.passed} is replaced by the threshold's verdict "
+                f"(score >= {self.threshold:g}); return a score and set the evaluator's threshold instead",
+                UserWarning,
+                stacklevel=2,
+            )
+        return resolved
 
     def __repr__(self) -> str:
         config = ", ".join(f"{k}={v!r}" for k, v in self._params.items()) if hasattr(self, "_params") else ""
@@ -148,7 +158,7 @@ def to_result(returned: Any, name: str = "evaluator") -> EvalResult:
     if isinstance(returned, EvalResult):
         return returned
     if isinstance(returned, bool):
-        return EvalResult(1.0 if returned else 0.0, passed=returned)
+        return EvalResult(1.0 if returned else 0.0)
     if isinstance(returned, int | float):
         return EvalResult(check_score(returned, f"{name}: returned score"))
     raise TypeError(f"{name}: returned {type(returned).__name__}; expected an EvalResult, a float score or a bool")

@@ -19,6 +19,7 @@ class SkipReason(StrEnum):
 
     NEEDS_GROUND_TRUTH = "needs_ground_truth"
     NO_DATA = "no_data"
+    NOT_CONFIGURED = "not_configured"
     JUDGE_UNAVAILABLE = "judge_unavailable"
     SAMPLED_OUT = "sampled_out"
     TIMEOUT = "timeout"
@@ -50,7 +51,9 @@ def check_score(score: Any, what: str = "score") -> float:
 class EvalResult:
     """One evaluation's outcome: a score in [0, 1], or a skip (`EvalResult.skip(reason)`).
 
-    `passed=None` means "decide by the evaluator's threshold": see `resolve`.
+    `passed` is the verdict, and there is one rule for it: `score >= threshold`, with the threshold of the
+    evaluator that produced the result. `BaseEvaluator.run` sets it (see `resolve`); a `passed` given by
+    an evaluator is replaced by that verdict (with a warning when they differ).
     """
 
     score: float | None
@@ -83,10 +86,12 @@ class EvalResult:
         return self.skip_reason is not None
 
     def resolve(self, threshold: float = DEFAULT_THRESHOLD) -> EvalResult:
-        """A copy with `passed = score >= threshold` when `passed` is None; skips and verdicts are kept."""
-        if self.is_skipped or self.passed is not None:
+        """A copy with `passed = score >= threshold` (whatever `passed` was); a skip is returned as it is."""
+        limit = check_score(threshold, "threshold")
+        if self.is_skipped:
             return self
-        return replace(self, passed=self.score >= check_score(threshold, "threshold"))
+        assert self.score is not None  # a result that is not a skip has a score (checked in __post_init__)
+        return replace(self, passed=self.score >= limit)
 
 
 class EvaluationRecord(BaseModel):

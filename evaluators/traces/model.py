@@ -8,6 +8,7 @@ from typing import Any
 
 from .conventions.base import TokenUsage
 from .envelope import envelope_text
+from .jsonutil import parse_json
 from .messages import ToolDefinition
 from .spans import (
     AgentSpan,
@@ -48,6 +49,22 @@ def _usage_of(calls: list[LLMSpan]) -> TokenUsage:
 def _cost_of(calls: list[LLMSpan]) -> float | None:
     costs = [c.metrics.cost for c in calls if c.metrics.cost is not None]
     return sum(costs) if costs else None
+
+
+def _is_blank_text(raw: Any) -> bool:
+    """True for an answer recorded as empty text: `""`, whitespace, or a JSON-encoded blank string."""
+    return isinstance(raw, str) and isinstance(value := parse_json(raw), str) and not value.strip()
+
+
+def _answered_empty(call: LLMSpan) -> bool:
+    """True when the call's output was recorded and holds no text, no tool calls and no output tokens.
+
+    Output tokens without text mean the content was not captured: that is no answer, not an empty one.
+    """
+    if call.response is not None and call.response.strip():
+        return False
+    recorded = call._facet("output") is not None or call.metrics.has_usage
+    return recorded and not call.tool_calls and not call.metrics.output_tokens
 
 
 def _span_window_ms(spans: list[Span]) -> float:
@@ -252,14 +269,21 @@ class Trace:
 
     @cached_property
     def output(self) -> str | None:
-        """The final answer."""
+        """The final answer: "" when it was recorded empty, None when nothing recorded one."""
+        blank = False
         for span in self._carriers():
             io = span._facet("io")
-            text = envelope_text(io[1], output=True) if io else None
+            raw = io[1] if io else None
+            text = envelope_text(raw, output=True)
             if text:
                 return text
+            blank = blank or _is_blank_text(raw)
         calls = sorted(self._llm_calls, key=answer_order)
-        return calls[-1].response if calls else None
+        if calls and calls[-1].response is not None:
+            return calls[-1].response
+        if blank or (calls and _answered_empty(calls[-1])):
+            return ""
+        return None
 
     # --- metrics ------------------------------------------------------------------------------
     @cached_property

@@ -2,7 +2,9 @@
 
 Accepts lowerCamelCase and original snake_case keys, ids as hex (base64 tolerated), int64 as
 strings or numbers, enums as ints or names. Anything of the wrong shape raises TraceDecodeError
-with a JSON path; spans with bad ids are left out and listed in `DecodedBatch.rejected`.
+with a JSON path; spans with bad ids are left out and listed in `DecodedBatch.rejected`. An attribute
+value nested past MAX_VALUE_DEPTH levels drops that attribute (counted in
+`DecodedBatch.dropped_attributes`), as in protobuf: see `otlp_depth`.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ import json
 from typing import Any
 
 from .errors import InvalidIdError, TraceDecodeError
+from .otlp_depth import MAX_VALUE_DEPTH, TooDeep, prune_json_text
 from .records import Attributes, DecodedBatch, LogRecord, RejectedSpan, SpanEvent, SpanLink, SpanRecord
 
-MAX_VALUE_DEPTH = 32
 _SPAN_KINDS = {
     "SPAN_KIND_UNSPECIFIED": 0,
     "SPAN_KIND_INTERNAL": 1,
@@ -102,9 +104,10 @@ def decode_id(value: Any, size: int, where: str) -> str:
     raise InvalidIdError(f"expected a {size}-byte id as {size * 2} hex digits, got {text!r:.60}", where)
 
 
-def _any_value(value: Any, where: str, depth: int = 0) -> Any:
-    if depth > MAX_VALUE_DEPTH:
-        return None
+def _any_value(value: Any, where: str, level: int = 1) -> Any:
+    """The Python value of an AnyValue at nesting `level`; TooDeep past MAX_VALUE_DEPTH levels."""
+    if level > MAX_VALUE_DEPTH:
+        raise TooDeep
     if value is None:
         return None
     value = _obj(value, where)
@@ -138,22 +141,40 @@ def _any_value(value: Any, where: str, depth: int = 0) -> Any:
             raise TraceDecodeError("bytesValue is not base64", where) from None
     if key in ("arrayValue", "array_value"):
         values = _list(_obj(inner, where).get("values"), where)
-        return [_any_value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(values)]
+        return [_any_value(v, f"{where}[{i}]", level + 1) for i, v in enumerate(values)]
     if key in ("kvlistValue", "kvlist_value"):
-        return attributes_from_json(_obj(inner, where).get("values"), where, depth + 1)
+        return _key_values(_obj(inner, where).get("values"), where, level + 1)
     raise TraceDecodeError(f"unknown AnyValue field {key!r:.40}", where)
 
 
-def attributes_from_json(key_values: Any, where: str, depth: int = 0) -> Attributes:
+def _key_values(key_values: Any, where: str, level: int) -> Attributes:
+    """A KeyValue list whose values sit at nesting `level` (TooDeep propagates to the attribute)."""
     result: Attributes = {}
     for i, kv in enumerate(_list(key_values, where)):
         kv = _obj(kv, f"{where}[{i}]")
         key = _str(kv.get("key"), f"{where}[{i}].key")
-        result[key] = _any_value(kv.get("value"), f"{where}[{i}].value", depth)
+        result[key] = _any_value(kv.get("value"), f"{where}[{i}].value", level)
     return result
 
 
-def _span(raw: Any, where: str, resource: Attributes, scope: tuple[str, str]) -> SpanRecord:
+def attributes_from_json(key_values: Any, where: str, batch: DecodedBatch | None = None) -> Attributes:
+    """A JSON KeyValue list to a dict; a repeated key keeps its last value.
+
+    An attribute whose value nests too deep is left out and counted in `batch.dropped_attributes`.
+    """
+    result: Attributes = {}
+    for i, kv in enumerate(_list(key_values, where)):
+        kv = _obj(kv, f"{where}[{i}]")
+        key = _str(kv.get("key"), f"{where}[{i}].key")
+        try:
+            result[key] = _any_value(kv.get("value"), f"{where}[{i}].value")
+        except TooDeep:
+            if batch is not None:
+                batch.dropped_attributes += 1
+    return result
+
+
+def _span(raw: Any, where: str, resource: Attributes, scope: tuple[str, str], batch: DecodedBatch) -> SpanRecord:
     raw = _obj(raw, where)
     status = _obj(raw.get("status"), f"{where}.status")
     events = []
@@ -163,7 +184,7 @@ def _span(raw: Any, where: str, resource: Attributes, scope: tuple[str, str]) ->
             SpanEvent(
                 _str(e.get("name"), f"{where}.events[{i}].name"),
                 _int(_get(e, "timeUnixNano", "time_unix_nano"), f"{where}.events[{i}].timeUnixNano"),
-                attributes_from_json(e.get("attributes"), f"{where}.events[{i}].attributes"),
+                attributes_from_json(e.get("attributes"), f"{where}.events[{i}].attributes", batch),
             )
         )
     links = []
@@ -173,7 +194,7 @@ def _span(raw: Any, where: str, resource: Attributes, scope: tuple[str, str]) ->
             SpanLink(
                 decode_id(_get(link, "traceId", "trace_id"), 16, f"{where}.links[{i}].traceId"),
                 decode_id(_get(link, "spanId", "span_id"), 8, f"{where}.links[{i}].spanId"),
-                attributes_from_json(link.get("attributes"), f"{where}.links[{i}].attributes"),
+                attributes_from_json(link.get("attributes"), f"{where}.links[{i}].attributes", batch),
             )
         )
     return SpanRecord(
@@ -186,7 +207,7 @@ def _span(raw: Any, where: str, resource: Attributes, scope: tuple[str, str]) ->
         end_time_unix_nano=_int(_get(raw, "endTimeUnixNano", "end_time_unix_nano"), f"{where}.end"),
         status_code=_enum(status.get("code"), _STATUS_CODES, f"{where}.status.code"),
         status_message=_str(status.get("message"), f"{where}.status.message"),
-        attributes=attributes_from_json(raw.get("attributes"), f"{where}.attributes"),
+        attributes=attributes_from_json(raw.get("attributes"), f"{where}.attributes", batch),
         events=events,
         links=links,
         resource_attributes=resource,
@@ -200,8 +221,8 @@ def _scope(raw: Any, where: str) -> tuple[str, str]:
     return _str(scope.get("name"), f"{where}.name"), _str(scope.get("version"), f"{where}.version")
 
 
-def _resource(raw: Any, where: str) -> Attributes:
-    return attributes_from_json(_obj(raw, where).get("attributes"), f"{where}.attributes")
+def _resource(raw: Any, where: str, batch: DecodedBatch) -> Attributes:
+    return attributes_from_json(_obj(raw, where).get("attributes"), f"{where}.attributes", batch)
 
 
 def decode_traces_object(document: Any, where: str = "json") -> DecodedBatch:
@@ -217,7 +238,7 @@ def decode_traces_object(document: Any, where: str = "json") -> DecodedBatch:
     for r, rs in enumerate(_list(resource_spans, f"{where}.resourceSpans")):
         rw = f"{where}.resourceSpans[{r}]"
         rs = _obj(rs, rw)
-        resource = _resource(rs.get("resource"), f"{rw}.resource")
+        resource = _resource(rs.get("resource"), f"{rw}.resource", batch)
         for s, ss in enumerate(_list(_get(rs, "scopeSpans", "scope_spans"), f"{rw}.scopeSpans")):
             sw = f"{rw}.scopeSpans[{s}]"
             ss = _obj(ss, sw)
@@ -225,14 +246,12 @@ def decode_traces_object(document: Any, where: str = "json") -> DecodedBatch:
             for i, raw in enumerate(_list(ss.get("spans"), f"{sw}.spans")):
                 span_where = f"{sw}.spans[{i}]"
                 try:
-                    span = _span(raw, span_where, resource, scope)
+                    span = _span(raw, span_where, resource, scope, batch)
                 except InvalidIdError as exc:
                     batch.rejected.append(RejectedSpan("invalid_id", str(exc)))
                     continue
                 if not span.trace_id or not span.span_id or not int(span.trace_id, 16) or not int(span.span_id, 16):
-                    batch.rejected.append(
-                        RejectedSpan("invalid_id", f"{span_where}: missing trace or span id")
-                    )
+                    batch.rejected.append(RejectedSpan("invalid_id", f"{span_where}: missing trace or span id"))
                     continue
                 batch.spans.append(span)
     return batch
@@ -243,7 +262,7 @@ def _decode_logs_object(document: dict, where: str) -> DecodedBatch:
     for r, rl in enumerate(_list(_get(document, "resourceLogs", "resource_logs"), f"{where}.resourceLogs")):
         rw = f"{where}.resourceLogs[{r}]"
         rl = _obj(rl, rw)
-        resource = _resource(rl.get("resource"), f"{rw}.resource")
+        resource = _resource(rl.get("resource"), f"{rw}.resource", batch)
         for s, sl in enumerate(_list(_get(rl, "scopeLogs", "scope_logs"), f"{rw}.scopeLogs")):
             sw = f"{rw}.scopeLogs[{s}]"
             sl = _obj(sl, sw)
@@ -258,7 +277,7 @@ def _decode_logs_object(document: dict, where: str) -> DecodedBatch:
                     continue
                 if not trace_id or not span_id:
                     continue
-                attrs = attributes_from_json(rec.get("attributes"), f"{lw}.attributes")
+                attrs = attributes_from_json(rec.get("attributes"), f"{lw}.attributes", batch)
                 event_name = _str(_get(rec, "eventName", "event_name"), f"{lw}.eventName")
                 time_ns = _int(_get(rec, "timeUnixNano", "time_unix_nano"), f"{lw}.timeUnixNano")
                 observed = _int(_get(rec, "observedTimeUnixNano", "observed_time_unix_nano"), lw)
@@ -268,7 +287,7 @@ def _decode_logs_object(document: dict, where: str) -> DecodedBatch:
                         span_id=span_id,
                         event_name=event_name or str(attrs.get("event.name") or ""),
                         time_unix_nano=time_ns or observed,
-                        body=_any_value(rec.get("body"), f"{lw}.body"),
+                        body=_body(rec.get("body"), f"{lw}.body", batch),
                         attributes=attrs,
                         resource_attributes=resource,
                         scope_name=scope_name,
@@ -277,17 +296,37 @@ def _decode_logs_object(document: dict, where: str) -> DecodedBatch:
     return batch
 
 
+def _body(value: Any, where: str, batch: DecodedBatch) -> Any:
+    """A log record's body; None (counted as a dropped attribute) when it nests too deep."""
+    try:
+        return _any_value(value, where)
+    except TooDeep:
+        batch.dropped_attributes += 1
+        return None
+
+
+def _loads(text: str | bytes, where: str) -> Any:
+    """json.loads; a document too deep for the parser is parsed again with its deepest containers cut
+    (they lie inside attribute values the decoder drops anyway)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        pass
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    try:
+        return json.loads(prune_json_text(text))
+    except RecursionError:
+        raise TraceDecodeError("JSON nested too deeply", where) from None
+
+
 def parse_json_text(data: bytes | str, where: str) -> Any:
     try:
-        return json.loads(data)
+        return _loads(data, where)
     except UnicodeDecodeError as exc:
         raise TraceDecodeError(f"not UTF-8 text: {exc.reason} at byte {exc.start}", where) from None
     except json.JSONDecodeError as exc:
-        raise TraceDecodeError(
-            f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", where
-        ) from None
-    except RecursionError:
-        raise TraceDecodeError("JSON nested too deeply", where) from None
+        raise TraceDecodeError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", where) from None
 
 
 def decode_traces_json(data: bytes | str, where: str = "json") -> DecodedBatch:
@@ -303,11 +342,9 @@ def decode_traces_json(data: bytes | str, where: str = "json") -> DecodedBatch:
     if not stripped:
         return DecodedBatch()
     try:
-        document = json.loads(stripped)
+        document = _loads(stripped, where)
     except json.JSONDecodeError:
         document = _NOT_ONE_DOCUMENT
-    except RecursionError:
-        raise TraceDecodeError("JSON nested too deeply", where) from None
     if document is not _NOT_ONE_DOCUMENT:
         return decode_traces_object(document, where)
     batch = DecodedBatch()

@@ -1,4 +1,8 @@
-"""Decode OTLP protobuf (ExportTraceServiceRequest / TracesData, and the logs equivalents)."""
+"""Decode OTLP protobuf (ExportTraceServiceRequest / TracesData, and the logs equivalents).
+
+An attribute value nested past MAX_VALUE_DEPTH levels drops that attribute (counted in
+`DecodedBatch.dropped_attributes`), never the request: see `otlp_depth`.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from .errors import TraceDecodeError
+from .otlp_depth import MAX_VALUE_DEPTH, MalformedWire, TooDeep, prune_protobuf
 from .records import (
     Attributes,
     DecodedBatch,
@@ -19,12 +24,13 @@ from .records import (
     SpanRecord,
 )
 
-MAX_VALUE_DEPTH = 32
+_PARSE_ERRORS = (ProtobufDecodeError, ValueError, TypeError, RuntimeError)
 
 
-def _any_value(value: Any, depth: int = 0) -> Any:
-    if depth > MAX_VALUE_DEPTH:
-        return None
+def _any_value(value: Any, level: int = 1) -> Any:
+    """The Python value of an AnyValue at nesting `level`; TooDeep past MAX_VALUE_DEPTH levels."""
+    if level > MAX_VALUE_DEPTH:
+        raise TooDeep
     which = value.WhichOneof("value")
     if which is None:
         return None
@@ -39,19 +45,53 @@ def _any_value(value: Any, depth: int = 0) -> Any:
     if which == "bytes_value":
         return bytes(value.bytes_value)
     if which == "array_value":
-        return [_any_value(v, depth + 1) for v in value.array_value.values]
+        return [_any_value(v, level + 1) for v in value.array_value.values]
     if which == "kvlist_value":
-        return {kv.key: _any_value(kv.value, depth + 1) for kv in value.kvlist_value.values}
+        return {kv.key: _any_value(kv.value, level + 1) for kv in value.kvlist_value.values}
     return None
 
 
-def attributes_from_proto(key_values: Any) -> Attributes:
-    """KeyValue list to a dict; a repeated key keeps its last value."""
-    return {kv.key: _any_value(kv.value) for kv in key_values}
+def attributes_from_proto(key_values: Any, batch: DecodedBatch | None = None) -> Attributes:
+    """KeyValue list to a dict; a repeated key keeps its last value.
+
+    An attribute whose value nests too deep is left out and counted in `batch.dropped_attributes`.
+    """
+    result: Attributes = {}
+    for kv in key_values:
+        try:
+            result[kv.key] = _any_value(kv.value)
+        except TooDeep:
+            if batch is not None:
+                batch.dropped_attributes += 1
+    return result
+
+
+def _parse(message: Any, data: bytes, where: str, logs: bool = False) -> int:
+    """Parse `data` into `message`; returns how many over-deep attributes had to be cut for it to parse.
+
+    The C parser refuses a whole message nested past its depth limit: such a request is parsed again
+    with its over-deep attributes cut out (`prune_protobuf`). Other bad bytes raise TraceDecodeError.
+    """
+    try:
+        message.ParseFromString(data)
+        return 0
+    except _PARSE_ERRORS as exc:
+        error = TraceDecodeError(f"not a valid OTLP {type(message).__name__}: {exc}", where)
+    try:
+        pruned, dropped = prune_protobuf(data, logs=logs)
+    except MalformedWire:
+        raise error from None
+    if not dropped:
+        raise error
+    try:
+        message.ParseFromString(pruned)
+    except _PARSE_ERRORS:
+        raise error from None
+    return dropped
 
 
 def _span_from_proto(
-    span: Any, resource_attrs: Attributes, scope_name: str, scope_version: str
+    span: Any, resource_attrs: Attributes, scope_name: str, scope_version: str, batch: DecodedBatch
 ) -> SpanRecord:
     return SpanRecord(
         trace_id=span.trace_id.hex(),
@@ -63,12 +103,10 @@ def _span_from_proto(
         end_time_unix_nano=span.end_time_unix_nano,
         status_code=int(span.status.code),
         status_message=span.status.message,
-        attributes=attributes_from_proto(span.attributes),
-        events=[
-            SpanEvent(e.name, e.time_unix_nano, attributes_from_proto(e.attributes)) for e in span.events
-        ],
+        attributes=attributes_from_proto(span.attributes, batch),
+        events=[SpanEvent(e.name, e.time_unix_nano, attributes_from_proto(e.attributes, batch)) for e in span.events],
         links=[
-            SpanLink(link.trace_id.hex(), link.span_id.hex(), attributes_from_proto(link.attributes))
+            SpanLink(link.trace_id.hex(), link.span_id.hex(), attributes_from_proto(link.attributes, batch))
             for link in span.links
         ],
         resource_attributes=resource_attrs,
@@ -90,13 +128,9 @@ def _id_problem(trace_id: bytes, span_id: bytes, parent_id: bytes) -> str | None
 def decode_traces_protobuf(data: bytes, where: str = "protobuf") -> DecodedBatch:
     """ExportTraceServiceRequest (or TracesData, the same wire shape) to span records."""
     request = ExportTraceServiceRequest()
-    try:
-        request.ParseFromString(data)
-    except (ProtobufDecodeError, ValueError, TypeError, RuntimeError) as exc:
-        raise TraceDecodeError(f"not a valid OTLP ExportTraceServiceRequest: {exc}", where) from None
-    batch = DecodedBatch()
+    batch = DecodedBatch(dropped_attributes=_parse(request, data, where))
     for r_index, resource_spans in enumerate(request.resource_spans):
-        resource_attrs = attributes_from_proto(resource_spans.resource.attributes)
+        resource_attrs = attributes_from_proto(resource_spans.resource.attributes, batch)
         for s_index, scope_spans in enumerate(resource_spans.scope_spans):
             scope = scope_spans.scope
             for index, span in enumerate(scope_spans.spans):
@@ -109,25 +143,21 @@ def decode_traces_protobuf(data: bytes, where: str = "protobuf") -> DecodedBatch
                         )
                     )
                     continue
-                batch.spans.append(_span_from_proto(span, resource_attrs, scope.name, scope.version))
+                batch.spans.append(_span_from_proto(span, resource_attrs, scope.name, scope.version, batch))
     return batch
 
 
 def decode_logs_protobuf(data: bytes, where: str = "protobuf") -> DecodedBatch:
     """ExportLogsServiceRequest (or LogsData) to log records; only records naming a span are kept."""
     request = ExportLogsServiceRequest()
-    try:
-        request.ParseFromString(data)
-    except (ProtobufDecodeError, ValueError, TypeError, RuntimeError) as exc:
-        raise TraceDecodeError(f"not a valid OTLP ExportLogsServiceRequest: {exc}", where) from None
-    batch = DecodedBatch()
+    batch = DecodedBatch(dropped_attributes=_parse(request, data, where, logs=True))
     for resource_logs in request.resource_logs:
-        resource_attrs = attributes_from_proto(resource_logs.resource.attributes)
+        resource_attrs = attributes_from_proto(resource_logs.resource.attributes, batch)
         for scope_logs in resource_logs.scope_logs:
             for record in scope_logs.log_records:
                 if len(record.trace_id) != 16 or len(record.span_id) != 8:
                     continue
-                attrs = attributes_from_proto(record.attributes)
+                attrs = attributes_from_proto(record.attributes, batch)
                 event_name = record.event_name or str(attrs.get("event.name") or "")
                 batch.logs.append(
                     LogRecord(
@@ -135,7 +165,7 @@ def decode_logs_protobuf(data: bytes, where: str = "protobuf") -> DecodedBatch:
                         span_id=record.span_id.hex(),
                         event_name=event_name,
                         time_unix_nano=record.time_unix_nano or record.observed_time_unix_nano,
-                        body=_any_value(record.body),
+                        body=_body(record.body, batch),
                         attributes=attrs,
                         resource_attributes=resource_attrs,
                         scope_name=scope_logs.scope.name,
@@ -144,16 +174,25 @@ def decode_logs_protobuf(data: bytes, where: str = "protobuf") -> DecodedBatch:
     return batch
 
 
+def _body(value: Any, batch: DecodedBatch) -> Any:
+    """A log record's body; None (counted as a dropped attribute) when it nests too deep."""
+    try:
+        return _any_value(value)
+    except TooDeep:
+        batch.dropped_attributes += 1
+        return None
+
+
 def looks_like_logs_protobuf(data: bytes) -> bool:
     """True when bytes parse as a logs export whose records carry ids, and not as spans with ids."""
     traces = ExportTraceServiceRequest()
     logs = ExportLogsServiceRequest()
     try:
-        traces.ParseFromString(data)
+        _parse(traces, data, "protobuf")
     except Exception:
         traces = None
     try:
-        logs.ParseFromString(data)
+        _parse(logs, data, "protobuf", logs=True)
     except Exception:
         return False
     if traces is not None:

@@ -104,13 +104,16 @@ class RejectedSpan:
 
 @dataclass(slots=True)
 class DecodedBatch:
-    """What one decode call yields: spans, log records (for a logs export), and spans left out."""
+    """What one decode call yields: spans, log records (for a logs export), spans left out, and how many
+    attributes were left out because their value nested too deep (see `otlp_depth.MAX_VALUE_DEPTH`)."""
 
     spans: list[SpanRecord] = field(default_factory=list)
     logs: list[LogRecord] = field(default_factory=list)
     rejected: list[RejectedSpan] = field(default_factory=list)
+    dropped_attributes: int = 0
 
     def extend(self, other: DecodedBatch) -> None:
         self.spans.extend(other.spans)
         self.logs.extend(other.logs)
         self.rejected.extend(other.rejected)
+        self.dropped_attributes += other.dropped_attributes

@@ -25,7 +25,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="print the catalog: level, kind, ground truth, default set, threshold and params of each evaluator",
         description="Print every evaluator with its level, kind, whether it needs ground truth, whether it is "
         "in the default set (what the daemon runs without an evaluators list; 'needs config' marks a builtin "
-        "that cannot score until its params are set), its default threshold and its params.",
+        "that cannot score until its params are set), its default threshold and its params. A scored result "
+        "passes when score >= threshold.",
     )
     listing.add_argument("--json", action="store_true", help="print the catalog as JSON")
     listing.set_defaults(handler=run)

@@ -68,6 +68,15 @@ def test_no_rule_errors_on_any_corpus_trace(corpus_records) -> None:
         assert set(data["records"]) >= {"latency", "error_free", "refusal"}, name
 
 
+def test_every_verdict_is_the_score_against_the_threshold(corpus_records) -> None:
+    thresholds = {name: builtin(name).threshold for name in RULES}
+    scored = [r for _, data in corpus_records.items() for rs in data["records"].values() for r in rs if r.scored]
+    assert len(scored) > 100
+    assert all(r.passed is (r.score >= thresholds[r.evaluator]) for r in scored)
+    unconfigured = all_records(corpus_records, "prohibited_content")
+    assert unconfigured and all(r.skip_reason == "not_configured" for _, r in unconfigured)
+
+
 def test_error_free_fails_exactly_on_traces_with_errors(corpus_records) -> None:
     seen = 0
     for name, data in corpus_records.items():

@@ -116,7 +116,8 @@ def test_prohibited_content_fails_on_strings_and_patterns() -> None:
 
 def test_prohibited_content_skips_when_unconfigured_and_rejects_bad_regex() -> None:
     result = run("prohibited_content", chat("anything"))
-    assert result.skip_reason == "no_data" and "no prohibited strings configured" in result.explanation
+    assert result.skip_reason == "not_configured" and "no prohibited strings or patterns" in result.explanation
+    assert run("prohibited_content", chat("anything"), strings=["", 3]).skip_reason == "not_configured"
     with pytest.raises(EvaluatorConfigError):
         builtin("prohibited_content", patterns=["[unclosed"])
 

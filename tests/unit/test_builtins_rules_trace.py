@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators import EvaluatorConfigError, builtin, list_builtins
+from evaluators import EvaluatorConfigError, Task, builtin, list_builtins
 from evaluators.builtins.rules_trace import DEFAULT_PRICES, price_for
+from evaluators.traces.records import SpanRecord
 from tests.unit.builtins_spans import agent, chat, tool
 from tests.unit.spanfactory import make_span, next_start, trace_of
 
@@ -197,3 +198,57 @@ def test_refusal_uses_configured_patterns_and_rejects_bad_ones() -> None:
 
 def test_refusal_skips_without_an_answer() -> None:
     assert run("refusal", trace_of(chat(None, [("get_weather", {"city": "Paris"})]))).skip_reason == "no_data"
+
+
+# --- an empty final answer is an answer of length 0 ----------------------------------------------
+
+
+def oi_agent(**attrs) -> SpanRecord:
+    return make_span("agent", {"openinference.span.kind": "AGENT", "input.value": "What's the weather?", **attrs})
+
+
+def oi_llm(parent: SpanRecord, **attrs) -> SpanRecord:
+    base = {"openinference.span.kind": "LLM", "llm.model_name": "gpt-4o"}
+    return make_span("ChatCompletion", {**base, **attrs}, kind=3, parent=parent)
+
+
+def test_an_empty_output_value_is_an_empty_answer_that_fails_refusal() -> None:
+    root = oi_agent(**{"output.value": ""})
+    trace = trace_of(root, oi_llm(root, **{"llm.token_count.prompt": 10, "llm.token_count.completion": 0}))
+    assert trace.output == ""
+    result = run("refusal", trace)
+    assert (result.score, result.passed, result.is_skipped) == (0.0, False, False)
+    assert "empty" in result.explanation
+
+
+def test_a_final_assistant_message_without_text_is_an_empty_answer() -> None:
+    first = chat("Let me check.", [("get_weather", {"city": "Paris"})])
+    last = chat(None, finish="stop", output_tokens=0)  # gen_ai.output.messages: an assistant message, no parts
+    trace = trace_of(first, last)
+    assert trace.output == ""
+    assert run("refusal", trace).passed is False
+    oi_root = oi_agent()  # no output.value: the answer comes from the last LLM call
+    oi_trace = trace_of(oi_root, oi_llm(oi_root, **{"llm.output_messages.0.message.role": "assistant"}))
+    assert oi_trace.output == "" and run("refusal", oi_trace).score == 0.0
+
+
+def test_ground_truth_answer_evaluators_score_an_empty_answer() -> None:
+    trace = trace_of(oi_agent(**{"output.value": ""}))
+    task = Task(task_id="t", expected_output="Sunny, 21°C")
+    for name in ("exact_match", "contains_match", "response_match"):
+        result = builtin(name).run(trace, task=task)
+        assert (result.score, result.passed) == (0.0, False), name
+
+
+def test_a_trace_without_any_output_still_skips_with_no_data() -> None:
+    task = Task(task_id="t", expected_output="Sunny, 21°C")
+    for trace in (
+        trace_of(oi_agent()),  # no output.value, no LLM call
+        trace_of(make_span("run", {})),
+        trace_of(chat(None, [("get_weather", {"city": "Paris"})])),  # ended on a tool request
+        trace_of(chat(None, output_tokens=40)),  # tokens but no text: content not captured
+    ):
+        assert trace.output is None
+        assert run("refusal", trace).skip_reason == "no_data"
+        assert builtin("exact_match").run(trace, task=task).skip_reason == "no_data"
+    assert run("refusal", trace_of(oi_agent(**{"output.value": "It's sunny."}))).passed is True

@@ -226,6 +226,44 @@ def test_spec_params_thresholds_and_ids_configure_builtins(tmp_path: Path) -> No
     assert evals["fast"]["pass_rate"] == 0.0 and evals["slow"]["pass_rate"] == 1.0
 
 
+def otlp_json_trace(trace_id: str, duration_ms: int) -> dict[str, Any]:
+    """One OTLP-JSON request holding a single-span trace that lasts `duration_ms`."""
+    start = 1_700_000_000_000_000_000
+    span = {
+        "traceId": trace_id,
+        "spanId": trace_id[16:],
+        "name": "run",
+        "kind": 1,
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(start + duration_ms * 1_000_000),
+    }
+    return {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
+
+
+def test_two_latency_thresholds_give_different_pass_rates(tmp_path: Path) -> None:
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    for index, duration in enumerate((900, 1000, 1400, 1800)):  # scores 1, 1, 0.6, 0.2 under a 1000 ms budget
+        trace = otlp_json_trace(f"{index + 1:032x}", duration)
+        (traces / f"trace_{index}.json").write_text(json.dumps(trace), encoding="utf-8")
+    spec = write(
+        tmp_path / "spec.yaml",
+        """\
+        evaluators:
+          - {name: latency, id: lenient, params: {max_latency_ms: 1000}, threshold: 0.1}
+          - {name: latency, id: strict, params: {max_latency_ms: 1000}, threshold: 0.9}
+          - {name: latency, id: default, params: {max_latency_ms: 1000}}
+        """,
+    )
+    code, report, err = evaluate(traces, spec=spec)
+    evals = by_name(report)
+    assert (code, err, report["traces"]) == (0, "", 4)
+    assert [evals[k]["scored"] for k in ("lenient", "strict", "default")] == [4, 4, 4]
+    assert evals["lenient"]["pass_rate"] == 1.0
+    assert evals["strict"]["pass_rate"] == 0.5
+    assert evals["default"]["threshold"] == 1.0 and evals["default"]["pass_rate"] == 0.5  # within the budget
+
+
 def test_user_evaluator_from_a_module_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(
         tmp_path / "offline_user_evals.py",

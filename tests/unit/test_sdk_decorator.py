@@ -146,6 +146,22 @@ def test_return_values_become_results(handoff_trace: Trace) -> None:
         as_none.run(handoff_trace)
 
 
+def test_passed_is_always_score_at_or_above_the_threshold(handoff_trace: Trace) -> None:
+    @evaluator("own_verdict", threshold=0.5)
+    def own_verdict(trace: Trace, score: float = 0.3) -> EvalResult:
+        return EvalResult(score, passed=True)  # an evaluator's own verdict does not decide
+
+    @evaluator("as_bool")
+    def as_bool(trace: Trace) -> bool:
+        return False
+
+    with pytest.warns(UserWarning, match=r"own_verdict: the evaluator's own passed=True is replaced"):
+        assert own_verdict.run(handoff_trace).passed is False
+    assert own_verdict.with_threshold(0.2).run(handoff_trace).passed is True
+    assert as_bool.run(handoff_trace).passed is False
+    assert as_bool.with_threshold(0.0).run(handoff_trace).passed is True  # threshold 0: every score passes
+
+
 def test_calling_the_evaluator_calls_the_function(handoff_trace: Trace) -> None:
     assert fx.span_count(handoff_trace).score == 1.0
     assert fx.span_count(handoff_trace, min_spans=10_000).score == 0.0

@@ -58,9 +58,10 @@ def test_resolve_decides_passed_by_threshold() -> None:
     assert original.passed is None  # resolve returns a copy
 
 
-def test_resolve_keeps_an_explicit_verdict() -> None:
-    assert EvalResult(0.1, passed=True).resolve(0.9).passed is True
-    assert EvalResult(0.9, passed=False).resolve(0.1).passed is False
+def test_resolve_decides_by_the_threshold_even_over_an_explicit_verdict() -> None:
+    assert EvalResult(0.1, passed=True).resolve(0.9).passed is False
+    assert EvalResult(0.9, passed=False).resolve(0.1).passed is True
+    assert EvalResult(0.0, passed=False).resolve(0.0).passed is True  # threshold 0: everything scored passes
 
 
 def test_resolve_rejects_a_bad_threshold() -> None:
@@ -82,6 +83,7 @@ def test_skip_reasons_are_the_documented_ones() -> None:
     assert {r.value for r in SkipReason} == {
         "needs_ground_truth",
         "no_data",
+        "not_configured",
         "judge_unavailable",
         "sampled_out",
         "timeout",
