@@ -440,7 +440,7 @@ def test_check_config_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         f"{path}: OK",
         "receivers grpc :4317, http :4318; 1 evaluator (1 disabled); metrics :9464 windows 1m, 1h",
         "evaluators:",
-        "  latency  builtin latency  threshold 0.5  sampling 1  alert -",
+        "  latency  builtin latency  threshold 1  sampling 1  alert -",
     ]
     assert err == ""
     assert _run(write(tmp_path, "", "empty.yaml")) == 0
