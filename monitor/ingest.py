@@ -16,6 +16,7 @@ from enum import StrEnum
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from evaluators.traces import TraceDecodeError
+from evaluators.traces.otlp_depth import MAX_VALUE_DEPTH
 from evaluators.traces.otlp_json import decode_traces_json
 from evaluators.traces.otlp_proto import decode_logs_protobuf, decode_traces_protobuf
 from evaluators.traces.records import DecodedBatch
@@ -136,6 +137,15 @@ class Ingestor:
                 Outcome.THROTTLED,
                 message=f"over the pending-span limit ({self.assembler.max_pending_spans}); retry later",
                 retry_after_seconds=self.retry_after_seconds,
+            )
+        if batch.dropped_attributes:
+            self.metrics.attributes_dropped.labels(receiver=receiver, reason="too_deep").inc(batch.dropped_attributes)
+            self.problems.warning(
+                "too_deep",
+                "%s receiver: %d attributes nested deeper than %d levels left out",
+                receiver,
+                batch.dropped_attributes,
+                MAX_VALUE_DEPTH,
             )
         rejected = len(batch.rejected)
         if rejected:

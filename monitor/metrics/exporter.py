@@ -125,6 +125,12 @@ class MetricsExporter:
             "agent_monitor_late_spans", "Spans arriving after their trace was evaluated.", registry=r
         )
         self.duplicate_spans = Counter("agent_monitor_duplicate_spans", "Spans repeating a span id.", registry=r)
+        self.attributes_dropped = Counter(
+            "agent_monitor_attributes_dropped",
+            "Attributes left out of accepted spans and log records (reason too_deep: nested past the decoders' limit).",
+            ["receiver", "reason"],
+            registry=r,
+        )
         self.traces_dropped = Counter("agent_monitor_traces_dropped", "Traces not evaluated.", ["reason"], registry=r)
         self.evaluation_seconds = Histogram(
             "agent_monitor_evaluation_seconds",
