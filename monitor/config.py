@@ -137,6 +137,19 @@ class ReceiversConfig(Section):
     http: HttpReceiverConfig = Field(default_factory=HttpReceiverConfig)
     tls: TlsConfig = Field(default_factory=TlsConfig)
     auth: AuthConfig = Field(default_factory=AuthConfig)
+    # Request bytes both receivers hold at once (a gRPC call counts its max size until its message has
+    # arrived); beyond it, requests get the OTLP throttling answer. Four maximum-size requests by default.
+    max_inflight_bytes: Size = 64 * MiB
+
+    @model_validator(mode="after")
+    def _inflight_fits_one_request(self) -> ReceiversConfig:
+        sizes = {"grpc.max_message_bytes": self.grpc.max_message_bytes, "http.max_body_bytes": self.http.max_body_bytes}
+        enabled = {"grpc.max_message_bytes": self.grpc.enabled, "http.max_body_bytes": self.http.enabled}
+        largest = max(((size, key) for key, size in sizes.items() if enabled[key]), default=None)
+        if largest is not None and self.max_inflight_bytes < largest[0]:
+            problem = f"must be at least {largest[1]} ({largest[0]} bytes), so that one request of that size fits"
+            raise LocatedError([(("max_inflight_bytes",), problem)])
+        return self
 
 
 class ApiConfig(Section):

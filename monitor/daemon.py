@@ -25,6 +25,7 @@ from .metrics import MetricsExporter
 from .preflight import Prepared, preflight
 from .receivers.grpc_receiver import GrpcReceiver
 from .receivers.http_receiver import HttpReceiver
+from .receivers.inflight import InflightBytes
 from .store import ResultStore
 from .web.app import build_api_app
 from .web.server import WebServer
@@ -75,6 +76,8 @@ class Daemon:
             mode=config.evaluation.mode,
         )
         tls = prepared.receivers_tls
+        # One budget for both receivers: the bytes of requests in flight, process-wide.
+        self.inflight = InflightBytes(config.receivers.max_inflight_bytes)
         self.grpc: GrpcReceiver | None = None
         self.http: HttpReceiver | None = None
         if config.receivers.grpc.enabled:
@@ -85,6 +88,7 @@ class Daemon:
                 config.receivers.grpc.port,
                 max_message_bytes=config.receivers.grpc.max_message_bytes,
                 tls=key_cert,
+                inflight=self.inflight,
             )
         if config.receivers.http.enabled:
             self.http = HttpReceiver(
@@ -93,7 +97,7 @@ class Daemon:
                 config.receivers.http.port,
                 max_body_bytes=config.receivers.http.max_body_bytes,
                 ssl_context=tls.ssl_context() if tls is not None else None,
-                inflight=None,
+                inflight=self.inflight,
             )
         api_context = prepared.api_tls.ssl_context() if prepared.api_tls is not None else None
         self.api = WebServer(

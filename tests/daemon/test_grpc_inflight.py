@@ -1,0 +1,183 @@
+"""The gRPC receiver's in-flight byte budget and its early token check, against a real grpc.aio server.
+
+A blocked client stream stands for a request whose message is still arriving: the server has taken
+the call (and reserved its worst-case size) but not its message yet. No timing is asserted: waits
+are bounded polls on the server's own state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from monitor.assembler import TraceAssembler
+from monitor.ingest import Ingestor
+from monitor.metrics import MetricsExporter
+from monitor.receivers.grpc_receiver import GrpcReceiver
+from monitor.receivers.inflight import InflightBytes
+
+METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+TOKEN = "s3cret"
+AUTH = (("authorization", f"Bearer {TOKEN}"),)
+MAX_MESSAGE = 64 * 1024
+LIMIT = 1000  # far under one maximum-size message: only one call fits at a time
+
+
+def valid_request() -> bytes:
+    request = ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id, span.span_id, span.name = b"\x01" * 16, b"\x02" * 8, "step"
+    span.start_time_unix_nano, span.end_time_unix_nano = 1, 2
+    return request.SerializeToString()
+
+
+class Server:
+    def __init__(self, receiver: GrpcReceiver, metrics: MetricsExporter, channel: grpc.aio.Channel) -> None:
+        self.receiver, self.metrics, self.channel = receiver, metrics, channel
+
+    @property
+    def in_use(self) -> int:
+        return self.receiver.inflight.in_use
+
+    def count(self, name: str, **labels: str) -> float:
+        return self.metrics.registry.get_sample_value(name, {"receiver": "grpc", **labels}) or 0.0
+
+    async def export(self, payload: bytes, metadata: tuple = AUTH) -> grpc.StatusCode:
+        try:
+            await self.channel.unary_unary(METHOD)(payload, metadata=metadata, timeout=10)
+        except grpc.aio.AioRpcError as exc:
+            return exc.code()
+        return grpc.StatusCode.OK
+
+    def held_call(self, release: asyncio.Event, payload: bytes, metadata: tuple = AUTH) -> grpc.aio.StreamUnaryCall:
+        """A call whose one message is sent only once `release` is set."""
+
+        async def messages() -> AsyncIterator[bytes]:
+            await release.wait()
+            yield payload
+
+        return self.channel.stream_unary(METHOD)(messages(), metadata=metadata, timeout=10)
+
+    async def until(self, condition: Callable[[], bool]) -> None:
+        for _ in range(500):
+            if condition():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("condition not reached")
+
+
+@pytest.fixture
+def run() -> Callable[[Callable[[Server], Awaitable[None]]], None]:
+    def runner(body: Callable[[Server], Awaitable[None]], *, max_pending_spans: int = 1000) -> None:
+        async def main() -> None:
+            metrics = MetricsExporter()
+            assembler = TraceAssembler(max_pending_spans=max_pending_spans, max_spans_per_trace=max_pending_spans)
+            ingestor = Ingestor(assembler, metrics, bearer_token=TOKEN)
+            receiver = GrpcReceiver(
+                ingestor, "127.0.0.1", 0, max_message_bytes=MAX_MESSAGE, inflight=InflightBytes(LIMIT)
+            )
+            await receiver.start()
+            try:
+                async with grpc.aio.insecure_channel(f"127.0.0.1:{receiver.bound_port}") as channel:
+                    await asyncio.wait_for(body(Server(receiver, metrics, channel)), timeout=30)
+            finally:
+                await receiver.shutdown(grace=0.5)
+
+        asyncio.run(main())
+
+    return runner
+
+
+def test_calls_beyond_the_budget_get_unavailable_with_retry_info_and_a_lone_large_one_is_admitted(run):
+    async def body(server: Server) -> None:
+        release = asyncio.Event()
+        first = server.held_call(release, valid_request())
+        await server.until(lambda: server.in_use == MAX_MESSAGE)  # admitted alone although over the limit
+        refused = server.channel.unary_unary(METHOD)(valid_request(), metadata=AUTH, timeout=10)
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await refused
+        assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
+        trailers = dict(caught.value.trailing_metadata() or ())
+        retry = error_details_pb2.RetryInfo.FromString(trailers["google.rpc.retryinfo-bin"])
+        assert retry.retry_delay.seconds + retry.retry_delay.nanos > 0
+        assert "grpc-status-details-bin" in trailers
+        assert server.count("agent_monitor_spans_refused_total", reason="throttled") == 1
+        assert server.count("agent_monitor_requests_total", code="UNAVAILABLE") == 1
+        release.set()
+        await first  # the held call completes normally once its message arrives
+        assert server.in_use == 0
+        assert await server.export(valid_request()) is grpc.StatusCode.OK  # budget free again
+        assert server.count("agent_monitor_requests_total", code="OK") == 2
+        assert server.in_use == 0
+
+    run(body)
+
+
+def test_unauthenticated_call_is_refused_before_its_message_is_read(run):
+    async def body(server: Server) -> None:
+        never = asyncio.Event()
+        call = server.held_call(never, valid_request(), metadata=(("authorization", "Bearer wrong"),))
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await call  # answered although the message was never sent
+        assert caught.value.code() is grpc.StatusCode.UNAUTHENTICATED
+        assert server.in_use == 0
+        assert await server.export(valid_request(), metadata=()) is grpc.StatusCode.UNAUTHENTICATED
+        assert server.count("agent_monitor_requests_total", code="UNAUTHENTICATED") == 2
+        assert server.count("agent_monitor_spans_refused_total", reason="unauthenticated") == 2
+        assert server.count("agent_monitor_spans_received_total") == 0
+        assert server.in_use == 0
+
+    run(body)
+
+
+@pytest.mark.parametrize(
+    ("payload", "code"),
+    [
+        (valid_request(), grpc.StatusCode.OK),
+        (b"\xff\xff\xff", grpc.StatusCode.INVALID_ARGUMENT),
+        (b"\x0a" * (MAX_MESSAGE + 10), grpc.StatusCode.RESOURCE_EXHAUSTED),
+    ],
+    ids=["accepted", "malformed", "too_large"],
+)
+def test_the_budget_returns_to_zero_after_each_answer(run, payload, code):
+    async def body(server: Server) -> None:
+        for _ in range(3):
+            assert await server.export(payload) is code
+            await server.until(lambda: server.in_use == 0)
+
+    run(body)
+
+
+def test_the_budget_returns_to_zero_when_ingest_throttles(run):
+    async def body(server: Server) -> None:
+        assert await server.export(valid_request()) is grpc.StatusCode.OK  # fills the assembler
+        request = ExportTraceServiceRequest.FromString(valid_request())
+        request.resource_spans[0].scope_spans[0].spans[0].span_id = b"\x03" * 8
+        assert await server.export(request.SerializeToString()) is grpc.StatusCode.UNAVAILABLE
+        assert server.in_use == 0
+
+    run(body, max_pending_spans=1)
+
+
+def test_the_budget_returns_to_zero_when_the_client_sends_no_message_or_gives_up(run):
+    async def body(server: Server) -> None:
+        async def no_messages() -> AsyncIterator[bytes]:
+            return
+            yield b""
+
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await server.channel.stream_unary(METHOD)(no_messages(), metadata=AUTH, timeout=10)
+        assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+        assert server.in_use == 0
+        never = asyncio.Event()
+        call = server.held_call(never, valid_request())
+        await server.until(lambda: server.in_use == MAX_MESSAGE)
+        call.cancel()
+        await server.until(lambda: server.in_use == 0)
+
+    run(body)
