@@ -13,7 +13,6 @@ import json
 import logging
 import math
 import ssl
-import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -24,6 +23,12 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from monitor.ingest import Ingestor, Outcome
+from monitor.receivers.http_receiver import (  # the same body handling then and now
+    BodyTooLargeAfterDecompression,
+    DecompressionError,
+    _encoding_of,
+    gunzip,
+)
 
 log = logging.getLogger(__name__)
 
@@ -248,37 +253,6 @@ RECEIVER = "http"
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 SIGNALS = {"/v1/traces": "traces", "/v1/logs": "logs"}
-
-
-class DecompressionError(Exception):
-    pass
-
-
-class BodyTooLargeAfterDecompression(Exception):
-    pass
-
-
-def gunzip(body: bytes, limit: int) -> bytes:
-    """Decompress gzip with a cap on the output size (no decompression bombs)."""
-    decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        data = decompressor.decompress(body, limit + 1)
-    except zlib.error as exc:
-        raise DecompressionError(f"invalid gzip body: {exc}") from None
-    if len(data) > limit or decompressor.unconsumed_tail:
-        raise BodyTooLargeAfterDecompression
-    if not decompressor.eof:
-        raise DecompressionError("truncated gzip body")
-    return data
-
-
-def _encoding_of(content_type: str) -> str | None:
-    media = content_type.split(";", 1)[0].strip().lower()
-    if media == PROTOBUF:
-        return "protobuf"
-    if media == JSON:
-        return "json"
-    return None
 
 
 def _status_body(code: int, message: str, encoding: str) -> tuple[bytes, str]:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from evaluators.traces import DecodedBatch, TraceDecodeError, decode_bytes, otlp_json, otlp_proto
 from evaluators.traces.otlp_depth import MAX_VALUE_DEPTH, prune_json_text
+from evaluators.traces.otlp_depth import _encode_varint as _varint
 from evaluators.traces.otlp_json import decode_traces_json
 from evaluators.traces.otlp_proto import decode_logs_protobuf, decode_traces_protobuf
 
@@ -20,15 +21,6 @@ TRACE_ID = "0" * 31 + "1"
 SPAN_IDS = ["00000000000000a1", "00000000000000a2", "00000000000000a3"]
 
 # --- protobuf wire encoding by hand (any depth, with no protobuf library limit in the way) ------------
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _field(number: int, payload: bytes | str) -> bytes:
