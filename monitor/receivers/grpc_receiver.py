@@ -107,7 +107,7 @@ class ExportHandler:
     async def export(self, request_iterator: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
         ingestor, inflight = self.ingestor, self.inflight
         held = self.max_message_bytes  # the worst case until the message has arrived
-        if not await inflight.acquire(held):
+        if not inflight.try_acquire(held):
             ingestor.refuse(RECEIVER, "throttled")
             await self._throttle(context, "too many request bytes in flight; retry later", INFLIGHT_RETRY_SECONDS)
         size = 0

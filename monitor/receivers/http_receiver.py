@@ -139,7 +139,7 @@ class OtlpHttpHandler:
         if declared is not None and declared > self.max_body_bytes:
             return self._refuse("too_large", _response(413, "request body too large\n"))
         reserved = declared if declared is not None else self.max_body_bytes
-        if self.inflight is not None and not await self.inflight.acquire(reserved):
+        if self.inflight is not None and not self.inflight.try_acquire(reserved):
             refusal = _status_response(
                 503, 14, "too many request bytes in flight; retry later", encoding, **{"Retry-After": "1"}
             )
