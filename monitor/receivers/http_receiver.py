@@ -29,6 +29,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ..ingest import Ingestor, Outcome, grpc_code_of_http
 from ..web.server import WebServer
 from .inflight import InflightBytes
+from .memory import MemoryReturner
 
 log = logging.getLogger(__name__)
 RECEIVER = "http"
@@ -108,6 +109,7 @@ class OtlpHttpHandler:
         self.ingestor = ingestor
         self.max_body_bytes = max_body_bytes
         self.inflight = inflight
+        self.memory = MemoryReturner()
 
     def _answer(self, response: web.Response) -> web.Response:
         self.ingestor.count_request(RECEIVER, grpc_code_of_http(response.status))
@@ -151,6 +153,7 @@ class OtlpHttpHandler:
         finally:
             if self.inflight is not None:
                 self.inflight.release(reserved)
+            self.memory.freed(reserved)
 
     async def _receive(self, request: web.BaseRequest, signal: str, encoding: str, gzipped: bool) -> web.Response:
         try:
