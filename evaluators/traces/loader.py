@@ -66,9 +66,7 @@ def read_paths(paths: Iterable[str | os.PathLike[str]]) -> DecodedBatch:
         for file in _files_in(path):
             size = file.stat().st_size
             if size > MAX_FILE_BYTES:
-                raise TraceDecodeError(
-                    f"file is {size} bytes, over the {MAX_FILE_BYTES} byte limit", str(file)
-                )
+                raise TraceDecodeError(f"file is {size} bytes, over the {MAX_FILE_BYTES} byte limit", str(file))
             batch.extend(decode_bytes(file.read_bytes(), str(file)))
     return batch
 

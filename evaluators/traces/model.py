@@ -240,8 +240,7 @@ class Trace:
         if not agents:
             return [AgentTrace(self, None, [], steps)] if steps else []
         return [
-            AgentTrace(self, name, spans, [s for s in steps if s.agent_name == name])
-            for name, spans in agents.items()
+            AgentTrace(self, name, spans, [s for s in steps if s.agent_name == name]) for name, spans in agents.items()
         ]
 
     def agent_traces(self) -> list[AgentTrace]:

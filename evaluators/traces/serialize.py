@@ -96,9 +96,7 @@ def agent_trace_dict(agent: AgentTrace) -> dict[str, Any]:
         "input": agent.input,
         "output": agent.output,
         "steps": [
-            {"type": "llm", "span_id": s.span_id}
-            if isinstance(s, LLMSpan)
-            else {"type": "tool", "span_id": s.span_id}
+            {"type": "llm", "span_id": s.span_id} if isinstance(s, LLMSpan) else {"type": "tool", "span_id": s.span_id}
             for s in agent.steps
         ],
         "tool_names_used": agent.tool_names_used,
@@ -144,8 +142,6 @@ def trace_dict(trace: Trace) -> dict[str, Any]:
         "tool_calls": [tool_dict(t) for t in trace.get_tool_calls()],
         "retrievals": [retrieval_dict(r) for r in trace.get_retrievals()],
         "agent_traces": [agent_trace_dict(a) for a in trace.agent_traces()],
-        "error_spans": [
-            {"span_id": s.span_id, "name": s.span_name, "error": s.error} for s in trace.error_spans()
-        ],
+        "error_spans": [{"span_id": s.span_id, "name": s.span_name, "error": s.error} for s in trace.error_spans()],
         "spans": [_span_base(s) for s in trace.spans],
     }

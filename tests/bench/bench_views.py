@@ -37,13 +37,9 @@ def main() -> None:
     print(f"views: {len(batch.spans)} spans, {len(payload) / 1e6:.1f} MB protobuf")
     print(f"  decode protobuf           {1000 * (t1 - t0):8.1f} ms")
     print(f"  build Trace (lazy)        {1000 * (t2 - t1):8.1f} ms")
-    print(
-        f"  calls, tools, metrics,    {1000 * (t3 - t2):8.1f} ms  ({len(calls)} LLM calls, {len(tools)} tools)"
-    )
+    print(f"  calls, tools, metrics,    {1000 * (t3 - t2):8.1f} ms  ({len(calls)} LLM calls, {len(tools)} tools)")
     print("  agent traces, input/output")
-    print(
-        f"  parse every message       {1000 * (t4 - t3):8.1f} ms  ({tool_calls_requested} messages + tool calls)"
-    )
+    print(f"  parse every message       {1000 * (t4 - t3):8.1f} ms  ({tool_calls_requested} messages + tool calls)")
     print(f"  build + metrics total     {1000 * (t3 - t1):8.1f} ms  (target: well under 1000 ms)")
     print(f"  peak memory of a build    {peak / 1e6:8.1f} MB")
 

@@ -26,9 +26,7 @@ def _kv(key: str, value: object) -> KeyValue:
     return KeyValue(key=key, value=AnyValue(string_value=str(value)))
 
 
-def _span(
-    trace_id: bytes, span_id: bytes, parent: bytes, name: str, start: int, end: int, attrs: dict
-) -> Span:
+def _span(trace_id: bytes, span_id: bytes, parent: bytes, name: str, start: int, end: int, attrs: dict) -> Span:
     span = Span(
         trace_id=trace_id,
         span_id=span_id,
@@ -53,9 +51,7 @@ def _llm_attrs(step: int, tool: str) -> dict:
     output = [
         {
             "role": "assistant",
-            "parts": [
-                {"type": "tool_call", "id": f"call_{step}", "name": tool, "arguments": {"city": "Paris"}}
-            ],
+            "parts": [{"type": "tool_call", "id": f"call_{step}", "name": tool, "arguments": {"city": "Paris"}}],
             "finish_reason": "tool_call",
         }
     ]
@@ -80,9 +76,7 @@ def agent_trace_spans(trace_id: bytes, steps: int, start: int) -> list[Span]:
     for step in range(steps):
         tool = "get_weather" if step % 2 == 0 else "search_flights"
         spans.append(
-            _span(
-                trace_id, os.urandom(8), root_id, "chat gpt-4o-mini", t, t + 40 * MS, _llm_attrs(step, tool)
-            )
+            _span(trace_id, os.urandom(8), root_id, "chat gpt-4o-mini", t, t + 40 * MS, _llm_attrs(step, tool))
         )
         t += 41 * MS
         tool_attrs = {
@@ -92,25 +86,19 @@ def agent_trace_spans(trace_id: bytes, steps: int, start: int) -> list[Span]:
             "gen_ai.tool.call.arguments": json.dumps({"city": "Paris", "step": step}),
             "gen_ai.tool.call.result": json.dumps({"temperature_c": 18, "conditions": "light rain"}),
         }
-        spans.append(
-            _span(trace_id, os.urandom(8), root_id, f"execute_tool {tool}", t, t + 5 * MS, tool_attrs)
-        )
+        spans.append(_span(trace_id, os.urandom(8), root_id, f"execute_tool {tool}", t, t + 5 * MS, tool_attrs))
         t += 6 * MS
     retrieval = {
         "gen_ai.operation.name": "retrieval",
         "gen_ai.retrieval.query.text": "Paris travel advice",
-        "gen_ai.retrieval.documents": json.dumps(
-            [{"id": "doc-1", "score": 0.9}, {"id": "doc-2", "score": 0.7}]
-        ),
+        "gen_ai.retrieval.documents": json.dumps([{"id": "doc-1", "score": 0.9}, {"id": "doc-2", "score": 0.7}]),
     }
     spans.append(_span(trace_id, os.urandom(8), root_id, "retrieval kb", t, t + 3 * MS, retrieval))
     t += 4 * MS
     agent = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "travel_agent",
-        "gen_ai.input.messages": json.dumps(
-            [{"role": "user", "parts": [{"type": "text", "content": "Trip?"}]}]
-        ),
+        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Trip?"}]}]),
     }
     spans.append(_span(trace_id, root_id, b"", "invoke_agent travel_agent", start, t, agent))
     return spans

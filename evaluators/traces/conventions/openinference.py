@@ -144,9 +144,7 @@ class OpenInference(Convention):
             call_id=call_id if isinstance(call_id, str) else None,
             arguments=_tool_arguments(attrs),
             result=result,
-            description=attrs.get("tool.description")
-            if isinstance(attrs.get("tool.description"), str)
-            else None,
+            description=attrs.get("tool.description") if isinstance(attrs.get("tool.description"), str) else None,
         )
 
     def handoff_target(self, span: SpanRecord) -> str | None:

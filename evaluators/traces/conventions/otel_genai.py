@@ -139,9 +139,7 @@ class OTelGenAI(Convention):
         details = details_events(span)
         for event in details:
             if "gen_ai.input.messages" in event.attributes:
-                return _with_system(
-                    parse_parts_messages(event.attributes["gen_ai.input.messages"]), event.attributes
-                )
+                return _with_system(parse_parts_messages(event.attributes["gen_ai.input.messages"]), event.attributes)
         messages = _messages_from_events(span)
         if messages:
             return messages
@@ -160,9 +158,7 @@ class OTelGenAI(Convention):
         for event in reversed(details_events(span)):
             if "gen_ai.output.messages" in event.attributes:
                 event_reasons = as_str_list(event.attributes.get("gen_ai.response.finish_reasons"))
-                return parse_parts_output(
-                    event.attributes["gen_ai.output.messages"], event_reasons or reasons
-                )
+                return parse_parts_output(event.attributes["gen_ai.output.messages"], event_reasons or reasons)
         choice = _choice_from_events(span, reasons)
         if choice is not None:
             return choice

@@ -118,9 +118,7 @@ def _parts_message(item: dict) -> list[Message]:
         out: list[Message] = [make_message(role, text)] if text and role != "tool" else []
         return out + results
     if role == "tool":
-        return [
-            ToolMessage(content=text, name=item.get("name") if isinstance(item.get("name"), str) else None)
-        ]
+        return [ToolMessage(content=text, name=item.get("name") if isinstance(item.get("name"), str) else None)]
     return [make_message(role, text, tool_calls=calls)]
 
 
@@ -208,9 +206,7 @@ def openai_message(item: dict) -> Message:
     role = normalize_role(item.get("role"))
     text = content_text(item.get("content"))
     if role == "tool":
-        return ToolMessage(
-            content=text, tool_call_id=item.get("tool_call_id") or item.get("id"), name=item.get("name")
-        )
+        return ToolMessage(content=text, tool_call_id=item.get("tool_call_id") or item.get("id"), name=item.get("name"))
     return make_message(role, text, tool_calls=openai_tool_calls(item.get("tool_calls")))
 
 

@@ -133,8 +133,7 @@ class Traceloop(Convention):
         name = attrs.get("gen_ai.tool.name") or attrs.get("traceloop.entity.name")
         return ToolInvocation(
             name=str(name) if name else span.name.removesuffix(".tool"),
-            arguments=attrs.get("gen_ai.tool.call.arguments")
-            or _call_arguments(attrs.get("traceloop.entity.input")),
+            arguments=attrs.get("gen_ai.tool.call.arguments") or _call_arguments(attrs.get("traceloop.entity.input")),
             result=parse_json(attrs.get("traceloop.entity.output")),
         )
 
