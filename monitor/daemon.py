@@ -149,7 +149,11 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.request_stop)
-        await self.start()
+        try:
+            await self.start()
+        except OSError:  # a port that cannot be bound: stop what did start, then report it
+            await self.shutdown()
+            raise
         await self._stopping.wait()
         log.info("stop requested: completing pending traces")
         await self.shutdown()

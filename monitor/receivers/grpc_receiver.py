@@ -207,13 +207,19 @@ class GrpcReceiver:
         )
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         address = f"{self.host}:{self.port}"
-        if self.tls:
-            key, cert = self.tls
-            self.bound_port = server.add_secure_port(address, grpc.ssl_server_credentials([(key, cert)]))
-        else:
-            self.bound_port = server.add_insecure_port(address)
+        try:
+            if self.tls:
+                key, cert = self.tls
+                self.bound_port = server.add_secure_port(address, grpc.ssl_server_credentials([(key, cert)]))
+            else:
+                self.bound_port = server.add_insecure_port(address)
+        except RuntimeError:  # grpc's "Failed to bind to address": in use, or not an address of this host
+            self.bound_port = 0
         if not self.bound_port:
-            raise OSError(f"cannot bind the OTLP/gRPC receiver to {address}")
+            raise OSError(
+                f"cannot bind the OTLP/gRPC receiver to {address} "
+                "(receivers.grpc: the port is in use or the host is not an address of this machine)"
+            )
         await server.start()
         self._server = server
         await self._set_health(health_pb2.HealthCheckResponse.SERVING)

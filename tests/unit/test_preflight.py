@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -222,3 +223,26 @@ def test_store_path_checks_create_nothing(tmp_path: Path) -> None:
     (problem,) = check_store_path(str(garbage))
     assert "cannot be opened as a SQLite database" in problem
     assert check_store_path(":memory:") == []
+
+
+@pytest.mark.parametrize("listener", ["grpc", "http", "metrics"])
+def test_a_port_in_use_stops_run_with_one_line_and_no_traceback(tmp_path: Path, listener: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        ports = {"grpc": 0, "http": 0, "metrics": 0, listener: port}
+        path = tmp_path / "config.yaml"
+        path.write_text(
+            "receivers:\n"
+            f"  grpc: {{host: 127.0.0.1, port: {ports['grpc']}}}\n"
+            f"  http: {{host: 127.0.0.1, port: {ports['http']}}}\n"
+            f"metrics: {{host: 127.0.0.1, port: {ports['metrics']}}}\n"
+            "store: {path: data/results.db}\n",
+            encoding="utf-8",
+        )
+        result = run_daemon(path, tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("agent-monitor: cannot start: ") and str(port) in last, result.stderr
