@@ -37,6 +37,13 @@ def payload(n: int = 1) -> bytes:
     return request([span(f"{n:032x}", f"{i + 1:016x}") for i in range(n)]).SerializeToString()
 
 
+async def _cancel_remaining_tasks() -> None:
+    tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 class Receiver:
     """HttpReceiver with a real Ingestor, serving from an event loop in a thread (so tests may block)."""
 
@@ -56,6 +63,9 @@ class Receiver:
 
     def __exit__(self, *exc: object) -> None:
         asyncio.run_coroutine_threadsafe(self.receiver.shutdown(0.5), self.loop).result(10)
+        # As asyncio.run does: finish what is left (a connection's handler), so no task is destroyed pending
+        # when the closed loop is collected later, in the middle of another test.
+        asyncio.run_coroutine_threadsafe(_cancel_remaining_tasks(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
         self.loop.close()
