@@ -19,11 +19,10 @@ class ServerTls:
     key_file: str
     cert: bytes
     key: bytes
+    context: ssl.SSLContext  # the one the pair was checked with
 
     def ssl_context(self) -> ssl.SSLContext:
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(self.cert_file, self.key_file)
-        return context
+        return self.context
 
 
 def load_server_tls(cert_file: str, key_file: str) -> ServerTls:
@@ -40,4 +39,4 @@ def load_server_tls(cert_file: str, key_file: str) -> ServerTls:
         hint = " (are cert_file and key_file swapped?)" if b"PRIVATE KEY" in cert or b"CERTIFICATE" in key else ""
         problem = f"cert_file {cert_file} and key_file {key_file} do not form a TLS pair: {reason}{hint}"
         raise TlsLoadError(problem) from None
-    return ServerTls(cert_file, key_file, cert, key)
+    return ServerTls(cert_file, key_file, cert, key, context)
