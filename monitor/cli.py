@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from .commands import check_config, evaluate_cmd, evaluators_cmd, inspect_cmd
+from monitor.commands import check_config, evaluate_cmd, evaluators_cmd, inspect_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,10 +30,9 @@ def _run_daemon(args: argparse.Namespace) -> int:
     import asyncio
     import sqlite3
 
-    from .config import ConfigError
-    from .config_load import DEFAULT_SOURCE, load_located
-    from .logutil import configure_logging
-    from .preflight import preflight
+    from monitor.config import DEFAULT_SOURCE, ConfigError, load_located
+    from monitor.logutil import configure_logging
+    from monitor.preflight import preflight
 
     try:
         config, locator = load_located(args.config, env=None)
@@ -49,7 +48,7 @@ def _run_daemon(args: argparse.Namespace) -> int:
 
 
 async def _serve(config, prepared) -> int:
-    from .daemon import Daemon
+    from monitor.daemon import Daemon
 
     daemon = Daemon(config, prepared)
     return await daemon.run_until_stopped()

@@ -14,21 +14,21 @@ import math
 import signal
 import time
 
-from . import __version__
-from .assembler import TraceAssembler
-from .config import MonitorConfig
-from .evaluation import EvaluationWorker
-from .evaluator_setup import thresholds_of
-from .ingest import Ingestor
-from .logutil import RateLimitedLogger
-from .metrics import MetricsExporter
-from .preflight import Prepared, preflight
-from .receivers.grpc_receiver import GrpcReceiver
-from .receivers.http_receiver import HttpReceiver
-from .receivers.inflight import InflightBytes
-from .store import ResultStore
-from .web.app import build_api_app
-from .web.server import WebServer
+from monitor import __version__
+from monitor.config import MonitorConfig
+from monitor.engine.assembler import TraceAssembler
+from monitor.engine.evaluation import EvaluationWorker
+from monitor.engine.evaluator_setup import thresholds_of
+from monitor.engine.ingest import Ingestor
+from monitor.logutil import RateLimitedLogger
+from monitor.metrics import MetricsExporter
+from monitor.preflight import Prepared, preflight
+from monitor.receivers.grpc_receiver import GrpcReceiver
+from monitor.receivers.http_receiver import HttpReceiver
+from monitor.receivers.inflight import InflightBytes
+from monitor.results.store import ResultStore
+from monitor.web.app import build_api_app
+from monitor.web.server import WebServer
 
 log = logging.getLogger(__name__)
 TICK_SECONDS = 0.1
@@ -63,7 +63,7 @@ class Daemon:
             self.metrics,
             bearer_token=auth.token(),
             retry_after_seconds=max(1, math.ceil(assembly.quiet_period)),
-            problem_log=RateLimitedLogger(logging.getLogger("monitor.ingest"), config.logging.per_span_problem_rate),
+            problem_log=RateLimitedLogger(logging.getLogger(Ingestor.__module__), config.logging.per_span_problem_rate),
             evaluation_backlogged=self._evaluation_backlogged,
         )
         self.store = ResultStore(config.store.path, config.store.retention) if config.store.enabled else None
@@ -101,7 +101,7 @@ class Daemon:
             )
         api_context = prepared.api_tls.ssl_context() if prepared.api_tls is not None else None
         self.api = WebServer(
-            build_api_app(self, config.api_token()),
+            build_api_app(self.metrics.render, self.readiness, self.store, config.api_token()),
             config.metrics.host,
             config.metrics.port,
             name="api",
@@ -136,6 +136,15 @@ class Daemon:
         or due traces are waiting. Throttling then keeps memory flat and the delay bounded."""
         worker, assembler = self.worker, self.assembler
         return worker.depth + assembler.ended_pending >= worker.queue_size or assembler.overdue()
+
+    def readiness(self) -> dict[str, bool]:
+        """The checks behind /readyz."""
+        return {
+            "receivers_bound": self.started,
+            "accepting": self.ingestor.accepting,
+            "queue_has_room": self.worker.free_slots > 0,
+            "pending_below_limit": self.assembler.has_room_for(1),
+        }
 
     @property
     def ready(self) -> bool:

@@ -13,11 +13,10 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import MonitorConfig, TlsConfig
-from .config_load import ConfigError, Loc, Locator
-from .evaluation import ConfiguredEvaluator
-from .evaluator_setup import build_evaluators
-from .tls import ServerTls, TlsLoadError, load_server_tls
+from monitor.config import ConfigError, Loc, Locator, MonitorConfig, TlsConfig
+from monitor.engine.evaluation import ConfiguredEvaluator
+from monitor.engine.evaluator_setup import build_evaluators
+from monitor.tls import ServerTls, TlsLoadError, load_server_tls
 
 __all__ = ["ConfigError", "Prepared", "check_store_path", "check_tls", "preflight"]
 

@@ -7,11 +7,10 @@ import argparse
 import sys
 from typing import TextIO
 
-from ..config import ConfigError, MonitorConfig
-from ..config_load import load_located
-from ..evaluation import ConfiguredEvaluator
-from ..preflight import Prepared, preflight
-from ..text import clip
+from monitor.config import ConfigError, MonitorConfig, load_located
+from monitor.engine.evaluation import ConfiguredEvaluator
+from monitor.preflight import Prepared, preflight
+from monitor.text import clip
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

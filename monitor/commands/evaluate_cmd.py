@@ -12,9 +12,15 @@ import sys
 from typing import TextIO
 
 from evaluators.traces import TraceDecodeError, load_traces
-
-from ..offline import InputError, OfflineReport, default_selection, evaluate_offline, read_dataset, read_spec
-from ..text import clip
+from monitor.commands.offline import (
+    InputError,
+    OfflineReport,
+    default_selection,
+    evaluate_offline,
+    read_dataset,
+    read_spec,
+)
+from monitor.text import clip
 
 EXPLANATION_WIDTH = 100
 

@@ -8,8 +8,7 @@ import sys
 from typing import Any, TextIO
 
 from evaluators.sdk import EvaluatorInfo, entry_point_evaluators, in_default_set, list_builtins
-
-from ..text import clip
+from monitor.text import clip
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -11,8 +11,7 @@ from evaluators.traces import TraceDecodeError, load_traces
 from evaluators.traces.model import Trace
 from evaluators.traces.serialize import trace_dict
 from evaluators.traces.spans import AgentSpan, HandoffSpan, LLMSpan, RetrieverSpan, Span, ToolSpan
-
-from ..text import clip
+from monitor.text import clip
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

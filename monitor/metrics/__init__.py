@@ -1,16 +1,13 @@
 """Prometheus metrics: the contract's metrics, exact windowed aggregates, label capping and exposition."""
 
-from .alerts import AlertRule, AlertState
-from .exporter import MetricsExporter
-from .exposition import wants_openmetrics
-from .labels import OTHER, LabelCapper, sanitize_label_value
-from .windows import QUANTILES, WindowStore, percentile, score_stats
+from monitor.metrics.exporter import MetricsExporter
+from monitor.metrics.exposition import wants_openmetrics
+from monitor.metrics.labels import OTHER, LabelCapper, sanitize_label_value
+from monitor.metrics.windows import QUANTILES, WindowStore, percentile, score_stats
 
 __all__ = [
     "OTHER",
     "QUANTILES",
-    "AlertRule",
-    "AlertState",
     "LabelCapper",
     "MetricsExporter",
     "WindowStore",

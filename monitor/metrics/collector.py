@@ -14,8 +14,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from .alerts import AlertRule, AlertState
-from .windows import QUANTILES, WindowStore, score_stats
+from monitor.alerting.thresholds import AlertRule, AlertState
+from monitor.metrics.windows import QUANTILES, WindowStore, score_stats
 
 WINDOW_LABELS = ["evaluator", "service", "window"]
 THRESHOLD_LABELS = ["evaluator", "service"]

@@ -10,12 +10,12 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
-from .. import __version__
-from .alerts import AlertRule, AlertState
-from .collector import WindowCollector
-from .exposition import render
-from .labels import LabelCapper, clean_label_text, sanitize_label_value
-from .windows import WindowStore
+from monitor import __version__
+from monitor.alerting.thresholds import AlertRule, AlertState
+from monitor.metrics.collector import WindowCollector
+from monitor.metrics.exposition import render
+from monitor.metrics.labels import LabelCapper, clean_label_text, sanitize_label_value
+from monitor.metrics.windows import WindowStore
 
 DEFAULT_WINDOWS: tuple[tuple[str, float], ...] = (("5m", 300.0), ("1h", 3600.0))
 DEFAULT_SCORE_BUCKETS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.99, 1.0)

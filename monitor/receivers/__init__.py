@@ -1,1 +1,1 @@
-"""OTLP receivers: gRPC (grpc.aio) and HTTP (asyncio), both feeding the same Ingestor."""
+"""OTLP receivers: gRPC (grpc.aio) and HTTP (asyncio), both feeding one `monitor.consumer.TraceConsumer`."""

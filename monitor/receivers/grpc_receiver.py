@@ -24,9 +24,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from ..ingest import Ingestor, Outcome
-from .inflight import InflightBytes
-from .memory import MemoryReturner
+from monitor.consumer import Outcome, TraceConsumer
+from monitor.receivers.inflight import InflightBytes
+from monitor.receivers.memory import MemoryReturner
 
 log = logging.getLogger(__name__)
 RECEIVER = "grpc"
@@ -65,8 +65,8 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
     The refusal is a request-streaming handler that aborts without reading: a unary handler would
     make grpc.aio receive the whole message first."""
 
-    def __init__(self, ingestor: Ingestor) -> None:
-        self.ingestor = ingestor
+    def __init__(self, consumer: TraceConsumer) -> None:
+        self.consumer = consumer
         self._refusal = grpc.stream_unary_rpc_method_handler(self._unauthenticated)
 
     async def intercept_service(
@@ -74,11 +74,11 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
-        if handler_call_details.method in EXPORT_METHODS and not self.ingestor.authorized(
+        if handler_call_details.method in EXPORT_METHODS and not self.consumer.authorized(
             _authorization(handler_call_details.invocation_metadata)
         ):
-            self.ingestor.count_request(RECEIVER, "UNAUTHENTICATED")
-            self.ingestor.refuse(RECEIVER, "unauthenticated")
+            self.consumer.count_request(RECEIVER, "UNAUTHENTICATED")
+            self.consumer.refuse(RECEIVER, "unauthenticated")
             return self._refusal
         return await continuation(handler_call_details)
 
@@ -92,23 +92,23 @@ class ExportHandler:
 
     def __init__(
         self,
-        ingestor: Ingestor,
+        consumer: TraceConsumer,
         signal: str,
         inflight: InflightBytes,
         max_message_bytes: int,
         memory: MemoryReturner | None = None,
     ) -> None:
-        self.ingestor = ingestor
+        self.consumer = consumer
         self.signal = signal
         self.inflight = inflight
         self.max_message_bytes = max_message_bytes
         self.memory = memory
 
     async def export(self, request_iterator: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
-        ingestor, inflight = self.ingestor, self.inflight
+        consumer, inflight = self.consumer, self.inflight
         held = self.max_message_bytes  # the worst case until the message has arrived
         if not inflight.try_acquire(held):
-            ingestor.refuse(RECEIVER, "throttled")
+            consumer.refuse(RECEIVER, "throttled")
             await self._throttle(context, "too many request bytes in flight; retry later", INFLIGHT_RETRY_SECONDS)
         size = 0
         try:
@@ -116,27 +116,27 @@ class ExportHandler:
             # message alive after the call, as long as grpc.aio keeps the call's state.
             request = await context.read()
             if not isinstance(request, bytes):  # grpc.aio.EOF: the client sent no message
-                ingestor.count_request(RECEIVER, "INVALID_ARGUMENT")
+                consumer.count_request(RECEIVER, "INVALID_ARGUMENT")
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no request message")
             size = len(request)
             inflight.release(held - size)
             held = size
-            outcome = ingestor.ingest(request, receiver=RECEIVER, encoding="protobuf", signal=self.signal)
+            outcome = consumer.ingest(request, receiver=RECEIVER, encoding="protobuf", signal=self.signal)
             del request
         finally:
             inflight.release(held)
             if self.memory is not None:
                 self.memory.freed(size)
         if outcome.outcome is Outcome.MALFORMED:
-            ingestor.count_request(RECEIVER, "INVALID_ARGUMENT")
+            consumer.count_request(RECEIVER, "INVALID_ARGUMENT")
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, outcome.message)
         if outcome.outcome is Outcome.THROTTLED:
             await self._throttle(context, outcome.message, outcome.retry_after_seconds)
-        ingestor.count_request(RECEIVER, "OK")
+        consumer.count_request(RECEIVER, "OK")
         return self._response(outcome.rejected, outcome.message)
 
     async def _throttle(self, context: grpc.aio.ServicerContext, message: str, seconds: float) -> None:
-        self.ingestor.count_request(RECEIVER, "UNAVAILABLE")
+        self.consumer.count_request(RECEIVER, "UNAVAILABLE")
         await context.abort(grpc.StatusCode.UNAVAILABLE, message, trailing_metadata=_retry_trailers(message, seconds))
 
     def _response(self, rejected: int, message: str) -> bytes:
@@ -160,7 +160,7 @@ def _export_method(handler: ExportHandler) -> grpc.RpcMethodHandler:
 class GrpcReceiver:
     def __init__(
         self,
-        ingestor: Ingestor,
+        consumer: TraceConsumer,
         host: str,
         port: int,
         *,
@@ -168,7 +168,7 @@ class GrpcReceiver:
         tls: tuple[bytes, bytes] | None = None,
         inflight: InflightBytes | None = None,
     ) -> None:
-        self.ingestor = ingestor
+        self.consumer = consumer
         self.host = host
         self.port = port
         self.max_message_bytes = max_message_bytes
@@ -181,7 +181,7 @@ class GrpcReceiver:
 
     async def start(self) -> None:
         server = grpc.aio.server(
-            interceptors=(AuthInterceptor(self.ingestor),),
+            interceptors=(AuthInterceptor(self.consumer),),
             options=[
                 ("grpc.max_receive_message_length", self.max_message_bytes),
                 ("grpc.max_send_message_length", 4 * 1024 * 1024),
@@ -196,7 +196,7 @@ class GrpcReceiver:
             compression=None,
         )
         handlers = {
-            name: ExportHandler(self.ingestor, signal, self.inflight, self.max_message_bytes, self.memory)
+            name: ExportHandler(self.consumer, signal, self.inflight, self.max_message_bytes, self.memory)
             for name, signal in zip(SERVICE_NAMES, ("traces", "logs"), strict=True)
         }
         server.add_generic_rpc_handlers(

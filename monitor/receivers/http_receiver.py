@@ -26,10 +26,10 @@ from google.rpc import status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from ..ingest import Ingestor, Outcome, grpc_code_of_http
-from ..web.server import WebServer
-from .inflight import InflightBytes
-from .memory import MemoryReturner
+from monitor.consumer import Outcome, TraceConsumer, grpc_code_of_http
+from monitor.receivers.inflight import InflightBytes
+from monitor.receivers.memory import MemoryReturner
+from monitor.web.server import WebServer
 
 log = logging.getLogger(__name__)
 RECEIVER = "http"
@@ -105,18 +105,18 @@ async def _read_body(request: web.BaseRequest, limit: int) -> bytes:
 class OtlpHttpHandler:
     """The aiohttp low-level handler for every request on the OTLP/HTTP port."""
 
-    def __init__(self, ingestor: Ingestor, max_body_bytes: int, inflight: InflightBytes | None = None) -> None:
-        self.ingestor = ingestor
+    def __init__(self, consumer: TraceConsumer, max_body_bytes: int, inflight: InflightBytes | None = None) -> None:
+        self.consumer = consumer
         self.max_body_bytes = max_body_bytes
         self.inflight = inflight
         self.memory = MemoryReturner()
 
     def _answer(self, response: web.Response) -> web.Response:
-        self.ingestor.count_request(RECEIVER, grpc_code_of_http(response.status))
+        self.consumer.count_request(RECEIVER, grpc_code_of_http(response.status))
         return response
 
     def _refuse(self, reason: str, response: web.Response) -> web.Response:
-        self.ingestor.refuse(RECEIVER, reason)
+        self.consumer.refuse(RECEIVER, reason)
         return self._answer(response)
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
@@ -127,7 +127,7 @@ class OtlpHttpHandler:
             return self._answer(_response(405, "method not allowed\n", Allow="POST"))
         headers = request.headers
         encoding = _encoding_of(headers.get("Content-Type", ""))
-        if not self.ingestor.authorized(headers.get("Authorization")):
+        if not self.consumer.authorized(headers.get("Authorization")):
             auth = {"WWW-Authenticate": 'Bearer realm="otlp"'}
             refusal = _status_response(401, 16, "missing or invalid bearer token", encoding or "protobuf", **auth)
             return self._refuse("unauthenticated", refusal)
@@ -171,7 +171,7 @@ class OtlpHttpHandler:
                 return self._refuse("too_large", _response(413, "request body too large after decompression\n"))
             except DecompressionError as exc:
                 return self._refuse("malformed", _status_response(400, 3, str(exc), encoding))
-        outcome = self.ingestor.ingest(payload, receiver=RECEIVER, encoding=encoding, signal=signal)
+        outcome = self.consumer.ingest(payload, receiver=RECEIVER, encoding=encoding, signal=signal)
         if outcome.outcome is Outcome.MALFORMED:
             return self._answer(_status_response(400, 3, outcome.message, encoding))
         if outcome.outcome is Outcome.THROTTLED:
@@ -196,7 +196,7 @@ class OtlpHttpHandler:
 class HttpReceiver:
     def __init__(
         self,
-        ingestor: Ingestor,
+        consumer: TraceConsumer,
         host: str,
         port: int,
         *,
@@ -204,7 +204,7 @@ class HttpReceiver:
         ssl_context: ssl.SSLContext | None = None,
         inflight: InflightBytes | None = None,
     ) -> None:
-        self.handler = OtlpHttpHandler(ingestor, max_body_bytes, inflight)
+        self.handler = OtlpHttpHandler(consumer, max_body_bytes, inflight)
         # auto_decompress off: gzip is inflated by our own bounded gunzip, never by the parser.
         self.server = WebServer(
             self.handler, host, port, name="otlp-http", ssl_context=ssl_context, auto_decompress=False

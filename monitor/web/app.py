@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from ..ingest import bearer_authorized
-from .health import OPEN_PATHS, health_routes
-from .review import review_routes
-
-if TYPE_CHECKING:
-    from ..daemon import Daemon
+from monitor.auth import bearer_authorized
+from monitor.results.store import ResultStore
+from monitor.web.health import OPEN_PATHS, Readiness, Render, health_routes
+from monitor.web.review import review_routes
 
 MAX_BODY_BYTES = 64 * 1024  # the API takes no uploads
 NOT_FOUND = "not found: try /metrics, /healthz, /readyz, /api/failing\n"
@@ -40,7 +37,10 @@ def require_token(token: str | None) -> Middleware:
     return middleware
 
 
-def build_api_app(daemon: Daemon, token: str | None) -> web.Application:
+def build_api_app(
+    render: Render, readiness: Readiness, store: ResultStore | None, token: str | None
+) -> web.Application:
+    """The metrics port: what it serves is passed in (it reads, never drives, the engine)."""
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[require_token(token)])
-    app.add_routes([*health_routes(daemon), *review_routes(daemon)])
+    app.add_routes([*health_routes(render, readiness), *review_routes(store)])
     return app

@@ -3,31 +3,28 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
 
 from aiohttp import web
 
-if TYPE_CHECKING:
-    from ..daemon import Daemon
+Render = Callable[[str | None], tuple[bytes, str]]  # Accept header -> (body, content type)
+Readiness = Callable[[], Mapping[str, bool]]  # named checks; ready when all hold
 
 OPEN_PATHS = frozenset({"/metrics", "/healthz", "/readyz"})
 
 
-def health_routes(daemon: Daemon) -> list[web.RouteDef]:
+def health_routes(render: Render, readiness: Readiness) -> list[web.RouteDef]:
+    """/metrics serves what `render` returns; /readyz is 200 when every check of `readiness()` holds."""
+
     async def metrics(request: web.Request) -> web.Response:
-        body, content_type = daemon.metrics.render(request.headers.get("Accept"))
+        body, content_type = render(request.headers.get("Accept"))
         return web.Response(body=body, headers={"Content-Type": content_type})
 
     async def healthz(request: web.Request) -> web.Response:
         return web.Response(text="ok\n")
 
     async def readyz(request: web.Request) -> web.Response:
-        checks = {
-            "receivers_bound": daemon.started,
-            "accepting": daemon.ingestor.accepting,
-            "queue_has_room": daemon.worker.free_slots > 0,
-            "pending_below_limit": daemon.assembler.has_room_for(1),
-        }
+        checks = dict(readiness())
         status = 200 if all(checks.values()) else 503
         return web.Response(status=status, body=json.dumps(checks).encode(), content_type="application/json")
 

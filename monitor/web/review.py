@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-if TYPE_CHECKING:
-    from ..daemon import Daemon
+from monitor.results.store import ResultStore
 
 MAX_LIMIT = 500
 
 
-def review_routes(daemon: Daemon) -> list[web.RouteDef]:
+def review_routes(store: ResultStore | None) -> list[web.RouteDef]:
+    """Read-only views of `store` (None: the store is disabled, and the routes say so)."""
+
     async def failing(request: web.Request) -> web.Response:
-        store = daemon.store
         if store is None:
             return web.Response(status=404, text="the result store is disabled\n")
         evaluator = request.query.get("evaluator")

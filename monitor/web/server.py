@@ -16,7 +16,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from ..logutil import RateLimitedLogger
+from monitor.logutil import RateLimitedLogger
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from monitor.assembler import TraceAssembler
-from monitor.ingest import Ingestor
+from monitor.engine.assembler import TraceAssembler
+from monitor.engine.ingest import Ingestor
 from monitor.metrics import MetricsExporter
 from monitor.receivers.http_receiver import HttpReceiver
 from monitor.receivers.inflight import InflightBytes

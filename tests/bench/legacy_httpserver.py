@@ -22,13 +22,9 @@ from google.rpc import status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from monitor.ingest import Ingestor, Outcome
-from monitor.receivers.http_receiver import (  # the same body handling then and now
-    BodyTooLargeAfterDecompression,
-    DecompressionError,
-    _encoding_of,
-    gunzip,
-)
+from monitor.consumer import Outcome
+from monitor.engine.ingest import Ingestor
+from monitor.receivers.http_receiver import BodyTooLargeAfterDecompression, DecompressionError, _encoding_of, gunzip
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evaluators.traces.records import LogRecord, SpanRecord
-from monitor.assembler import TraceAssembler
+from monitor.engine.assembler import TraceAssembler
 
 T1 = "1" * 32
 T2 = "2" * 32

@@ -6,7 +6,7 @@ import re
 from importlib.resources import files
 
 from monitor.config import EvaluatorSet, load_config
-from monitor.evaluator_setup import configured_evaluators, instantiate
+from monitor.engine.evaluator_setup import configured_evaluators, instantiate
 
 
 def _examples(tmp_path):

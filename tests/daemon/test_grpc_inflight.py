@@ -15,8 +15,8 @@ import pytest
 from google.rpc import error_details_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from monitor.assembler import TraceAssembler
-from monitor.ingest import Ingestor
+from monitor.engine.assembler import TraceAssembler
+from monitor.engine.ingest import Ingestor
 from monitor.metrics import MetricsExporter
 from monitor.receivers.grpc_receiver import GrpcReceiver
 from monitor.receivers.inflight import InflightBytes

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from evaluators.traces.otlp_depth import MAX_VALUE_DEPTH
-from monitor.assembler import TraceAssembler
-from monitor.ingest import Ingestor, Outcome
+from monitor.consumer import Outcome
+from monitor.engine.assembler import TraceAssembler
+from monitor.engine.ingest import Ingestor
 from monitor.metrics import MetricsExporter
 from tests.unit.test_decoders_depth import (
     js_attr,

@@ -20,8 +20,9 @@ import pytest
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from monitor.assembler import TraceAssembler
-from monitor.ingest import Ingestor, grpc_code_of_http
+from monitor.consumer import grpc_code_of_http
+from monitor.engine.assembler import TraceAssembler
+from monitor.engine.ingest import Ingestor
 from monitor.metrics import MetricsExporter
 from monitor.receivers.http_receiver import HttpReceiver
 from monitor.receivers.inflight import InflightBytes

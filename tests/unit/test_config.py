@@ -493,7 +493,7 @@ evaluators:
 
 
 def test_mapping_form_edits_the_default_set_without_restating_it(tmp_path: Path) -> None:
-    from monitor.evaluator_setup import configured_evaluators, thresholds_of
+    from monitor.engine.evaluator_setup import configured_evaluators, thresholds_of
 
     config = load_config(write(tmp_path, MAPPING), env={})
     defaults = [r.entry.label for r in load_config(None, env={}).evaluator_entries()]

@@ -14,7 +14,7 @@ import pytest
 
 from evaluators.sdk import Dataset, Task
 from monitor.commands import evaluate_cmd, evaluators_cmd
-from monitor.offline import TaskMatcher, parse_spec
+from monitor.commands.offline import TaskMatcher, parse_spec
 from tests.conftest import CORPUS
 from tests.unit.spanfactory import make_span, trace_of
 

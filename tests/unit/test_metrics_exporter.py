@@ -7,7 +7,8 @@ import math
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from monitor.metrics import AlertRule, MetricsExporter
+from monitor.alerting.thresholds import AlertRule
+from monitor.metrics import MetricsExporter
 from tests.unit.metrics_scrape import TRACE_ID, FakeClock, classic, result, result_labels, samples, scored, value
 
 CONTRACT: list[tuple[str, str, set[str]]] = [

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from monitor.metrics import AlertRule, MetricsExporter
+from monitor.alerting.thresholds import AlertRule
+from monitor.metrics import MetricsExporter
 from tests.unit.metrics_scrape import FakeClock, samples, scored, value
 
 WINDOW_GAUGES = ("agent_eval_pass_ratio", "agent_eval_score_mean", "agent_eval_score_stddev")

@@ -12,8 +12,8 @@ from prometheus_client.parser import text_string_to_metric_families as parse_cla
 
 from evaluators import load_traces
 from evaluators.sdk import builtin
-from monitor.assembler import CompletedTrace
-from monitor.evaluation import ConfiguredEvaluator, EvaluationWorker
+from monitor.engine.assembler import CompletedTrace
+from monitor.engine.evaluation import ConfiguredEvaluator, EvaluationWorker
 from monitor.metrics import MetricsExporter
 from tests.conftest import CORPUS
 from tests.unit.builtins_spans import agent, chat

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from .windows import WindowSnapshot
+if TYPE_CHECKING:  # a type only: metrics imports alerting, never the other way at run time
+    from monitor.metrics.windows import WindowSnapshot
 
 
 @dataclass(frozen=True, slots=True)

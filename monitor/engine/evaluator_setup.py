@@ -6,11 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from evaluators.sdk import BaseEvaluator, EvaluatorConfigError, builtin, load_evaluator
-
-from .config import MonitorConfig, Resolved
-from .config_load import Loc, Locator, dotted
-from .evaluation import ConfiguredEvaluator
-from .metrics import AlertRule
+from monitor.alerting.thresholds import AlertRule
+from monitor.config import Loc, Locator, MonitorConfig, Resolved, dotted
+from monitor.engine.evaluation import ConfiguredEvaluator
 
 
 def label_for(entry: Any, evaluator: Any) -> str:

@@ -20,10 +20,9 @@ from typing import Any
 from evaluators.sdk import EvaluationRecord, run_evaluators
 from evaluators.traces import build_trace, join_logs
 from evaluators.traces.model import Trace
-
-from .assembler import CompletedTrace
-from .metrics import MetricsExporter
-from .store import ResultStore, StoredTrace
+from monitor.engine.assembler import CompletedTrace
+from monitor.metrics import MetricsExporter
+from monitor.results.store import ResultStore, StoredTrace
 
 log = logging.getLogger(__name__)
 BATCH_SIZE = 32

@@ -26,13 +26,11 @@ from evaluators.sdk import (
     summarize,
 )
 from evaluators.traces.model import Trace
-
-from .config import EvaluatorEntry, EvaluatorOverride, EvaluatorSet
-from .config_evaluators import DEFAULTS_CONTEXT, evaluators_field, resolve_section
-from .config_load import Loc, dotted, validation_problems
-from .config_types import Label
-from .evaluation import relabel
-from .evaluator_setup import build_evaluators
+from monitor.config import EvaluatorEntry, EvaluatorOverride, EvaluatorSet, Loc, dotted, validation_problems
+from monitor.config.evaluators import DEFAULTS_CONTEXT, evaluators_field, resolve_section
+from monitor.config.units import Label
+from monitor.engine.evaluation import relabel
+from monitor.engine.evaluator_setup import build_evaluators
 
 TASK_ID_ATTRIBUTES = ("task.id", "task_id", "baggage.task.id")
 MAX_SPEC_BYTES = 1024 * 1024

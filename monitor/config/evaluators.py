@@ -24,8 +24,8 @@ from pydantic import (
 
 from evaluators.sdk import default_builtins
 
-from .config_load import Loc, LocatedError
-from .config_types import Duration, Label, Ratio, Section
+from .locate import LIST_TAG, MAPPING_TAG, Loc, LocatedError
+from .units import Duration, Label, Ratio, Section
 
 __all__ = [
     "DEFAULTS_CONTEXT",
@@ -41,9 +41,6 @@ __all__ = [
 ]
 
 # The tags of the two forms; pydantic puts them in error locations, config_load leaves them out.
-LIST_TAG = "<list form>"
-MAPPING_TAG = "<mapping form>"
-FORM_TAGS = frozenset({LIST_TAG, MAPPING_TAG})
 # Validation context key: the default set's names, for a caller whose default set is not the daemon's.
 DEFAULTS_CONTEXT = "default_evaluators"
 

@@ -1,17 +1,14 @@
 """What both receivers do with an export request: decode, check capacity, hand spans to the assembler.
 
-The answer (`IngestOutcome`) says what the receiver must reply: accepted (with partial-success
-counts), throttled (retry later), malformed, or unauthenticated. Counters are updated here so the
-two receivers report identically.
+Implements `monitor.consumer.TraceConsumer`. The answer (`IngestOutcome`) says what the receiver must
+reply: accepted (with partial-success counts), throttled (retry later) or malformed. Counters are updated
+here so the two receivers report identically.
 """
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from enum import StrEnum
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -20,59 +17,13 @@ from evaluators.traces.otlp_depth import MAX_VALUE_DEPTH
 from evaluators.traces.otlp_json import decode_traces_json
 from evaluators.traces.otlp_proto import decode_logs_protobuf, decode_traces_protobuf
 from evaluators.traces.records import DecodedBatch
-
-from .assembler import TraceAssembler
-from .logutil import RateLimitedLogger
-from .metrics import MetricsExporter
+from monitor.auth import bearer_authorized
+from monitor.consumer import IngestOutcome, Outcome
+from monitor.engine.assembler import TraceAssembler
+from monitor.logutil import RateLimitedLogger
+from monitor.metrics import MetricsExporter
 
 log = logging.getLogger(__name__)
-
-
-class Outcome(StrEnum):
-    ACCEPTED = "accepted"
-    THROTTLED = "throttled"
-    MALFORMED = "malformed"
-
-
-@dataclass(slots=True)
-class IngestOutcome:
-    outcome: Outcome
-    accepted: int = 0
-    rejected: int = 0
-    message: str = ""
-    retry_after_seconds: float = 0.0
-
-
-def bearer_authorized(authorization: str | None, token: str | None) -> bool:
-    """True when `token` is unset, or `authorization` is `Bearer <token>` (compared in constant time)."""
-    if not token:
-        return True
-    if not authorization or authorization[:7].lower() != "bearer ":
-        return False
-    offered = authorization[7:].strip().encode("utf-8", "surrogateescape")  # header bytes may be any octets
-    return hmac.compare_digest(offered, token.encode())
-
-
-# One vocabulary for agent_monitor_requests_total{code} on both receivers: the gRPC status name.
-_GRPC_CODE_OF_HTTP = {
-    200: "OK",
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "UNIMPLEMENTED",
-    405: "UNIMPLEMENTED",
-    408: "DEADLINE_EXCEEDED",
-    413: "RESOURCE_EXHAUSTED",
-    415: "INVALID_ARGUMENT",
-    429: "UNAVAILABLE",
-    500: "INTERNAL",
-    503: "UNAVAILABLE",
-}
-
-
-def grpc_code_of_http(status: int) -> str:
-    """The gRPC status name an HTTP answer of the OTLP/HTTP receiver is counted under (UNKNOWN if unmapped)."""
-    return _GRPC_CODE_OF_HTTP.get(status, "UNKNOWN")
 
 
 class Ingestor:

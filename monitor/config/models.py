@@ -1,7 +1,7 @@
 """The daemon's configuration: pydantic models for every section (unknown keys are errors).
 
-Load it with `load_config(path, env)`; loading, env-var overrides and line-numbered errors live in
-`config_load.py`. Durations are float seconds, sizes are int bytes.
+Load it with `monitor.config.load_config(path, env)` (`loader.py`); line-numbered errors are built in
+`locate.py`. Durations are float seconds, sizes are int bytes.
 """
 
 from __future__ import annotations
@@ -21,45 +21,14 @@ from pydantic import (
     model_validator,
 )
 
-from .config_evaluators import (
-    AlertConfig,
-    EvaluatorEntry,
-    EvaluatorOverride,
-    EvaluatorSet,
+from .evaluators import (
     EvaluatorsSection,
     Resolved,
     default_set_names,
     resolve_section,
 )
-from .config_load import ConfigError, Loc, LocatedError, load, parse_duration, parse_size
-from .config_types import Duration, MiB, NonNegativeDuration, Port, Section, Size
-
-__all__ = [
-    "AlertConfig",
-    "ApiConfig",
-    "AssemblyConfig",
-    "AuthConfig",
-    "ConfigError",
-    "EvaluationConfig",
-    "EvaluatorEntry",
-    "EvaluatorOverride",
-    "EvaluatorSet",
-    "GrpcReceiverConfig",
-    "HttpReceiverConfig",
-    "JudgesConfig",
-    "LoggingConfig",
-    "MetricsConfig",
-    "MonitorConfig",
-    "ReceiversConfig",
-    "Resolved",
-    "ShutdownConfig",
-    "StoreConfig",
-    "TlsConfig",
-    "Window",
-    "load_config",
-    "parse_duration",
-    "parse_size",
-]
+from .locate import Loc, LocatedError
+from .units import Duration, MiB, NonNegativeDuration, Port, Section, Size, parse_duration
 
 # --- receivers ----------------------------------------------------------------------------------
 
@@ -335,11 +304,3 @@ class MonitorConfig(Section):
     def to_dict(self) -> dict[str, Any]:
         """Plain data (YAML keys, durations in seconds, windows as labels) that loads back to an equal config."""
         return self.model_dump(mode="json", by_alias=True)
-
-
-def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> MonitorConfig:
-    """Load `path` (None: the embedded default), apply AGENT_MONITOR_* overrides from `env` (default os.environ).
-
-    Raises ConfigError listing every problem as `file:line: section.field: message`.
-    """
-    return load(path, env)

@@ -1,0 +1,1 @@
+"""Alerting: thresholds on pass ratios (in-process state now, Prometheus rule generation next)."""

@@ -1,0 +1,57 @@
+"""The daemon's configuration: units ← locate ← evaluators ← models ← loader (imports flow that way only)."""
+
+from .evaluators import AlertConfig, EvaluatorEntry, EvaluatorOverride, EvaluatorSet, Resolved
+from .loader import DEFAULT_SOURCE, load_config, load_located
+from .locate import ConfigError, Loc, LocatedError, Locator, dotted, validation_problems
+from .models import (
+    ApiConfig,
+    AssemblyConfig,
+    AuthConfig,
+    EvaluationConfig,
+    GrpcReceiverConfig,
+    HttpReceiverConfig,
+    JudgesConfig,
+    LoggingConfig,
+    MetricsConfig,
+    MonitorConfig,
+    ReceiversConfig,
+    ShutdownConfig,
+    StoreConfig,
+    TlsConfig,
+    Window,
+)
+from .units import parse_duration, parse_size
+
+__all__ = [
+    "DEFAULT_SOURCE",
+    "AlertConfig",
+    "ApiConfig",
+    "AssemblyConfig",
+    "AuthConfig",
+    "ConfigError",
+    "EvaluationConfig",
+    "EvaluatorEntry",
+    "EvaluatorOverride",
+    "EvaluatorSet",
+    "GrpcReceiverConfig",
+    "HttpReceiverConfig",
+    "JudgesConfig",
+    "Loc",
+    "LocatedError",
+    "Locator",
+    "LoggingConfig",
+    "MetricsConfig",
+    "MonitorConfig",
+    "ReceiversConfig",
+    "Resolved",
+    "ShutdownConfig",
+    "StoreConfig",
+    "TlsConfig",
+    "Window",
+    "dotted",
+    "load_config",
+    "load_located",
+    "parse_duration",
+    "parse_size",
+    "validation_problems",
+]

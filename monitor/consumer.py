@@ -1,0 +1,69 @@
+"""The contract between what brings spans in (receivers, pollers) and the engine that takes them.
+
+Sources call a `TraceConsumer` (the OpenTelemetry Collector's `consumer.Traces` is the model): they pass
+the bytes of one export request and reply to their client as the `IngestOutcome` says. They never see
+the assembler or the evaluation queue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+
+class Outcome(StrEnum):
+    ACCEPTED = "accepted"
+    THROTTLED = "throttled"
+    MALFORMED = "malformed"
+
+
+@dataclass(slots=True)
+class IngestOutcome:
+    outcome: Outcome
+    accepted: int = 0
+    rejected: int = 0
+    message: str = ""
+    retry_after_seconds: float = 0.0
+
+
+class TraceConsumer(Protocol):
+    """What a receiver calls for each export request (see `monitor.engine.ingest.Ingestor`)."""
+
+    def authorized(self, authorization: str | None) -> bool:
+        """True when the request's `Authorization` header value is acceptable."""
+        ...
+
+    def ingest(self, payload: bytes, *, receiver: str, encoding: str, signal: str = "traces") -> IngestOutcome:
+        """Take one request body (decompressed); encoding "protobuf" | "json", signal "traces" | "logs"."""
+        ...
+
+    def count_request(self, receiver: str, code: str) -> None:
+        """Count one answered export request; `code` is a gRPC status name."""
+        ...
+
+    def refuse(self, receiver: str, reason: str, spans: int = 1) -> None:
+        """Count spans refused before they reached `ingest` (one per request when the count is unknown)."""
+        ...
+
+
+# One vocabulary for agent_monitor_requests_total{code} on both receivers: the gRPC status name.
+_GRPC_CODE_OF_HTTP = {
+    200: "OK",
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "UNIMPLEMENTED",
+    405: "UNIMPLEMENTED",
+    408: "DEADLINE_EXCEEDED",
+    413: "RESOURCE_EXHAUSTED",
+    415: "INVALID_ARGUMENT",
+    429: "UNAVAILABLE",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
+
+
+def grpc_code_of_http(status: int) -> str:
+    """The gRPC status name an HTTP answer of the OTLP/HTTP receiver is counted under (UNKNOWN if unmapped)."""
+    return _GRPC_CODE_OF_HTTP.get(status, "UNKNOWN")

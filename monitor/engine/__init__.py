@@ -1,0 +1,1 @@
+"""The engine: ingest and admission, trace assembly, evaluation workers, evaluator setup."""

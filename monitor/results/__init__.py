@@ -1,0 +1,1 @@
+"""Where evaluation results are kept: the SQLite result store."""
