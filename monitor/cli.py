@@ -31,6 +31,7 @@ def _run_daemon(args: argparse.Namespace) -> int:
     import sqlite3
 
     from monitor.config import DEFAULT_SOURCE, ConfigError, load_located
+    from monitor.daemon import STARTUP_ERRORS
     from monitor.logutil import configure_logging
     from monitor.preflight import preflight
 
@@ -42,7 +43,7 @@ def _run_daemon(args: argparse.Namespace) -> int:
     configure_logging(config.logging.level, config.logging.format)
     try:
         return asyncio.run(_serve(config, prepared))
-    except (OSError, sqlite3.Error) as exc:
+    except (*STARTUP_ERRORS, sqlite3.Error) as exc:
         print(f"agent-monitor: cannot start: {exc}", file=sys.stderr)
         return 1
 

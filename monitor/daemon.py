@@ -1,8 +1,9 @@
-"""The daemon: wires receivers → assembler → evaluation → metrics/store from the config, in one place.
+"""The daemon: wires receivers → ingest → assembler → evaluation pool → metrics/store from the config, in one place.
 
-Lifecycle: `start()` binds everything; SIGTERM/SIGINT → `shutdown()`: stop accepting, complete
-every pending trace as it is, drain the evaluation queue within the grace period, count what
-could not be evaluated, stop the API server last.
+Every component has the same lifecycle: `start()`, then an idempotent `shutdown(grace)` that is safe before
+`start()`. A failed `start()` shuts down what had started. SIGTERM/SIGINT → `shutdown()`: stop accepting,
+complete every pending trace as it is, drain the evaluation pool within the grace period, count what could
+not be evaluated, stop the API server last.
 """
 
 from __future__ import annotations
@@ -13,13 +14,18 @@ import logging
 import math
 import signal
 import time
+from typing import Any
 
 from monitor import __version__
 from monitor.config import MonitorConfig
-from monitor.engine.assembler import TraceAssembler
-from monitor.engine.evaluation import EvaluationWorker
+from monitor.engine.assembler import CompletedTrace, TraceAssembler
+from monitor.engine.dispatcher import DueTraceDispatcher
 from monitor.engine.evaluator_setup import thresholds_of
+from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.ingest import Ingestor
+from monitor.engine.pool import EvaluationPool, EvaluationStartError, process_slots, thread_slot
+from monitor.engine.recorder import ResultRecorder
+from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics import MetricsExporter
 from monitor.preflight import Prepared, preflight
@@ -31,7 +37,7 @@ from monitor.web.app import build_api_app
 from monitor.web.server import WebServer
 
 log = logging.getLogger(__name__)
-TICK_SECONDS = 0.1
+STARTUP_ERRORS = (OSError, EvaluationStartError)
 
 
 class Daemon:
@@ -41,6 +47,7 @@ class Daemon:
         assembly = config.assembly
         prepared = prepared if prepared is not None else preflight(config)
         evaluators = prepared.evaluators
+        self.evaluator_count = len(evaluators)
         self.metrics = MetricsExporter(
             windows=[(w.label, w.seconds) for w in config.metrics.windows],
             window_sample_cap=config.metrics.window_sample_cap,
@@ -57,24 +64,27 @@ class Daemon:
             evaluated_trace_memory=assembly.evaluated_trace_memory,
             late_span_window=assembly.late_span_window,
         )
-        auth = config.receivers.auth
         self.ingestor = Ingestor(
             self.assembler,
             self.metrics,
-            bearer_token=auth.token(),
+            bearer_token=config.receivers.auth.token(),
             retry_after_seconds=max(1, math.ceil(assembly.quiet_period)),
             problem_log=RateLimitedLogger(logging.getLogger(Ingestor.__module__), config.logging.per_span_problem_rate),
-            evaluation_backlogged=self._evaluation_backlogged,
+            # Refuse only real shortage: traces that are due and find no room in the evaluation pool.
+            evaluation_backlogged=self.assembler.overdue,
         )
-        self.store = ResultStore(config.store.path, config.store.retention) if config.store.enabled else None
-        self.worker = EvaluationWorker(
-            evaluators,
-            self.metrics,
-            self.store,
-            queue_size=config.evaluation.queue_size,
-            timeout_seconds=config.evaluation.timeout,
-            mode=config.evaluation.mode,
+        store = config.store
+        self.store = ResultStore(store.path, store.retention, store.results) if store.enabled else None
+        self.recorder = ResultRecorder(self.metrics, self.store)
+        evaluation = config.evaluation
+        workers = evaluation.worker_count()
+        slots = (
+            process_slots(config, workers)
+            if workers > 1
+            else thread_slot(TraceEvaluator(evaluators, timeout_seconds=evaluation.timeout, mode=evaluation.mode))
         )
+        self.pool = EvaluationPool(slots, self._record, self._count_dropped, queue_size=evaluation.queue_size)
+        self.dispatcher = DueTraceDispatcher(self.assembler, self.pool, after_tick=self._update_gauges)
         tls = prepared.receivers_tls
         # One budget for both receivers: the bytes of requests in flight, process-wide.
         self.inflight = InflightBytes(config.receivers.max_inflight_bytes)
@@ -107,48 +117,66 @@ class Daemon:
             name="api",
             ssl_context=api_context,
         )
-        self._tick_task: asyncio.Task | None = None
         self._stopping = asyncio.Event()
         self._stopped = False
         self.started = False
 
-    # --- lifecycle ----------------------------------------------------------------------------
+    # --- wiring callbacks -----------------------------------------------------------------------
+    def _record(self, outcomes: list[Any]) -> None:
+        self.recorder.record(outcomes)
+        self.metrics.queue_depth.set(self.pool.depth)
+
+    def _update_gauges(self) -> None:
+        self.ingestor.update_gauges()
+        self.metrics.queue_depth.set(self.pool.depth)
+
+    def _count_dropped(self, reason: str, traces: int) -> None:
+        self.metrics.traces_dropped.labels(reason=reason).inc(traces)
+
+    @property
+    def evaluated(self) -> int:
+        return self.recorder.evaluated
+
+    # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
-        self.metrics.build_info.labels(version=__version__).set(1)
-        await self.api.start()
-        await self.worker.start()
-        if self.grpc is not None:
-            await self.grpc.start()
-        if self.http is not None:
-            await self.http.start()
-        self._tick_task = asyncio.create_task(self._tick(), name="assembler-tick")
+        """Start every component, sources last; when one fails, shut down what started and re-raise."""
+        try:
+            await self.api.start()
+            if self.store is not None:
+                await self.store.start()
+            await self.pool.start()
+            if self.grpc is not None:
+                await self.grpc.start()
+            if self.http is not None:
+                await self.http.start()
+            await self.dispatcher.start()
+        except BaseException:
+            await self.shutdown()
+            raise
+        tune_gc()
         self.started = True
         log.info(
-            "agent-monitor %s ready: %d evaluators, metrics on %s:%d",
+            "agent-monitor %s ready: %d evaluators on %d worker%s, metrics on %s:%d",
             __version__,
-            len(self.worker.evaluators),
+            self.evaluator_count,
+            self.pool.workers,
+            "s" if self.pool.workers != 1 else "",
             self.config.metrics.host,
             self.api.bound_port,
         )
-
-    def _evaluation_backlogged(self) -> bool:
-        """Evaluation is behind: the queue plus the traces about to join it fill a queue's worth,
-        or due traces are waiting. Throttling then keeps memory flat and the delay bounded."""
-        worker, assembler = self.worker, self.assembler
-        return worker.depth + assembler.ended_pending >= worker.queue_size or assembler.overdue()
 
     def readiness(self) -> dict[str, bool]:
         """The checks behind /readyz."""
         return {
             "receivers_bound": self.started,
             "accepting": self.ingestor.accepting,
-            "queue_has_room": self.worker.free_slots > 0,
+            "queue_has_room": self.pool.free_slots > 0,
             "pending_below_limit": self.assembler.has_room_for(1),
         }
 
     @property
     def ready(self) -> bool:
-        return self.started and not self._stopping.is_set() and self.worker.free_slots > 0
+        return self.started and not self._stopping.is_set() and self.pool.free_slots > 0
 
     def request_stop(self) -> None:
         self._stopping.set()
@@ -158,69 +186,47 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.request_stop)
-        try:
-            await self.start()
-        except OSError:  # a port that cannot be bound: stop what did start, then report it
-            await self.shutdown()
-            raise
+        await self.start()  # a port that cannot be bound or workers that cannot start: raised after cleanup
         await self._stopping.wait()
         log.info("stop requested: completing pending traces")
         await self.shutdown()
         return 0
 
-    async def _tick(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                self.dispatch_due()
-            except Exception:
-                log.exception("assembler tick failed")
-            await asyncio.sleep(TICK_SECONDS)
-
     def dispatch_due(self) -> int:
-        """Move completed traces into the evaluation queue while it has room (backpressure beyond)."""
-        free = self.worker.free_slots
-        if free <= 0:
-            return 0
-        due = self.assembler.pop_due(limit=free)
-        for completed in due:
-            self.worker.submit(completed)
-        self.ingestor.update_gauges()
-        return len(due)
+        """Move completed traces into the evaluation pool while it has room (one tick, for tests)."""
+        return self.dispatcher.dispatch_due()
 
-    async def shutdown(self) -> None:
-        """Ordered, idempotent stop within the configured grace period."""
+    async def shutdown(self, grace: float | None = None) -> None:
+        """Ordered, idempotent stop within `grace` (default: the configured grace period)."""
         if self._stopped:
             return
         self._stopped = True
         self._stopping.set()
-        deadline = time.monotonic() + self.config.shutdown.grace_period
+        grace = self.config.shutdown.grace_period if grace is None else grace
+        deadline = time.monotonic() + grace
         self.ingestor.accepting = False
         for receiver in (self.grpc, self.http):
             if receiver is not None:
-                await receiver.shutdown(grace=min(2.0, self.config.shutdown.grace_period / 4))
-        if self._tick_task is not None:
-            self._tick_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._tick_task
+                await receiver.shutdown(grace=min(2.0, grace / 4))
+        await self.dispatcher.shutdown()
         pending = self.assembler.flush_all()
-        not_queued = 0
-        for index, completed in enumerate(pending):
-            if self.worker.submit(completed):
-                continue
-            try:
-                await asyncio.wait_for(self.worker.queue.put(completed), timeout=max(deadline - time.monotonic(), 0))
-            except TimeoutError:
-                not_queued = len(pending) - index
-                break
-        dropped = not_queued + await self.worker.drain(deadline - time.monotonic())
+        not_queued = await self._submit_until(pending, deadline)
+        dropped = not_queued + await self.pool.drain(deadline - time.monotonic())
         if dropped:
-            self.metrics.traces_dropped.labels(reason="shutdown_timeout").inc(dropped)
+            self._count_dropped("shutdown_timeout", dropped)
             log.warning("shutdown: %d traces could not be evaluated within the grace period", dropped)
-        log.info(
-            "shutdown: evaluated %d traces in total (%d completed at shutdown)", self.worker.evaluated, len(pending)
-        )
-        self.ingestor.update_gauges()
-        await self.worker.shutdown()
+        log.info("shutdown: evaluated %d traces in total (%d completed at shutdown)", self.evaluated, len(pending))
+        self._update_gauges()
+        await self.pool.shutdown(grace=max(deadline - time.monotonic(), 1.0))
         if self.store is not None:
-            self.store.close()
+            await self.store.shutdown()
         await self.api.shutdown(grace=0.5)
+
+    async def _submit_until(self, traces: list[CompletedTrace], deadline: float) -> int:
+        """Submit every trace, waiting for room in the pool until `deadline`; returns how many were not."""
+        for index, completed in enumerate(traces):
+            while not self.pool.submit(completed):
+                if time.monotonic() >= deadline or not self.pool.accepting:
+                    return len(traces) - index
+                await asyncio.sleep(0.02)
+        return 0

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from monitor.config import ConfigError, Loc, Locator, MonitorConfig, TlsConfig
-from monitor.engine.evaluation import ConfiguredEvaluator
+from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.evaluator_setup import build_evaluators
 from monitor.tls import ServerTls, TlsLoadError, load_server_tls
 

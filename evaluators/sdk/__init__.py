@@ -35,7 +35,7 @@ from .registry import (
     unregister,
 )
 from .result import LEVELS, EvalResult, EvaluationRecord, Level, SkipReason
-from .runner import MODES, Mode, run_evaluators
+from .runner import MODES, Dispatched, Mode, dispatch, run_evaluators
 from .task import Constraints, Dataset, Task, TrajectoryStep
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "BaseEvaluator",
     "Constraints",
     "Dataset",
+    "Dispatched",
     "EvalResult",
     "EvaluationRecord",
     "EvaluatorConfigError",
@@ -64,6 +65,7 @@ __all__ = [
     "builtin",
     "count",
     "default_builtins",
+    "dispatch",
     "entry_point_evaluators",
     "evaluator",
     "evaluators_in_module",

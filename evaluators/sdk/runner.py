@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -41,15 +41,29 @@ class _Unit:
     model: str | None
 
 
-def run_evaluators(
+@dataclass(frozen=True, slots=True)
+class Dispatched:
+    """One evaluator's result on one dispatch unit, before it becomes a record (cheap to build in bulk)."""
+
+    evaluator: BaseEvaluator
+    level: str
+    span_id: str | None
+    agent_name: str | None
+    model: str | None
+    result: EvalResult
+    duration_ms: float
+
+
+def dispatch(
     trace: Trace,
     evaluators: Iterable[BaseEvaluator],
     mode: Mode = "monitor",
     task: Task | None = None,
-) -> list[EvaluationRecord]:
-    """Every evaluator's records for one trace, in evaluator order then dispatch order.
+) -> Iterator[Dispatched]:
+    """Run every evaluator at its level over `trace`, yielding results in evaluator order then dispatch order.
 
-    In "experiment" mode `task` is given to evaluators that take one; in "monitor" mode it is not.
+    Dispatch units are computed once per level and shared by every evaluator of that level. In "experiment"
+    mode `task` is given to evaluators that take one; in "monitor" mode it is not.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -59,7 +73,6 @@ def run_evaluators(
             raise TypeError(f"not an evaluator: {candidate!r} (decorate functions with @evaluator)")
     effective_task = task if mode == "experiment" else None
     units: dict[str, list[_Unit]] = {}
-    records: list[EvaluationRecord] = []
     for evaluator in chosen:
         level = str(evaluator.level)
         if level not in units:
@@ -69,8 +82,42 @@ def run_evaluators(
                 log.warning("could not split trace %s at level %s: %r", trace.trace_id, level, exc)
                 units[level] = [_Unit(_ViewError(exc), None, None, None)]
         for unit in units[level]:
-            records.append(_evaluate(trace, evaluator, level, unit, effective_task))
-    return records
+            started = time.perf_counter()
+            result = _evaluate(trace, evaluator, unit, effective_task)
+            elapsed_ms = (time.perf_counter() - started) * 1000.0
+            yield Dispatched(evaluator, level, unit.span_id, unit.agent_name, unit.model, result, elapsed_ms)
+
+
+def run_evaluators(
+    trace: Trace,
+    evaluators: Iterable[BaseEvaluator],
+    mode: Mode = "monitor",
+    task: Task | None = None,
+) -> list[EvaluationRecord]:
+    """Every evaluator's records for one trace, in evaluator order then dispatch order (see `dispatch`)."""
+    service = trace.service_name or None
+    task_id = task.task_id if task is not None and mode == "experiment" else None
+    return [
+        # Every field comes from a validated EvalResult or the runner itself: no second validation.
+        EvaluationRecord.model_construct(
+            trace_id=trace.trace_id,
+            evaluator=d.evaluator.name,
+            level=d.level,
+            span_id=d.span_id,
+            agent_name=d.agent_name,
+            model=d.model,
+            service=service,
+            task_id=task_id,
+            score=d.result.score,
+            passed=d.result.passed,
+            skipped=d.result.is_skipped,
+            skip_reason=d.result.skip_reason,
+            explanation=d.result.explanation,
+            details=d.result.details,
+            duration_ms=d.duration_ms,
+        )
+        for d in dispatch(trace, evaluators, mode, task)
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,37 +147,17 @@ def _single_model(agent: Any) -> str | None:
     return models.pop() if len(models) == 1 else None
 
 
-def _evaluate(trace: Trace, evaluator: BaseEvaluator, level: str, unit: _Unit, task: Task | None) -> EvaluationRecord:
-    started = time.perf_counter()
+def _evaluate(trace: Trace, evaluator: BaseEvaluator, unit: _Unit, task: Task | None) -> EvalResult:
     if isinstance(unit.subject, _ViewError):
         exc = unit.subject.exc
-        result = EvalResult.skip(SkipReason.ERROR, _error_message(exc), {"exception": type(exc).__name__})
-    elif evaluator.needs_ground_truth and task is None:
-        result = EvalResult.skip(SkipReason.NEEDS_GROUND_TRUTH, f"{evaluator.name} needs a task (ground truth)")
-    else:
-        try:
-            result = evaluator.run(unit.subject, task=task)
-        except Exception as exc:
-            log.debug("evaluator %s failed on trace %s", evaluator.name, trace.trace_id, exc_info=True)
-            result = EvalResult.skip(SkipReason.ERROR, _error_message(exc), {"exception": type(exc).__name__})
-    elapsed_ms = (time.perf_counter() - started) * 1000.0
-    return EvaluationRecord(
-        trace_id=trace.trace_id,
-        evaluator=evaluator.name,
-        level=level,
-        span_id=unit.span_id,
-        agent_name=unit.agent_name,
-        model=unit.model,
-        service=trace.service_name or None,
-        task_id=task.task_id if task is not None else None,
-        score=result.score,
-        passed=result.passed,
-        skipped=result.is_skipped,
-        skip_reason=result.skip_reason,
-        explanation=result.explanation,
-        details=result.details,
-        duration_ms=elapsed_ms,
-    )
+        return EvalResult.skip(SkipReason.ERROR, _error_message(exc), {"exception": type(exc).__name__})
+    if evaluator.needs_ground_truth and task is None:
+        return EvalResult.skip(SkipReason.NEEDS_GROUND_TRUTH, f"{evaluator.name} needs a task (ground truth)")
+    try:
+        return evaluator.run(unit.subject, task=task)
+    except Exception as exc:
+        log.debug("evaluator %s failed on trace %s", evaluator.name, trace.trace_id, exc_info=True)
+        return EvalResult.skip(SkipReason.ERROR, _error_message(exc), {"exception": type(exc).__name__})
 
 
 def _error_message(exc: BaseException) -> str:

@@ -8,7 +8,7 @@ import sys
 from typing import TextIO
 
 from monitor.config import ConfigError, MonitorConfig, load_located
-from monitor.engine.evaluation import ConfiguredEvaluator
+from monitor.engine.configured import ConfiguredEvaluator
 from monitor.preflight import Prepared, preflight
 from monitor.text import clip
 

@@ -29,7 +29,7 @@ from evaluators.traces.model import Trace
 from monitor.config import EvaluatorEntry, EvaluatorOverride, EvaluatorSet, Loc, dotted, validation_problems
 from monitor.config.evaluators import DEFAULTS_CONTEXT, evaluators_field, resolve_section
 from monitor.config.units import Label
-from monitor.engine.evaluation import relabel
+from monitor.engine.configured import relabel
 from monitor.engine.evaluator_setup import build_evaluators
 
 TASK_ID_ATTRIBUTES = ("task.id", "task_id", "baggage.task.id")

@@ -6,6 +6,7 @@ Load it with `monitor.config.load_config(path, env)` (`loader.py`); line-numbere
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -14,6 +15,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    NonNegativeInt,
     PositiveInt,
     PrivateAttr,
     field_validator,
@@ -155,7 +157,16 @@ class EvaluationConfig(Section):
     queue_size: PositiveInt = 256
     timeout: Duration = 30.0
     mode: Literal["monitor", "experiment"] = "monitor"
-    workers: PositiveInt = 1
+    workers: Literal["auto"] | NonNegativeInt = "auto"
+
+    def worker_count(self) -> int:
+        """Worker processes to run: `auto` is the CPUs this process may use; 0 or 1 evaluates in-process."""
+        if self.workers == "auto":
+            try:
+                return len(os.sched_getaffinity(0))
+            except AttributeError:  # not Linux
+                return os.cpu_count() or 1
+        return self.workers
 
 
 class Window(BaseModel):
@@ -230,6 +241,7 @@ class StoreConfig(Section):
     enabled: bool = True
     path: str = "data/results.db"
     retention: Duration = 7 * 86400.0
+    results: Literal["all", "failing"] = "all"
 
 
 class JudgesConfig(Section):

@@ -8,7 +8,7 @@ from typing import Any
 from evaluators.sdk import BaseEvaluator, EvaluatorConfigError, builtin, load_evaluator
 from monitor.alerting.thresholds import AlertRule
 from monitor.config import Loc, Locator, MonitorConfig, Resolved, dotted
-from monitor.engine.evaluation import ConfiguredEvaluator
+from monitor.engine.configured import ConfiguredEvaluator
 
 
 def label_for(entry: Any, evaluator: Any) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
@@ -14,13 +14,14 @@ from monitor import __version__
 from monitor.alerting.thresholds import AlertRule, AlertState
 from monitor.metrics.collector import WindowCollector
 from monitor.metrics.exposition import render
-from monitor.metrics.labels import LabelCapper, clean_label_text, sanitize_label_value
+from monitor.metrics.labels import OTHER, LabelCapper, clean_label_text, sanitize_label_value
 from monitor.metrics.windows import WindowStore
 
 DEFAULT_WINDOWS: tuple[tuple[str, float], ...] = (("5m", 300.0), ("1h", 3600.0))
 DEFAULT_SCORE_BUCKETS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.99, 1.0)
 DEFAULT_DURATION_BUCKETS: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 EVALUATION_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+MAX_RESOLVED = 20_000  # cached label resolutions (raw label values); beyond it results take the slow path
 NO_VERDICT = "no_verdict"  # skip reason for an unskipped result that carries no pass/fail verdict
 RESULT_LABELS = ["evaluator", "level", "service", "agent"]
 
@@ -39,6 +40,37 @@ def trace_exemplar(trace_id: str | None) -> dict[str, str] | None:
     if not _TRACE_ID.fullmatch(tid) or tid == "0" * 32:
         return None
     return {"trace_id": tid}
+
+
+class ResultView(NamedTuple):
+    """The fields of a result row the metrics read (monitor.results.rows.ResultRow has them all)."""
+
+    agent: str | None
+    evaluator: str
+    level: str
+    score: float | None
+    passed: bool | None
+    skip_reason: str | None
+    duration_seconds: float
+
+
+class _ResultChildren:
+    """The metric children of one (evaluator, level, service, agent): labels resolved once, children on first use."""
+
+    __slots__ = ("_cache", "_exporter", "labels", "window_key")
+
+    def __init__(self, exporter: MetricsExporter, labels: dict[str, str]) -> None:
+        self._exporter = exporter
+        self.labels = labels
+        self.window_key = (labels["evaluator"], labels["service"])
+        self._cache: dict[str, Any] = {}
+
+    def get(self, kind: str) -> Any:
+        """The child for `kind`: pass | fail | skip | score | seconds, or a skip reason prefixed "reason:"."""
+        child = self._cache.get(kind)
+        if child is None:
+            child = self._cache[kind] = self._exporter._resolve_child(self.labels, kind)
+        return child
 
 
 def _finite(value: float | None) -> float | None:
@@ -153,6 +185,7 @@ class MetricsExporter:
             registry=r,
         )
         self._children: dict[tuple, Any] = {}
+        self._resolved: dict[tuple[str, str, str, str | None], _ResultChildren] = {}
         self.build_info = Gauge("agent_monitor_build_info", "Build information.", ["version"], registry=r)
         self.build_info.labels(version=__version__).set(1)
 
@@ -226,32 +259,72 @@ class MetricsExporter:
         trace_id: str,
         duration_seconds: float,
     ) -> None:
-        """Record one evaluation result.
+        """Record one evaluation result (see `observe_results`)."""
+        row = ResultView(agent, evaluator, level, score, None if skipped else passed, skip_reason, duration_seconds)
+        if skipped and row.skip_reason is None:
+            row = row._replace(skip_reason=NO_VERDICT)
+        self.observe_results(service, trace_id, [row])
 
-        Skips count in results{outcome="skip"} and skips_total only. An unskipped result without a verdict
-        counts as a skip with reason "no_verdict". Failures carry a trace_id exemplar. The `agent` label is
-        the agent's name for agent-level results and empty at trace and llm level.
+    def observe_results(self, service: str, trace_id: str, rows: Iterable[Any]) -> None:
+        """Record the results of one trace; each row has the fields of `ResultView` (by name).
+
+        A row with a skip_reason is a skip: it counts in results{outcome="skip"} and skips_total only. A row
+        without a skip_reason and without a verdict counts as a skip with reason "no_verdict". Failures carry
+        a trace_id exemplar. The `agent` label is the agent's name at agent level, empty at trace and llm
+        level. Label children are resolved once per (evaluator, level, service, agent) and then reused.
         """
+        exemplar = trace_exemplar(trace_id)
+        samples: list[tuple[tuple[str, str], float | None, bool]] = []
+        for row in rows:
+            children = self._result_children(row.evaluator, row.level, service, row.agent)
+            elapsed = row.duration_seconds
+            skip_reason = row.skip_reason
+            passed = row.passed
+            if elapsed is not None and (skip_reason is None or elapsed > 0) and elapsed == elapsed:
+                children.get("seconds").observe(max(elapsed, 0.0))
+            if skip_reason is None and passed is None:
+                skip_reason = NO_VERDICT
+            if skip_reason is not None:
+                children.get("skip").inc()
+                children.get("reason:" + skip_reason).inc()
+                continue
+            if passed:
+                children.get("pass").inc()
+            else:
+                children.get("fail").inc(exemplar=exemplar)
+            value = _finite(row.score)
+            if value is not None:
+                children.get("score").observe(value, exemplar=None if passed else exemplar)
+            samples.append((children.window_key, value, bool(passed)))
+        if samples:
+            self._store.add_many(samples)
+
+    def _result_children(self, evaluator: str, level: str, service: str, agent: str | None) -> _ResultChildren:
+        key = (evaluator, level, service, agent)
+        children = self._resolved.get(key)
+        if children is not None:
+            return children
         name = sanitize_label_value(evaluator)
         svc = self._cap("service", service)
-        labels = {"evaluator": name, "level": sanitize_label_value(level), "service": svc}
-        labels["agent"] = self._agent_label(labels["level"], agent)
-        elapsed = _finite(duration_seconds)
-        if elapsed is not None and (not skipped or elapsed > 0):
-            self._child(self.evaluation_seconds, evaluator=name).observe(max(elapsed, 0.0))
-        if not skipped and passed is None:
-            skipped, skip_reason = True, NO_VERDICT
-        if skipped:
-            self._child(self.results, **labels, outcome="skip").inc()
-            self._child(self.skips, evaluator=name, service=svc, reason=self._cap("reason", skip_reason)).inc()
-            return
-        verdict = bool(passed)
-        exemplar = None if verdict else trace_exemplar(trace_id)
-        self._child(self.results, **labels, outcome="pass" if verdict else "fail").inc(exemplar=exemplar)
-        value = _finite(score)
-        if value is not None:
-            self._child(self.score, **labels).observe(value, exemplar=exemplar)
-        self._store.add(name, svc, value, verdict)
+        lvl = sanitize_label_value(level)
+        agent_label = self._agent_label(lvl, agent)
+        labels = {"evaluator": name, "level": lvl, "service": svc, "agent": agent_label}
+        children = _ResultChildren(self, labels)
+        # A value folded into __other__ is resolved again each time, so every occurrence is counted as overflow.
+        folded = OTHER in (svc, agent_label)
+        if not folded and len(self._resolved) < MAX_RESOLVED:
+            self._resolved[key] = children
+        return children
+
+    def _resolve_child(self, labels: dict[str, str], kind: str) -> Any:
+        if kind in ("pass", "fail", "skip"):
+            return self.results.labels(**labels, outcome=kind)
+        if kind == "score":
+            return self.score.labels(**labels)
+        if kind == "seconds":
+            return self._child(self.evaluation_seconds, evaluator=labels["evaluator"])
+        reason = self._cap("reason", kind.removeprefix("reason:"))
+        return self._child(self.skips, evaluator=labels["evaluator"], service=labels["service"], reason=reason)
 
     def _agent_label(self, level: str, agent: str | None) -> str:
         """The capped agent name at agent level; empty at trace and llm level and for an unnamed agent."""

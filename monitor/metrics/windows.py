@@ -105,6 +105,19 @@ class WindowStore:
                 _evict(samples, now - seconds)
                 samples.append((now, score, passed))
 
+    def add_many(self, samples: Iterable[tuple[Key, float | None, bool | None]]) -> None:
+        """Record several scored results now, under one lock: ((evaluator, service), score, passed) each."""
+        now = self._clock()
+        with self._lock:
+            for key, score, passed in samples:
+                windows = self._data.get(key)
+                if windows is None:
+                    windows = {s: deque(maxlen=self.sample_cap) for s in self._lengths(key[0])}
+                    self._data[key] = windows
+                for seconds, samples_of in windows.items():
+                    _evict(samples_of, now - seconds)
+                    samples_of.append((now, score, passed))
+
     def keys(self) -> list[Key]:
         """Every (evaluator, service) that has ever recorded a result."""
         with self._lock:

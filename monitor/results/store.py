@@ -1,23 +1,36 @@
-"""ResultStore: every evaluation result in SQLite, so the failing traces behind a red panel can be found.
+"""ResultStore: evaluation results in SQLite, so the failing traces behind a red panel can be found.
 
-Written from the evaluation worker thread (one connection, WAL mode); old rows are pruned by
-retention. Text from traces is stored bounded.
+`write(outcomes)` only queues: a writer thread of its own inserts everything queued in one transaction
+(WAL mode, one connection shared under a lock with the readers), so the event loop never waits on the
+disk. `results: failing` keeps only failing results and skips (and their traces). Text from traces
+arrives bounded (see `rows.py`); old rows are pruned by retention.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
+import logging
+import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-MAX_TEXT = 4000
-FLUSH_TRACES = 200
-FLUSH_SECONDS = 1.0
+from monitor.results.rows import TraceOutcome
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class _FlushMarker:
+    done: threading.Event
+
+
+MAX_TRACES_PER_TRANSACTION = 2000
+PRUNE_EVERY_SECONDS = 300.0
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
@@ -52,28 +65,13 @@ CREATE INDEX IF NOT EXISTS traces_time ON traces(created_at);
 """
 
 
-def _bounded(text: Any) -> str | None:
-    if text is None:
-        return None
-    value = text if isinstance(text, str) else json.dumps(text, default=str, ensure_ascii=False)
-    return value if len(value) <= MAX_TEXT else value[: MAX_TEXT - 1] + "…"
-
-
-@dataclass(slots=True)
-class StoredTrace:
-    trace_id: str
-    service: str
-    input: str | None
-    output: str | None
-    span_count: int
-    duration_ms: float
-    has_errors: bool
-
-
 class ResultStore:
-    def __init__(self, path: str | Path, retention_seconds: float = 7 * 86400.0) -> None:
+    def __init__(self, path: str | Path, retention_seconds: float = 7 * 86400.0, results: str = "all") -> None:
+        if results not in ("all", "failing"):
+            raise ValueError(f"results must be 'all' or 'failing', got {results!r}")
         self.path = Path(path)
         self.retention_seconds = retention_seconds
+        self.failing_only = results == "failing"
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
@@ -83,64 +81,115 @@ class ResultStore:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(SCHEMA)
         self._last_prune = 0.0
-        self._last_flush = time.time()
-        self._buffer: list[tuple[StoredTrace, float, list[tuple]]] = []
+        self._queue: queue.Queue[list[TraceOutcome | _FlushMarker] | None] = queue.Queue()
+        self._writer: threading.Thread | None = None
+        self._closed = False
+        self.write_errors = 0
 
-    def write(self, trace: StoredTrace, results: Iterable[Any]) -> None:
-        """Buffer one trace and its results; written in batches (every FLUSH_TRACES traces or FLUSH_SECONDS)."""
-        now = time.time()
-        self._buffer.append((trace, now, self._rows(trace, results, now)))
-        if len(self._buffer) >= FLUSH_TRACES or now - self._last_flush >= FLUSH_SECONDS:
-            self.flush()
+    # --- lifecycle ------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start the writer thread (before it, `write` inserts synchronously)."""
+        if self._writer is None and not self._closed:
+            self._writer = threading.Thread(target=self._write_loop, name="result-store", daemon=True)
+            self._writer.start()
 
-    @staticmethod
-    def _rows(trace: StoredTrace, results: Iterable[Any], now: float) -> list[tuple]:
-        return [
-            (
-                now,
-                trace.trace_id,
-                getattr(r, "span_id", None),
-                getattr(r, "service", None) or trace.service,
-                getattr(r, "agent_name", None),
-                getattr(r, "model", None),
-                r.evaluator,
-                r.level,
-                r.score,
-                None if r.passed is None else int(bool(r.passed)),
-                getattr(r, "skip_reason", None),
-                _bounded(getattr(r, "explanation", None)),
-                _bounded(getattr(r, "details", None) or None),
-            )
-            for r in results
-        ]
-
-    def flush(self) -> None:
-        """Write every buffered trace in one transaction."""
-        buffered, self._buffer = self._buffer, []
-        now = time.time()
-        self._last_flush = now
-        if not buffered:
+    async def shutdown(self, grace: float = 5.0) -> None:
+        """Write what is queued, stop the writer and close the database. Idempotent, safe before `start`."""
+        if self._closed:
             return
-        traces = [
-            (
-                t.trace_id,
-                created,
-                t.service,
-                _bounded(t.input),
-                _bounded(t.output),
-                t.span_count,
-                t.duration_ms,
-                int(t.has_errors),
+        await asyncio.to_thread(self.close)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            self._queue.put(None)
+            writer.join()
+        self._drain_synchronously()
+        with self._lock:
+            self._db.close()
+
+    # --- writing --------------------------------------------------------------------------------
+    def write(self, outcomes: Sequence[TraceOutcome]) -> None:
+        """Queue evaluated traces for the writer thread (written at once when it is not running)."""
+        if not outcomes or self._closed:
+            return
+        if self._writer is None:
+            self._insert(outcomes)
+        else:
+            self._queue.put(list(outcomes))
+
+    def flush(self, timeout: float = 30.0) -> None:
+        """Block until everything queued so far is written (tests, shutdown)."""
+        if self._writer is None:
+            return
+        done = threading.Event()
+        self._queue.put([_FlushMarker(done)])
+        done.wait(timeout)
+
+    def _write_loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            batch: list[TraceOutcome | _FlushMarker] = list(item)
+            while len(batch) < MAX_TRACES_PER_TRANSACTION:  # everything already waiting goes in one transaction
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._queue.put(None)
+                    break
+                batch.extend(more)
+            self._insert(batch)
+
+    def _drain_synchronously(self) -> None:
+        pending: list[TraceOutcome | _FlushMarker] = []
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                pending.extend(item)
+        self._insert(pending)
+
+    def _insert(self, batch: Sequence[TraceOutcome | _FlushMarker]) -> None:
+        markers = [o for o in batch if isinstance(o, _FlushMarker)]
+        outcomes = [o for o in batch if not isinstance(o, _FlushMarker)]
+        try:
+            if outcomes:
+                self._insert_rows(outcomes)
+        except Exception:
+            self.write_errors += 1
+            log.exception("could not write %d evaluated traces to the result store", len(outcomes))
+        finally:
+            for marker in markers:
+                marker.done.set()
+
+    def _insert_rows(self, outcomes: list[TraceOutcome]) -> None:
+        now = time.time()
+        failing_only = self.failing_only
+        traces = []
+        rows: list[tuple] = []
+        for o in outcomes:
+            head = (now, o.trace_id, o.service)
+            kept = [r for r in o.results if r.passed is not True] if failing_only else o.results
+            if failing_only and not kept:
+                continue
+            rows.extend(head + r[:10] for r in kept)
+            traces.append(
+                (o.trace_id, now, o.service, o.input, o.output, o.span_count, o.duration_ms, int(o.has_error))
             )
-            for t, created, _ in buffered
-        ]
-        rows = [row for _, _, trace_rows in buffered for row in trace_rows]
         with self._lock:
             self._db.execute("BEGIN")
             try:
                 self._db.executemany("INSERT OR REPLACE INTO traces VALUES (?, ?, ?, ?, ?, ?, ?, ?)", traces)
                 self._db.executemany(
-                    "INSERT INTO results (created_at, trace_id, span_id, service, agent, model, evaluator, level,"
+                    "INSERT INTO results (created_at, trace_id, service, span_id, agent, model, evaluator, level,"
                     " score, passed, skip_reason, explanation, details) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     rows,
                 )
@@ -148,7 +197,7 @@ class ResultStore:
             except Exception:
                 self._db.execute("ROLLBACK")
                 raise
-        if now - self._last_prune > 300:
+        if now - self._last_prune > PRUNE_EVERY_SECONDS:
             self.prune(now)
 
     def prune(self, now: float | None = None) -> int:
@@ -180,8 +229,3 @@ class ResultStore:
             raise ValueError(table)
         with self._lock:
             return int(self._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
-
-    def close(self) -> None:
-        self.flush()
-        with self._lock:
-            self._db.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import textwrap
 from importlib import resources
 from pathlib import Path
@@ -54,7 +55,7 @@ metrics:
   label_value_cap: 7
   score_buckets: [0.5, 1.0]
   duration_buckets: [1, 10]
-store: {enabled: false, path: /tmp/x.db, retention: 2d}
+store: {enabled: false, path: /tmp/x.db, retention: 2d, results: failing}
 judges:
   gemini_api_key: KEY123
   vertex_project: proj
@@ -102,7 +103,8 @@ def test_embedded_default_has_the_documented_defaults() -> None:
     assert (a.quiet_period, a.max_trace_wait, a.late_span_window) == (5.0, 120.0, 600.0)
     assert (a.max_pending_spans, a.max_spans_per_trace, a.evaluated_trace_memory) == (500_000, 10_000, 100_000)
     e = config.evaluation
-    assert (e.queue_size, e.timeout, e.mode, e.workers) == (256, 30.0, "monitor", 1)
+    assert (e.queue_size, e.timeout, e.mode, e.workers) == (256, 30.0, "monitor", "auto")
+    assert e.worker_count() == len(os.sched_getaffinity(0))
     assert config.evaluators is None
     m = config.metrics
     assert (m.host, m.port, m.window_sample_cap, m.label_value_cap) == ("0.0.0.0", 9464, 10_000, 50)
@@ -179,7 +181,12 @@ def test_full_file_loads_every_value_and_round_trips(full_config: Path, tmp_path
     assert [(w.label, w.seconds) for w in m.windows] == [("1m", 60.0), ("15m", 900.0), ("90s", 90.0)]
     assert (m.host, m.port, m.window_sample_cap, m.label_value_cap) == ("127.0.0.1", 19464, 500, 7)
     assert (m.score_buckets, m.duration_buckets) == ([0.5, 1.0], [1.0, 10.0])
-    assert config.store.model_dump() == {"enabled": False, "path": "/tmp/x.db", "retention": 2 * 86400.0}
+    assert config.store.model_dump() == {
+        "enabled": False,
+        "path": "/tmp/x.db",
+        "retention": 2 * 86400.0,
+        "results": "failing",
+    }
     j = config.judges
     assert (j.gemini_api_key, j.vertex_project, j.vertex_location, j.model) == (
         "KEY123",

@@ -13,7 +13,9 @@ from prometheus_client.parser import text_string_to_metric_families as parse_cla
 from evaluators import load_traces
 from evaluators.sdk import builtin
 from monitor.engine.assembler import CompletedTrace
-from monitor.engine.evaluation import ConfiguredEvaluator, EvaluationWorker
+from monitor.engine.configured import ConfiguredEvaluator
+from monitor.engine.recorder import ResultRecorder
+from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
 from tests.conftest import CORPUS
 from tests.unit.builtins_spans import agent, chat
@@ -96,18 +98,14 @@ def test_no_created_series_in_either_format(accept: str | None) -> None:
     assert "_created" not in body
 
 
-def _worker(*names: str) -> tuple[EvaluationWorker, MetricsExporter]:
+def _worker(*names: str) -> tuple[TraceEvaluator, ResultRecorder, MetricsExporter]:
     m = MetricsExporter()
-    return EvaluationWorker([ConfiguredEvaluator(builtin(n), n) for n in names], m), m
+    return TraceEvaluator([ConfiguredEvaluator(builtin(n), n) for n in names]), ResultRecorder(m, None), m
 
 
 def test_worker_feeds_agent_names_and_levels_from_a_recorded_handoff() -> None:
-    worker, m = _worker("error_free", "agent_efficiency", "finish_reason")
-    try:
-        for trace in load_traces(CORPUS / "adk_native__handoff"):
-            worker._observe(trace, worker.run(trace))
-    finally:
-        worker._executor.shutdown()
+    worker, recorder, m = _worker("error_free", "agent_efficiency", "finish_reason")
+    recorder.record([worker.outcome(trace) for trace in load_traces(CORPUS / "adk_native__handoff")])
     levels = {
         (s.labels["evaluator"], s.labels["level"], s.labels["agent"]) for s in samples(m, "agent_eval_results_total")
     }
@@ -125,11 +123,8 @@ def test_worker_counts_a_failed_llm_call_as_a_provider_error() -> None:
     ok = chat("It is sunny.", parent=root, model="gpt-4o")
     failed = dataclasses.replace(chat(None, parent=root, model="gpt-4o"), status_code=2, status_message="HTTP 500")
     completed = CompletedTrace(ok.trace_id, [root, failed, ok], "quiet", time.monotonic(), time.monotonic())
-    worker, m = _worker("error_free")
-    try:
-        worker.evaluate(completed)
-    finally:
-        worker._executor.shutdown()
+    worker, recorder, m = _worker("error_free")
+    recorder.record(worker.evaluate_batch([completed]))
     assert value(m, "agent_llm_calls_total", service="unknown", model="gpt-4o", outcome="error") == 1
     assert value(m, "agent_llm_calls_total", service="unknown", model="gpt-4o", outcome="ok") == 1
     assert "agent_llm_calls_total" in classic(m)

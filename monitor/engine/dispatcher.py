@@ -1,0 +1,62 @@
+"""DueTraceDispatcher: moves completed traces from the assembler into the evaluation pool, every tick."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from monitor.engine.assembler import TraceAssembler
+from monitor.engine.pool import EvaluationPool
+
+log = logging.getLogger(__name__)
+TICK_SECONDS = 0.1
+
+
+class DueTraceDispatcher:
+    """Each tick, as many due traces as the pool has room for; the rest stay due (and admission notices)."""
+
+    def __init__(
+        self,
+        assembler: TraceAssembler,
+        pool: EvaluationPool,
+        after_tick: Callable[[], None] = lambda: None,
+        tick_seconds: float = TICK_SECONDS,
+    ) -> None:
+        self.assembler = assembler
+        self.pool = pool
+        self.after_tick = after_tick
+        self.tick_seconds = tick_seconds
+        self._task: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="dispatch-due-traces")
+
+    async def shutdown(self, grace: float = 0.0) -> None:
+        """Stop ticking (due traces stay in the assembler for the caller to flush). Idempotent."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def dispatch_due(self) -> int:
+        """Move due traces into the pool while it has room; returns how many moved."""
+        free = self.pool.free_slots
+        moved = 0
+        if free > 0:
+            for completed in self.assembler.pop_due(limit=free):
+                self.pool.submit(completed)
+                moved += 1
+        self.after_tick()
+        return moved
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                self.dispatch_due()
+            except Exception:
+                log.exception("dispatching due traces failed")
+            await asyncio.sleep(self.tick_seconds)

@@ -1,0 +1,267 @@
+"""EvaluationPool: completed traces → evaluation workers (routed by trace id) → outcomes back on the loop.
+
+Each worker slot is a single-worker executor: a process (`evaluation.workers` ≥ 2) or one thread of this
+process (0 or 1). A trace always goes to the slot its trace id hashes to, so it is evaluated once and
+per-trace state stays in one place. Traces wait in the slot's queue and leave in batches, at most
+`BATCHES_IN_FLIGHT` per slot, so a worker always has its next batch ready and results come back in bulk.
+
+Capacity is `queue_size` traces held (queued or in flight); `submit` refuses beyond it. A worker that dies
+has its in-flight traces counted as dropped (`worker_crash`) and is replaced (with backoff if it keeps
+dying); its queued traces go to the replacement. Outcomes are handed to `record` on the event loop thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import multiprocessing
+import os
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+
+from monitor.config import MonitorConfig
+from monitor.engine import worker_process
+from monitor.engine.assembler import CompletedTrace
+from monitor.engine.trace_evaluation import Outcome, TraceEvaluator
+
+log = logging.getLogger(__name__)
+
+BATCH_SIZE = 64
+BATCHES_IN_FLIGHT = 2
+START_TIMEOUT_SECONDS = 120.0
+MAX_RESTART_DELAY_SECONDS = 30.0
+
+Record = Callable[[list[Outcome]], None]
+CountDropped = Callable[[str, int], None]
+
+
+class WorkerSlot:
+    """One evaluation worker and the traces queued for it."""
+
+    def __init__(self, index: int, make_executor: Callable[[], Executor], run_batch: Callable, ping: Callable) -> None:
+        self.index = index
+        self._make_executor = make_executor
+        self._run_batch = run_batch
+        self._ping = ping
+        self.executor: Executor | None = None
+        self.queued: deque[CompletedTrace] = deque()
+        self.in_flight = 0  # batches
+        self.crashes_in_a_row = 0
+        self.paused = False
+
+    def start(self) -> Future:
+        """A fresh worker; the future completes once it answers."""
+        self.executor = self._make_executor()
+        return self.executor.submit(self._ping)
+
+    def submit(self, batch: list[CompletedTrace]) -> Future:
+        assert self.executor is not None
+        return self.executor.submit(self._run_batch, batch)
+
+    def stop(self, wait: bool) -> None:
+        executor, self.executor = self.executor, None
+        if executor is not None:
+            executor.shutdown(wait=wait, cancel_futures=True)
+
+
+def process_slots(config: MonitorConfig, count: int) -> list[WorkerSlot]:
+    """`count` worker processes (spawned: forking a process that runs gRPC threads is unsafe)."""
+    context = multiprocessing.get_context("spawn")
+
+    def make() -> Executor:
+        return ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=context,
+            initializer=worker_process.initialize,
+            initargs=(config, os.getpid()),
+        )
+
+    return [WorkerSlot(i, make, worker_process.evaluate_batch, worker_process.ping) for i in range(count)]
+
+
+def thread_slot(evaluator: TraceEvaluator) -> list[WorkerSlot]:
+    """One in-process worker thread (`evaluation.workers` 0 or 1: tests and small installs)."""
+
+    def make() -> Executor:
+        return ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaluation")
+
+    return [WorkerSlot(0, make, evaluator.evaluate_batch, os.getpid)]
+
+
+class EvaluationPool:
+    def __init__(
+        self,
+        slots: Sequence[WorkerSlot],
+        record: Record,
+        count_dropped: CountDropped,
+        *,
+        queue_size: int = 256,
+        batch_size: int = BATCH_SIZE,
+    ) -> None:
+        if not slots:
+            raise ValueError("an evaluation pool needs at least one worker slot")
+        self.slots = list(slots)
+        self.record = record
+        self.count_dropped = count_dropped
+        self.queue_size = queue_size
+        self.batch_size = batch_size
+        self.held = 0  # traces queued or in flight
+        self.evaluated = 0
+        self.restarts = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._emptied = asyncio.Event()
+        self._emptied.set()
+        self._closed = False
+
+    @property
+    def workers(self) -> int:
+        return len(self.slots)
+
+    @property
+    def accepting(self) -> bool:
+        return not self._closed
+
+    @property
+    def free_slots(self) -> int:
+        return self.queue_size - self.held
+
+    @property
+    def depth(self) -> int:
+        return self.held
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start every worker and wait until each has answered (its evaluators built)."""
+        self._loop = asyncio.get_running_loop()
+        started = [asyncio.wrap_future(slot.start()) for slot in self.slots]
+        try:
+            await asyncio.wait_for(asyncio.gather(*started), START_TIMEOUT_SECONDS)
+        except Exception as exc:
+            for slot in self.slots:
+                slot.stop(wait=False)
+            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            raise EvaluationStartError(f"evaluation workers failed to start: {detail}") from exc
+        log.info("evaluation: %d worker%s", self.workers, "s" if self.workers != 1 else "")
+
+    async def drain(self, timeout: float) -> int:
+        """Wait until every held trace is evaluated, up to `timeout`; returns how many were not."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._emptied.wait(), timeout=max(timeout, 0.0))
+        return self.held
+
+    async def shutdown(self, grace: float = 5.0) -> None:
+        """Stop taking results and stop every worker (waiting up to `grace` for a running batch). Idempotent."""
+        self._closed = True
+        waits = [asyncio.to_thread(slot.stop, True) for slot in self.slots if slot.executor is not None]
+        if waits:
+            done, _ = await asyncio.wait([asyncio.ensure_future(w) for w in waits], timeout=max(grace, 0.1))
+            if len(done) < len(waits):
+                log.warning("evaluation workers did not stop within %.1fs", grace)
+        for slot in self.slots:
+            slot.queued.clear()
+
+    # --- work -----------------------------------------------------------------------------------
+    def submit(self, completed: CompletedTrace) -> bool:
+        """Queue a completed trace for its worker; False when the pool holds `queue_size` traces already."""
+        if self.held >= self.queue_size or self._closed:
+            return False
+        slot = self.slots[route(completed.trace_id, len(self.slots))]
+        slot.queued.append(completed)
+        self.held += 1
+        self._emptied.clear()
+        self._pump(slot)
+        return True
+
+    def _pump(self, slot: WorkerSlot) -> None:
+        while slot.queued and slot.in_flight < BATCHES_IN_FLIGHT and not slot.paused and slot.executor is not None:
+            size = min(self.batch_size, len(slot.queued))
+            batch = [slot.queued.popleft() for _ in range(size)]
+            executor = slot.executor
+            try:
+                future = slot.submit(batch)
+            except (BrokenExecutor, RuntimeError) as exc:  # broke between two batches
+                slot.queued.extendleft(reversed(batch))
+                self._restart(slot, executor, exc)
+                return
+            slot.in_flight += 1
+            future.add_done_callback(functools.partial(self._finished_threadsafe, slot, executor, batch))
+
+    def _finished_threadsafe(
+        self, slot: WorkerSlot, executor: Executor, batch: list[CompletedTrace], future: Future
+    ) -> None:
+        """Runs on the executor's thread: hand the finished batch to the event loop."""
+        assert self._loop is not None
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing is waiting any more
+            self._loop.call_soon_threadsafe(self._finished, slot, executor, batch, future)
+
+    def _finished(self, slot: WorkerSlot, executor: Executor, batch: list[CompletedTrace], future: Future) -> None:
+        slot.in_flight -= 1
+        if self._closed:
+            return
+        self.held -= len(batch)
+        error = future.exception() if not future.cancelled() else BrokenExecutorCancelled()
+        if error is None:
+            slot.crashes_in_a_row = 0
+            outcomes = future.result()
+            self.evaluated += len(outcomes)
+            try:
+                self.record(outcomes)
+            except Exception:
+                log.exception("could not record the results of %d traces", len(outcomes))
+        elif isinstance(error, BrokenExecutor | BrokenExecutorCancelled):
+            self.count_dropped("worker_crash", len(batch))
+            self._restart(slot, executor, error)
+        else:
+            log.error("evaluation batch of %d traces failed: %r", len(batch), error)
+            self.count_dropped("evaluation_error", len(batch))
+        if self.held == 0:
+            self._emptied.set()
+        self._pump(slot)
+
+    def _restart(self, slot: WorkerSlot, broken: Executor, error: BaseException) -> None:
+        """Replace the slot's worker unless that already happened (several batches fail with one crash)."""
+        if slot.executor is not broken or self._closed:
+            return
+        slot.crashes_in_a_row += 1
+        self.restarts += 1
+        repeated = slot.crashes_in_a_row - 1
+        delay = min(2.0**repeated, MAX_RESTART_DELAY_SECONDS) if repeated else 0.0
+        log.error(
+            "evaluation worker %d died (%s); %d traces queued for it; restarting%s",
+            slot.index,
+            type(error).__name__,
+            len(slot.queued),
+            f" in {delay:.0f}s" if delay else "",
+        )
+        slot.stop(wait=False)
+        slot.paused = True
+        assert self._loop is not None
+        self._loop.call_later(delay, self._resume, slot)
+
+    def _resume(self, slot: WorkerSlot) -> None:
+        if self._closed:
+            return
+        slot.paused = False
+        slot.start()  # the first batch waits behind the new worker's start-up
+        self._pump(slot)
+
+
+class EvaluationStartError(Exception):
+    """The evaluation workers could not be started (the daemon cannot run)."""
+
+
+class BrokenExecutorCancelled(Exception):
+    """A batch future cancelled because its worker was replaced."""
+
+
+def route(trace_id: str, slots: int) -> int:
+    """The slot of a trace: its id's low 32 bits (ids are random hex), else a stable hash of the text."""
+    if slots == 1:
+        return 0
+    try:
+        return int(trace_id[-8:], 16) % slots
+    except ValueError:
+        return sum(trace_id.encode()) % slots

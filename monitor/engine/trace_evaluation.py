@@ -1,0 +1,120 @@
+"""TraceEvaluator: one completed trace → its views → every configured evaluator → a compact TraceOutcome.
+
+Pure CPU work with no shared state, so it runs the same in a worker process or on the in-process thread.
+The views are built once per trace and shared by every evaluator. An evaluator that ran past `timeout`
+has its results replaced by `timeout` skips (a running evaluator cannot be pre-empted).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+
+from evaluators.sdk import Dispatched, dispatch
+from evaluators.traces import build_trace, join_logs
+from evaluators.traces.model import Trace
+from monitor.engine.assembler import CompletedTrace
+from monitor.engine.configured import ConfiguredEvaluator, sampled_in
+from monitor.results.rows import ResultRow, TraceFailure, TraceOutcome, bounded
+
+log = logging.getLogger(__name__)
+
+Outcome = TraceOutcome | TraceFailure
+
+
+class TraceEvaluator:
+    def __init__(
+        self, evaluators: Sequence[ConfiguredEvaluator], *, timeout_seconds: float = 30.0, mode: str = "monitor"
+    ) -> None:
+        self.evaluators = list(evaluators)
+        self.timeout_seconds = timeout_seconds
+        self.mode = mode
+        self._label_of = {id(c.evaluator): c.label for c in self.evaluators}
+        self._levels = {c.label: str(getattr(c.evaluator, "level", "trace")) for c in self.evaluators}
+
+    def evaluate_batch(self, batch: Iterable[CompletedTrace]) -> list[Outcome]:
+        """Every trace of `batch` evaluated; a trace that fails as a whole becomes a TraceFailure."""
+        outcomes: list[Outcome] = []
+        for completed in batch:
+            try:
+                outcomes.append(self.evaluate(completed))
+            except Exception as exc:
+                log.exception("evaluation of trace %s failed", completed.trace_id)
+                outcomes.append(TraceFailure(completed.trace_id, f"{type(exc).__name__}: {exc}"[:500]))
+        return outcomes
+
+    def evaluate(self, completed: CompletedTrace) -> TraceOutcome:
+        join_logs(completed.spans, completed.logs)
+        trace = build_trace(completed.spans, completed.trace_id)
+        return self.outcome(trace, completed.last_seen)
+
+    def outcome(self, trace: Trace, last_seen: float = 0.0) -> TraceOutcome:
+        """The TraceOutcome of an already built trace (views, metrics inputs and result rows)."""
+        metrics = trace.metrics
+        llm_calls = trace.get_llm_calls()
+        return TraceOutcome(
+            trace_id=trace.trace_id,
+            service=trace.service_name or "unknown",
+            duration_seconds=metrics.total_duration_ms / 1000.0,
+            has_error=bool(metrics.has_errors),
+            tokens=tuple((c.model, c.metrics.input_tokens, c.metrics.output_tokens) for c in llm_calls),
+            tools=tuple((t.name, not t.has_error) for t in trace.get_tool_calls()),
+            llm_calls=tuple((c.model, not c.has_error) for c in llm_calls),
+            input=bounded(trace.input),
+            output=bounded(trace.output),
+            span_count=trace.span_count,
+            duration_ms=metrics.total_duration_ms,
+            last_seen=last_seen,
+            results=tuple(self.rows(trace)),
+        )
+
+    def rows(self, trace: Trace) -> list[ResultRow]:
+        """One row per (evaluator, dispatch unit), in configured evaluator order."""
+        by_label: dict[str, list[ResultRow]] = {}
+        chosen = []
+        for configured in self.evaluators:
+            if sampled_in(trace.trace_id, configured.label, configured.sampling):
+                chosen.append(configured.evaluator)
+            else:
+                by_label[configured.label] = [self._sampled_out(configured)]
+        spent: dict[str, float] = {}
+        for done in dispatch(trace, chosen, self.mode):  # type: ignore[arg-type]  # mode is validated by config
+            label = self._label_of[id(done.evaluator)]
+            spent[label] = spent.get(label, 0.0) + done.duration_ms
+            by_label.setdefault(label, []).append(_row(label, done))
+        limit_ms = self.timeout_seconds * 1000.0
+        for label, ms in spent.items():
+            if ms > limit_ms:
+                message = f"ran {ms / 1000:.1f}s, over the {self.timeout_seconds:g}s limit"
+                by_label[label] = [_as_timeout(row, message) for row in by_label[label]]
+        return [row for c in self.evaluators for row in by_label.get(c.label, ())]
+
+    def _sampled_out(self, configured: ConfiguredEvaluator) -> ResultRow:
+        message = f"sampled out at rate {configured.sampling:g}"
+        level = self._levels[configured.label]
+        return ResultRow(None, None, None, configured.label, level, None, None, "sampled_out", message, None, 0.0)
+
+
+def _row(label: str, done: Dispatched) -> ResultRow:
+    result = done.result
+    details = json.dumps(result.details, default=str, ensure_ascii=False) if result.details else None
+    return ResultRow(
+        span_id=done.span_id,
+        agent=done.agent_name,
+        model=done.model,
+        evaluator=label,
+        level=done.level,
+        score=result.score,
+        passed=None if result.is_skipped else result.passed,
+        skip_reason=str(result.skip_reason) if result.skip_reason is not None else None,
+        explanation=bounded(result.explanation) if result.explanation else result.explanation,
+        details=bounded(details),
+        duration_seconds=done.duration_ms / 1000.0,
+    )
+
+
+def _as_timeout(row: ResultRow, message: str) -> ResultRow:
+    if row.skip_reason is not None:
+        return row
+    return row._replace(score=None, passed=None, skip_reason="timeout", explanation=message, details=None)

@@ -1,0 +1,58 @@
+"""The code that runs inside an evaluation worker process (started with `spawn`, never `fork`).
+
+The worker builds its own evaluators from the config (evaluator instances need not be picklable), ignores
+SIGINT/SIGTERM (the main process decides when work stops and drains it), and exits on its own when the main
+process is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Sequence
+
+from monitor.config import MonitorConfig
+from monitor.engine.assembler import CompletedTrace
+from monitor.engine.evaluator_setup import build_evaluators
+from monitor.engine.gc_tuning import tune_gc
+from monitor.engine.trace_evaluation import Outcome, TraceEvaluator
+from monitor.logutil import configure_logging
+
+PARENT_POLL_SECONDS = 1.0
+
+_evaluator: TraceEvaluator | None = None
+
+
+def initialize(config: MonitorConfig, parent_pid: int) -> None:
+    """ProcessPoolExecutor initializer: signals, logging, evaluators, and the watch on the main process."""
+    global _evaluator
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    configure_logging(config.logging.level, config.logging.format)
+    built, problems = build_evaluators(config.evaluator_entries())
+    if problems:  # preflight built the same set in the main process, so this means the worker's import differs
+        raise RuntimeError("; ".join(message for _, message in problems))
+    _evaluator = TraceEvaluator(built, timeout_seconds=config.evaluation.timeout, mode=config.evaluation.mode)
+    threading.Thread(target=_exit_with_parent, args=(parent_pid,), name="parent-watch", daemon=True).start()
+    tune_gc()
+
+
+def evaluate_batch(batch: Sequence[CompletedTrace]) -> list[Outcome]:
+    """Evaluate a batch of traces in this worker."""
+    if _evaluator is None:
+        raise RuntimeError("evaluation worker not initialized")
+    return _evaluator.evaluate_batch(batch)
+
+
+def ping() -> int:
+    """Answered once the worker is initialized (the main process waits for it at start)."""
+    return os.getpid()
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    while True:
+        time.sleep(PARENT_POLL_SECONDS)
+        if os.getppid() != parent_pid:
+            os._exit(0)
