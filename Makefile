@@ -28,6 +28,7 @@ system-deps:
 
 test: $(STAMP) system-deps
 	$(VENV)/bin/ruff check evaluators monitor tests
+	$(VENV)/bin/mypy evaluators monitor
 	$(PY) -m pytest
 
 bench: $(STAMP)
@@ -36,6 +37,7 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check evaluators monitor tests
 	$(VENV)/bin/ruff format --check evaluators monitor tests
+	$(VENV)/bin/mypy evaluators monitor
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis .mypy_cache

@@ -122,7 +122,7 @@ def _check_object(value: dict[str, Any], schema: dict[str, Any], path: str, prob
         for key in required:
             if isinstance(key, str) and key not in value:
                 problems.append(f"{path}: missing required property {key!r}")
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    properties = props if isinstance(props := schema.get("properties"), dict) else {}
     extra = schema.get("additionalProperties", True)
     for key, item in value.items():
         child = f"{path}.{key}"

@@ -108,7 +108,7 @@ def is_aggregation(name: str) -> bool:
     if name in _SCORE_FUNCTIONS or name == "pass_rate":
         return True
     match = _PERCENTILE_NAME.match(name)
-    return bool(match) and 0 <= float(match.group(1)) <= 100
+    return match is not None and 0 <= float(match.group(1)) <= 100
 
 
 def compute(name: str, records: Sequence[EvaluationRecord]) -> Any:

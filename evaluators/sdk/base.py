@@ -130,8 +130,13 @@ class BaseEvaluator:
         )
 
     # --- evaluation ------------------------------------------------------------------------------
-    def evaluate(self, subject: Any, task: Task | None = None) -> EvalResult | float | bool:
-        """Score one subject (a Trace, AgentTrace or LLMSpan, per `level`). Override this."""
+    def evaluate(self, *args: Any, **kwargs: Any) -> EvalResult | float | bool:
+        """Score one subject (a Trace, AgentTrace or LLMSpan, per `level`). Override this.
+
+        Overrides take the subject and, optionally, `task`: `evaluate(self, trace: Trace)`, `evaluate(self, agent:
+        AgentTrace, task: Task | None = None)`, ... The `*args: Any, **kwargs: Any` here is what lets a type checker
+        accept those narrower signatures (it reads it as `...`); `run` calls it as `evaluate(subject[, task=task])`.
+        """
         raise NotImplementedError(f"{type(self).__name__}.evaluate is not implemented")
 
     def run(self, subject: Any, task: Task | None = None) -> EvalResult:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, overload
+from typing import Any, ClassVar, TypedDict, overload
 
 from .base import BaseEvaluator
 from .introspect import describe, first_line, level_for, resolve_hints, strip_optional
@@ -13,6 +13,17 @@ from .params import Param
 from .result import DEFAULT_THRESHOLD, LEVELS
 
 _PLAIN_TYPES = (bool, int, float, str, list, dict)
+
+
+class _Options(TypedDict):
+    """@evaluator's keyword options, as build_function_evaluator takes them."""
+
+    threshold: float
+    aggregations: tuple[str, ...] | None
+    description: str
+    level: str | None
+    kind: str
+    needs_ground_truth: bool | None
 
 
 class FunctionEvaluator(BaseEvaluator):
@@ -70,7 +81,7 @@ def evaluator(
     Every other parameter must have a default and becomes a Param (a `Param(...)` default is used as is).
     The function may return an EvalResult, a float score or a bool.
     """
-    options = {
+    options: _Options = {
         "threshold": threshold,
         "aggregations": tuple(aggregations) if aggregations is not None else None,
         "description": description,

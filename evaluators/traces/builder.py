@@ -93,6 +93,7 @@ def build_trace(records: Iterable[SpanRecord], trace_id: str | None = None) -> T
         kind = conv.first("span_kind", record, conventions) or SpanKind.OTHER
         inherited = agent_of[parent_index] if parent_index >= 0 else None
         view_class = VIEW_CLASSES.get(kind, Span)
+        view: Span
         if view_class is AgentSpan:
             view = AgentSpan(record, conventions, None)
             view.agent_name = view.name

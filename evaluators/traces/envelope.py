@@ -84,8 +84,8 @@ def _from_dict(value: dict, output: bool, depth: int) -> str | None:
     if ("args" in value or "kwargs" in value) and set(value) <= {"args", "kwargs"}:
         return _text([value.get("args"), value.get("kwargs")], output, depth + 1)
     if isinstance(value.get("parts"), list):
-        texts = [p.get("text") for p in value["parts"] if isinstance(p, dict) and isinstance(p.get("text"), str)]
-        texts += [p.get("content") for p in value["parts"] if isinstance(p, dict) and isinstance(p.get("content"), str)]
+        parts = [p for p in value["parts"] if isinstance(p, dict)]
+        texts = [piece for key in ("text", "content") for p in parts if isinstance(piece := p.get(key), str)]
         if texts:
             return "\n".join(texts)
     messages = value.get("messages")

@@ -185,7 +185,7 @@ def _body(value: Any, batch: DecodedBatch) -> Any:
 
 def looks_like_logs_protobuf(data: bytes) -> bool:
     """True when bytes parse as a logs export whose records carry ids, and not as spans with ids."""
-    traces = ExportTraceServiceRequest()
+    traces: ExportTraceServiceRequest | None = ExportTraceServiceRequest()
     logs = ExportLogsServiceRequest()
     try:
         _parse(traces, data, "protobuf")

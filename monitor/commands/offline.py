@@ -18,6 +18,7 @@ from evaluators.sdk import (
     BaseEvaluator,
     Dataset,
     EvaluationRecord,
+    Mode,
     ScoreSummary,
     Task,
     in_default_set,
@@ -59,8 +60,11 @@ class SpecSet(EvaluatorSet):
     """The mapping form of a spec's `evaluators`: the default selection edited, as in the daemon config."""
 
     entry_type = SpecEntry
-    add: Annotated[list[SpecEntry], Field(default_factory=list)]
-    override: Annotated[dict[Label, SpecOverride], Field(default_factory=dict)]
+    # Narrowed for pydantic to validate spec entries. mypy flags it (list and dict are invariant) though nothing
+    # writes into these; Sequence/Mapping in EvaluatorSet would change pydantic's validation, its messages and
+    # what the config error locator reads from the annotations.
+    add: Annotated[list[SpecEntry], Field(default_factory=list)]  # type: ignore[assignment]
+    override: Annotated[dict[Label, SpecOverride], Field(default_factory=dict)]  # type: ignore[assignment]
 
 
 class SpecFile(BaseModel):
@@ -309,7 +313,7 @@ def evaluate_offline(
     traces: Sequence[Trace], selection: Sequence[Selected], dataset: Dataset | None = None, worst: int = 10
 ) -> OfflineReport:
     """Run the selected evaluators over every trace: experiment mode with a dataset, monitor mode without."""
-    mode = "experiment" if dataset is not None else "monitor"
+    mode: Mode = "experiment" if dataset is not None else "monitor"
     matcher = TaskMatcher(dataset) if dataset is not None else None
     matched = {"task_id": 0, "input": 0, "unmatched": 0}
     used: set[str] = set()

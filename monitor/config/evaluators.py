@@ -54,7 +54,7 @@ class AlertConfig(Section):
 
     min_pass_ratio: Ratio
     window: Duration = 300.0
-    for_: Duration = Field(300.0, alias="for")
+    for_: Duration = Field(default=300.0, alias="for")
     min_samples: PositiveInt = 20
     severity: Literal["warning", "critical", "info"] = "warning"
 
@@ -232,7 +232,7 @@ def evaluators_field(entry_type: type[EvaluatorEntry], set_type: type[EvaluatorS
     return (
         Annotated[
             Annotated[list[entry_type], AfterValidator(_distinct_labels), Tag(LIST_TAG)]  # type: ignore[valid-type]
-            | Annotated[set_type, Tag(MAPPING_TAG)],  # type: ignore[valid-type]
+            | Annotated[set_type, Tag(MAPPING_TAG)],
             Discriminator(
                 _form,
                 custom_error_type="evaluators_form",

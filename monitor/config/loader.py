@@ -73,7 +73,7 @@ def _parse(source: str, text: str) -> tuple[dict[str, Any], dict[Loc, int]]:
         raise ConfigError([f"{source}: invalid YAML: {exc}"]) from None
     finally:
         loader.dispose()
-    if data is None:
+    if node is None or data is None:
         return {}, {}
     if not isinstance(data, dict):
         line = node.start_mark.line + 1
@@ -139,9 +139,9 @@ def _apply_env(root: type[BaseModel], data: dict[str, Any], env: Mapping[str, st
     return problems
 
 
-def _resolve(root: type[BaseModel], parts: list[str]) -> tuple[Loc, Any]:
+def _resolve(root: type[BaseModel], parts: list[str]) -> tuple[tuple[str, ...], Any]:
     model: type[BaseModel] | None = root
-    loc: Loc = ()
+    loc: tuple[str, ...] = ()
     annotation: Any = None
     for part in parts:
         if model is None:
@@ -168,7 +168,7 @@ def _env_value(raw: str, annotation: Any) -> Any:
     return value
 
 
-def _set(data: dict[str, Any], loc: Loc, value: Any) -> None:
+def _set(data: dict[str, Any], loc: tuple[str, ...], value: Any) -> None:
     for key in loc[:-1]:
         if not isinstance(data.get(key), dict):
             data[key] = {}

@@ -66,7 +66,7 @@ def dotted(loc: Loc) -> str:
 
 
 def located_problems(
-    root: type[BaseModel], exc: ValidationError, source: str, lines: dict[Loc, int], origins: dict[Loc, str]
+    root: type[BaseModel], exc: ValidationError, source: str, lines: Mapping[Loc, int], origins: Mapping[Loc, str]
 ) -> list[Problem]:
     problems: list[Problem] = []
     for loc, message in validation_problems(root, exc):
@@ -108,7 +108,9 @@ def _message(root: type[BaseModel], error: Any, loc: Loc) -> str:
     return message
 
 
-def _where(loc: Loc, source: str, lines: dict[Loc, int], origins: dict[Loc, str]) -> tuple[str, tuple[int, int, str]]:
+def _where(
+    loc: Loc, source: str, lines: Mapping[Loc, int], origins: Mapping[Loc, str]
+) -> tuple[str, tuple[int, int, str]]:
     """Where a problem comes from: the env var that set it, else its line (or its nearest parent's)."""
     for end in range(len(loc), 0, -1):
         if loc[:end] in origins:

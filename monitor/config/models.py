@@ -78,7 +78,7 @@ class TlsConfig(Section):
 class AuthConfig(Section):
     """Require `Authorization: Bearer <token>` when a token is configured."""
 
-    bearer_token: Annotated[str, Field(min_length=1)] | None = Field(None, repr=False)
+    bearer_token: Annotated[str, Field(min_length=1)] | None = Field(default=None, repr=False)
     bearer_token_file: str | None = None
     _file_token: str | None = PrivateAttr(None)
 
@@ -247,7 +247,7 @@ class StoreConfig(Section):
 class JudgesConfig(Section):
     """LLM judges (Gemini API key or Vertex AI); the key falls back to GEMINI_API_KEY / GOOGLE_API_KEY."""
 
-    gemini_api_key: Annotated[str, Field(min_length=1)] | None = Field(None, repr=False)
+    gemini_api_key: Annotated[str, Field(min_length=1)] | None = Field(default=None, repr=False)
     vertex_project: str | None = None
     vertex_location: str = "us-central1"
     model: str = "gemini-2.5-flash"

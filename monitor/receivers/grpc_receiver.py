@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from google.protobuf import any_pb2, duration_pb2
@@ -29,6 +29,8 @@ from monitor.receivers.inflight import InflightBytes
 from monitor.receivers.memory import MemoryReturner
 
 log = logging.getLogger(__name__)
+_Request = TypeVar("_Request")
+_Response = TypeVar("_Response")
 RECEIVER = "grpc"
 SERVICE_NAMES = (
     "opentelemetry.proto.collector.trace.v1.TraceService",
@@ -67,13 +69,13 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
 
     def __init__(self, consumer: TraceConsumer) -> None:
         self.consumer = consumer
-        self._refusal = grpc.stream_unary_rpc_method_handler(self._unauthenticated)
+        self._refusal: grpc.RpcMethodHandler[Any, Any] = grpc.stream_unary_rpc_method_handler(self._unauthenticated)
 
     async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[_Request, _Response] | None]],
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
+    ) -> grpc.RpcMethodHandler[_Request, _Response] | None:
         if handler_call_details.method in EXPORT_METHODS and not self.consumer.authorized(
             _authorization(handler_call_details.invocation_metadata)
         ):
@@ -177,7 +179,7 @@ class GrpcReceiver:
         self.memory = MemoryReturner()
         self.bound_port = port
         self._server: grpc.aio.Server | None = None
-        self._health = health.aio.HealthServicer() if hasattr(health, "aio") else health.HealthServicer()
+        self._health = health.aio.HealthServicer()  # grpcio-health-checking >= 1.60 always has it
 
     async def start(self) -> None:
         server = grpc.aio.server(
@@ -227,9 +229,7 @@ class GrpcReceiver:
 
     async def _set_health(self, status: int) -> None:
         for name in ("", *SERVICE_NAMES):
-            result = self._health.set(name, status)
-            if hasattr(result, "__await__"):
-                await result
+            await self._health.set(name, status)
 
     async def shutdown(self, grace: float = 2.0) -> None:
         """Stop taking requests; in-flight calls get `grace` seconds. Idempotent."""

@@ -22,6 +22,7 @@ import zlib
 
 from aiohttp import web
 from google.protobuf import json_format
+from google.protobuf.message import Message
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
@@ -182,15 +183,16 @@ class OtlpHttpHandler:
     @staticmethod
     def _success(signal: str, encoding: str, rejected: int, message: str) -> web.Response:
         if signal == "logs":
-            message_obj = ExportLogsServiceResponse()
+            answer: Message = ExportLogsServiceResponse()
         else:
-            message_obj = ExportTraceServiceResponse()
+            traces = ExportTraceServiceResponse()
             if rejected:
-                message_obj.partial_success.rejected_spans = rejected
-                message_obj.partial_success.error_message = message
+                traces.partial_success.rejected_spans = rejected
+                traces.partial_success.error_message = message
+            answer = traces
         if encoding == "json":
-            return _response(200, json.dumps(json_format.MessageToDict(message_obj)), JSON)
-        return _response(200, message_obj.SerializeToString(), PROTOBUF)
+            return _response(200, json.dumps(json_format.MessageToDict(answer)), JSON)
+        return _response(200, answer.SerializeToString(), PROTOBUF)
 
 
 class HttpReceiver:

@@ -65,8 +65,9 @@ class MemoryReturner:
     async def _trim(self) -> None:
         self._freed = 0
         try:
-            await asyncio.get_running_loop().run_in_executor(None, _MALLOC_TRIM, 0)
-            self.trims += 1
+            if _MALLOC_TRIM is not None:  # always so here: `freed` schedules nothing without it
+                await asyncio.get_running_loop().run_in_executor(None, _MALLOC_TRIM, 0)
+                self.trims += 1
         except Exception:  # never let housekeeping hurt the receiver
             log.debug("malloc_trim failed", exc_info=True)
         finally:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from aiohttp import web
-from aiohttp.typedefs import Handler
+from aiohttp.typedefs import Handler, Middleware
 
 from monitor.auth import bearer_authorized
 from monitor.results.store import ResultStore
@@ -14,8 +12,6 @@ from monitor.web.review import review_routes
 
 MAX_BODY_BYTES = 64 * 1024  # the API takes no uploads
 NOT_FOUND = "not found: try /metrics, /healthz, /readyz, /api/failing\n"
-
-Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
 
 
 def require_token(token: str | None) -> Middleware:

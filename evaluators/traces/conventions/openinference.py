@@ -252,7 +252,7 @@ def _message(item: Any) -> Message | None:
     for call in tool_calls if isinstance(tool_calls, list) else []:
         tc = _get(call, "tool_call")
         if isinstance(tc, dict):
-            fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+            fn = nested if isinstance(nested := tc.get("function"), dict) else {}
             calls.append(make_tool_call(fn.get("name"), fn.get("arguments"), tc.get("id")))
     text = as_text(content) or ""
     if str(role).lower() == "tool":

@@ -274,7 +274,7 @@ def _choice_from_events(span: SpanRecord, reasons: list[str]) -> LLMOutput | Non
             continue
         found = True
         body = _event_body(event)
-        message = body.get("message") if isinstance(body.get("message"), dict) else {}
+        message = given if isinstance(given := body.get("message"), dict) else {}
         text = content_text(message.get("content"))
         if text and not is_placeholder(text):
             texts.append(text)

@@ -166,7 +166,7 @@ def parse_tool_definitions(value: Any) -> list[ToolDefinition] | None:
         if isinstance(declarations, list):
             tools.extend(parse_tool_definitions(declarations) or [])
             continue
-        fn = item.get("function") if isinstance(item.get("function"), dict) else item
+        fn = nested if isinstance(nested := item.get("function"), dict) else item
         name = fn.get("name")
         if not isinstance(name, str) or not name:
             continue
@@ -197,7 +197,7 @@ def openai_tool_calls(raw: Any) -> list[ToolCall]:
     for call in raw if isinstance(raw, list) else []:
         if not isinstance(call, dict):
             continue
-        fn = call.get("function") if isinstance(call.get("function"), dict) else call
+        fn = nested if isinstance(nested := call.get("function"), dict) else call
         calls.append(make_tool_call(fn.get("name"), fn.get("arguments"), call.get("id")))
     return calls
 

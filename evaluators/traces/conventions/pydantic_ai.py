@@ -93,7 +93,7 @@ class PydanticAI(Convention):
             if event.get("event.name") != "gen_ai.choice":
                 continue
             found = True
-            message = event.get("message") if isinstance(event.get("message"), dict) else {}
+            message = given if isinstance(given := event.get("message"), dict) else {}
             text = content_text(message.get("content"))
             if text:
                 texts.append(text)
