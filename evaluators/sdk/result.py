@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -91,7 +91,15 @@ class EvalResult:
         if self.is_skipped:
             return self
         assert self.score is not None  # a result that is not a skip has a score (checked in __post_init__)
-        return replace(self, passed=self.score >= limit)
+        passed = self.score >= limit
+        if self.passed is passed:
+            return self
+        # Every field but `passed` was validated when this result was built: copy without validating again.
+        resolved = object.__new__(EvalResult)
+        for name in ("score", "explanation", "details", "skip_reason"):
+            object.__setattr__(resolved, name, getattr(self, name))
+        object.__setattr__(resolved, "passed", passed)
+        return resolved
 
 
 class EvaluationRecord(BaseModel):

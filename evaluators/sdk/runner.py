@@ -14,10 +14,10 @@ import logging
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from .base import BaseEvaluator
-from .result import EvalResult, EvaluationRecord, SkipReason
+from .result import EvalResult, EvaluationRecord, Level, SkipReason
 
 if TYPE_CHECKING:
     from evaluators.traces.model import Trace
@@ -46,7 +46,7 @@ class Dispatched:
     """One evaluator's result on one dispatch unit, before it becomes a record (cheap to build in bulk)."""
 
     evaluator: BaseEvaluator
-    level: str
+    level: Level
     span_id: str | None
     agent_name: str | None
     model: str | None
@@ -74,7 +74,7 @@ def dispatch(
     effective_task = task if mode == "experiment" else None
     units: dict[str, list[_Unit]] = {}
     for evaluator in chosen:
-        level = str(evaluator.level)
+        level = cast(Level, str(evaluator.level))  # BaseEvaluator checks it is one of LEVELS
         if level not in units:
             try:
                 units[level] = _units(trace, level)

@@ -21,6 +21,7 @@ from monitor.results.rows import ResultRow, TraceFailure, TraceOutcome, bounded
 log = logging.getLogger(__name__)
 
 Outcome = TraceOutcome | TraceFailure
+_DETAILS_JSON = json.JSONEncoder(default=str, ensure_ascii=False)  # built once: json.dumps builds one per call
 
 
 class TraceEvaluator:
@@ -98,7 +99,7 @@ class TraceEvaluator:
 
 def _row(label: str, done: Dispatched) -> ResultRow:
     result = done.result
-    details = json.dumps(result.details, default=str, ensure_ascii=False) if result.details else None
+    details = _DETAILS_JSON.encode(result.details) if result.details else None
     return ResultRow(
         span_id=done.span_id,
         agent=done.agent_name,
