@@ -18,6 +18,7 @@ from typing import Any
 
 from monitor import __version__
 from monitor.config import MonitorConfig
+from monitor.engine.admission import Admission
 from monitor.engine.assembler import CompletedTrace, TraceAssembler
 from monitor.engine.dispatcher import DueTraceDispatcher
 from monitor.engine.evaluator_setup import thresholds_of
@@ -70,8 +71,6 @@ class Daemon:
             bearer_token=config.receivers.auth.token(),
             retry_after_seconds=max(1, math.ceil(assembly.quiet_period)),
             problem_log=RateLimitedLogger(logging.getLogger(Ingestor.__module__), config.logging.per_span_problem_rate),
-            # Refuse only real shortage: traces that are due and find no room in the evaluation pool.
-            evaluation_backlogged=self.assembler.overdue,
         )
         store = config.store
         self.store = ResultStore(store.path, store.retention, store.results) if store.enabled else None
@@ -85,6 +84,9 @@ class Daemon:
         )
         self.pool = EvaluationPool(slots, self._record, self._count_dropped, queue_size=evaluation.queue_size)
         self.dispatcher = DueTraceDispatcher(self.assembler, self.pool, after_tick=self._update_gauges)
+        # Refuse only real shortage: due traces beyond the evaluation queue (memory has its own bound).
+        self.admission = Admission(self.assembler, self.pool, quiet_period=assembly.quiet_period)
+        self.ingestor.admission_refuses = self.admission.refuse
         tls = prepared.receivers_tls
         # One budget for both receivers: the bytes of requests in flight, process-wide.
         self.inflight = InflightBytes(config.receivers.max_inflight_bytes)
@@ -124,6 +126,7 @@ class Daemon:
     # --- wiring callbacks -----------------------------------------------------------------------
     def _record(self, outcomes: list[Any]) -> None:
         self.recorder.record(outcomes)
+        self.admission.evaluated(sum(getattr(o, "span_count", 0) for o in outcomes))
         self.metrics.queue_depth.set(self.pool.depth)
 
     def _update_gauges(self) -> None:
@@ -223,10 +226,8 @@ class Daemon:
         await self.api.shutdown(grace=0.5)
 
     async def _submit_until(self, traces: list[CompletedTrace], deadline: float) -> int:
-        """Submit every trace, waiting for room in the pool until `deadline`; returns how many were not."""
+        """Submit every trace (the pool takes all while open); returns how many it did not take."""
         for index, completed in enumerate(traces):
-            while not self.pool.submit(completed):
-                if time.monotonic() >= deadline or not self.pool.accepting:
-                    return len(traces) - index
-                await asyncio.sleep(0.02)
+            if not self.pool.submit(completed):
+                return len(traces) - index
         return 0

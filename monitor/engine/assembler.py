@@ -4,6 +4,10 @@ A trace is complete when its root span has ended and no span arrived for `quiet_
 `max_trace_wait` has passed since its first span. Deadlines sit in a heap (lazily re-armed), so a
 tick costs O(k log n) for k due traces, never a scan of every pending trace.
 
+Completed traces move to a due queue (`collect_due`) and stay counted against `max_pending_spans`
+until the evaluation engine takes them (`take_due`); `due_count` is the evaluation backlog that
+admission control looks at. Traces still in their quiet period are never part of it.
+
 A root is a span with no parent id, or a SERVER/CONSUMER span whose parent is not in the trace
 (the entry point of a service called by a remote parent). A span whose parent merely has not
 arrived yet is not a root: exporters send children before their parents end.
@@ -15,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -87,15 +91,27 @@ class TraceAssembler:
         self._pending: dict[str, PendingTrace] = {}
         self._heap: list[tuple[float, str]] = []
         self._evaluated: OrderedDict[str, float] = OrderedDict()
+        self._due: deque[CompletedTrace] = deque()
+        self.spans_due = 0  # spans and log records of the traces in the due queue
         self.spans_pending = 0
         self.logs_pending = 0
-        self.ended_pending = 0  # pending traces whose root has ended: due within quiet_period
         self.late_spans = 0
         self.duplicate_spans = 0
 
     @property
     def traces_pending(self) -> int:
-        return len(self._pending)
+        """Traces held: still assembling, or complete and waiting in the due queue."""
+        return len(self._pending) + len(self._due)
+
+    @property
+    def spans_held(self) -> int:
+        """Spans held: of traces still assembling and of complete traces in the due queue."""
+        return self.spans_pending + self.spans_due
+
+    @property
+    def due_count(self) -> int:
+        """Complete traces waiting for the evaluation engine (as of the last `collect_due`)."""
+        return len(self._due)
 
     def has_room_for(self, span_count: int) -> bool:
         """Backpressure: False when accepting `span_count` more spans would pass max_pending_spans.
@@ -103,7 +119,7 @@ class TraceAssembler:
         An empty assembler takes any one request (its size is capped by the receivers), so a
         request larger than the whole limit is not refused forever.
         """
-        held = self.spans_pending + self.logs_pending
+        held = self.spans_pending + self.logs_pending + self.spans_due
         return held == 0 or held + span_count <= self.max_pending_spans
 
     def add(self, spans: list[SpanRecord]) -> AddResult:
@@ -130,7 +146,6 @@ class TraceAssembler:
             result.accepted += 1
             if not pending.root_ended and self._is_ended_root(span, pending):
                 pending.root_ended = True
-                self.ended_pending += 1
                 heapq.heappush(self._heap, (pending.deadline(self.quiet_period, self.max_trace_wait), trace_id))
         return result
 
@@ -169,18 +184,13 @@ class TraceAssembler:
         seen = self._evaluated.get(trace_id)
         return seen is not None and now - seen <= self.late_span_window
 
-    def overdue(self, grace: float = 0.5) -> bool:
-        """True when a trace has been due for more than `grace` seconds without being taken out."""
-        return bool(self._heap) and self._heap[0][0] < self.clock() - grace
-
     def next_deadline(self) -> float | None:
         return self._heap[0][0] if self._heap else None
 
-    def pop_due(self, now: float | None = None, limit: int | None = None) -> list[CompletedTrace]:
-        """Traces whose deadline has passed (at most `limit`), removed from the pending set."""
+    def collect_due(self, now: float | None = None) -> int:
+        """Move every trace whose deadline has passed into the due queue; returns the queue's length."""
         now = self.clock() if now is None else now
-        done: list[CompletedTrace] = []
-        while self._heap and self._heap[0][0] <= now and (limit is None or len(done) < limit):
+        while self._heap and self._heap[0][0] <= now:
             _, trace_id = heapq.heappop(self._heap)
             pending = self._pending.get(trace_id)
             if pending is None:
@@ -191,13 +201,28 @@ class TraceAssembler:
                 continue
             hard = now >= pending.first_seen + self.max_trace_wait
             reason = "quiet" if pending.root_ended and not hard else "max_wait"
-            done.append(self._complete(pending, reason, now))
-        return done
+            completed = self._complete(pending, reason, now)
+            self.spans_due += len(completed.spans) + len(completed.logs)
+            self._due.append(completed)
+        return len(self._due)
+
+    def take_due(self, limit: int | None = None) -> list[CompletedTrace]:
+        """Up to `limit` traces from the due queue, oldest first (they stop counting against memory)."""
+        count = len(self._due) if limit is None else max(min(limit, len(self._due)), 0)
+        taken = [self._due.popleft() for _ in range(count)]
+        self.spans_due -= sum(len(c.spans) + len(c.logs) for c in taken)
+        return taken
+
+    def pop_due(self, now: float | None = None, limit: int | None = None) -> list[CompletedTrace]:
+        """`collect_due(now)` then `take_due(limit)`: complete traces whose deadline has passed."""
+        self.collect_due(now)
+        return self.take_due(limit)
 
     def flush_all(self) -> list[CompletedTrace]:
         """Complete every pending trace now, as it is (used at shutdown)."""
         now = self.clock()
-        done = [self._complete(p, "shutdown", now) for p in list(self._pending.values())]
+        done = self.take_due()
+        done += [self._complete(p, "shutdown", now) for p in list(self._pending.values())]
         self._heap.clear()
         return done
 
@@ -205,7 +230,6 @@ class TraceAssembler:
         del self._pending[pending.trace_id]
         self.spans_pending -= len(pending.spans)
         self.logs_pending -= len(pending.logs)
-        self.ended_pending -= pending.root_ended
         self._remember(pending.trace_id, now)
         spans = list(pending.spans.values())
         return CompletedTrace(pending.trace_id, spans, reason, pending.first_seen, now, pending.logs, pending.last_seen)

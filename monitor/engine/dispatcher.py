@@ -15,7 +15,10 @@ TICK_SECONDS = 0.1
 
 
 class DueTraceDispatcher:
-    """Each tick, as many due traces as the pool has room for; the rest stay due (and admission notices)."""
+    """Each tick, every trace that became due goes to the evaluation pool.
+
+    Admission control (admission.py) watches the due traces the pool has not started yet.
+    """
 
     def __init__(
         self,
@@ -43,13 +46,12 @@ class DueTraceDispatcher:
                 await task
 
     def dispatch_due(self) -> int:
-        """Move due traces into the pool while it has room; returns how many moved."""
-        free = self.pool.free_slots
+        """Collect the traces that became due and hand them all to the pool; returns how many moved."""
+        self.assembler.collect_due()
         moved = 0
-        if free > 0:
-            for completed in self.assembler.pop_due(limit=free):
-                self.pool.submit(completed)
-                moved += 1
+        for completed in self.assembler.take_due():
+            self.pool.submit(completed)
+            moved += 1
         self.after_tick()
         return moved
 

@@ -5,7 +5,9 @@ process (0 or 1). A trace always goes to the slot its trace id hashes to, so it 
 per-trace state stays in one place. Traces wait in the slot's queue and leave in batches, at most
 `BATCHES_IN_FLIGHT` per slot, so a worker always has its next batch ready and results come back in bulk.
 
-Capacity is `queue_size` traces held (queued or in flight); `submit` refuses beyond it. A worker that dies
+`queue_size` bounds the traces waiting in the slots' queues (not those in flight): `free_slots` is what
+admission control looks at, and `submit` takes every trace offered, so no worker starves behind a global
+cap while another worker's queue is full (routing by trace id is never perfectly even). A worker that dies
 has its in-flight traces counted as dropped (`worker_crash`) and is replaced (with backoff if it keeps
 dying); its queued traces go to the replacement. Outcomes are handed to `record` on the event loop thread.
 """
@@ -21,16 +23,18 @@ import os
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from typing import Any
 
 from monitor.config import MonitorConfig
 from monitor.engine import worker_process
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.trace_evaluation import Outcome, TraceEvaluator
+from monitor.results.rows import from_wire
 
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 64
-BATCHES_IN_FLIGHT = 2
+BATCHES_IN_FLIGHT = 4
 START_TIMEOUT_SECONDS = 120.0
 MAX_RESTART_DELAY_SECONDS = 30.0
 
@@ -41,8 +45,16 @@ CountDropped = Callable[[str, int], None]
 class WorkerSlot:
     """One evaluation worker and the traces queued for it."""
 
-    def __init__(self, index: int, make_executor: Callable[[], Executor], run_batch: Callable, ping: Callable) -> None:
+    def __init__(
+        self,
+        index: int,
+        make_executor: Callable[[], Executor],
+        run_batch: Callable,
+        ping: Callable,
+        decode: Callable[[Any], list[Outcome]] = list,
+    ) -> None:
         self.index = index
+        self.decode = decode  # what `run_batch` returns → outcomes
         self._make_executor = make_executor
         self._run_batch = run_batch
         self._ping = ping
@@ -79,7 +91,7 @@ def process_slots(config: MonitorConfig, count: int) -> list[WorkerSlot]:
             initargs=(config, os.getpid()),
         )
 
-    return [WorkerSlot(i, make, worker_process.evaluate_batch, worker_process.ping) for i in range(count)]
+    return [WorkerSlot(i, make, worker_process.evaluate_batch, worker_process.ping, from_wire) for i in range(count)]
 
 
 def thread_slot(evaluator: TraceEvaluator) -> list[WorkerSlot]:
@@ -125,8 +137,13 @@ class EvaluationPool:
         return not self._closed
 
     @property
+    def waiting(self) -> int:
+        """Traces queued for a worker, not yet sent to it."""
+        return sum(len(slot.queued) for slot in self.slots)
+
+    @property
     def free_slots(self) -> int:
-        return self.queue_size - self.held
+        return self.queue_size - self.waiting
 
     @property
     def depth(self) -> int:
@@ -165,8 +182,8 @@ class EvaluationPool:
 
     # --- work -----------------------------------------------------------------------------------
     def submit(self, completed: CompletedTrace) -> bool:
-        """Queue a completed trace for its worker; False when the pool holds `queue_size` traces already."""
-        if self.held >= self.queue_size or self._closed:
+        """Queue a completed trace for the worker its trace id picks; False only once the pool is shut down."""
+        if self._closed:
             return False
         slot = self.slots[route(completed.trace_id, len(self.slots))]
         slot.queued.append(completed)
@@ -205,7 +222,7 @@ class EvaluationPool:
         error = future.exception() if not future.cancelled() else BrokenExecutorCancelled()
         if error is None:
             slot.crashes_in_a_row = 0
-            outcomes = future.result()
+            outcomes = slot.decode(future.result())
             self.evaluated += len(outcomes)
             try:
                 self.record(outcomes)

@@ -17,8 +17,9 @@ from monitor.config import MonitorConfig
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.evaluator_setup import build_evaluators
 from monitor.engine.gc_tuning import tune_gc
-from monitor.engine.trace_evaluation import Outcome, TraceEvaluator
+from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.logutil import configure_logging
+from monitor.results.rows import WireOutcome, to_wire
 
 PARENT_POLL_SECONDS = 1.0
 
@@ -39,11 +40,11 @@ def initialize(config: MonitorConfig, parent_pid: int) -> None:
     tune_gc()
 
 
-def evaluate_batch(batch: Sequence[CompletedTrace]) -> list[Outcome]:
-    """Evaluate a batch of traces in this worker."""
+def evaluate_batch(batch: Sequence[CompletedTrace]) -> list[WireOutcome]:
+    """Evaluate a batch of traces in this worker; the outcomes in their wire form (`rows.from_wire` reads it)."""
     if _evaluator is None:
         raise RuntimeError("evaluation worker not initialized")
-    return _evaluator.evaluate_batch(batch)
+    return to_wire(_evaluator.evaluate_batch(batch))
 
 
 def ping() -> int:

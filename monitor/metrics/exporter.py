@@ -15,6 +15,7 @@ from monitor.alerting.thresholds import AlertRule, AlertState
 from monitor.metrics.collector import WindowCollector
 from monitor.metrics.exposition import render
 from monitor.metrics.labels import OTHER, LabelCapper, clean_label_text, sanitize_label_value
+from monitor.metrics.series import CounterSeries, HistogramSeries, SeriesCollector
 from monitor.metrics.windows import WindowStore
 
 DEFAULT_WINDOWS: tuple[tuple[str, float], ...] = (("5m", 300.0), ("1h", 3600.0))
@@ -54,23 +55,19 @@ class ResultView(NamedTuple):
     duration_seconds: float
 
 
-class _ResultChildren:
-    """The metric children of one (evaluator, level, service, agent): labels resolved once, children on first use."""
+class _ResultKey:
+    """The label values of one (evaluator, level, service, agent), resolved once, and the keys built from them."""
 
-    __slots__ = ("_cache", "_exporter", "labels", "window_key")
+    __slots__ = ("failed", "labels", "name", "passed", "service", "skip", "window_key")
 
-    def __init__(self, exporter: MetricsExporter, labels: dict[str, str]) -> None:
-        self._exporter = exporter
+    def __init__(self, labels: tuple[str, str, str, str]) -> None:
         self.labels = labels
-        self.window_key = (labels["evaluator"], labels["service"])
-        self._cache: dict[str, Any] = {}
-
-    def get(self, kind: str) -> Any:
-        """The child for `kind`: pass | fail | skip | score | seconds, or a skip reason prefixed "reason:"."""
-        child = self._cache.get(kind)
-        if child is None:
-            child = self._cache[kind] = self._exporter._resolve_child(self.labels, kind)
-        return child
+        self.name = (labels[0],)
+        self.service = labels[2]
+        self.passed = (*labels, "pass")
+        self.failed = (*labels, "fail")
+        self.skip = (*labels, "skip")
+        self.window_key = (labels[0], labels[2])
 
 
 def _finite(value: float | None) -> float | None:
@@ -108,40 +105,42 @@ class MetricsExporter:
         self.thresholds = {sanitize_label_value(k): rule for k, rule in (thresholds or {}).items()}
         r = self.registry
 
-        # Evaluation results.
-        self.score = Histogram(
-            "agent_eval_score",
-            "Score of every scored evaluation result.",
-            RESULT_LABELS,
-            buckets=list(score_buckets),
-            registry=r,
+        # Evaluation results and agent traces: updated many times per trace, so kept in plain dicts (series.py).
+        self.score = HistogramSeries(
+            "agent_eval_score", "Score of every scored evaluation result.", RESULT_LABELS, score_buckets
         )
-        self.results = Counter(
-            "agent_eval_results", "Evaluation results by outcome.", [*RESULT_LABELS, "outcome"], registry=r
+        self.results = CounterSeries(
+            "agent_eval_results", "Evaluation results by outcome.", [*RESULT_LABELS, "outcome"]
         )
-        self.skips = Counter(
-            "agent_eval_skips", "Skipped evaluations by reason.", ["evaluator", "service", "reason"], registry=r
+        self.skips = CounterSeries(
+            "agent_eval_skips", "Skipped evaluations by reason.", ["evaluator", "service", "reason"]
         )
-
-        # Agent traces.
-        self.traces = Counter("agent_traces", "Traces evaluated.", ["service", "status"], registry=r)
-        self.trace_duration = Histogram(
-            "agent_trace_duration_seconds",
-            "End-to-end trace latency.",
-            ["service"],
-            buckets=list(duration_buckets),
-            registry=r,
+        self.evaluation_seconds = HistogramSeries(
+            "agent_monitor_evaluation_seconds", "Evaluator run time.", ["evaluator"], EVALUATION_BUCKETS
         )
-        self.llm_tokens = Counter(
-            "agent_llm_tokens", "Tokens used by the agents.", ["service", "model", "direction"], registry=r
+        self.traces = CounterSeries("agent_traces", "Traces evaluated.", ["service", "status"])
+        self.trace_duration = HistogramSeries(
+            "agent_trace_duration_seconds", "End-to-end trace latency.", ["service"], duration_buckets
         )
-        self.llm_calls = Counter(
-            "agent_llm_calls",
-            "LLM calls by outcome (error: the call's span failed).",
-            ["service", "model", "outcome"],
-            registry=r,
+        self.llm_tokens = CounterSeries(
+            "agent_llm_tokens", "Tokens used by the agents.", ["service", "model", "direction"]
         )
-        self.tool_calls = Counter("agent_tool_calls", "Tool executions.", ["service", "tool", "status"], registry=r)
+        self.llm_calls = CounterSeries(
+            "agent_llm_calls", "LLM calls by outcome (error: the call's span failed).", ["service", "model", "outcome"]
+        )
+        self.tool_calls = CounterSeries("agent_tool_calls", "Tool executions.", ["service", "tool", "status"])
+        self._series = SeriesCollector(
+            self.score,
+            self.results,
+            self.skips,
+            self.traces,
+            self.trace_duration,
+            self.llm_tokens,
+            self.llm_calls,
+            self.tool_calls,
+            self.evaluation_seconds,
+        )
+        r.register(self._series)
 
         # Daemon health.
         self.spans_received = Counter("agent_monitor_spans_received", "Spans accepted.", ["receiver"], registry=r)
@@ -164,13 +163,6 @@ class MetricsExporter:
             registry=r,
         )
         self.traces_dropped = Counter("agent_monitor_traces_dropped", "Traces not evaluated.", ["reason"], registry=r)
-        self.evaluation_seconds = Histogram(
-            "agent_monitor_evaluation_seconds",
-            "Evaluator run time.",
-            ["evaluator"],
-            buckets=list(EVALUATION_BUCKETS),
-            registry=r,
-        )
         self.queue_depth = Gauge("agent_monitor_queue_depth", "Traces waiting for evaluation.", registry=r)
         self.label_overflow = Counter(
             "agent_monitor_label_overflow", "Label values folded into __other__.", ["label"], registry=r
@@ -185,7 +177,8 @@ class MetricsExporter:
             registry=r,
         )
         self._children: dict[tuple, Any] = {}
-        self._resolved: dict[tuple[str, str, str, str | None], _ResultChildren] = {}
+        self._resolved: dict[tuple[str, str, str, str | None], _ResultKey] = {}
+        self._capped_values: dict[tuple[str, object], str] = {}
         self.build_info = Gauge("agent_monitor_build_info", "Build information.", ["version"], registry=r)
         self.build_info.labels(version=__version__).set(1)
 
@@ -211,6 +204,16 @@ class MetricsExporter:
             child = self._children[key] = metric.labels(**labels)
         return child
 
+    def _capped(self, label: str, value: object) -> str:
+        """`self._cap(label, value)`, remembered for admitted values (a folded value is counted every time)."""
+        key = (label, value)
+        capped = self._capped_values.get(key)
+        if capped is None:
+            capped = self._cap(label, value)
+            if capped != OTHER and len(self._capped_values) < MAX_RESOLVED:
+                self._capped_values[key] = capped
+        return capped
+
     def observe_trace(
         self,
         service: str,
@@ -225,25 +228,23 @@ class MetricsExporter:
 
         `tools` and `llm_calls` are (name or model, ok) per call; an LLM call that is not ok is a provider error.
         """
-        svc = self._cap("service", service)
+        svc = self._capped("service", service)
         exemplar = trace_exemplar(trace_id)
-        status = "error" if has_error else "ok"
-        self._child(self.traces, service=svc, status=status).inc(exemplar=exemplar if has_error else None)
         duration = _finite(duration_seconds)
-        if duration is not None:
-            self._child(self.trace_duration, service=svc).observe(max(duration, 0.0), exemplar=exemplar)
-        for model, input_tokens, output_tokens in tokens:
-            name = self._cap("model", model)
-            for direction, count in (("input", input_tokens), ("output", output_tokens)):
-                if count and count > 0:
-                    self._child(self.llm_tokens, service=svc, model=name, direction=direction).inc(count)
-        for model, ok in llm_calls:
-            outcome = "ok" if ok else "error"
-            self._child(self.llm_calls, service=svc, model=self._cap("model", model), outcome=outcome).inc()
-        for tool, ok in tools:
-            self._child(
-                self.tool_calls, service=svc, tool=self._cap("tool", tool), status="ok" if ok else "error"
-            ).inc()
+        with self._series.lock:
+            self.traces.inc((svc, "error" if has_error else "ok"), exemplar=exemplar if has_error else None)
+            if duration is not None:
+                self.trace_duration.observe((svc,), max(duration, 0.0), exemplar=exemplar)
+            for model, input_tokens, output_tokens in tokens:
+                name = self._capped("model", model)
+                if input_tokens and input_tokens > 0:
+                    self.llm_tokens.inc((svc, name, "input"), input_tokens)
+                if output_tokens and output_tokens > 0:
+                    self.llm_tokens.inc((svc, name, "output"), output_tokens)
+            for model, ok in llm_calls:
+                self.llm_calls.inc((svc, self._capped("model", model), "ok" if ok else "error"))
+            for tool, ok in tools:
+                self.tool_calls.inc((svc, self._capped("tool", tool), "ok" if ok else "error"))
 
     def observe_result(
         self,
@@ -271,60 +272,51 @@ class MetricsExporter:
         A row with a skip_reason is a skip: it counts in results{outcome="skip"} and skips_total only. A row
         without a skip_reason and without a verdict counts as a skip with reason "no_verdict". Failures carry
         a trace_id exemplar. The `agent` label is the agent's name at agent level, empty at trace and llm
-        level. Label children are resolved once per (evaluator, level, service, agent) and then reused.
+        level. Label values are resolved once per (evaluator, level, service, agent) and then reused.
         """
         exemplar = trace_exemplar(trace_id)
         samples: list[tuple[tuple[str, str], float | None, bool]] = []
-        for row in rows:
-            children = self._result_children(row.evaluator, row.level, service, row.agent)
-            elapsed = row.duration_seconds
-            skip_reason = row.skip_reason
-            passed = row.passed
-            if elapsed is not None and (skip_reason is None or elapsed > 0) and elapsed == elapsed:
-                children.get("seconds").observe(max(elapsed, 0.0))
-            if skip_reason is None and passed is None:
-                skip_reason = NO_VERDICT
-            if skip_reason is not None:
-                children.get("skip").inc()
-                children.get("reason:" + skip_reason).inc()
-                continue
-            if passed:
-                children.get("pass").inc()
-            else:
-                children.get("fail").inc(exemplar=exemplar)
-            value = _finite(row.score)
-            if value is not None:
-                children.get("score").observe(value, exemplar=None if passed else exemplar)
-            samples.append((children.window_key, value, bool(passed)))
+        results, score, skips, seconds = self.results, self.score, self.skips, self.evaluation_seconds
+        with self._series.lock:
+            for row in rows:
+                key = self._result_key(row.evaluator, row.level, service, row.agent)
+                labels, name = key.labels, key.name
+                elapsed = _finite(row.duration_seconds)
+                skip_reason = row.skip_reason
+                passed = row.passed
+                if elapsed is not None and (skip_reason is None or elapsed > 0):
+                    seconds.observe(name, max(elapsed, 0.0))
+                if skip_reason is None and passed is None:
+                    skip_reason = NO_VERDICT
+                if skip_reason is not None:
+                    results.inc(key.skip)
+                    skips.inc((name[0], key.service, self._capped("reason", skip_reason)))
+                    continue
+                if passed:
+                    results.inc(key.passed)
+                else:
+                    results.inc(key.failed, exemplar=exemplar)
+                value = _finite(row.score)
+                if value is not None:
+                    score.observe(labels, value, exemplar=None if passed else exemplar)
+                samples.append((key.window_key, value, bool(passed)))
         if samples:
             self._store.add_many(samples)
 
-    def _result_children(self, evaluator: str, level: str, service: str, agent: str | None) -> _ResultChildren:
-        key = (evaluator, level, service, agent)
-        children = self._resolved.get(key)
-        if children is not None:
-            return children
+    def _result_key(self, evaluator: str, level: str, service: str, agent: str | None) -> _ResultKey:
+        raw = (evaluator, level, service, agent)
+        key = self._resolved.get(raw)
+        if key is not None:
+            return key
         name = sanitize_label_value(evaluator)
         svc = self._cap("service", service)
         lvl = sanitize_label_value(level)
         agent_label = self._agent_label(lvl, agent)
-        labels = {"evaluator": name, "level": lvl, "service": svc, "agent": agent_label}
-        children = _ResultChildren(self, labels)
+        key = _ResultKey((name, lvl, svc, agent_label))
         # A value folded into __other__ is resolved again each time, so every occurrence is counted as overflow.
-        folded = OTHER in (svc, agent_label)
-        if not folded and len(self._resolved) < MAX_RESOLVED:
-            self._resolved[key] = children
-        return children
-
-    def _resolve_child(self, labels: dict[str, str], kind: str) -> Any:
-        if kind in ("pass", "fail", "skip"):
-            return self.results.labels(**labels, outcome=kind)
-        if kind == "score":
-            return self.score.labels(**labels)
-        if kind == "seconds":
-            return self._child(self.evaluation_seconds, evaluator=labels["evaluator"])
-        reason = self._cap("reason", kind.removeprefix("reason:"))
-        return self._child(self.skips, evaluator=labels["evaluator"], service=labels["service"], reason=reason)
+        if OTHER not in (svc, agent_label) and len(self._resolved) < MAX_RESOLVED:
+            self._resolved[raw] = key
+        return key
 
     def _agent_label(self, level: str, agent: str | None) -> str:
         """The capped agent name at agent level; empty at trace and llm level and for an unnamed agent."""

@@ -150,25 +150,26 @@ def test_many_traces_heap_stays_bounded():
     assert len(asm.pop_due()) == 1000
 
 
-def test_overdue_reports_due_traces_left_waiting():
+def test_due_traces_wait_in_the_due_queue_and_keep_counting_against_memory():
     clock = Clock()
-    asm = make(clock)
-    asm.add([span(T1, "a" * 16)])
+    asm = make(clock)  # quiet period 5s
+    asm.add([span(T1, "a" * 16), span(T1, "c" * 16, parent="a" * 16), span(T2, "b" * 16)])
+    assert asm.collect_due() == 0 and asm.due_count == 0  # in the quiet period: not evaluation work
     clock.now += 5.2
-    assert not asm.overdue(grace=0.5)
-    clock.now += 0.5
-    assert asm.overdue(grace=0.5)
-    asm.pop_due()
-    assert not asm.overdue(grace=0.5)
+    assert asm.collect_due() == 2 and asm.due_count == 2
+    assert asm.traces_pending == 2 and asm.spans_pending == 0 and asm.spans_held == 3
+    first = asm.take_due(1)
+    assert [c.trace_id for c in first] == [T1] and asm.due_count == 1 and asm.spans_held == 1
+    assert [c.trace_id for c in asm.flush_all()] == [T2]
+    assert asm.spans_held == 0 and asm.traces_pending == 0
 
 
-def test_ended_pending_counts_traces_whose_root_has_ended():
+def test_due_spans_count_against_the_pending_limit():
     clock = Clock()
-    asm = make(clock)
-    asm.add([span(T1, "a" * 16), span(T2, "b" * 16, ended=False)])
-    assert asm.ended_pending == 1
+    asm = TraceAssembler(quiet_period=5.0, max_pending_spans=2, clock=clock)
+    asm.add([span(T1, "a" * 16), span(T2, "b" * 16)])
     clock.now += 6
-    asm.pop_due()
-    assert asm.ended_pending == 0
-    asm.flush_all()
-    assert asm.ended_pending == 0
+    asm.collect_due()
+    assert not asm.has_room_for(1)
+    asm.take_due()
+    assert asm.has_room_for(2)
