@@ -126,7 +126,6 @@ class Daemon:
     # --- wiring callbacks -----------------------------------------------------------------------
     def _record(self, outcomes: list[Any]) -> None:
         self.recorder.record(outcomes)
-        self.admission.evaluated(sum(getattr(o, "span_count", 0) for o in outcomes))
         self.metrics.queue_depth.set(self.pool.depth)
 
     def _update_gauges(self) -> None:

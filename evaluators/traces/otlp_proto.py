@@ -58,8 +58,16 @@ def attributes_from_proto(key_values: Any, batch: DecodedBatch | None = None) ->
     """
     result: Attributes = {}
     for kv in key_values:
+        value = kv.value
+        which = value.WhichOneof("value")
+        if which == "string_value":  # by far the most common: no call into _any_value
+            result[kv.key] = value.string_value
+            continue
+        if which == "int_value":
+            result[kv.key] = value.int_value
+            continue
         try:
-            result[kv.key] = _any_value(kv.value)
+            result[kv.key] = _any_value(value)
         except TooDeep:
             if batch is not None:
                 batch.dropped_attributes += 1

@@ -18,8 +18,10 @@ import asyncio
 import contextlib
 import functools
 import logging
+import math
 import multiprocessing
 import os
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -34,7 +36,7 @@ from monitor.results.rows import from_wire
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 64
-BATCHES_IN_FLIGHT = 4
+BATCHES_IN_FLIGHT = 2
 START_TIMEOUT_SECONDS = 120.0
 MAX_RESTART_DELAY_SECONDS = 30.0
 
@@ -59,15 +61,22 @@ class WorkerSlot:
         self._run_batch = run_batch
         self._ping = ping
         self.executor: Executor | None = None
+        self.pid: int | None = None  # the worker's process id once it has answered (this process for a thread)
         self.queued: deque[CompletedTrace] = deque()
         self.in_flight = 0  # batches
         self.crashes_in_a_row = 0
         self.paused = False
 
     def start(self) -> Future:
-        """A fresh worker; the future completes once it answers."""
+        """A fresh worker; the future completes (with its pid) once it answers."""
         self.executor = self._make_executor()
-        return self.executor.submit(self._ping)
+        future = self.executor.submit(self._ping)
+        future.add_done_callback(self._answered)
+        return future
+
+    def _answered(self, future: Future) -> None:
+        if not future.cancelled() and future.exception() is None:
+            self.pid = future.result()
 
     def submit(self, batch: list[CompletedTrace]) -> Future:
         assert self.executor is not None
@@ -100,7 +109,12 @@ def thread_slot(evaluator: TraceEvaluator) -> list[WorkerSlot]:
     def make() -> Executor:
         return ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaluation")
 
-    return [WorkerSlot(0, make, evaluator.evaluate_batch, os.getpid)]
+    def run_batch(batch: list[CompletedTrace]) -> tuple[list[Outcome], float]:
+        started = time.perf_counter()
+        outcomes = evaluator.evaluate_batch(batch)
+        return outcomes, time.perf_counter() - started
+
+    return [WorkerSlot(0, make, run_batch, os.getpid)]
 
 
 class EvaluationPool:
@@ -121,6 +135,9 @@ class EvaluationPool:
         self.queue_size = queue_size
         self.batch_size = batch_size
         self.held = 0  # traces queued or in flight
+        self.spans_held = 0  # their spans
+        self.capacity = 0.0  # spans/s all workers evaluate when busy (smoothed); 0 until a batch has finished
+        self.saturated_at = -math.inf  # time.monotonic() when traces last had to wait for a busy worker
         self.evaluated = 0
         self.restarts = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -179,6 +196,7 @@ class EvaluationPool:
                 log.warning("evaluation workers did not stop within %.1fs", grace)
         for slot in self.slots:
             slot.queued.clear()
+        self.spans_held = 0
 
     # --- work -----------------------------------------------------------------------------------
     def submit(self, completed: CompletedTrace) -> bool:
@@ -188,11 +206,14 @@ class EvaluationPool:
         slot = self.slots[route(completed.trace_id, len(self.slots))]
         slot.queued.append(completed)
         self.held += 1
+        self.spans_held += len(completed.spans)
         self._emptied.clear()
         self._pump(slot)
         return True
 
     def _pump(self, slot: WorkerSlot) -> None:
+        if slot.queued and slot.in_flight >= BATCHES_IN_FLIGHT:
+            self.saturated_at = time.monotonic()
         while slot.queued and slot.in_flight < BATCHES_IN_FLIGHT and not slot.paused and slot.executor is not None:
             size = min(self.batch_size, len(slot.queued))
             batch = [slot.queued.popleft() for _ in range(size)]
@@ -219,10 +240,14 @@ class EvaluationPool:
         if self._closed:
             return
         self.held -= len(batch)
+        spans = sum(len(c.spans) for c in batch)
+        self.spans_held -= spans
         error = future.exception() if not future.cancelled() else BrokenExecutorCancelled()
         if error is None:
             slot.crashes_in_a_row = 0
-            outcomes = slot.decode(future.result())
+            payload, busy_seconds = future.result()
+            self._measure(spans, busy_seconds)
+            outcomes = slot.decode(payload)
             self.evaluated += len(outcomes)
             try:
                 self.record(outcomes)
@@ -237,6 +262,13 @@ class EvaluationPool:
         if self.held == 0:
             self._emptied.set()
         self._pump(slot)
+
+    def _measure(self, spans: int, busy_seconds: float) -> None:
+        """Capacity: spans per second of a busy worker (wall time, so CPU contention counts) times the workers."""
+        if busy_seconds <= 0 or spans <= 0:
+            return
+        current = spans / busy_seconds * len(self.slots)
+        self.capacity = current if self.capacity <= 0 else 0.8 * self.capacity + 0.2 * current
 
     def _restart(self, slot: WorkerSlot, broken: Executor, error: BaseException) -> None:
         """Replace the slot's worker unless that already happened (several batches fail with one crash)."""

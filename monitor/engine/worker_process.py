@@ -40,11 +40,13 @@ def initialize(config: MonitorConfig, parent_pid: int) -> None:
     tune_gc()
 
 
-def evaluate_batch(batch: Sequence[CompletedTrace]) -> list[WireOutcome]:
-    """Evaluate a batch of traces in this worker; the outcomes in their wire form (`rows.from_wire` reads it)."""
+def evaluate_batch(batch: Sequence[CompletedTrace]) -> tuple[list[WireOutcome], float]:
+    """Evaluate a batch in this worker: the outcomes in their wire form (`rows.from_wire`), and the seconds it took."""
     if _evaluator is None:
         raise RuntimeError("evaluation worker not initialized")
-    return to_wire(_evaluator.evaluate_batch(batch))
+    started = time.perf_counter()
+    outcomes = to_wire(_evaluator.evaluate_batch(batch))
+    return outcomes, time.perf_counter() - started
 
 
 def ping() -> int:

@@ -34,7 +34,7 @@ PRUNE_EVERY_SECONDS = 300.0
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    id INTEGER PRIMARY KEY,
     created_at REAL NOT NULL,
     trace_id TEXT NOT NULL,
     span_id TEXT,
@@ -50,7 +50,10 @@ CREATE TABLE IF NOT EXISTS results (
     details TEXT
 );
 CREATE INDEX IF NOT EXISTS results_trace ON results(trace_id);
-CREATE INDEX IF NOT EXISTS results_eval_time ON results(evaluator, created_at);
+-- Failing results are what the review looks up by time: partial indexes cost nothing for passing rows.
+DROP INDEX IF EXISTS results_eval_time;
+CREATE INDEX IF NOT EXISTS results_failing ON results(evaluator, created_at) WHERE passed = 0;
+CREATE INDEX IF NOT EXISTS results_failing_time ON results(created_at) WHERE passed = 0;
 CREATE TABLE IF NOT EXISTS traces (
     trace_id TEXT PRIMARY KEY,
     created_at REAL NOT NULL,
@@ -201,9 +204,17 @@ class ResultStore:
             self.prune(now)
 
     def prune(self, now: float | None = None) -> int:
+        """Delete rows older than the retention. Row ids grow with time, so the expired results are an id range
+        found by walking ids from the oldest (no index on created_at to maintain on every insert)."""
         cutoff = (now or time.time()) - self.retention_seconds
         with self._lock:
-            removed = self._db.execute("DELETE FROM results WHERE created_at < ?", (cutoff,)).rowcount
+            first_kept = self._db.execute(
+                "SELECT id FROM results WHERE created_at >= ? ORDER BY id LIMIT 1", (cutoff,)
+            ).fetchone()
+            if first_kept is None:
+                removed = self._db.execute("DELETE FROM results").rowcount
+            else:
+                removed = self._db.execute("DELETE FROM results WHERE id < ?", (first_kept[0],)).rowcount
             self._db.execute("DELETE FROM traces WHERE created_at < ?", (cutoff,))
         self._last_prune = now or time.time()
         return removed

@@ -129,10 +129,13 @@ class CountingExporter:
         return True
 
 
-def send_synthetic(exporter, traces: int, service: str, fail_every: int) -> int:
+def send_synthetic(exporter, traces: int, service: str, fail_every: int, max_queue: int = 2048) -> int:
     exporter = CountingExporter(exporter)
     provider = TracerProvider(resource=Resource({"service.name": service}))
-    provider.add_span_processor(BatchSpanProcessor(exporter, max_export_batch_size=256, schedule_delay_millis=200))
+    processor = BatchSpanProcessor(
+        exporter, max_queue_size=max_queue, max_export_batch_size=256, schedule_delay_millis=200
+    )
+    provider.add_span_processor(processor)
     tracer = provider.get_tracer("synthetic-agent", "1.0")
     for index in range(traces):
         failing = fail_every > 0 and index % fail_every == 0
@@ -179,6 +182,7 @@ def main() -> int:
     corpus.add_argument("--with-logs", action="store_true", help="send the corpus log records first")
     synthetic = sub.add_parser("synthetic")
     synthetic.add_argument("--traces", type=int, default=5)
+    synthetic.add_argument("--max-queue", type=int, default=2048, help="the SDK's span queue (it drops beyond)")
     synthetic.add_argument("--service", default="synthetic-agent")
     synthetic.add_argument("--fail-every", type=int, default=0)
     args = parser.parse_args()
@@ -190,7 +194,7 @@ def main() -> int:
             print(f"sent {send_logs(args.protocol, args.endpoint, headers, args.dirs)} log exports", flush=True)
         failures = send_corpus(exporter, args.dirs, args.batch)
     else:
-        failures = send_synthetic(exporter, args.traces, args.service, args.fail_every)
+        failures = send_synthetic(exporter, args.traces, args.service, args.fail_every, args.max_queue)
     print(f"done in {time.monotonic() - started:.2f}s failures={failures}", flush=True)
     return 1 if failures else 0
 

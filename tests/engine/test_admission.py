@@ -1,0 +1,92 @@
+"""Admission control: only real shortage is refused, never traces waiting out their quiet period."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from monitor.consumer import Outcome
+from monitor.engine.admission import Admission
+from monitor.engine.assembler import TraceAssembler
+from monitor.engine.ingest import Ingestor
+from monitor.engine.pool import EvaluationPool, thread_slot
+from monitor.engine.trace_evaluation import TraceEvaluator
+from monitor.metrics import MetricsExporter
+from tests.engine.helpers import synthetic_requests
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def wired(queue_size: int = 256, quiet: float = 5.0):
+    clock = Clock()
+    assembler = TraceAssembler(quiet_period=quiet, clock=clock)
+    pool = EvaluationPool(
+        thread_slot(TraceEvaluator([])), lambda outcomes: None, lambda r, n: None, queue_size=queue_size
+    )
+    admission = Admission(assembler, pool, quiet_period=quiet)
+    metrics = MetricsExporter()
+    ingestor = Ingestor(assembler, metrics, admission_refuses=admission.refuse)
+    return clock, assembler, pool, admission, ingestor, metrics
+
+
+def refused(metrics: MetricsExporter) -> float:
+    return sum(
+        s.value
+        for f in metrics.registry.collect()
+        if f.name == "agent_monitor_spans_refused"
+        for s in f.samples
+        if s.labels.get("reason") == "throttled"
+    )
+
+
+def test_a_burst_of_5000_traces_in_their_quiet_period_is_accepted_whole() -> None:
+    clock, assembler, pool, admission, ingestor, metrics = wired(queue_size=256, quiet=5.0)
+    outcomes = [ingestor.ingest(r, receiver="grpc", encoding="protobuf") for r in synthetic_requests(5000)]
+    assert {o.outcome for o in outcomes} == {Outcome.ACCEPTED}
+    assert sum(o.accepted for o in outcomes) == 5000 * 7
+    assert refused(metrics) == 0 and assembler.traces_pending == 5000
+    # Once they are due and nothing evaluates them, they are a backlog far beyond the queue: now refuse.
+    clock.now += 5.5
+    assembler.collect_due()
+    assert assembler.due_count == 5000 and admission.backlogged()
+    late = ingestor.ingest(synthetic_requests(1, first=9000)[0], receiver="grpc", encoding="protobuf")
+    assert late.outcome is Outcome.THROTTLED and late.retry_after_seconds > 0
+    assert refused(metrics) == 7
+
+
+def test_due_traces_under_the_queue_size_do_not_throttle() -> None:
+    clock, assembler, pool, admission, ingestor, _ = wired(queue_size=256)
+    for request in synthetic_requests(255):
+        ingestor.ingest(request, receiver="grpc", encoding="protobuf")
+    clock.now += 6
+    assert assembler.collect_due() == 255 and not admission.backlogged()
+    accepted = ingestor.ingest(synthetic_requests(1, first=9000)[0], receiver="grpc", encoding="protobuf")
+    assert accepted.outcome is Outcome.ACCEPTED
+
+
+@pytest.mark.parametrize("saturated_ago, refused_expected", [(1.0, True), (60.0, False)])
+def test_work_budget_applies_only_while_the_workers_are_saturated(saturated_ago, refused_expected) -> None:
+    _, assembler, pool, admission, ingestor, _ = wired(queue_size=256, quiet=5.0)
+    pool.capacity = 700.0  # spans/s: a budget of 700 * (5 + 1) = 4200 spans = 600 traces
+    pool.saturated_at = time.monotonic() - saturated_ago
+    requests = synthetic_requests(700)
+    answers = [ingestor.ingest(r, receiver="grpc", encoding="protobuf").outcome for r in requests]
+    assert (Outcome.THROTTLED in answers) is refused_expected
+    if refused_expected:  # up to the budget, then refused
+        assert assembler.spans_held <= admission.budget_spans()
+        assert answers[: 600 // 50] == [Outcome.ACCEPTED] * (600 // 50)
+
+
+def test_an_empty_daemon_takes_one_request_larger_than_the_budget() -> None:
+    _, assembler, pool, admission, ingestor, _ = wired()
+    pool.capacity = 1.0
+    pool.saturated_at = time.monotonic()
+    answer = ingestor.ingest(synthetic_requests(50)[0], receiver="grpc", encoding="protobuf")
+    assert answer.outcome is Outcome.ACCEPTED and assembler.spans_held == 350
