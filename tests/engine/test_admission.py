@@ -47,7 +47,7 @@ def refused(metrics: MetricsExporter) -> float:
 
 
 def test_a_burst_of_5000_traces_in_their_quiet_period_is_accepted_whole() -> None:
-    clock, assembler, pool, admission, ingestor, metrics = wired(queue_size=256, quiet=5.0)
+    clock, assembler, _pool, admission, ingestor, metrics = wired(queue_size=256, quiet=5.0)
     outcomes = [ingestor.ingest(r, receiver="grpc", encoding="protobuf") for r in synthetic_requests(5000)]
     assert {o.outcome for o in outcomes} == {Outcome.ACCEPTED}
     assert sum(o.accepted for o in outcomes) == 5000 * 7
@@ -62,7 +62,7 @@ def test_a_burst_of_5000_traces_in_their_quiet_period_is_accepted_whole() -> Non
 
 
 def test_due_traces_under_the_queue_size_do_not_throttle() -> None:
-    clock, assembler, pool, admission, ingestor, _ = wired(queue_size=256)
+    clock, assembler, _pool, admission, ingestor, _ = wired(queue_size=256)
     for request in synthetic_requests(255):
         ingestor.ingest(request, receiver="grpc", encoding="protobuf")
     clock.now += 6
@@ -85,7 +85,7 @@ def test_work_budget_applies_only_while_the_workers_are_saturated(saturated_ago,
 
 
 def test_an_empty_daemon_takes_one_request_larger_than_the_budget() -> None:
-    _, assembler, pool, admission, ingestor, _ = wired()
+    _, assembler, pool, _admission, ingestor, _ = wired()
     pool.capacity = 1.0
     pool.saturated_at = time.monotonic()
     answer = ingestor.ingest(synthetic_requests(50)[0], receiver="grpc", encoding="protobuf")
