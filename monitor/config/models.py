@@ -6,6 +6,7 @@ Load it with `monitor.config.load_config(path, env)` (`loader.py`); line-numbere
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -161,12 +162,23 @@ class EvaluationConfig(Section):
 
     def worker_count(self) -> int:
         """Worker processes to run: `auto` is the CPUs this process may use; 0 or 1 evaluates in-process."""
-        if self.workers == "auto":
-            try:
-                return len(os.sched_getaffinity(0))
-            except AttributeError:  # not Linux
-                return os.cpu_count() or 1
-        return self.workers
+        return usable_cpus() if self.workers == "auto" else self.workers
+
+
+def usable_cpus(cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
+    """CPUs this process may use: its affinity mask, capped by a cgroup v2 CPU quota (a container's CPU limit,
+    which the affinity mask does not show: a pod limited to 2 CPUs on a 64-core node sees 64)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    try:
+        quota, period = cpu_max.read_text().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, math.ceil(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return cpus
 
 
 class Window(BaseModel):

@@ -104,7 +104,7 @@ def test_embedded_default_has_the_documented_defaults() -> None:
     assert (a.max_pending_spans, a.max_spans_per_trace, a.evaluated_trace_memory) == (500_000, 10_000, 100_000)
     e = config.evaluation
     assert (e.queue_size, e.timeout, e.mode, e.workers) == (256, 30.0, "monitor", "auto")
-    assert e.worker_count() == len(os.sched_getaffinity(0))
+    assert e.worker_count() >= 1
     assert config.evaluators is None
     m = config.metrics
     assert (m.host, m.port, m.window_sample_cap, m.label_value_cap) == ("0.0.0.0", 9464, 10_000, 50)
@@ -617,3 +617,17 @@ def test_default_set_leaves_out_builtins_that_need_config() -> None:
     assert {"latency", "error_free"} <= set(names)
     labels = [r.entry.label for r in load_config(None, env={}).evaluator_entries()]
     assert labels == names
+
+
+def test_auto_workers_follow_a_cgroup_cpu_quota(tmp_path) -> None:
+    from monitor.config.models import usable_cpus
+
+    affinity = len(os.sched_getaffinity(0))
+    limit = tmp_path / "cpu.max"
+    limit.write_text("max 100000\n")
+    assert usable_cpus(limit) == affinity
+    limit.write_text("50000 100000\n")  # half a CPU: one worker, in-process
+    assert usable_cpus(limit) == 1
+    limit.write_text(f"{(affinity + 8) * 100000} 100000\n")  # a quota above the mask does not add CPUs
+    assert usable_cpus(limit) == affinity
+    assert usable_cpus(tmp_path / "missing") == affinity
