@@ -20,6 +20,7 @@ from monitor.commands.offline import (
     read_dataset,
     read_spec,
 )
+from monitor.engine.gc_tuning import tune_gc
 from monitor.text import clip
 
 EXPLANATION_WIDTH = 100
@@ -67,6 +68,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if not traces:
         print(f"agent-monitor evaluate: no spans found in {', '.join(args.paths)}", file=err)
         return 2
+    tune_gc()  # every trace is held in memory: untuned, the collector re-walks them all again and again
     report = evaluate_offline(traces, selection, dataset, worst=args.worst)
     if args.format == "json":
         json.dump(report.to_dict(), out, indent=2, ensure_ascii=False, default=str)
