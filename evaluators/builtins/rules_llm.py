@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -32,6 +33,11 @@ def normalize_reason(reason: Any) -> str:
     return text.removeprefix("finish_reason_")
 
 
+@functools.lru_cache(maxsize=32)
+def _failing_reasons(fail_on: tuple[Any, ...]) -> frozenset[str]:
+    return frozenset(normalize_reason(r) for r in fail_on if isinstance(r, str))
+
+
 def _unrecorded(call: LLMSpan) -> EvalResult:
     return EvalResult.skip(
         SkipReason.NO_DATA,
@@ -56,7 +62,7 @@ class FinishReason(BaseEvaluator):
         reasons = [str(r) for r in call.finish_reasons or [] if r is not None and str(r).strip()]
         if not reasons:
             return EvalResult.skip(SkipReason.NO_DATA, "no finish reason recorded")
-        failing = {normalize_reason(r) for r in self.fail_on if isinstance(r, str)}
+        failing = _failing_reasons(tuple(self.fail_on))
         bad = [r for r in reasons if normalize_reason(r) in failing]
         if not bad:
             text = f"finish reason(s) {', '.join(reasons)}"

@@ -107,12 +107,26 @@ def _normalize_model(model: str) -> str:
     return model.strip().lower().rsplit("/", 1)[-1]
 
 
+_PRICE_TABLES: dict[int, tuple[dict[str, list[float]], dict[str, tuple[str, list[float]]]]] = {}
+
+
+def _price_table(prices: dict[str, list[float]]) -> dict[str, tuple[str, list[float]]]:
+    """`prices` keyed by normalized model name, built once per prices dict (an evaluator's param)."""
+    cached = _PRICE_TABLES.get(id(prices))
+    if cached is not None and cached[0] is prices:
+        return cached[1]
+    table = {_normalize_model(k): (k, v) for k, v in prices.items()}
+    if len(_PRICE_TABLES) < 64:  # a few evaluator instances; never grows with traffic
+        _PRICE_TABLES[id(prices)] = (prices, table)
+    return table
+
+
 def price_for(model: str | None, prices: dict[str, list[float]]) -> tuple[str, list[float]] | None:
     """The (entry name, [input_per_1k, output_per_1k]) pricing `model`: exact match, else the longest prefix."""
     if not model:
         return None
     wanted = _normalize_model(model)
-    table = {_normalize_model(k): (k, v) for k, v in prices.items()}
+    table = _price_table(prices)
     if wanted in table:
         return table[wanted]
     prefixes = [k for k in table if wanted.startswith(k)]
