@@ -6,7 +6,8 @@ Sends raw ExportTraceServiceRequest bytes to TraceService/Export from `--concurr
 request in flight each, one shared channel). Requests are pre-serialized templates of `--batch`
 agent traces (tests/bench/synthetic.bench_trace_spans) whose trace ids are patched in place, so
 every trace is new and sending costs little CPU. UNAVAILABLE is retried after the server's
-RetryInfo delay (else exponential back-off). Prints one line `result {json}` at the end.
+RetryInfo delay (else exponential back-off). Prints `sending` when the first request goes out and one
+line `result {json}` at the end.
 """
 
 from __future__ import annotations
@@ -149,6 +150,7 @@ def run(target: str, seconds: float, concurrency: int, batch: int, timeout: floa
             EXPORT, request_serializer=None, response_deserializer=ExportTraceServiceResponse.FromString
         )
         ids, prefix = itertools.count(1), os.urandom(8)
+        print("sending", flush=True)  # the caller starts its measurements here
         cpu0, started = os.times(), time.monotonic()
         end = started + seconds
         stats = [Stats() for _ in range(concurrency)]
