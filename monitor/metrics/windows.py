@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -10,8 +11,6 @@ from dataclasses import dataclass
 
 QUANTILES: tuple[float, ...] = (0.05, 0.5, 0.95, 0.99)
 
-# One scored result: (timestamp, score or None, passed or None).
-Sample = tuple[float, float | None, bool | None]
 Key = tuple[str, str]  # (evaluator, service)
 
 
@@ -43,7 +42,8 @@ def score_stats(scores: Iterable[float], quantiles: Sequence[float] = QUANTILES)
         return None
     n = len(values)
     mean = math.fsum(values) / n
-    variance = math.fsum((v - mean) ** 2 for v in values) / n
+    # E[x²] − mean², summed exactly (fsum) over C-level iterators: no Python loop per value.
+    variance = max(math.fsum(map(operator.mul, values, values)) / n - mean * mean, 0.0)
     return ScoreStats(n, mean, math.sqrt(variance), {q: percentile(values, q) for q in quantiles})
 
 
@@ -60,12 +60,61 @@ class WindowSnapshot:
         return self.passed / self.verdicts if self.verdicts else None
 
 
+class _Window:
+    """One window's samples in columns (timestamps, scores with NaN for none, verdicts) and running counts."""
+
+    __slots__ = ("judged", "missing_scores", "passed", "scores", "stamps", "verdicts")
+
+    def __init__(self) -> None:
+        self.stamps: deque[float] = deque()
+        self.scores: deque[float] = deque()
+        self.verdicts: deque[bool | None] = deque()
+        self.passed = 0
+        self.judged = 0
+        self.missing_scores = 0
+
+    def append(self, now: float, score: float | None, passed: bool | None, cap: int) -> None:
+        if len(self.stamps) >= cap:
+            self.pop()
+        self.stamps.append(now)
+        self.scores.append(math.nan if score is None else score)
+        self.verdicts.append(passed)
+        self.passed += passed is True
+        self.judged += passed is not None
+        self.missing_scores += score is None
+
+    def pop(self) -> None:
+        self.stamps.popleft()
+        score = self.scores.popleft()
+        passed = self.verdicts.popleft()
+        self.passed -= passed is True
+        self.judged -= passed is not None
+        self.missing_scores -= score != score
+
+    def evict(self, cutoff: float) -> None:
+        """Drop samples at or before `cutoff` (samples are appended in clock order)."""
+        stamps = self.stamps
+        while stamps and stamps[0] <= cutoff:
+            self.pop()
+
+    def snapshot(self, cutoff: float | None) -> WindowSnapshot:
+        """The samples; with `cutoff`, rows at or before it are filtered out wherever they sit (clock steps)."""
+        if cutoff is not None:
+            rows = [(s, v) for t, s, v in zip(self.stamps, self.scores, self.verdicts, strict=True) if t > cutoff]
+            verdicts = [v for _, v in rows if v is not None]
+            return WindowSnapshot(sum(verdicts), len(verdicts), tuple(s for s, _ in rows if s == s))
+        scores = tuple(self.scores) if not self.missing_scores else tuple(s for s in self.scores if s == s)
+        return WindowSnapshot(self.passed, self.judged, scores)
+
+
 class WindowStore:
     """Scored results per (evaluator, service) and window length, each window capped at `sample_cap`.
 
     When a window is full the oldest sample is dropped; samples older than the window are evicted on every
     append and read. `extra_windows(evaluator)` lists window lengths needed beyond the exported ones (alert
-    windows). Thread-safe: writers run on worker threads, readers at scrape time.
+    windows). Windows keep running pass and verdict counts, so a scrape costs a copy and a sort of the scores,
+    not a Python loop over every sample. Thread-safe: writers run on the event loop or a worker thread,
+    readers at scrape time.
     """
 
     def __init__(
@@ -84,8 +133,10 @@ class WindowStore:
         self.sample_cap = sample_cap
         self._clock = clock
         self._extra = extra_windows
-        self._data: dict[Key, dict[float, deque[Sample]]] = {}
+        self._data: dict[Key, dict[float, _Window]] = {}
         self._lock = threading.Lock()
+        self._latest = -math.inf  # the latest timestamp recorded
+        self._clock_stepped_back = False
 
     def _lengths(self, evaluator: str) -> tuple[float, ...]:
         if self._extra is None:
@@ -94,29 +145,23 @@ class WindowStore:
 
     def add(self, evaluator: str, service: str, score: float | None, passed: bool | None) -> None:
         """Record one scored result now."""
-        now = self._clock()
-        key = (evaluator, service)
-        with self._lock:
-            windows = self._data.get(key)
-            if windows is None:
-                windows = {s: deque(maxlen=self.sample_cap) for s in self._lengths(evaluator)}
-                self._data[key] = windows
-            for seconds, samples in windows.items():
-                _evict(samples, now - seconds)
-                samples.append((now, score, passed))
+        self.add_many([((evaluator, service), score, passed)])
 
     def add_many(self, samples: Iterable[tuple[Key, float | None, bool | None]]) -> None:
         """Record several scored results now, under one lock: ((evaluator, service), score, passed) each."""
         now = self._clock()
+        cap = self.sample_cap
         with self._lock:
+            if now < self._latest:
+                self._clock_stepped_back = True  # rows may now be out of time order: snapshots filter them
+            self._latest = max(self._latest, now)
             for key, score, passed in samples:
                 windows = self._data.get(key)
                 if windows is None:
-                    windows = {s: deque(maxlen=self.sample_cap) for s in self._lengths(key[0])}
-                    self._data[key] = windows
-                for seconds, samples_of in windows.items():
-                    _evict(samples_of, now - seconds)
-                    samples_of.append((now, score, passed))
+                    windows = self._data[key] = {s: _Window() for s in self._lengths(key[0])}
+                for seconds, window in windows.items():
+                    window.evict(now - seconds)
+                    window.append(now, score, passed, cap)
 
     def keys(self) -> list[Key]:
         """Every (evaluator, service) that has ever recorded a result."""
@@ -127,23 +172,15 @@ class WindowStore:
         """The results of the last `seconds` (must be an exported or extra window length)."""
         now = self._clock()
         with self._lock:
-            samples = self._data.get((evaluator, service), {}).get(float(seconds))
-            if samples is None:
+            window = self._data.get((evaluator, service), {}).get(float(seconds))
+            if window is None:
                 return WindowSnapshot(0, 0, ())
             cutoff = now - seconds
-            _evict(samples, cutoff)
-            rows = [row for row in samples if row[0] > cutoff]  # also drops rows stamped before a clock step back
-        verdicts = [p for _, _, p in rows if p is not None]
-        scores = tuple(s for _, s, _ in rows if s is not None)
-        return WindowSnapshot(sum(verdicts), len(verdicts), scores)
+            window.evict(cutoff)
+            return window.snapshot(cutoff if self._clock_stepped_back else None)
 
     def sample_count(self, evaluator: str, service: str, seconds: float) -> int:
         """How many samples the window currently holds, expired ones included until the next eviction."""
         with self._lock:
-            return len(self._data.get((evaluator, service), {}).get(float(seconds), ()))
-
-
-def _evict(samples: deque[Sample], cutoff: float) -> None:
-    """Drop samples at or before `cutoff` (samples are appended in clock order)."""
-    while samples and samples[0][0] <= cutoff:
-        samples.popleft()
+            window = self._data.get((evaluator, service), {}).get(float(seconds))
+            return len(window.stamps) if window is not None else 0
