@@ -5,18 +5,19 @@ waves: a quiet period's worth of traces is taken at full ingest speed, arrives a
 refused, and the workers idle while the next wave sits out its quiet period (measured: 12-17 s mean delay at
 quiet_period 5 s, workers half idle). Two rules instead:
 
-- **Work budget under load.** While the workers are saturated (traces had to wait for a busy worker within the
-  last `quiet_period` + 1 s), the spans held — assembling, due, and in the pool — may not exceed what the
-  workers evaluate in `quiet_period` + 1 s (capacity measured by the pool). In steady overload intake then
-  matches capacity and a trace waits about a second past its quiet period. A burst into an idle daemon is
-  taken whole (memory has its own bound, `max_pending_spans`); so is everything before the first batch.
+- **Work budget.** The spans of traces that will be due within a quiet period (root ended), due, or in the
+  pool may not exceed what the workers evaluate in `quiet_period` + 1 s. The pool knows its capacity from the
+  start (each worker times a typical trace, calibration.py) and corrects it with every batch. In steady
+  overload intake then matches capacity and a trace waits about a second past its quiet period; a burst into
+  an idle daemon is taken whole up to that budget, which holds more than a quiet period of full-speed work.
+  Traces whose root has not ended are not counted: they may wait `max_trace_wait`, and memory
+  (`max_pending_spans`) bounds them.
 - **Backlog.** Refuse while due traces waiting for a worker fill the evaluation queue (`queue_size`), whatever
   the estimate says.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from monitor.engine.assembler import TraceAssembler
@@ -51,8 +52,8 @@ class Admission:
         if self.backlogged():
             return True
         budget = self.budget_spans()
-        if budget is None or time.monotonic() - self.pool.saturated_at > self.budget_seconds:
+        if budget is None:
             return False
-        held = self.assembler.spans_held + self.pool.spans_held
+        held = self.assembler.spans_closing + self.assembler.spans_due + self.pool.spans_held
         # An empty daemon takes any one request, so a request larger than the whole budget is not refused forever.
         return held > 0 and held + count_spans() > budget

@@ -94,6 +94,7 @@ class TraceAssembler:
         self._due: deque[CompletedTrace] = deque()
         self.spans_due = 0  # spans and log records of the traces in the due queue
         self.spans_pending = 0
+        self.spans_closing = 0  # spans of pending traces whose root has ended: due within the quiet period
         self.logs_pending = 0
         self.late_spans = 0
         self.duplicate_spans = 0
@@ -144,8 +145,11 @@ class TraceAssembler:
             pending.last_seen = now
             self.spans_pending += 1
             result.accepted += 1
-            if not pending.root_ended and self._is_ended_root(span, pending):
+            if pending.root_ended:
+                self.spans_closing += 1
+            elif self._is_ended_root(span, pending):
                 pending.root_ended = True
+                self.spans_closing += len(pending.spans)
                 heapq.heappush(self._heap, (pending.deadline(self.quiet_period, self.max_trace_wait), trace_id))
         return result
 
@@ -229,6 +233,8 @@ class TraceAssembler:
     def _complete(self, pending: PendingTrace, reason: str, now: float) -> CompletedTrace:
         del self._pending[pending.trace_id]
         self.spans_pending -= len(pending.spans)
+        if pending.root_ended:
+            self.spans_closing -= len(pending.spans)
         self.logs_pending -= len(pending.logs)
         self._remember(pending.trace_id, now)
         spans = list(pending.spans.values())

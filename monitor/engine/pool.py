@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import math
 import multiprocessing
 import os
 import time
@@ -30,6 +29,7 @@ from typing import Any
 from monitor.config import MonitorConfig
 from monitor.engine import worker_process
 from monitor.engine.assembler import CompletedTrace
+from monitor.engine.calibration import spans_per_second
 from monitor.engine.trace_evaluation import Outcome, TraceEvaluator
 from monitor.results.rows import from_wire
 
@@ -62,6 +62,7 @@ class WorkerSlot:
         self._ping = ping
         self.executor: Executor | None = None
         self.pid: int | None = None  # the worker's process id once it has answered (this process for a thread)
+        self.calibrated = 0.0  # spans/s the worker evaluated at start (calibration.py)
         self.queued: deque[CompletedTrace] = deque()
         self.in_flight = 0  # batches
         self.crashes_in_a_row = 0
@@ -76,7 +77,7 @@ class WorkerSlot:
 
     def _answered(self, future: Future) -> None:
         if not future.cancelled() and future.exception() is None:
-            self.pid = future.result()
+            self.pid, self.calibrated = future.result()
 
     def submit(self, batch: list[CompletedTrace]) -> Future:
         assert self.executor is not None
@@ -114,7 +115,10 @@ def thread_slot(evaluator: TraceEvaluator) -> list[WorkerSlot]:
         outcomes = evaluator.evaluate_batch(batch)
         return outcomes, time.perf_counter() - started
 
-    return [WorkerSlot(0, make, run_batch, os.getpid)]
+    def ping() -> tuple[int, float]:
+        return os.getpid(), spans_per_second(evaluator)
+
+    return [WorkerSlot(0, make, run_batch, ping)]
 
 
 class EvaluationPool:
@@ -137,7 +141,6 @@ class EvaluationPool:
         self.held = 0  # traces queued or in flight
         self.spans_held = 0  # their spans
         self.capacity = 0.0  # spans/s all workers evaluate when busy (smoothed); 0 until a batch has finished
-        self.saturated_at = -math.inf  # time.monotonic() when traces last had to wait for a busy worker
         self.evaluated = 0
         self.restarts = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -178,6 +181,9 @@ class EvaluationPool:
                 slot.stop(wait=False)
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             raise EvaluationStartError(f"evaluation workers failed to start: {detail}") from exc
+        calibrated = [slot.calibrated for slot in self.slots if slot.calibrated > 0]
+        if calibrated:
+            self.capacity = min(calibrated) * len(self.slots)
         log.info("evaluation: %d worker%s", self.workers, "s" if self.workers != 1 else "")
 
     async def drain(self, timeout: float) -> int:
@@ -212,8 +218,6 @@ class EvaluationPool:
         return True
 
     def _pump(self, slot: WorkerSlot) -> None:
-        if slot.queued and slot.in_flight >= BATCHES_IN_FLIGHT:
-            self.saturated_at = time.monotonic()
         while slot.queued and slot.in_flight < BATCHES_IN_FLIGHT and not slot.paused and slot.executor is not None:
             size = min(self.batch_size, len(slot.queued))
             batch = [slot.queued.popleft() for _ in range(size)]

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from monitor.config import MonitorConfig
 from monitor.engine.assembler import CompletedTrace
+from monitor.engine.calibration import spans_per_second
 from monitor.engine.evaluator_setup import build_evaluators
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.trace_evaluation import TraceEvaluator
@@ -49,9 +50,11 @@ def evaluate_batch(batch: Sequence[CompletedTrace]) -> tuple[list[WireOutcome], 
     return outcomes, time.perf_counter() - started
 
 
-def ping() -> int:
-    """Answered once the worker is initialized (the main process waits for it at start)."""
-    return os.getpid()
+def ping() -> tuple[int, float]:
+    """Answered once the worker is initialized: its pid and its calibrated capacity in spans/s."""
+    if _evaluator is None:
+        raise RuntimeError("evaluation worker not initialized")
+    return os.getpid(), spans_per_second(_evaluator)
 
 
 def _exit_with_parent(parent_pid: int) -> None:

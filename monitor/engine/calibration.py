@@ -1,0 +1,86 @@
+"""A first estimate of evaluation capacity, measured when a worker starts.
+
+Admission control needs to know how many spans per second the workers evaluate before the first real batch
+is back (a quiet period later). Each worker times its evaluators on a typical agent trace (an OTel GenAI
+agent span with three model calls and three tool calls, messages as JSON, 7 spans) a few times; real batches
+then correct the estimate.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from evaluators.traces.records import SpanRecord
+from monitor.engine.assembler import CompletedTrace
+from monitor.engine.trace_evaluation import TraceEvaluator
+
+ROUNDS = 8
+MS = 1_000_000
+
+
+def typical_trace(number: int) -> CompletedTrace:
+    """A 7-span agent trace: agent → (LLM call → tool call) × 3."""
+    trace_id = f"{number + 1:032x}"
+    root = f"{1:016x}"
+    start = time.time_ns() - 10**9
+    spans = [
+        SpanRecord(
+            trace_id,
+            root,
+            "",
+            "invoke_agent travel_agent",
+            1,
+            start,
+            start + 300 * MS,
+            attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "travel_agent"},
+            resource_attributes={"service.name": "calibration"},
+        )
+    ]
+    for step in range(3):
+        at = start + step * 90 * MS
+        messages = [
+            {"role": "system", "parts": [{"type": "text", "content": "You are a helpful travel assistant."}]},
+            {"role": "user", "parts": [{"type": "text", "content": f"Step {step}: the weather in Paris?"}]},
+        ]
+        output = [{"role": "assistant", "parts": [{"type": "text", "content": "Light rain, 18°C."}]}]
+        llm = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "gpt-4o-mini",
+            "gen_ai.usage.input_tokens": 120 + step,
+            "gen_ai.usage.output_tokens": 30,
+            "gen_ai.input.messages": json.dumps(messages),
+            "gen_ai.output.messages": json.dumps(output),
+        }
+        tool = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "get_weather",
+            "gen_ai.tool.call.arguments": json.dumps({"city": "Paris"}),
+            "gen_ai.tool.call.result": json.dumps({"temperature_c": 18}),
+        }
+        spans.append(SpanRecord(trace_id, f"{10 + step:016x}", root, "chat", 3, at, at + 40 * MS, attributes=llm))
+        spans.append(
+            SpanRecord(
+                trace_id, f"{20 + step:016x}", root, "execute_tool", 1, at + 45 * MS, at + 50 * MS, attributes=tool
+            )
+        )
+    for span in spans:
+        span.resource_attributes = {"service.name": "calibration"}
+    now = time.monotonic()
+    return CompletedTrace(trace_id, spans, "quiet", now, now, [], now)
+
+
+def spans_per_second(evaluator: TraceEvaluator, rounds: int = ROUNDS) -> float:
+    """Spans per second one worker evaluates on typical traces (0.0 when there is nothing to measure).
+
+    Only the builtin evaluators run on the made-up traces: a user's evaluator may have side effects (write a
+    file, call a service) that a trace nobody sent must not trigger. Real batches add its cost.
+    """
+    builtins = [c for c in evaluator.evaluators if type(c.evaluator).__module__.startswith("evaluators.builtins.")]
+    evaluator = TraceEvaluator(builtins, timeout_seconds=evaluator.timeout_seconds, mode=evaluator.mode)
+    batch = [typical_trace(n) for n in range(rounds)]
+    spans = sum(len(t.spans) for t in batch)
+    started = time.perf_counter()
+    evaluator.evaluate_batch(batch)
+    elapsed = time.perf_counter() - started
+    return spans / elapsed if elapsed > 0 else 0.0
