@@ -12,8 +12,10 @@ quiet_period 5 s, workers half idle). Two rules instead:
   an idle daemon is taken whole up to that budget, which holds more than a quiet period of full-speed work.
   Traces whose root has not ended are not counted: they may wait `max_trace_wait`, and memory
   (`max_pending_spans`) bounds them.
-- **Backlog.** Refuse while due traces waiting for a worker fill the evaluation queue (`queue_size`), whatever
-  the estimate says.
+- **Backlog**, only while the capacity is unknown (no worker has answered yet): refuse while due traces
+  waiting for a worker fill the evaluation queue (`queue_size`). With a budget it would do harm: it blocks
+  intake for as long as a wave is evaluated, so the next wave starts only when the workers run dry, and the
+  waves never damp out.
 """
 
 from __future__ import annotations
@@ -49,11 +51,9 @@ class Admission:
 
     def refuse(self, count_spans: Callable[[], int]) -> bool:
         """True when a request must get the throttling answer; `count_spans()` is called only when a budget applies."""
-        if self.backlogged():
-            return True
         budget = self.budget_spans()
         if budget is None:
-            return False
+            return self.backlogged()
         held = self.assembler.spans_closing + self.assembler.spans_due + self.pool.spans_held
         # An empty daemon takes any one request, so a request larger than the whole budget is not refused forever.
         return held > 0 and held + count_spans() > budget

@@ -36,6 +36,8 @@ from monitor.results.rows import from_wire
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 64
+CALIBRATION_SHARE = 0.5  # of the workers' calibrated speed, as the first capacity estimate
+CAPACITY_WINDOW_SECONDS = 2.0
 BATCHES_IN_FLIGHT = 2
 START_TIMEOUT_SECONDS = 120.0
 MAX_RESTART_DELAY_SECONDS = 30.0
@@ -140,7 +142,10 @@ class EvaluationPool:
         self.batch_size = batch_size
         self.held = 0  # traces queued or in flight
         self.spans_held = 0  # their spans
-        self.capacity = 0.0  # spans/s all workers evaluate when busy (smoothed); 0 until a batch has finished
+        self.capacity = 0.0  # spans/s the daemon evaluates when saturated (see _measure); 0 while unknown
+        self._window_start = time.monotonic()
+        self._window_spans = 0
+        self._window_saturated = True
         self.evaluated = 0
         self.restarts = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -182,8 +187,8 @@ class EvaluationPool:
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             raise EvaluationStartError(f"evaluation workers failed to start: {detail}") from exc
         calibrated = [slot.calibrated for slot in self.slots if slot.calibrated > 0]
-        if calibrated:
-            self.capacity = min(calibrated) * len(self.slots)
+        if calibrated:  # the workers alone, on an idle machine: the rest of the daemon needs CPU too
+            self.capacity = min(calibrated) * len(self.slots) * CALIBRATION_SHARE
         log.info("evaluation: %d worker%s", self.workers, "s" if self.workers != 1 else "")
 
     async def drain(self, timeout: float) -> int:
@@ -268,11 +273,22 @@ class EvaluationPool:
         self._pump(slot)
 
     def _measure(self, spans: int, busy_seconds: float) -> None:
-        """Capacity: spans per second of a busy worker (wall time, so CPU contention counts) times the workers."""
-        if busy_seconds <= 0 or spans <= 0:
+        """Capacity from what the pool actually evaluates: over windows of CAPACITY_WINDOW_SECONDS, the spans
+        evaluated per second while traces waited for a worker all along (saturated: that is the capacity of the
+        whole daemon, ingest included), and never less than what any window showed it can do."""
+        self._window_spans += spans
+        if self.waiting == 0:
+            self._window_saturated = False
+        now = time.monotonic()
+        elapsed = now - self._window_start
+        if elapsed < CAPACITY_WINDOW_SECONDS:
             return
-        current = spans / busy_seconds * len(self.slots)
-        self.capacity = current if self.capacity <= 0 else 0.8 * self.capacity + 0.2 * current
+        observed = self._window_spans / elapsed
+        if self._window_saturated:
+            self.capacity = observed if self.capacity <= 0 else 0.5 * self.capacity + 0.5 * observed
+        elif observed > self.capacity:
+            self.capacity = observed
+        self._window_start, self._window_spans, self._window_saturated = now, 0, True
 
     def _restart(self, slot: WorkerSlot, broken: Executor, error: BaseException) -> None:
         """Replace the slot's worker unless that already happened (several batches fail with one crash)."""

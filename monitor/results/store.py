@@ -31,6 +31,7 @@ class _FlushMarker:
 
 MAX_TRACES_PER_TRANSACTION = 2000
 PRUNE_EVERY_SECONDS = 300.0
+SAMPLED_OUT = "sampled_out"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
@@ -180,7 +181,8 @@ class ResultStore:
         rows: list[tuple] = []
         for o in outcomes:
             head = (now, o.trace_id, o.service)
-            kept = [r for r in o.results if r.passed is not True] if failing_only else o.results
+            # Sampled-out skips are counted in the metrics; a row each would only cost what sampling saves.
+            kept = [r for r in o.results if r.skip_reason != SAMPLED_OUT and not (failing_only and r.passed)]
             if failing_only and not kept:
                 continue
             rows.extend(head + r[:10] for r in kept)

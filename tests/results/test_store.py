@@ -57,6 +57,7 @@ def test_failing_mode_keeps_failures_and_skips_and_their_traces_only(tmp_path: P
             outcome("1" * 32, row("a", True), row("b", True)),
             outcome("2" * 32, row("a", True), row("b", False)),
             outcome("3" * 32, row("a", True), row("gt", None, "needs_ground_truth")),
+            outcome("4" * 32, row("a", True), row("s", None, "sampled_out")),
         ]
     )
     store.close()
