@@ -131,6 +131,7 @@ class Daemon:
     def _update_gauges(self) -> None:
         self.ingestor.update_gauges()
         self.metrics.queue_depth.set(self.pool.depth)
+        self.metrics.evaluation_capacity.set(self.pool.capacity)
 
     def _count_dropped(self, reason: str, traces: int) -> None:
         self.metrics.traces_dropped.labels(reason=reason).inc(traces)

@@ -189,7 +189,12 @@ class EvaluationPool:
         calibrated = [slot.calibrated for slot in self.slots if slot.calibrated > 0]
         if calibrated:  # the workers alone, on an idle machine: the rest of the daemon needs CPU too
             self.capacity = min(calibrated) * len(self.slots) * CALIBRATION_SHARE
-        log.info("evaluation: %d worker%s", self.workers, "s" if self.workers != 1 else "")
+        log.info(
+            "evaluation: %d worker%s, first capacity estimate %.0f spans/s",
+            self.workers,
+            "s" if self.workers != 1 else "",
+            self.capacity,
+        )
 
     async def drain(self, timeout: float) -> int:
         """Wait until every held trace is evaluated, up to `timeout`; returns how many were not."""

@@ -163,6 +163,11 @@ class MetricsExporter:
             registry=r,
         )
         self.traces_dropped = Counter("agent_monitor_traces_dropped", "Traces not evaluated.", ["reason"], registry=r)
+        self.evaluation_capacity = Gauge(
+            "agent_monitor_evaluation_capacity_spans",
+            "Spans per second the daemon evaluates when saturated, as admission control estimates it.",
+            registry=r,
+        )
         self.queue_depth = Gauge("agent_monitor_queue_depth", "Traces waiting for evaluation.", registry=r)
         self.label_overflow = Counter(
             "agent_monitor_label_overflow", "Label values folded into __other__.", ["label"], registry=r

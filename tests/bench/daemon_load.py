@@ -56,6 +56,7 @@ class Run:
     caught_up: bool = False  # every acknowledged trace evaluated or counted as dropped
     metrics_seconds: float = 0.0  # how long the last GET /metrics took
     metrics: Samples = field(default_factory=dict)
+    metrics_mid: Samples = field(default_factory=dict)  # read halfway through sending (steady-state figures)
     rss_kib: list[int] = field(default_factory=list)  # tree RSS, 1/s over the send window
     rss_after_kib: int = 0
     processes: int = 0  # distinct processes seen in the tree
@@ -151,11 +152,15 @@ def run_daemon(workdir: Path, overrides: dict[str, Any], seconds: float, quiet_p
         assert daemon.process is not None
         sampler = TreeSampler(daemon.process.pid, interval=1.0)
         marks: list[Mark] = []
+        halfway: list[Samples] = []
+        timer = threading.Timer(seconds / 2, lambda: halfway.append(daemon.metrics()))
+        timer.daemon = True
 
         def start() -> None:
             sampler.record_rss(True)
             marks.append(sampler.mark())
             sampler.start()
+            timer.start()
 
         def end() -> None:
             marks.append(sampler.mark())
@@ -167,7 +172,9 @@ def run_daemon(workdir: Path, overrides: dict[str, Any], seconds: float, quiet_p
                 raise Broken(f"daemon exited during the run ({daemon.process.returncode}):\n{daemon.output()[-3000:]}")
             if len(marks) != 2:
                 raise Broken("load generator did not report the start and end of sending")
+            timer.cancel()
             run = Run(load, quiet_period, send_start=marks[0].at, send_end=marks[1].at)
+            run.metrics_mid = halfway[0] if halfway else {}
             run.cpu_send = marks[1].cpu_since(marks[0])
             catch_up(daemon, run)
             run.cpu_total = sampler.mark().cpu_since(marks[0])
@@ -243,9 +250,14 @@ def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float:
     return math.nan
 
 
-def buckets(run: Run, name: str) -> list[tuple[float, float]]:
-    """The cumulative (le, count) buckets of histogram `name` (without `_bucket`)."""
-    return [(float(labels["le"]), value) for labels, value in run.metrics.get(f"{name}_bucket", [])]
+def buckets(run: Run, name: str, since_halfway: bool = False) -> list[tuple[float, float]]:
+    """The cumulative (le, count) buckets of histogram `name` (without `_bucket`); with `since_halfway`, only
+    what was observed after the halfway read (the second half of sending and the catch-up)."""
+    final = {float(labels["le"]): value for labels, value in run.metrics.get(f"{name}_bucket", [])}
+    if not since_halfway:
+        return sorted(final.items())
+    mid = {float(labels["le"]): value for labels, value in run.metrics_mid.get(f"{name}_bucket", [])}
+    return sorted((le, value - mid.get(le, 0.0)) for le, value in final.items())
 
 
 def bucket_of(value: float, cumulative: list[tuple[float, float]]) -> str:
