@@ -36,7 +36,7 @@ from monitor.results.rows import from_wire
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 64
-CALIBRATION_SHARE = 0.5  # of the workers' calibrated speed, as the first capacity estimate
+CALIBRATION_SHARE = 1.0  # the workers alone, measured one at a time: an upper bound of the first estimate
 CAPACITY_WINDOW_SECONDS = 2.0
 BATCHES_IN_FLIGHT = 2
 START_TIMEOUT_SECONDS = 120.0
@@ -55,6 +55,7 @@ class WorkerSlot:
         make_executor: Callable[[], Executor],
         run_batch: Callable,
         ping: Callable,
+        calibrate: Callable[[], float],
         decode: Callable[[Any], list[Outcome]] = list,
     ) -> None:
         self.index = index
@@ -62,6 +63,7 @@ class WorkerSlot:
         self._make_executor = make_executor
         self._run_batch = run_batch
         self._ping = ping
+        self._calibrate = calibrate
         self.executor: Executor | None = None
         self.pid: int | None = None  # the worker's process id once it has answered (this process for a thread)
         self.calibrated = 0.0  # spans/s the worker evaluated at start (calibration.py)
@@ -79,7 +81,12 @@ class WorkerSlot:
 
     def _answered(self, future: Future) -> None:
         if not future.cancelled() and future.exception() is None:
-            self.pid, self.calibrated = future.result()
+            self.pid = future.result()
+
+    def calibrate(self) -> Future:
+        """The worker's spans/s on typical traces (run one worker at a time, on an otherwise idle daemon)."""
+        assert self.executor is not None
+        return self.executor.submit(self._calibrate)
 
     def submit(self, batch: list[CompletedTrace]) -> Future:
         assert self.executor is not None
@@ -103,7 +110,10 @@ def process_slots(config: MonitorConfig, count: int) -> list[WorkerSlot]:
             initargs=(config, os.getpid()),
         )
 
-    return [WorkerSlot(i, make, worker_process.evaluate_batch, worker_process.ping, from_wire) for i in range(count)]
+    return [
+        WorkerSlot(i, make, worker_process.evaluate_batch, worker_process.ping, worker_process.calibrate, from_wire)
+        for i in range(count)
+    ]
 
 
 def thread_slot(evaluator: TraceEvaluator) -> list[WorkerSlot]:
@@ -117,10 +127,7 @@ def thread_slot(evaluator: TraceEvaluator) -> list[WorkerSlot]:
         outcomes = evaluator.evaluate_batch(batch)
         return outcomes, time.perf_counter() - started
 
-    def ping() -> tuple[int, float]:
-        return os.getpid(), spans_per_second(evaluator)
-
-    return [WorkerSlot(0, make, run_batch, ping)]
+    return [WorkerSlot(0, make, run_batch, os.getpid, lambda: spans_per_second(evaluator))]
 
 
 class EvaluationPool:
@@ -186,8 +193,13 @@ class EvaluationPool:
                 slot.stop(wait=False)
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             raise EvaluationStartError(f"evaluation workers failed to start: {detail}") from exc
+        for slot in self.slots:  # one after the other, so no worker measures while another one computes
+            try:
+                slot.calibrated = await asyncio.wait_for(asyncio.wrap_future(slot.calibrate()), START_TIMEOUT_SECONDS)
+            except Exception as exc:  # a worker that cannot measure still evaluates; real batches will tell
+                log.warning("evaluation worker %d could not calibrate: %r", slot.index, exc)
         calibrated = [slot.calibrated for slot in self.slots if slot.calibrated > 0]
-        if calibrated:  # the workers alone, on an idle machine: the rest of the daemon needs CPU too
+        if calibrated:  # generous on purpose: a burst into a fresh daemon is taken whole up to the budget
             self.capacity = min(calibrated) * len(self.slots) * CALIBRATION_SHARE
         log.info(
             "evaluation: %d worker%s, first capacity estimate %.0f spans/s",

@@ -50,11 +50,16 @@ def evaluate_batch(batch: Sequence[CompletedTrace]) -> tuple[list[WireOutcome], 
     return outcomes, time.perf_counter() - started
 
 
-def ping() -> tuple[int, float]:
-    """Answered once the worker is initialized: its pid and its calibrated capacity in spans/s."""
+def ping() -> int:
+    """Answered once the worker is initialized (the main process waits for it at start): its pid."""
+    return os.getpid()
+
+
+def calibrate() -> float:
+    """Spans per second this worker evaluates on typical traces (see calibration.py)."""
     if _evaluator is None:
         raise RuntimeError("evaluation worker not initialized")
-    return os.getpid(), spans_per_second(_evaluator)
+    return spans_per_second(_evaluator)
 
 
 def _exit_with_parent(parent_pid: int) -> None:
