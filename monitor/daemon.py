@@ -156,7 +156,7 @@ class Daemon:
         except BaseException:
             await self.shutdown()
             raise
-        tune_gc()
+        tune_gc(collect_less_often=False)  # see gc_tuning: the main process decodes untrusted input
         self.started = True
         log.info(
             "agent-monitor %s ready: %d evaluators on %d worker%s, metrics on %s:%d",

@@ -20,8 +20,6 @@ quiet_period 5 s, workers half idle). Two rules instead:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.pool import EvaluationPool
 
@@ -49,11 +47,14 @@ class Admission:
         capacity = self.pool.capacity
         return capacity * self.budget_seconds if capacity > 0 else None
 
-    def refuse(self, count_spans: Callable[[], int]) -> bool:
-        """True when a request must get the throttling answer; `count_spans()` is called only when a budget applies."""
+    def refuse(self) -> bool:
+        """True when the next request must get the throttling answer.
+
+        Only what is already held is compared with the budget, so a request is never parsed twice to count its
+        spans (a flood of large requests would pay it in memory); the budget is overrun by at most the requests
+        in flight at once.
+        """
         budget = self.budget_spans()
         if budget is None:
             return self.backlogged()
-        held = self.assembler.spans_closing + self.assembler.spans_due + self.pool.spans_held
-        # An empty daemon takes any one request, so a request larger than the whole budget is not refused forever.
-        return held > 0 and held + count_spans() > budget
+        return self.assembler.spans_closing + self.assembler.spans_due + self.pool.spans_held > budget

@@ -7,8 +7,13 @@ import gc
 YOUNG_THRESHOLD = 20_000
 
 
-def tune_gc() -> None:
-    """Move what start-up allocated out of the collector's sight and collect the young generation less often.
+def tune_gc(collect_less_often: bool = True) -> None:
+    """Move what start-up allocated out of the collector's sight and (optionally) collect the young generation
+    less often.
+
+    The daemon's main process freezes only: it decodes untrusted requests, and a malformed one leaves reference
+    cycles (an exception, its traceback, the frame holding the request's bytes) that only the collector frees;
+    collected rarely, a flood of 16 MB malformed exports held over 1 GB (measured by bench_receiver_memory).
 
     Each trace allocates thousands of short-lived objects (records, views, parsed JSON); with the default
     threshold (700) the collector runs many times per trace and re-walks every long-lived object of the
@@ -17,4 +22,5 @@ def tune_gc() -> None:
     """
     gc.collect()
     gc.freeze()
-    gc.set_threshold(YOUNG_THRESHOLD, 20, 100)
+    if collect_less_often:
+        gc.set_threshold(YOUNG_THRESHOLD, 20, 100)

@@ -38,7 +38,7 @@ class Ingestor:
         retry_after_seconds: float = 5.0,
         backlog_retry_seconds: float = 0.25,
         problem_log: RateLimitedLogger | None = None,
-        admission_refuses: Callable[[Callable[[], int]], bool] | None = None,
+        admission_refuses: Callable[[], bool] | None = None,
     ) -> None:
         self.assembler = assembler
         self.metrics = metrics
@@ -47,8 +47,8 @@ class Ingestor:
         self.backlog_retry_seconds = backlog_retry_seconds  # the evaluation queue drains in well under a second
         self.problems = problem_log or RateLimitedLogger(log, per_minute=10)
         self.accepting = True
-        # Admission control (monitor.engine.admission): given a way to count the request's spans, True to refuse.
-        self.admission_refuses = admission_refuses or (lambda count_spans: False)
+        # Admission control (monitor.engine.admission): True when the next request must be refused.
+        self.admission_refuses = admission_refuses or (lambda: False)
 
     def authorized(self, authorization: str | None) -> bool:
         """True when no token is configured, or the `Authorization: Bearer …` value matches it."""
@@ -66,16 +66,9 @@ class Ingestor:
         """One export request body (already decompressed). encoding: "protobuf" | "json"."""
         if not self.accepting:
             return IngestOutcome(Outcome.THROTTLED, message="shutting down", retry_after_seconds=1)
-        counted: list[int] = []
-
-        def span_count() -> int:  # by the C parser alone, at most once per request
-            if not counted:
-                counted.append(_count_spans(payload, encoding, signal))
-            return counted[0]
-
-        if self.admission_refuses(span_count):
+        if self.admission_refuses():
             # Refuse before decoding: under overload the CPU goes to evaluation, not to spans we drop.
-            self.refuse(receiver, "throttled", span_count())
+            self.refuse(receiver, "throttled", _count_spans(payload, encoding, signal))
             return IngestOutcome(
                 Outcome.THROTTLED,
                 message="evaluation is behind; retry later",

@@ -28,8 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.bench.bench_daemon import proc_kib
 from tests.bench.load_generator import Template
+from tests.bench.proctree import proc_kib
 
 HERE = Path(__file__).resolve().parent
 SECONDS = float(os.environ.get("BENCH_SECONDS", "20"))

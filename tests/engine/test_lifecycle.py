@@ -98,3 +98,25 @@ def test_a_failed_daemon_start_shuts_down_what_had_started(tmp_path: Path) -> No
     assert daemon.api._runner is None and daemon.pool.accepting is False
     with socket.socket() as again:  # the API port that had been bound is free again
         again.bind(("127.0.0.1", api_port))
+
+
+def test_the_started_daemon_still_collects_cycles_often(tmp_path: Path) -> None:
+    """The main process decodes untrusted requests: a malformed one leaves a cycle holding its bytes, so the
+    young generation must keep its default threshold there (raised, a 16 MB malformed flood held over 1 GB)."""
+    import gc
+
+    before = gc.get_threshold()
+    daemon = _daemon(tmp_path)
+
+    async def scenario() -> tuple[int, int, int]:
+        await daemon.start()
+        try:
+            return gc.get_threshold()
+        finally:
+            await daemon.shutdown(0.5)
+
+    try:
+        assert asyncio.run(scenario())[0] <= 1000
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
