@@ -82,7 +82,13 @@ class Daemon:
             if workers > 1
             else thread_slot(TraceEvaluator(evaluators, timeout_seconds=evaluation.timeout, mode=evaluation.mode))
         )
-        self.pool = EvaluationPool(slots, self._record, self._count_dropped, queue_size=evaluation.queue_size)
+        self.pool = EvaluationPool(
+            slots,
+            self._record,
+            self._count_dropped,
+            queue_size=evaluation.queue_size,
+            count_restart=self.metrics.worker_restarts.inc,
+        )
         self.dispatcher = DueTraceDispatcher(self.assembler, self.pool, after_tick=self._update_gauges)
         # Refuse only real shortage: due traces beyond the evaluation queue (memory has its own bound).
         self.admission = Admission(self.assembler, self.pool, quiet_period=assembly.quiet_period)

@@ -139,12 +139,14 @@ class EvaluationPool:
         *,
         queue_size: int = 256,
         batch_size: int = BATCH_SIZE,
+        count_restart: Callable[[], None] = lambda: None,
     ) -> None:
         if not slots:
             raise ValueError("an evaluation pool needs at least one worker slot")
         self.slots = list(slots)
         self.record = record
         self.count_dropped = count_dropped
+        self.count_restart = count_restart
         self.queue_size = queue_size
         self.batch_size = batch_size
         self.held = 0  # traces queued or in flight
@@ -313,6 +315,7 @@ class EvaluationPool:
             return
         slot.crashes_in_a_row += 1
         self.restarts += 1
+        self.count_restart()
         repeated = slot.crashes_in_a_row - 1
         delay = min(2.0**repeated, MAX_RESTART_DELAY_SECONDS) if repeated else 0.0
         log.error(

@@ -163,6 +163,9 @@ class MetricsExporter:
             registry=r,
         )
         self.traces_dropped = Counter("agent_monitor_traces_dropped", "Traces not evaluated.", ["reason"], registry=r)
+        self.worker_restarts = Counter(
+            "agent_monitor_worker_restarts", "Evaluation worker processes replaced after dying.", registry=r
+        )
         self.evaluation_capacity = Gauge(
             "agent_monitor_evaluation_capacity_spans",
             "Spans per second the daemon evaluates when saturated, as admission control estimates it.",

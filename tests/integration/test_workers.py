@@ -67,6 +67,7 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_drop_is_counted(daemon_fact
     assert wait_until(lambda: daemon.value("agent_monitor_queue_depth") > 20), daemon.output()
     os.kill(before[0], signal.SIGKILL)
     assert wait_until(lambda: daemon.value("agent_monitor_traces_dropped_total", reason="worker_crash") > 0)
+    assert daemon.value("agent_monitor_worker_restarts_total") == 1
     assert wait_until(
         lambda: (
             daemon.value("agent_monitor_traces_evaluated_total")
