@@ -96,42 +96,89 @@ class _Detector:
     pattern: re.Pattern[str]
     mask: Callable[[str], str]
     check: Callable[[str], bool] | None = None
+    # Text the pattern cannot match without (a cheap `in` test before the regex): literals, or DIGITS.
+    needs: tuple[str, ...] = ()
+
+
+DIGITS = ("<digit>",)
+_DIGIT = re.compile(r"\d")
+
+
+def _may_match(detector: _Detector, text: str, has_digit: bool) -> bool:
+    if not detector.needs:
+        return True
+    if detector.needs is DIGITS:
+        return has_digit
+    return any(literal in text for literal in detector.needs)
 
 
 _TOKEN_START = r"(?<![A-Za-z0-9_-])"
 # Order matters: earlier detectors claim their text first (a key is not also reported as a phone number).
 _DETECTORS: tuple[_Detector, ...] = (
-    _Detector("private_key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"), _mask_private_key),
+    _Detector(
+        "private_key",
+        re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
+        _mask_private_key,
+        needs=("PRIVATE KEY",),
+    ),
     _Detector(
         "jwt",
         re.compile(_TOKEN_START + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
         _prefix_masker("eyJ"),
+        needs=("eyJ",),
     ),
-    _Detector("anthropic_key", re.compile(_TOKEN_START + r"sk-ant-[A-Za-z0-9_-]{20,}"), _prefix_masker("sk-ant-")),
+    _Detector(
+        "anthropic_key",
+        re.compile(_TOKEN_START + r"sk-ant-[A-Za-z0-9_-]{20,}"),
+        _prefix_masker("sk-ant-"),
+        needs=("sk-ant-",),
+    ),
     _Detector(
         "openai_key",
         re.compile(_TOKEN_START + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
         _prefix_masker("sk-proj-", "sk-svcacct-", "sk-admin-", "sk-"),
+        needs=("sk-",),
     ),
-    _Detector("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), _prefix_masker("AKIA", "ASIA")),
+    _Detector(
+        "aws_access_key",
+        re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+        _prefix_masker("AKIA", "ASIA"),
+        needs=("AKIA", "ASIA"),
+    ),
     _Detector(
         "github_token",
         re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
         _prefix_masker("github_pat_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+        needs=("github_pat_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
     ),
     _Detector(
         "slack_token",
         re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
         _prefix_masker("xoxb-", "xoxp-", "xoxa-", "xoxo-", "xoxs-", "xoxr-"),
+        needs=("xox",),
     ),
-    _Detector("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), _prefix_masker("AIza")),
-    _Detector("email", re.compile(r"\b[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}\b"), _mask_email),
-    _Detector("credit_card", re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])"), _mask_card, _is_card),
-    _Detector("ssn", re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])"), _mask_ssn),
+    _Detector("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), _prefix_masker("AIza"), needs=("AIza",)),
+    _Detector(
+        "email", re.compile(r"\b[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}\b"), _mask_email, needs=("@",)
+    ),
+    _Detector(
+        "credit_card",
+        re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])"),
+        _mask_card,
+        _is_card,
+        needs=DIGITS,
+    ),
+    _Detector(
+        "ssn",
+        re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])"),
+        _mask_ssn,
+        needs=DIGITS,
+    ),
     _Detector(
         "uk_nino",
         re.compile(r"\b(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b"),
         _mask_nino,
+        needs=DIGITS,
     ),
     _Detector(
         "phone",
@@ -141,6 +188,7 @@ _DETECTORS: tuple[_Detector, ...] = (
         ),
         _mask_phone,
         _is_phone,
+        needs=DIGITS,
     ),
 )
 
@@ -154,8 +202,9 @@ def find_pii(text: str | None, kinds: Iterable[str] | None = None) -> list[Findi
     wanted = set(PII_KINDS if kinds is None else kinds)
     taken: list[tuple[int, int]] = []
     findings: list[Finding] = []
+    has_digit = _DIGIT.search(text) is not None
     for detector in _DETECTORS:
-        if detector.kind not in wanted:
+        if detector.kind not in wanted or not _may_match(detector, text, has_digit):
             continue
         for match in detector.pattern.finditer(text):
             start, end = match.span()
