@@ -201,10 +201,6 @@ class Daemon:
         await self.shutdown()
         return 0
 
-    def dispatch_due(self) -> int:
-        """Move completed traces into the evaluation pool while it has room (one tick, for tests)."""
-        return self.dispatcher.dispatch_due()
-
     async def shutdown(self, grace: float | None = None) -> None:
         """Ordered, idempotent stop within `grace` (default: the configured grace period)."""
         if self._stopped:
@@ -219,7 +215,7 @@ class Daemon:
                 await receiver.shutdown(grace=min(2.0, grace / 4))
         await self.dispatcher.shutdown()
         pending = self.assembler.flush_all()
-        not_queued = await self._submit_until(pending, deadline)
+        not_queued = self._submit_all(pending)
         dropped = not_queued + await self.pool.drain(deadline - time.monotonic())
         if dropped:
             self._count_dropped("shutdown_timeout", dropped)
@@ -231,7 +227,7 @@ class Daemon:
             await self.store.shutdown()
         await self.api.shutdown(grace=0.5)
 
-    async def _submit_until(self, traces: list[CompletedTrace], deadline: float) -> int:
+    def _submit_all(self, traces: list[CompletedTrace]) -> int:
         """Submit every trace (the pool takes all while open); returns how many it did not take."""
         for index, completed in enumerate(traces):
             if not self.pool.submit(completed):

@@ -219,11 +219,18 @@ class EvaluationPool:
     async def shutdown(self, grace: float = 5.0) -> None:
         """Stop taking results and stop every worker (waiting up to `grace` for a running batch). Idempotent."""
         self._closed = True
-        waits = [asyncio.to_thread(slot.stop, True) for slot in self.slots if slot.executor is not None]
+        executors = [slot.executor for slot in self.slots if slot.executor is not None]
+        waits = [asyncio.ensure_future(asyncio.to_thread(slot.stop, True)) for slot in self.slots if slot.executor]
         if waits:
-            done, _ = await asyncio.wait([asyncio.ensure_future(w) for w in waits], timeout=max(grace, 0.1))
+            done, _ = await asyncio.wait(waits, timeout=max(grace, 0.1))
             if len(done) < len(waits):
-                log.warning("evaluation workers did not stop within %.1fs", grace)
+                # A worker stuck in an evaluator would keep the process from exiting (the executor joins it).
+                log.warning("evaluation workers did not stop within %.1fs: killing them", grace)
+                for executor in executors:
+                    processes = getattr(executor, "_processes", None) or {}  # ProcessPoolExecutor's own table
+                    for process in list(processes.values()):
+                        process.kill()
+                await asyncio.wait(waits, timeout=5.0)
         for slot in self.slots:
             slot.queued.clear()
         self.spans_held = 0

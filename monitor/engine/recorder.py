@@ -29,7 +29,6 @@ class ResultRecorder:
         self.store = store
         self.clock = clock
         self.evaluated = 0
-        self.last_delay_seconds = 0.0
         self._failures = RateLimitedLogger(log, per_minute=10)
 
     def record(self, outcomes: Sequence[Outcome]) -> None:
@@ -51,8 +50,7 @@ class ResultRecorder:
                 llm_calls=outcome.llm_calls,
             )
             metrics.observe_results(outcome.service, outcome.trace_id, outcome.results)
-            self.last_delay_seconds = now - outcome.last_seen
-            metrics.completion_delay.observe(max(self.last_delay_seconds, 0.0))
+            metrics.completion_delay.observe(max(now - outcome.last_seen, 0.0))
             evaluated.append(outcome)
         if evaluated:
             metrics.traces_evaluated.inc(len(evaluated))

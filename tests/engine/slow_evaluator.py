@@ -9,3 +9,9 @@ from evaluators.sdk import evaluator
 def slow(trace) -> float:
     time.sleep(0.05)
     return 1.0
+
+
+@evaluator(name="stuck", level="trace")
+def stuck(trace) -> float:
+    time.sleep(120)
+    return 1.0

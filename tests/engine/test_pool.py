@@ -132,3 +132,29 @@ def test_drain_waits_for_every_worker_and_shutdown_is_idempotent() -> None:
     for pid in pids:  # the worker processes are gone
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_a_worker_stuck_in_an_evaluator_is_killed_at_shutdown() -> None:
+    config = MonitorConfig.model_validate({"evaluators": [{"module": "tests.engine.slow_evaluator:stuck"}]})
+
+    async def scenario():
+        pool = EvaluationPool(process_slots(config, 1), lambda outcomes: None, lambda r, n: None)
+        await pool.start()
+        pid = pool.slots[0].pid
+        pool.submit(synthetic_traces(1)[0])
+        assert await pool.drain(0.5) == 1  # still evaluating
+        started = time.monotonic()
+        await pool.shutdown(grace=1.0)
+        return pid, time.monotonic() - started
+
+    pid, took = asyncio.run(scenario())
+    assert took < 15
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
