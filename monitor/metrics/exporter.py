@@ -184,7 +184,6 @@ class MetricsExporter:
             buckets=(0.5, 1, 2, 3, 4, 5, 5.25, 5.5, 6, 7, 10, 15, 30, 60, 120, 300),
             registry=r,
         )
-        self._children: dict[tuple, Any] = {}
         self._resolved: dict[tuple[str, str, str, str | None], _ResultKey] = {}
         self._capped_values: dict[tuple[str, object], str] = {}
         self.build_info = Gauge("agent_monitor_build_info", "Build information.", ["version"], registry=r)
@@ -203,14 +202,6 @@ class MetricsExporter:
     def _alert_windows(self, evaluator: str) -> list[float]:
         rule = self.thresholds.get(evaluator)
         return [rule.window_seconds] if rule is not None else []
-
-    def _child(self, metric: Any, **labels: str) -> Any:
-        """metric.labels(...) with the children cached: label lookups dominate per-result cost."""
-        key = (id(metric), *labels.values())
-        child = self._children.get(key)
-        if child is None:
-            child = self._children[key] = metric.labels(**labels)
-        return child
 
     def _capped(self, label: str, value: object) -> str:
         """`self._cap(label, value)`, remembered for admitted values (a folded value is counted every time)."""
