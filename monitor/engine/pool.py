@@ -122,12 +122,7 @@ def thread_slot(evaluator: TraceEvaluator) -> list[WorkerSlot]:
     def make() -> Executor:
         return ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaluation")
 
-    def run_batch(batch: list[CompletedTrace]) -> tuple[list[Outcome], float]:
-        started = time.perf_counter()
-        outcomes = evaluator.evaluate_batch(batch)
-        return outcomes, time.perf_counter() - started
-
-    return [WorkerSlot(0, make, run_batch, os.getpid, lambda: spans_per_second(evaluator))]
+    return [WorkerSlot(0, make, evaluator.evaluate_timed, os.getpid, lambda: spans_per_second(evaluator))]
 
 
 class EvaluationPool:

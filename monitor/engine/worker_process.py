@@ -45,9 +45,8 @@ def evaluate_batch(batch: Sequence[CompletedTrace]) -> tuple[list[WireOutcome], 
     """Evaluate a batch in this worker: the outcomes in their wire form (`rows.from_wire`), and the seconds it took."""
     if _evaluator is None:
         raise RuntimeError("evaluation worker not initialized")
-    started = time.perf_counter()
-    outcomes = to_wire(_evaluator.evaluate_batch(batch))
-    return outcomes, time.perf_counter() - started
+    outcomes, seconds = _evaluator.evaluate_timed(batch)
+    return to_wire(outcomes), seconds
 
 
 def ping() -> int:
