@@ -14,7 +14,6 @@ import logging
 import math
 import signal
 import time
-from typing import Any
 
 from monitor import __version__
 from monitor.config import MonitorConfig
@@ -29,6 +28,7 @@ from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics import MetricsExporter
+from monitor.metrics.tally import MetricsTally
 from monitor.preflight import Prepared, preflight
 from monitor.receivers.grpc_receiver import GrpcReceiver
 from monitor.receivers.http_receiver import HttpReceiver
@@ -74,13 +74,16 @@ class Daemon:
         )
         store = config.store
         self.store = ResultStore(store.path, store.retention, store.results) if store.enabled else None
-        self.recorder = ResultRecorder(self.metrics, self.store)
+        self.recorder = ResultRecorder(self.metrics)
         evaluation = config.evaluation
         workers = evaluation.worker_count()
         slots = (
             process_slots(config, workers)
             if workers > 1
-            else thread_slot(TraceEvaluator(evaluators, timeout_seconds=evaluation.timeout, mode=evaluation.mode))
+            else thread_slot(
+                TraceEvaluator(evaluators, timeout_seconds=evaluation.timeout, mode=evaluation.mode),
+                self.store.write if self.store is not None else None,
+            )
         )
         self.pool = EvaluationPool(
             slots,
@@ -130,8 +133,8 @@ class Daemon:
         self.started = False
 
     # --- wiring callbacks -----------------------------------------------------------------------
-    def _record(self, outcomes: list[Any]) -> None:
-        self.recorder.record(outcomes)
+    def _record(self, tally: MetricsTally) -> None:
+        self.recorder.record(tally)
         self.metrics.queue_depth.set(self.pool.depth)
 
     def _update_gauges(self) -> None:

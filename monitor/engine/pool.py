@@ -24,14 +24,14 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
-from typing import Any
 
 from monitor.config import MonitorConfig
 from monitor.engine import worker_process
 from monitor.engine.assembler import CompletedTrace
+from monitor.engine.batch_run import BatchRun, StoreWrite
 from monitor.engine.calibration import spans_per_second
-from monitor.engine.trace_evaluation import Outcome, TraceEvaluator
-from monitor.results.rows import from_wire
+from monitor.engine.trace_evaluation import TraceEvaluator
+from monitor.metrics.tally import MetricsTally
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ BATCHES_IN_FLIGHT = 2
 START_TIMEOUT_SECONDS = 120.0
 MAX_RESTART_DELAY_SECONDS = 30.0
 
-Record = Callable[[list[Outcome]], None]
+Record = Callable[[MetricsTally], None]
 CountDropped = Callable[[str, int], None]
 
 
@@ -56,10 +56,8 @@ class WorkerSlot:
         run_batch: Callable,
         ping: Callable,
         calibrate: Callable[[], float],
-        decode: Callable[[Any], list[Outcome]] = list,
     ) -> None:
         self.index = index
-        self.decode = decode  # what `run_batch` returns → outcomes
         self._make_executor = make_executor
         self._run_batch = run_batch
         self._ping = ping
@@ -111,18 +109,20 @@ def process_slots(config: MonitorConfig, count: int) -> list[WorkerSlot]:
         )
 
     return [
-        WorkerSlot(i, make, worker_process.evaluate_batch, worker_process.ping, worker_process.calibrate, from_wire)
+        WorkerSlot(i, make, worker_process.evaluate_batch, worker_process.ping, worker_process.calibrate)
         for i in range(count)
     ]
 
 
-def thread_slot(evaluator: TraceEvaluator) -> list[WorkerSlot]:
-    """One in-process worker thread (`evaluation.workers` 0 or 1: tests and small installs)."""
+def thread_slot(evaluator: TraceEvaluator, write: StoreWrite | None = None) -> list[WorkerSlot]:
+    """One in-process worker thread (`evaluation.workers` 0 or 1: tests and small installs); `write` stores
+    the evaluated traces (the daemon's result store)."""
 
     def make() -> Executor:
         return ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaluation")
 
-    return [WorkerSlot(0, make, evaluator.evaluate_timed, os.getpid, lambda: spans_per_second(evaluator))]
+    run = BatchRun(evaluator, write)
+    return [WorkerSlot(0, make, run, os.getpid, lambda: spans_per_second(evaluator))]
 
 
 class EvaluationPool:
@@ -277,12 +277,12 @@ class EvaluationPool:
             slot.crashes_in_a_row = 0
             payload, busy_seconds = future.result()
             self._measure(spans, busy_seconds)
-            outcomes = slot.decode(payload)
-            self.evaluated += len(outcomes)
+            tally = MetricsTally.from_wire(payload)
+            self.evaluated += tally.evaluated
             try:
-                self.record(outcomes)
+                self.record(tally)
             except Exception:
-                log.exception("could not record the results of %d traces", len(outcomes))
+                log.exception("could not record the results of %d traces", len(batch))
         elif isinstance(error, BrokenExecutor | BrokenExecutorCancelled):
             self.count_dropped("worker_crash", len(batch))
             self._restart(slot, executor, error)

@@ -1,59 +1,41 @@
-"""ResultRecorder: evaluated traces → Prometheus metrics and the result store, in the process that owns both."""
+"""ResultRecorder: the tallies of evaluated batches → Prometheus metrics, in the process that owns the registry.
+
+The result store is written where a batch is evaluated (batch_run.py), so only the metrics tally crosses over.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
-from monitor.engine.trace_evaluation import Outcome
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics import MetricsExporter
-from monitor.results.rows import TraceFailure, TraceOutcome
-from monitor.results.store import ResultStore
+from monitor.metrics.tally import MetricsTally
 
 log = logging.getLogger(__name__)
 
 
 class ResultRecorder:
-    """Applies worker outcomes on the event loop thread: metrics at once, store rows queued for its writer."""
+    """Applies batch tallies on the event loop thread."""
 
-    def __init__(
-        self,
-        metrics: MetricsExporter,
-        store: ResultStore | None,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, metrics: MetricsExporter, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.metrics = metrics
-        self.store = store
         self.clock = clock
         self.evaluated = 0
         self._failures = RateLimitedLogger(log, per_minute=10)
 
-    def record(self, outcomes: Sequence[Outcome]) -> None:
+    def record(self, tally: MetricsTally) -> None:
         metrics = self.metrics
-        evaluated: list[TraceOutcome] = []
+        for trace_id, error in tally.failures:
+            self._failures.warning("trace_failed", "trace %s not evaluated: %s", trace_id, error)
+        if tally.failures:
+            metrics.traces_dropped.labels(reason="evaluation_error").inc(len(tally.failures))
+        metrics.apply_tally(tally)
         now = self.clock()
-        for outcome in outcomes:
-            if isinstance(outcome, TraceFailure):
-                metrics.traces_dropped.labels(reason="evaluation_error").inc()
-                self._failures.warning("trace_failed", "trace %s not evaluated: %s", outcome.trace_id, outcome.error)
-                continue
-            metrics.observe_trace(
-                service=outcome.service,
-                duration_seconds=outcome.duration_seconds,
-                has_error=outcome.has_error,
-                tokens=outcome.tokens,
-                tools=outcome.tools,
-                trace_id=outcome.trace_id,
-                llm_calls=outcome.llm_calls,
-            )
-            metrics.observe_results(outcome.service, outcome.trace_id, outcome.results)
-            metrics.completion_delay.observe(max(now - outcome.last_seen, 0.0))
-            evaluated.append(outcome)
-        if evaluated:
-            metrics.traces_evaluated.inc(len(evaluated))
-            self.evaluated += len(evaluated)
-            if self.store is not None:
-                self.store.write(evaluated)
+        delay = metrics.completion_delay
+        for last_seen in tally.delays_from:
+            delay.observe(max(now - last_seen, 0.0))
+        if tally.evaluated:
+            metrics.traces_evaluated.inc(tally.evaluated)
+            self.evaluated += tally.evaluated

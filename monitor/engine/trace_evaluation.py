@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Iterable, Sequence
 
 from evaluators.sdk import Dispatched, dispatch
@@ -45,12 +44,6 @@ class TraceEvaluator:
                 log.exception("evaluation of trace %s failed", completed.trace_id)
                 outcomes.append(TraceFailure(completed.trace_id, f"{type(exc).__name__}: {exc}"[:500]))
         return outcomes
-
-    def evaluate_timed(self, batch: Iterable[CompletedTrace]) -> tuple[list[Outcome], float]:
-        """`evaluate_batch`, and the seconds it took (wall time: the pool estimates its capacity from it)."""
-        started = time.perf_counter()
-        outcomes = self.evaluate_batch(batch)
-        return outcomes, time.perf_counter() - started
 
     def evaluate(self, completed: CompletedTrace) -> TraceOutcome:
         join_logs(completed.spans, completed.logs)

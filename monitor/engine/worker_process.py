@@ -15,21 +15,24 @@ from collections.abc import Sequence
 
 from monitor.config import MonitorConfig
 from monitor.engine.assembler import CompletedTrace
+from monitor.engine.batch_run import BatchRun
 from monitor.engine.calibration import spans_per_second
 from monitor.engine.evaluator_setup import build_evaluators
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.logutil import configure_logging
-from monitor.results.rows import WireOutcome, to_wire
+from monitor.results.store import ResultStore
 
 PARENT_POLL_SECONDS = 1.0
 
 _evaluator: TraceEvaluator | None = None
+_run: BatchRun | None = None
 
 
 def initialize(config: MonitorConfig, parent_pid: int) -> None:
-    """ProcessPoolExecutor initializer: signals, logging, evaluators, and the watch on the main process."""
-    global _evaluator
+    """ProcessPoolExecutor initializer: signals, logging, evaluators, the worker's own connection to the result
+    store (it writes the rows of the batches it evaluates), and the watch on the main process."""
+    global _evaluator, _run
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     configure_logging(config.logging.level, config.logging.format)
@@ -37,16 +40,20 @@ def initialize(config: MonitorConfig, parent_pid: int) -> None:
     if problems:  # preflight built the same set in the main process, so this means the worker's import differs
         raise RuntimeError("; ".join(message for _, message in problems))
     _evaluator = TraceEvaluator(built, timeout_seconds=config.evaluation.timeout, mode=config.evaluation.mode)
+    store = config.store
+    # The main process owns retention (it prunes); this connection only inserts, synchronously (no writer thread).
+    writer = ResultStore(store.path, store.retention, store.results, prune=False) if store.enabled else None
+    _run = BatchRun(_evaluator, writer.write if writer is not None else None)
     threading.Thread(target=_exit_with_parent, args=(parent_pid,), name="parent-watch", daemon=True).start()
     tune_gc()
 
 
-def evaluate_batch(batch: Sequence[CompletedTrace]) -> tuple[list[WireOutcome], float]:
-    """Evaluate a batch in this worker: the outcomes in their wire form (`rows.from_wire`), and the seconds it took."""
-    if _evaluator is None:
+def evaluate_batch(batch: Sequence[CompletedTrace]) -> tuple[tuple, float]:
+    """Evaluate and store a batch in this worker: its metrics tally in wire form (`MetricsTally.from_wire`), and
+    the seconds it took."""
+    if _run is None:
         raise RuntimeError("evaluation worker not initialized")
-    outcomes, seconds = _evaluator.evaluate_timed(batch)
-    return to_wire(outcomes), seconds
+    return _run(batch)
 
 
 def ping() -> int:

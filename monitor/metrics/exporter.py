@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -16,6 +15,7 @@ from monitor.metrics.collector import WindowCollector
 from monitor.metrics.exposition import render
 from monitor.metrics.labels import OTHER, LabelCapper, clean_label_text, sanitize_label_value
 from monitor.metrics.series import CounterSeries, HistogramSeries, SeriesCollector
+from monitor.metrics.tally import NO_VERDICT, MetricsTally, ResultCounts, ResultKey
 from monitor.metrics.windows import WindowStore
 
 DEFAULT_WINDOWS: tuple[tuple[str, float], ...] = (("5m", 300.0), ("1h", 3600.0))
@@ -23,7 +23,6 @@ DEFAULT_SCORE_BUCKETS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0
 DEFAULT_DURATION_BUCKETS: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 EVALUATION_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 MAX_RESOLVED = 20_000  # cached label resolutions (raw label values); beyond it results take the slow path
-NO_VERDICT = "no_verdict"  # skip reason for an unskipped result that carries no pass/fail verdict
 RESULT_LABELS = ["evaluator", "level", "service", "agent"]
 
 # The daemon owns its process: counters and histograms expose no `*_created` series (a start time per label set
@@ -68,16 +67,6 @@ class _ResultKey:
         self.failed = (*labels, "fail")
         self.skip = (*labels, "skip")
         self.window_key = (labels[0], labels[2])
-
-
-def _finite(value: float | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
 
 
 class MetricsExporter:
@@ -227,23 +216,9 @@ class MetricsExporter:
 
         `tools` and `llm_calls` are (name or model, ok) per call; an LLM call that is not ok is a provider error.
         """
-        svc = self._capped("service", service)
-        exemplar = trace_exemplar(trace_id)
-        duration = _finite(duration_seconds)
-        with self._series.lock:
-            self.traces.inc((svc, "error" if has_error else "ok"), exemplar=exemplar if has_error else None)
-            if duration is not None:
-                self.trace_duration.observe((svc,), max(duration, 0.0), exemplar=exemplar)
-            for model, input_tokens, output_tokens in tokens:
-                name = self._capped("model", model)
-                if input_tokens and input_tokens > 0:
-                    self.llm_tokens.inc((svc, name, "input"), input_tokens)
-                if output_tokens and output_tokens > 0:
-                    self.llm_tokens.inc((svc, name, "output"), output_tokens)
-            for model, ok in llm_calls:
-                self.llm_calls.inc((svc, self._capped("model", model), "ok" if ok else "error"))
-            for tool, ok in tools:
-                self.tool_calls.inc((svc, self._capped("tool", tool), "ok" if ok else "error"))
+        tally = MetricsTally()
+        tally.add_trace(service, duration_seconds, has_error, trace_id, tokens, tools, llm_calls)
+        self.apply_tally(tally)
 
     def observe_result(
         self,
@@ -271,36 +246,64 @@ class MetricsExporter:
         A row with a skip_reason is a skip: it counts in results{outcome="skip"} and skips_total only. A row
         without a skip_reason and without a verdict counts as a skip with reason "no_verdict". Failures carry
         a trace_id exemplar. The `agent` label is the agent's name at agent level, empty at trace and llm
-        level. Label values are resolved once per (evaluator, level, service, agent) and then reused.
+        level.
         """
-        exemplar = trace_exemplar(trace_id)
-        samples: list[tuple[tuple[str, str], float | None, bool]] = []
-        results, score, skips, seconds = self.results, self.score, self.skips, self.evaluation_seconds
+        tally = MetricsTally()
+        tally.add_results(service, trace_id, rows)
+        self.apply_tally(tally)
+
+    def apply_tally(self, tally: MetricsTally) -> None:
+        """Record a batch's traces and results (see tally.py); each distinct label value is resolved (and, when
+        folded into __other__, counted as overflow) once per tally."""
+        resolved: dict[tuple[str, object], str] = {}
+
+        def capped(label: str, value: object) -> str:
+            name = resolved.get((label, value))
+            if name is None:
+                name = resolved[(label, value)] = self._capped(label, value)
+            return name
+
         with self._series.lock:
-            for row in rows:
-                key = self._result_key(row.evaluator, row.level, service, row.agent)
-                labels, name = key.labels, key.name
-                elapsed = _finite(row.duration_seconds)
-                skip_reason = row.skip_reason
-                passed = row.passed
-                if elapsed is not None and (skip_reason is None or elapsed > 0):
-                    seconds.observe(name, max(elapsed, 0.0))
-                if skip_reason is None and passed is None:
-                    skip_reason = NO_VERDICT
-                if skip_reason is not None:
-                    results.inc(key.skip)
-                    skips.inc((name[0], key.service, self._capped("reason", skip_reason)))
-                    continue
-                if passed:
-                    results.inc(key.passed)
-                else:
-                    results.inc(key.failed, exemplar=exemplar)
-                value = _finite(row.score)
-                if value is not None:
-                    score.observe(labels, value, exemplar=None if passed else exemplar)
-                samples.append((key.window_key, value, bool(passed)))
+            for (service, has_error), (count, trace_id) in tally.traces.items():
+                exemplar = trace_exemplar(trace_id) if has_error else None
+                self.traces.inc((capped("service", service), "error" if has_error else "ok"), count, exemplar)
+            for service, seconds, trace_id in tally.durations:
+                self.trace_duration.observe((capped("service", service),), seconds, trace_exemplar(trace_id))
+            for (service, model, direction), tokens in tally.tokens.items():
+                self.llm_tokens.inc((capped("service", service), capped("model", model), direction), tokens)
+            for (service, model, ok), calls in tally.llm_calls.items():
+                self.llm_calls.inc((capped("service", service), capped("model", model), "ok" if ok else "error"), calls)
+            for (service, tool, ok), calls in tally.tools.items():
+                self.tool_calls.inc((capped("service", service), capped("tool", tool), "ok" if ok else "error"), calls)
+            samples = self._apply_results(tally.results, capped)
         if samples:
             self._store.add_many(samples)
+
+    def _apply_results(
+        self, results: Mapping[ResultKey, ResultCounts], capped: Callable[[str, object], str]
+    ) -> list[tuple[tuple[str, str], Any, bool]]:
+        """Counters and histograms of every result label set (under the series lock); the window samples."""
+        window_samples: list[tuple[tuple[str, str], Any, bool]] = []
+        counters, score, skips, seconds = self.results, self.score, self.skips, self.evaluation_seconds
+        for (evaluator, level, service, agent), counts in results.items():
+            key = self._result_key(evaluator, level, service, agent)
+            for elapsed in counts.durations:
+                seconds.observe(key.name, elapsed)
+            skipped = sum(counts.skips.values())
+            if skipped:
+                counters.inc(key.skip, skipped)
+                for reason, n in counts.skips.items():
+                    skips.inc((key.name[0], key.service, capped("reason", reason)), n)
+            if counts.passed:
+                counters.inc(key.passed, counts.passed)
+            if counts.failed:
+                counters.inc(key.failed, counts.failed, exemplar=trace_exemplar(counts.failed_trace))
+            labels, window_key = key.labels, key.window_key
+            for value, passed, failed_trace in counts.samples:
+                if value is not None:
+                    score.observe(labels, value, exemplar=None if passed else trace_exemplar(failed_trace))
+                window_samples.append((window_key, value, passed))
+        return window_samples
 
     def _result_key(self, evaluator: str, level: str, service: str, agent: str | None) -> _ResultKey:
         raw = (evaluator, level, service, agent)

@@ -1,9 +1,11 @@
 """ResultStore: evaluation results in SQLite, so the failing traces behind a red panel can be found.
 
-`write(outcomes)` only queues: a writer thread of its own inserts everything queued in one transaction
-(WAL mode, one connection shared under a lock with the readers), so the event loop never waits on the
-disk. `results: failing` keeps only failing results and skips (and their traces). Text from traces
-arrives bounded (see `rows.py`); old rows are pruned by retention.
+Several processes write it: each evaluation worker process opens its own `ResultStore(prune=False)` and inserts
+the rows of every batch it evaluates synchronously, in one transaction (WAL mode, `BEGIN IMMEDIATE` with a
+busy timeout). In the daemon's own process, once started, `write(outcomes)` only queues: a writer thread
+inserts everything queued in one transaction (one connection shared under a lock with the readers), so the
+event loop never waits on the disk; that thread also prunes rows past the retention. `results: failing` keeps
+only failing results and skips (and their traces). Text from traces arrives bounded (see `rows.py`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class _FlushMarker:
 
 MAX_TRACES_PER_TRANSACTION = 2000
 PRUNE_EVERY_SECONDS = 300.0
+BUSY_TIMEOUT_SECONDS = 30.0  # how long a writer waits for another process's transaction
 SAMPLED_OUT = "sampled_out"
 
 SCHEMA = """
@@ -70,15 +73,20 @@ CREATE INDEX IF NOT EXISTS traces_time ON traces(created_at);
 
 
 class ResultStore:
-    def __init__(self, path: str | Path, retention_seconds: float = 7 * 86400.0, results: str = "all") -> None:
+    def __init__(
+        self, path: str | Path, retention_seconds: float = 7 * 86400.0, results: str = "all", *, prune: bool = True
+    ) -> None:
         if results not in ("all", "failing"):
             raise ValueError(f"results must be 'all' or 'failing', got {results!r}")
         self.path = Path(path)
         self.retention_seconds = retention_seconds
         self.failing_only = results == "failing"
+        self.prunes = prune  # False for the workers' connections: the daemon's own store prunes
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db = sqlite3.connect(
+            str(path), timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False, isolation_level=None
+        )
         self._lock = threading.Lock()
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -135,7 +143,11 @@ class ResultStore:
 
     def _write_loop(self) -> None:
         while True:
-            item = self._queue.get()
+            try:
+                item = self._queue.get(timeout=PRUNE_EVERY_SECONDS)
+            except queue.Empty:  # the worker processes insert: pruning still falls due here
+                self._prune_if_due()
+                continue
             if item is None:
                 return
             batch: list[TraceOutcome | _FlushMarker] = list(item)
@@ -190,7 +202,7 @@ class ResultStore:
                 (o.trace_id, now, o.service, o.input, o.output, o.span_count, o.duration_ms, int(o.has_error))
             )
         with self._lock:
-            self._db.execute("BEGIN")
+            self._db.execute("BEGIN IMMEDIATE")
             try:
                 self._db.executemany("INSERT OR REPLACE INTO traces VALUES (?, ?, ?, ?, ?, ?, ?, ?)", traces)
                 self._db.executemany(
@@ -202,8 +214,16 @@ class ResultStore:
             except Exception:
                 self._db.execute("ROLLBACK")
                 raise
-        if now - self._last_prune > PRUNE_EVERY_SECONDS:
-            self.prune(now)
+        self._prune_if_due(now)
+
+    def _prune_if_due(self, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        if self.prunes and now - self._last_prune > PRUNE_EVERY_SECONDS:
+            try:
+                self.prune(now)
+            except sqlite3.Error:
+                self.write_errors += 1
+                log.exception("could not prune the result store")
 
     def prune(self, now: float | None = None) -> int:
         """Delete rows older than the retention. Row ids grow with time, so the expired results are an id range

@@ -24,6 +24,7 @@ from monitor.config import MonitorConfig, load_config
 from monitor.engine.assembler import CompletedTrace, TraceAssembler
 from monitor.engine.pool import EvaluationPool, WorkerSlot, process_slots, thread_slot
 from monitor.engine.trace_evaluation import TraceEvaluator
+from monitor.metrics.tally import MetricsTally
 from monitor.preflight import preflight
 from tests.bench.proctree import TreeSampler
 from tests.bench.synthetic import bench_trace_spans, export_request
@@ -97,8 +98,8 @@ async def measure(config: MonitorConfig, name: str, kind: str, workers: int) -> 
     outcomes: list[int] = [0]
     dropped: list[str] = []
 
-    def record(batch: list) -> None:
-        outcomes[0] += len(batch)
+    def record(tally: MetricsTally) -> None:
+        outcomes[0] += tally.evaluated
 
     def count_dropped(reason: str, count: int) -> None:
         dropped.append(f"{count} {reason}")
@@ -120,7 +121,8 @@ async def measure(config: MonitorConfig, name: str, kind: str, workers: int) -> 
 
 
 async def bench() -> list[Measure]:
-    config = load_config(None)
+    config = load_config(None)  # the embedded default, without the store (the workers would write it)
+    config = config.model_copy(update={"store": config.store.model_copy(update={"enabled": False})})
     plan = [("thread (workers: 1)", "thread", 1), ("1 process", "process", 1)]
     if CORES > 1:
         plan.append((f"{CORES} processes", "process", CORES))

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
 import os
 import signal
+import sqlite3
 import time
 
 import pytest
@@ -15,23 +18,52 @@ from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
 from monitor.preflight import preflight
+from monitor.results.store import ResultStore
 from tests.engine.helpers import corpus_traces, synthetic_traces
 
 TIMING = ("agent_monitor_evaluation_seconds", "agent_monitor_trace_delay_seconds")
 
 
-def exposition_without_timings(metrics: MetricsExporter) -> list[str]:
+def exposition_without_timings(metrics: MetricsExporter) -> dict[str, float]:
+    """Every sample of the exposition but the timings, by its name and labels (sums compared to float precision:
+    batches add them up in a different order)."""
     body = metrics.render(None)[0].decode()
-    return sorted(line for line in body.splitlines() if not line.startswith(TIMING))
+    samples = {}
+    for line in body.splitlines():
+        if line and not line.startswith(("#", *TIMING)):
+            name, _, number = line.rpartition(" ")
+            samples[name] = float(number)
+    return samples
 
 
-def without_durations(outcomes) -> dict:
-    return {o.trace_id: [r._replace(duration_seconds=0.0) for r in o.results] for o in outcomes}
+def stored(path) -> tuple[list, list]:
+    """The rows the workers wrote: results and traces, without the time they were written."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        results = db.execute(
+            "SELECT trace_id, span_id, service, agent, model, evaluator, level, score, passed, skip_reason, explanation,"
+            " details FROM results ORDER BY trace_id, evaluator, span_id"
+        ).fetchall()
+        traces = db.execute(
+            "SELECT trace_id, service, input, output, span_count, duration_ms, has_errors FROM traces ORDER BY trace_id"
+        ).fetchall()
+    return results, traces
+
+
+def stored_trace_ids(path) -> set[str]:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return {row[0] for row in db.execute("SELECT trace_id FROM traces")}
+
+
+def store_config(path, evaluators: list | None = None) -> MonitorConfig:
+    settings: dict = {"store": {"path": str(path)}}
+    if evaluators is not None:
+        settings["evaluators"] = evaluators
+    return MonitorConfig.model_validate(settings)
 
 
 async def run_pool(slots, traces, queue_size: int = 10_000):
-    outcomes, dropped = [], []
-    pool = EvaluationPool(slots, outcomes.extend, lambda reason, n: dropped.append((reason, n)), queue_size=queue_size)
+    tallies, dropped = [], []
+    pool = EvaluationPool(slots, tallies.append, lambda reason, n: dropped.append((reason, n)), queue_size=queue_size)
     await pool.start()
     try:
         for completed in traces:
@@ -39,28 +71,36 @@ async def run_pool(slots, traces, queue_size: int = 10_000):
         left = await pool.drain(120)
     finally:
         await pool.shutdown()
-    return outcomes, dropped, left
+    return tallies, dropped, left
 
 
-def test_two_worker_processes_give_the_records_and_metrics_of_in_process_evaluation() -> None:
-    config = MonitorConfig()
+def test_two_worker_processes_store_and_export_what_in_process_evaluation_does(tmp_path) -> None:
+    config = store_config(tmp_path / "workers.db")
     evaluators = preflight(config).evaluators
     traces = corpus_traces()
     assert len(traces) > 30
 
-    local, local_dropped, _ = asyncio.run(run_pool(thread_slot(TraceEvaluator(evaluators)), corpus_traces()))
+    local_store = ResultStore(tmp_path / "local.db")
+    local, local_dropped, _ = asyncio.run(
+        run_pool(thread_slot(TraceEvaluator(evaluators), local_store.write), corpus_traces())
+    )
+    local_store.close()
     remote, remote_dropped, left = asyncio.run(run_pool(process_slots(config, 2), traces))
     assert left == 0 and local_dropped == remote_dropped == []
-    assert len(remote) == len(local) == len(traces)
-    assert without_durations(remote) == without_durations(local)
+    assert sum(t.evaluated for t in remote) == sum(t.evaluated for t in local) == len(traces)
+    assert stored(tmp_path / "workers.db") == stored(tmp_path / "local.db")
+    assert len(stored(tmp_path / "workers.db")[1]) == len(traces)
 
     exported = []
-    for outcomes in (local, remote):
+    for tallies in (local, remote):
         metrics = MetricsExporter()
-        ResultRecorder(metrics, None).record(sorted(outcomes, key=lambda o: o.trace_id))
+        recorder = ResultRecorder(metrics)
+        for tally in tallies:
+            recorder.record(tally)
         exported.append(exposition_without_timings(metrics))
-    assert exported[0] == exported[1]
-    assert any(line.startswith("agent_eval_results_total{") for line in exported[0])
+    assert exported[0].keys() == exported[1].keys()
+    assert all(math.isclose(exported[0][k], exported[1][k], rel_tol=1e-9) for k in exported[0])
+    assert any(name.startswith("agent_eval_results_total{") for name in exported[0])
 
 
 def test_traces_are_routed_by_trace_id() -> None:
@@ -70,16 +110,18 @@ def test_traces_are_routed_by_trace_id() -> None:
     assert route("not-hex", 4) == route("not-hex", 4)
 
 
-def slow_config() -> MonitorConfig:
-    return MonitorConfig.model_validate({"evaluators": [{"module": "tests.engine.slow_evaluator:slow"}]})
+def slow_config(store_path=None) -> MonitorConfig:
+    settings: dict = {"evaluators": [{"module": "tests.engine.slow_evaluator:slow"}]}
+    settings["store"] = {"path": str(store_path)} if store_path else {"enabled": False}
+    return MonitorConfig.model_validate(settings)
 
 
-def test_a_worker_killed_mid_batch_is_replaced_and_its_traces_are_counted_dropped() -> None:
+def test_a_worker_killed_mid_batch_is_replaced_and_its_traces_are_counted_dropped(tmp_path) -> None:
     async def scenario():
-        outcomes, dropped = [], []
+        tallies, dropped = [], []
         pool = EvaluationPool(
-            process_slots(slow_config(), 2),
-            outcomes.extend,
+            process_slots(slow_config(tmp_path / "results.db"), 2),
+            tallies.append,
             lambda reason, n: dropped.append((reason, n)),
             queue_size=10_000,
         )
@@ -101,23 +143,22 @@ def test_a_worker_killed_mid_batch_is_replaced_and_its_traces_are_counted_droppe
             pool.submit(completed)
         left_later = await pool.drain(60)
         await pool.shutdown()
-        return outcomes, crashed, left, left_later, old_pid, victim, pool, later
+        return tallies, crashed, left, left_later, old_pid, victim, pool, later
 
-    outcomes, crashed, left, left_later, old_pid, victim, pool, later = asyncio.run(scenario())
+    tallies, crashed, left, left_later, old_pid, victim, pool, later = asyncio.run(scenario())
     assert left == 0 and left_later == 0
     assert crashed > 0 and pool.restarts >= 1
     assert victim.pid != old_pid
-    assert len(outcomes) + crashed == 120 + len(later)
-    evaluated = {o.trace_id for o in outcomes}
-    assert {t.trace_id for t in later} <= evaluated
+    assert sum(t.evaluated for t in tallies) + crashed == 120 + len(later)
+    assert {t.trace_id for t in later} <= stored_trace_ids(tmp_path / "results.db")
 
 
 def test_drain_waits_for_every_worker_and_shutdown_is_idempotent() -> None:
     async def scenario():
-        outcomes = []
-        never_started = EvaluationPool(process_slots(slow_config(), 2), outcomes.extend, lambda r, n: None)
+        tallies = []
+        never_started = EvaluationPool(process_slots(slow_config(), 2), tallies.append, lambda r, n: None)
         await never_started.shutdown()  # before start: nothing to stop
-        pool = EvaluationPool(process_slots(slow_config(), 2), outcomes.extend, lambda r, n: None)
+        pool = EvaluationPool(process_slots(slow_config(), 2), tallies.append, lambda r, n: None)
         await pool.start()
         pids = [slot.pid for slot in pool.slots]
         for completed in synthetic_traces(40):
@@ -125,20 +166,22 @@ def test_drain_waits_for_every_worker_and_shutdown_is_idempotent() -> None:
         left = await pool.drain(60)
         await pool.shutdown()
         await pool.shutdown()
-        return outcomes, left, pids
+        return tallies, left, pids
 
-    outcomes, left, pids = asyncio.run(scenario())
-    assert left == 0 and len(outcomes) == 40
+    tallies, left, pids = asyncio.run(scenario())
+    assert left == 0 and sum(t.evaluated for t in tallies) == 40
     for pid in pids:  # the worker processes are gone
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
 
 
 def test_a_worker_stuck_in_an_evaluator_is_killed_at_shutdown() -> None:
-    config = MonitorConfig.model_validate({"evaluators": [{"module": "tests.engine.slow_evaluator:stuck"}]})
+    config = MonitorConfig.model_validate(
+        {"evaluators": [{"module": "tests.engine.slow_evaluator:stuck"}], "store": {"enabled": False}}
+    )
 
     async def scenario():
-        pool = EvaluationPool(process_slots(config, 1), lambda outcomes: None, lambda r, n: None)
+        pool = EvaluationPool(process_slots(config, 1), lambda tally: None, lambda r, n: None)
         await pool.start()
         pid = pool.slots[0].pid
         pool.submit(synthetic_traces(1)[0])

@@ -14,6 +14,7 @@ from evaluators import load_traces
 from evaluators.sdk import builtin
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.configured import ConfiguredEvaluator
+from monitor.engine.batch_run import tally_of
 from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
@@ -100,12 +101,12 @@ def test_no_created_series_in_either_format(accept: str | None) -> None:
 
 def _worker(*names: str) -> tuple[TraceEvaluator, ResultRecorder, MetricsExporter]:
     m = MetricsExporter()
-    return TraceEvaluator([ConfiguredEvaluator(builtin(n), n) for n in names]), ResultRecorder(m, None), m
+    return TraceEvaluator([ConfiguredEvaluator(builtin(n), n) for n in names]), ResultRecorder(m), m
 
 
 def test_worker_feeds_agent_names_and_levels_from_a_recorded_handoff() -> None:
     worker, recorder, m = _worker("error_free", "agent_efficiency", "finish_reason")
-    recorder.record([worker.outcome(trace) for trace in load_traces(CORPUS / "adk_native__handoff")])
+    recorder.record(tally_of([worker.outcome(trace) for trace in load_traces(CORPUS / "adk_native__handoff")]))
     levels = {
         (s.labels["evaluator"], s.labels["level"], s.labels["agent"]) for s in samples(m, "agent_eval_results_total")
     }
@@ -124,7 +125,7 @@ def test_worker_counts_a_failed_llm_call_as_a_provider_error() -> None:
     failed = dataclasses.replace(chat(None, parent=root, model="gpt-4o"), status_code=2, status_message="HTTP 500")
     completed = CompletedTrace(ok.trace_id, [root, failed, ok], "quiet", time.monotonic(), time.monotonic())
     worker, recorder, m = _worker("error_free")
-    recorder.record(worker.evaluate_batch([completed]))
+    recorder.record(tally_of(worker.evaluate_batch([completed])))
     assert value(m, "agent_llm_calls_total", service="unknown", model="gpt-4o", outcome="error") == 1
     assert value(m, "agent_llm_calls_total", service="unknown", model="gpt-4o", outcome="ok") == 1
     assert "agent_llm_calls_total" in classic(m)

@@ -1,0 +1,183 @@
+"""MetricsTally: what the metrics take from a batch of evaluated traces, summed where the batch is evaluated.
+
+An evaluation worker adds every trace and result of its batch to a tally and returns the tally's wire form
+(builtins only, so it pickles small): counts per raw label set, the values each histogram series observes,
+and the (score, verdict) samples per window. The process that owns the registry applies it with
+`MetricsExporter.apply_tally`, which sanitises and caps each distinct label set once per batch instead of
+once per result. Label values here are raw (as the traces carry them); nothing here knows the caps.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+NO_VERDICT = "no_verdict"  # skip reason for an unskipped result that carries no pass/fail verdict
+
+ResultKey = tuple[str, str, str, str | None]  # (evaluator, level, service, agent), raw
+
+
+def finite(value: Any) -> float | None:
+    """`value` as a finite float, else None."""
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+class ResultCounts:
+    """The results of one (evaluator, level, service, agent) in a batch."""
+
+    __slots__ = ("durations", "failed", "failed_trace", "passed", "samples", "skips")
+
+    def __init__(self) -> None:
+        self.passed = 0
+        self.failed = 0
+        self.failed_trace: str | None = None  # the last failing trace: the exemplar of the fail counter
+        self.skips: dict[str, int] = {}
+        self.durations: list[float] = []  # evaluator run times to observe
+        # One per verdict: (finite score or None, passed, trace id when it failed): score histogram and windows.
+        self.samples: list[tuple[float | None, bool, str | None]] = []
+
+    def wire(self) -> tuple:
+        return (self.passed, self.failed, self.failed_trace, self.skips, self.durations, self.samples)
+
+    @classmethod
+    def from_wire(cls, wire: tuple) -> ResultCounts:
+        counts = cls()
+        counts.passed, counts.failed, counts.failed_trace, counts.skips, counts.durations, counts.samples = wire
+        return counts
+
+
+class MetricsTally:
+    """Sums over a batch of evaluated traces; `wire()` / `from_wire()` cross the process boundary."""
+
+    __slots__ = (
+        "delays_from",
+        "durations",
+        "evaluated",
+        "failures",
+        "llm_calls",
+        "results",
+        "tokens",
+        "tools",
+        "traces",
+    )
+
+    def __init__(self) -> None:
+        self.evaluated = 0
+        self.traces: dict[tuple[str, bool], list] = {}  # (service, has_error) → [count, last trace id]
+        self.durations: list[tuple[str, float, str]] = []  # (service, finite seconds, trace id) per trace
+        self.tokens: dict[tuple[str, str | None, str], int] = {}  # (service, model, direction) → tokens
+        self.llm_calls: dict[tuple[str, str | None, bool], int] = {}  # (service, model, ok) → calls
+        self.tools: dict[tuple[str, str, bool], int] = {}  # (service, tool, ok) → calls
+        self.delays_from: list[float] = []  # time.monotonic() of each trace's last span
+        self.results: dict[ResultKey, ResultCounts] = {}
+        self.failures: list[tuple[str, str]] = []  # (trace id, error) of traces not evaluated
+
+    # --- adding -----------------------------------------------------------------------------------
+    def add_trace(
+        self,
+        service: str,
+        duration_seconds: float,
+        has_error: bool,
+        trace_id: str,
+        tokens: Any = (),
+        tools: Any = (),
+        llm_calls: Any = (),
+        last_seen: float | None = None,
+    ) -> None:
+        """One evaluated trace: `tokens` (model, input, output), `tools` (tool, ok), `llm_calls` (model, ok)."""
+        self.evaluated += 1
+        entry = self.traces.get((service, has_error))
+        if entry is None:
+            self.traces[(service, has_error)] = [1, trace_id]
+        else:
+            entry[0] += 1
+            entry[1] = trace_id
+        duration = finite(duration_seconds)
+        if duration is not None:
+            self.durations.append((service, max(duration, 0.0), trace_id))
+        counts = self.tokens
+        for model, input_tokens, output_tokens in tokens:
+            if input_tokens and input_tokens > 0:
+                key = (service, model, "input")
+                counts[key] = counts.get(key, 0) + input_tokens
+            if output_tokens and output_tokens > 0:
+                key = (service, model, "output")
+                counts[key] = counts.get(key, 0) + output_tokens
+        calls = self.llm_calls
+        for model, ok in llm_calls:
+            call = (service, model, bool(ok))
+            calls[call] = calls.get(call, 0) + 1
+        used = self.tools
+        for tool, ok in tools:
+            use = (service, tool, bool(ok))
+            used[use] = used.get(use, 0) + 1
+        if last_seen is not None:
+            self.delays_from.append(last_seen)
+
+    def add_results(self, service: str, trace_id: str, rows: Any) -> None:
+        """The results of one trace; each row has agent, evaluator, level, score, passed, skip_reason and
+        duration_seconds (by name). A row with a skip_reason is a skip; one with neither a skip_reason nor a
+        verdict is a skip with reason `no_verdict`."""
+        results = self.results
+        for row in rows:
+            key = (row.evaluator, row.level, service, row.agent)
+            counts = results.get(key)
+            if counts is None:
+                counts = results[key] = ResultCounts()
+            skip_reason = row.skip_reason
+            elapsed = finite(row.duration_seconds)
+            if elapsed is not None and (skip_reason is None or elapsed > 0):
+                counts.durations.append(max(elapsed, 0.0))
+            passed = row.passed
+            if skip_reason is None and passed is None:
+                skip_reason = NO_VERDICT
+            if skip_reason is not None:
+                counts.skips[skip_reason] = counts.skips.get(skip_reason, 0) + 1
+                continue
+            if passed:
+                counts.passed += 1
+                counts.samples.append((finite(row.score), True, None))
+            else:
+                counts.failed += 1
+                counts.failed_trace = trace_id
+                counts.samples.append((finite(row.score), False, trace_id))
+
+    def add_failure(self, trace_id: str, error: str) -> None:
+        self.failures.append((trace_id, error))
+
+    # --- crossing processes -----------------------------------------------------------------------
+    def wire(self) -> tuple:
+        return (
+            self.evaluated,
+            self.traces,
+            self.durations,
+            self.tokens,
+            self.llm_calls,
+            self.tools,
+            self.delays_from,
+            {key: counts.wire() for key, counts in self.results.items()},
+            self.failures,
+        )
+
+    @classmethod
+    def from_wire(cls, wire: tuple) -> MetricsTally:
+        tally = cls()
+        (
+            tally.evaluated,
+            tally.traces,
+            tally.durations,
+            tally.tokens,
+            tally.llm_calls,
+            tally.tools,
+            tally.delays_from,
+            results,
+            tally.failures,
+        ) = wire
+        tally.results = {key: ResultCounts.from_wire(counts) for key, counts in results.items()}
+        return tally
