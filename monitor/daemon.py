@@ -17,6 +17,7 @@ import time
 
 from monitor import __version__
 from monitor.config import MonitorConfig
+from monitor.config.models import usable_cpus
 from monitor.engine.admission import Admission
 from monitor.engine.assembler import CompletedTrace, TraceAssembler
 from monitor.engine.dispatcher import DueTraceDispatcher
@@ -91,6 +92,7 @@ class Daemon:
             self._count_dropped,
             queue_size=evaluation.queue_size,
             count_restart=self.metrics.worker_restarts.inc,
+            cores=usable_cpus(),
         )
         self.dispatcher = DueTraceDispatcher(self.assembler, self.pool, after_tick=self._update_gauges)
         # Refuse only real shortage: due traces beyond the evaluation queue (memory has its own bound).

@@ -20,7 +20,6 @@ import functools
 import logging
 import multiprocessing
 import os
-import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -36,8 +35,8 @@ from monitor.metrics.tally import MetricsTally
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 64
-CALIBRATION_SHARE = 1.0  # the workers alone, measured one at a time: an upper bound of the first estimate
-CAPACITY_WINDOW_SECONDS = 2.0
+MAIN_PROCESS_CORES = 0.5  # what ingest takes of the cores at full speed, for the first estimate of capacity
+RATE_WEIGHT = 0.2  # weight of the latest batch in a worker's moving average of spans per second
 BATCHES_IN_FLIGHT = 2
 START_TIMEOUT_SECONDS = 120.0
 MAX_RESTART_DELAY_SECONDS = 30.0
@@ -65,6 +64,7 @@ class WorkerSlot:
         self.executor: Executor | None = None
         self.pid: int | None = None  # the worker's process id once it has answered (this process for a thread)
         self.calibrated = 0.0  # spans/s the worker evaluated at start (calibration.py)
+        self.rate = 0.0  # spans/s while busy: a moving average over its batches (wall time, so contention counts)
         self.queued: deque[CompletedTrace] = deque()
         self.in_flight = 0  # batches
         self.crashes_in_a_row = 0
@@ -135,7 +135,9 @@ class EvaluationPool:
         queue_size: int = 256,
         batch_size: int = BATCH_SIZE,
         count_restart: Callable[[], None] = lambda: None,
+        cores: int | None = None,
     ) -> None:
+        """`cores`: the usable cores (default: this process's CPU affinity), for the first capacity estimate."""
         if not slots:
             raise ValueError("an evaluation pool needs at least one worker slot")
         self.slots = list(slots)
@@ -146,10 +148,8 @@ class EvaluationPool:
         self.batch_size = batch_size
         self.held = 0  # traces queued or in flight
         self.spans_held = 0  # their spans
-        self.capacity = 0.0  # spans/s the daemon evaluates when saturated (see _measure); 0 while unknown
-        self._window_start = time.monotonic()
-        self._window_spans = 0
-        self._window_saturated = True
+        self.capacity = 0.0  # spans/s the workers evaluate when all are busy (see _measure); 0 while unknown
+        self.cores = cores if cores is not None else len(os.sched_getaffinity(0))
         self.evaluated = 0
         self.restarts = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -196,8 +196,10 @@ class EvaluationPool:
             except Exception as exc:  # a worker that cannot measure still evaluates; real batches will tell
                 log.warning("evaluation worker %d could not calibrate: %r", slot.index, exc)
         calibrated = [slot.calibrated for slot in self.slots if slot.calibrated > 0]
-        if calibrated:  # generous on purpose: a burst into a fresh daemon is taken whole up to the budget
-            self.capacity = min(calibrated) * len(self.slots) * CALIBRATION_SHARE
+        if calibrated:
+            # Measured alone on an idle daemon; under load the workers share the cores with ingest.
+            share = min(1.0, max(self.cores - MAIN_PROCESS_CORES, MAIN_PROCESS_CORES) / len(self.slots))
+            self.capacity = min(calibrated) * len(self.slots) * share
         log.info(
             "evaluation: %d worker%s, first capacity estimate %.0f spans/s",
             self.workers,
@@ -276,7 +278,7 @@ class EvaluationPool:
         if error is None:
             slot.crashes_in_a_row = 0
             payload, busy_seconds = future.result()
-            self._measure(spans, busy_seconds)
+            self._measure(slot, spans, busy_seconds)
             tally = MetricsTally.from_wire(payload)
             self.evaluated += tally.evaluated
             try:
@@ -293,23 +295,16 @@ class EvaluationPool:
             self._emptied.set()
         self._pump(slot)
 
-    def _measure(self, spans: int, busy_seconds: float) -> None:
-        """Capacity from what the pool actually evaluates: over windows of CAPACITY_WINDOW_SECONDS, the spans
-        evaluated per second while traces waited for a worker all along (saturated: that is the capacity of the
-        whole daemon, ingest included), and never less than what any window showed it can do."""
-        self._window_spans += spans
-        if self.waiting == 0:
-            self._window_saturated = False
-        now = time.monotonic()
-        elapsed = now - self._window_start
-        if elapsed < CAPACITY_WINDOW_SECONDS:
+    def _measure(self, slot: WorkerSlot, spans: int, busy_seconds: float) -> None:
+        """Capacity from the batches themselves: each worker's spans per second of batch wall time (a moving
+        average: a worker that loses the CPU to ingest or to other workers measures slower), summed over the
+        workers. Known from the first batch back, with no need to wait for a saturated stretch."""
+        if spans <= 0 or busy_seconds <= 0:
             return
-        observed = self._window_spans / elapsed
-        if self._window_saturated:
-            self.capacity = observed if self.capacity <= 0 else 0.5 * self.capacity + 0.5 * observed
-        elif observed > self.capacity:
-            self.capacity = observed
-        self._window_start, self._window_spans, self._window_saturated = now, 0, True
+        observed = spans / busy_seconds
+        slot.rate = observed if slot.rate <= 0 else (1 - RATE_WEIGHT) * slot.rate + RATE_WEIGHT * observed
+        rates = [s.rate for s in self.slots if s.rate > 0]
+        self.capacity = sum(rates) * len(self.slots) / len(rates)  # workers not yet measured: like the others
 
     def _restart(self, slot: WorkerSlot, broken: Executor, error: BaseException) -> None:
         """Replace the slot's worker unless that already happened (several batches fail with one crash)."""
