@@ -31,6 +31,7 @@ from monitor.engine import worker_process
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.calibration import spans_per_second
 from monitor.engine.trace_evaluation import Outcome, TraceEvaluator
+from monitor.engine.trace_wire import traces_to_wire
 from monitor.results.rows import from_wire
 
 log = logging.getLogger(__name__)
@@ -57,9 +58,11 @@ class WorkerSlot:
         ping: Callable,
         calibrate: Callable[[], float],
         decode: Callable[[Any], list[Outcome]] = list,
+        encode: Callable[[list[CompletedTrace]], Any] = list,
     ) -> None:
         self.index = index
         self.decode = decode  # what `run_batch` returns → outcomes
+        self.encode = encode  # a batch → what `run_batch` takes
         self._make_executor = make_executor
         self._run_batch = run_batch
         self._ping = ping
@@ -90,7 +93,7 @@ class WorkerSlot:
 
     def submit(self, batch: list[CompletedTrace]) -> Future:
         assert self.executor is not None
-        return self.executor.submit(self._run_batch, batch)
+        return self.executor.submit(self._run_batch, self.encode(batch))
 
     def stop(self, wait: bool) -> None:
         executor, self.executor = self.executor, None
@@ -99,7 +102,8 @@ class WorkerSlot:
 
 
 def process_slots(config: MonitorConfig, count: int) -> list[WorkerSlot]:
-    """`count` worker processes (spawned: forking a process that runs gRPC threads is unsafe)."""
+    """`count` worker processes (spawned: forking a process that runs gRPC threads is unsafe). Batches go in
+    their wire form (trace_wire.py), which pickles much faster than the records."""
     context = multiprocessing.get_context("spawn")
 
     def make() -> Executor:
@@ -111,7 +115,15 @@ def process_slots(config: MonitorConfig, count: int) -> list[WorkerSlot]:
         )
 
     return [
-        WorkerSlot(i, make, worker_process.evaluate_batch, worker_process.ping, worker_process.calibrate, from_wire)
+        WorkerSlot(
+            i,
+            make,
+            worker_process.evaluate_batch,
+            worker_process.ping,
+            worker_process.calibrate,
+            decode=from_wire,
+            encode=traces_to_wire,
+        )
         for i in range(count)
     ]
 

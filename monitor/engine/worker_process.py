@@ -11,14 +11,13 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Sequence
 
 from monitor.config import MonitorConfig
-from monitor.engine.assembler import CompletedTrace
 from monitor.engine.calibration import spans_per_second
 from monitor.engine.evaluator_setup import build_evaluators
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.trace_evaluation import TraceEvaluator
+from monitor.engine.trace_wire import WireTrace, traces_from_wire
 from monitor.logutil import configure_logging
 from monitor.results.rows import WireOutcome, to_wire
 
@@ -41,11 +40,12 @@ def initialize(config: MonitorConfig, parent_pid: int) -> None:
     tune_gc()
 
 
-def evaluate_batch(batch: Sequence[CompletedTrace]) -> tuple[list[WireOutcome], float]:
-    """Evaluate a batch in this worker: the outcomes in their wire form (`rows.from_wire`), and the seconds it took."""
+def evaluate_batch(wire: list[WireTrace]) -> tuple[list[WireOutcome], float]:
+    """Evaluate a batch in this worker, sent in its wire form (`trace_wire.traces_to_wire`): the outcomes in their
+    wire form (`rows.from_wire`), and the seconds the evaluation took."""
     if _evaluator is None:
         raise RuntimeError("evaluation worker not initialized")
-    outcomes, seconds = _evaluator.evaluate_timed(batch)
+    outcomes, seconds = _evaluator.evaluate_timed(traces_from_wire(wire))
     return to_wire(outcomes), seconds
 
 
