@@ -11,15 +11,14 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Sequence
 
 from monitor.config import MonitorConfig
-from monitor.engine.assembler import CompletedTrace
 from monitor.engine.batch_run import BatchRun
 from monitor.engine.calibration import spans_per_second
 from monitor.engine.evaluator_setup import build_evaluators
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.trace_evaluation import TraceEvaluator
+from monitor.engine.trace_wire import WireTrace, traces_from_wire
 from monitor.logutil import configure_logging
 from monitor.results.store import ResultStore
 
@@ -48,12 +47,15 @@ def initialize(config: MonitorConfig, parent_pid: int) -> None:
     tune_gc()
 
 
-def evaluate_batch(batch: Sequence[CompletedTrace]) -> tuple[tuple, float]:
-    """Evaluate and store a batch in this worker: its metrics tally in wire form (`MetricsTally.from_wire`), and
-    the seconds it took."""
+def evaluate_batch(wire: list[WireTrace]) -> tuple[tuple, float]:
+    """Evaluate and store a batch in this worker, sent in its wire form (`trace_wire.traces_to_wire`): its metrics
+    tally in wire form (`MetricsTally.from_wire`), and the seconds it took (decoding included)."""
     if _run is None:
         raise RuntimeError("evaluation worker not initialized")
-    return _run(batch)
+    started = time.perf_counter()
+    batch = traces_from_wire(wire)
+    tally, _ = _run(batch)
+    return tally, time.perf_counter() - started
 
 
 def ping() -> int:

@@ -40,8 +40,8 @@ def stored(path) -> tuple[list, list]:
     """The rows the workers wrote: results and traces, without the time they were written."""
     with contextlib.closing(sqlite3.connect(path)) as db:
         results = db.execute(
-            "SELECT trace_id, span_id, service, agent, model, evaluator, level, score, passed, skip_reason, explanation,"
-            " details FROM results ORDER BY trace_id, evaluator, span_id"
+            "SELECT trace_id, span_id, service, agent, model, evaluator, level, score, passed, skip_reason,"
+            " explanation, details FROM results ORDER BY trace_id, evaluator, span_id"
         ).fetchall()
         traces = db.execute(
             "SELECT trace_id, service, input, output, span_count, duration_ms, has_errors FROM traces ORDER BY trace_id"

@@ -13,8 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families as parse_cla
 from evaluators import load_traces
 from evaluators.sdk import builtin
 from monitor.engine.assembler import CompletedTrace
-from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.batch_run import tally_of
+from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
