@@ -4,14 +4,24 @@ Several processes write it: each evaluation worker process opens its own `Result
 the rows of every batch it evaluates synchronously, in one transaction (WAL mode, `BEGIN IMMEDIATE` with a
 busy timeout). In the daemon's own process, once started, `write(outcomes)` only queues: a writer thread
 inserts everything queued in one transaction (one connection shared under a lock with the readers), so the
-event loop never waits on the disk; that thread also prunes rows past the retention. `results: failing` keeps
-only failing results and skips (and their traces). Text from traces arrives bounded (see `rows.py`).
+event loop never waits on the disk; that thread also prunes rows past the retention. Text from traces arrives
+bounded (see `rows.py`).
+
+Two tables. `results` has one row per failing result and per skip (sampled-out skips are only counted in the
+metrics): what the on-call SRE looks up, indexed by evaluator and time. `traces` has one row per evaluated
+trace; with `results: all` its `passed` column packs the trace's passing results as a JSON array of
+[evaluator, level, span_id, agent, model, score, explanation, details] (`PASSED_FIELDS`). A row per passing
+result would cost an index entry each and most of the store's time (about 20 results per trace, nearly all
+passing), for data that is only ever read per trace. `results: failing` keeps only the traces with a failing
+result or a skip, without their passing results.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import math
 import queue
 import sqlite3
 import threading
@@ -66,10 +76,18 @@ CREATE TABLE IF NOT EXISTS traces (
     output TEXT,
     span_count INTEGER,
     duration_ms REAL,
-    has_errors INTEGER
+    has_errors INTEGER,
+    passed TEXT
 );
 CREATE INDEX IF NOT EXISTS traces_time ON traces(created_at);
 """
+PASSED_FIELDS = ("evaluator", "level", "span_id", "agent", "model", "score", "explanation", "details")
+_PACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _number(score: float | None) -> float | None:
+    """A score JSON can hold (NaN and infinities have no JSON form; the metrics leave them out too)."""
+    return score if score is None or math.isfinite(score) else None
 
 
 class ResultStore:
@@ -92,6 +110,9 @@ class ResultStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(traces)")}
+            if "passed" not in columns:  # a database from before passing results were packed per trace
+                self._db.execute("ALTER TABLE traces ADD COLUMN passed TEXT")
         self._last_prune = 0.0
         self._queue: queue.Queue[list[TraceOutcome | _FlushMarker] | None] = queue.Queue()
         self._writer: threading.Thread | None = None
@@ -193,18 +214,26 @@ class ResultStore:
         rows: list[tuple] = []
         for o in outcomes:
             head = (now, o.trace_id, o.service)
-            # Sampled-out skips are counted in the metrics; a row each would only cost what sampling saves.
-            kept = [r for r in o.results if r.skip_reason != SAMPLED_OUT and not (failing_only and r.passed)]
+            passed = []
+            kept = 0
+            for r in o.results:
+                if r.passed:
+                    passed.append(
+                        (r.evaluator, r.level, r.span_id, r.agent, r.model, _number(r.score), r.explanation, r.details)
+                    )
+                elif r.skip_reason != SAMPLED_OUT:  # sampled-out skips are counted in the metrics, not stored
+                    rows.append(head + r[:10])
+                    kept += 1
             if failing_only and not kept:
                 continue
-            rows.extend(head + r[:10] for r in kept)
+            packed = None if failing_only or not passed else _PACK.encode(passed)
             traces.append(
-                (o.trace_id, now, o.service, o.input, o.output, o.span_count, o.duration_ms, int(o.has_error))
+                (o.trace_id, now, o.service, o.input, o.output, o.span_count, o.duration_ms, int(o.has_error), packed)
             )
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.executemany("INSERT OR REPLACE INTO traces VALUES (?, ?, ?, ?, ?, ?, ?, ?)", traces)
+                self._db.executemany("INSERT OR REPLACE INTO traces VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", traces)
                 self._db.executemany(
                     "INSERT INTO results (created_at, trace_id, service, span_id, agent, model, evaluator, level,"
                     " score, passed, skip_reason, explanation, details) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -256,6 +285,14 @@ class ResultStore:
             rows = self._db.execute(query, params).fetchall()
         keys = ("trace_id", "evaluator", "service", "agent", "score", "explanation", "created_at")
         return [dict(zip(keys, row)) for row in rows]
+
+    def passed(self, trace_id: str) -> list[dict[str, Any]]:
+        """The passing results stored for a trace (`results: all`), as dicts of `PASSED_FIELDS`."""
+        with self._lock:
+            row = self._db.execute("SELECT passed FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
+        if row is None or not row[0]:
+            return []
+        return [dict(zip(PASSED_FIELDS, values)) for values in json.loads(row[0])]
 
     def count(self, table: str = "results") -> int:
         if table not in ("results", "traces"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 from monitor.results.rows import ResultRow, TraceFailure, TraceOutcome, from_wire, to_wire
@@ -41,7 +42,7 @@ def test_writes_happen_on_the_writer_thread_and_flush_waits_for_them(tmp_path: P
         for n in range(50):
             store.write([outcome(f"{n:032x}", row("a", True), row("b", False))])
         store.flush()
-        assert store.count("traces") == 50 and store.count("results") == 100
+        assert store.count("traces") == 50 and store.count("results") == 50
         await store.shutdown()
         await store.shutdown()
 
@@ -65,6 +66,45 @@ def test_failing_mode_keeps_failures_and_skips_and_their_traces_only(tmp_path: P
     assert count(path, "SELECT COUNT(*) FROM traces") == 2
     assert count(path, "SELECT COUNT(*) FROM results") == 2
     assert count(path, "SELECT COUNT(*) FROM results WHERE passed = 1") == 0
+    assert count(path, "SELECT COUNT(*) FROM traces WHERE passed IS NOT NULL") == 0
+
+
+def test_all_mode_packs_passing_results_in_their_trace_and_keeps_a_row_per_failure_and_skip(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path / "r.db")
+    passing = row("a", True)._replace(span_id="ab" * 8, agent="planner", model="gpt-4o", score=0.75)
+    store.write(
+        [
+            outcome("1" * 32, passing, row("b", True), row("c", False), row("gt", None, "needs_ground_truth")),
+            outcome("2" * 32, row("s", None, "sampled_out")),
+        ]
+    )
+    assert store.passed("1" * 32) == [
+        {"evaluator": "a", "level": "trace", "span_id": "ab" * 8, "agent": "planner", "model": "gpt-4o",
+         "score": 0.75, "explanation": "why", "details": '{"k": 1}'},
+        {"evaluator": "b", "level": "trace", "span_id": None, "agent": None, "model": None,
+         "score": 1.0, "explanation": "why", "details": '{"k": 1}'},
+    ]  # fmt: skip
+    assert store.passed("2" * 32) == [] and store.passed("9" * 32) == []
+    assert store.count("traces") == 2
+    store.close()
+    path = tmp_path / "r.db"
+    assert count(path, "SELECT COUNT(*) FROM results WHERE evaluator = 'c' AND passed = 0") == 1
+    assert count(path, "SELECT COUNT(*) FROM results WHERE skip_reason = 'needs_ground_truth'") == 1
+    assert count(path, "SELECT COUNT(*) FROM results") == 2  # no row per passing result, none for sampled out
+
+
+def test_a_database_from_before_packing_gains_the_passed_column(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "CREATE TABLE traces (trace_id TEXT PRIMARY KEY, created_at REAL NOT NULL, service TEXT, input TEXT,"
+            " output TEXT, span_count INTEGER, duration_ms REAL, has_errors INTEGER)"
+        )
+        db.execute("INSERT INTO traces VALUES ('old', ?, 'svc', NULL, NULL, 1, 1.0, 0)", (time.time(),))
+    store = ResultStore(path)
+    store.write([outcome("1" * 32, row("a", True))])
+    assert store.passed("1" * 32)[0]["evaluator"] == "a" and store.count("traces") == 2
+    store.close()
 
 
 def test_prune_removes_rows_past_the_retention(tmp_path: Path) -> None:
