@@ -23,7 +23,7 @@ from __future__ import annotations
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.pool import EvaluationPool
 
-DELAY_ALLOWANCE_SECONDS = 1.0  # how long past its quiet period a trace may wait for a worker
+DELAY_ALLOWANCE_SECONDS = 2.0  # how long past its quiet period a trace may wait for a worker
 
 
 class Admission:

@@ -20,6 +20,7 @@ import functools
 import logging
 import multiprocessing
 import os
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -38,7 +39,7 @@ log = logging.getLogger(__name__)
 
 BATCH_SIZE = 64
 MAIN_PROCESS_CORES = 0.5  # what ingest takes of the cores at full speed, for the first estimate of capacity
-RATE_WEIGHT = 0.2  # weight of the latest batch in a worker's moving average of spans per second
+RATE_WEIGHT = 0.05  # weight of the latest batch in a worker's moving average of spans per second
 BATCHES_IN_FLIGHT = 2
 START_TIMEOUT_SECONDS = 120.0
 MAX_RESTART_DELAY_SECONDS = 30.0
@@ -69,6 +70,7 @@ class WorkerSlot:
         self.pid: int | None = None  # the worker's process id once it has answered (this process for a thread)
         self.calibrated = 0.0  # spans/s the worker evaluated at start (calibration.py)
         self.rate = 0.0  # spans/s while busy: a moving average over its batches (wall time, so contention counts)
+        self.back_to_back_since: float | None = None  # when the last batch came back with the next one queued
         self.queued: deque[CompletedTrace] = deque()
         self.in_flight = 0  # batches
         self.crashes_in_a_row = 0
@@ -290,7 +292,11 @@ class EvaluationPool:
         if error is None:
             slot.crashes_in_a_row = 0
             payload, busy_seconds = future.result()
+            now = time.monotonic()
+            if slot.back_to_back_since is not None:  # this batch was already waiting in the worker: no idle gap
+                busy_seconds = max(busy_seconds, now - slot.back_to_back_since)
             self._measure(slot, spans, busy_seconds)
+            slot.back_to_back_since = now if slot.in_flight > 0 else None
             tally = MetricsTally.from_wire(payload)
             self.evaluated += tally.evaluated
             try:
@@ -308,9 +314,11 @@ class EvaluationPool:
         self._pump(slot)
 
     def _measure(self, slot: WorkerSlot, spans: int, busy_seconds: float) -> None:
-        """Capacity from the batches themselves: each worker's spans per second of batch wall time (a moving
-        average: a worker that loses the CPU to ingest or to other workers measures slower), summed over the
-        workers. Known from the first batch back, with no need to wait for a saturated stretch."""
+        """Capacity from the batches themselves: each worker's spans per second of batch time (a moving average),
+        summed over the workers. Batch time is the worker's wall time for it (a worker that loses the CPU to
+        ingest or to other workers measures slower) or, when the batch was queued behind the previous one, the
+        time between the two coming back (hand-offs included), whichever is longer. Known from the first
+        batch back, with no need to wait for a saturated stretch."""
         if spans <= 0 or busy_seconds <= 0:
             return
         observed = spans / busy_seconds
