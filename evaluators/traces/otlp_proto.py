@@ -59,9 +59,13 @@ def attributes_from_proto(key_values: Any, batch: DecodedBatch | None = None) ->
     result: Attributes = {}
     for kv in key_values:
         value = kv.value
+        text = value.string_value  # "" unless the oneof holds a string: a non-empty one needs no WhichOneof
+        if text:
+            result[kv.key] = text
+            continue
         which = value.WhichOneof("value")
-        if which == "string_value":  # by far the most common: no call into _any_value
-            result[kv.key] = value.string_value
+        if which == "string_value":
+            result[kv.key] = text
             continue
         if which == "int_value":
             result[kv.key] = value.int_value
