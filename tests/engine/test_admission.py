@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from monitor.consumer import Outcome
-from monitor.engine.admission import Admission
+from monitor.engine.admission import DELAY_ALLOWANCE_SECONDS, Admission
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.ingest import Ingestor
 from monitor.engine.pool import EvaluationPool, thread_slot
@@ -70,7 +70,8 @@ def test_due_traces_under_the_queue_size_do_not_throttle() -> None:
 
 def test_work_budget_bounds_what_will_be_due_within_a_quiet_period() -> None:
     _, assembler, pool, admission, ingestor, _ = wired(queue_size=256, quiet=5.0)
-    pool.capacity = 700.0  # spans/s: a budget of 700 * (5 + 1) = 4200 spans = 600 traces
+    pool.capacity = 600.0  # spans/s: a budget of 600 * (5 + 2) = 4200 spans = 600 traces
+    assert DELAY_ALLOWANCE_SECONDS == 2.0
     answers = [ingestor.ingest(r, receiver="grpc", encoding="protobuf").outcome for r in synthetic_requests(700)]
     assert answers[: 600 // 50] == [Outcome.ACCEPTED] * (600 // 50)
     assert Outcome.THROTTLED in answers
