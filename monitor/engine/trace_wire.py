@@ -7,7 +7,7 @@ positional call. A span without events, links or logs (the usual case) leaves it
 
 Attribute dicts go as they are, never copied: the pickle memo writes a dict shared by many spans (a
 request's `resource_attributes`, a log's attributes joined to a span) once, and the worker gets one shared
-dict back. The reverse direction (outcomes) is `monitor.results.rows.to_wire`.
+dict back. What comes back is a metrics tally (`monitor.metrics.tally`).
 """
 
 from __future__ import annotations

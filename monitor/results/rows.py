@@ -1,7 +1,6 @@
-"""The compact rows an evaluation produces: what crosses from a worker process to the metrics and the store.
+"""The compact rows an evaluation produces, for the result store and the metrics tally (engine/batch_run.py).
 
-Plain tuples (NamedTuple) so they pickle small and fast; text from traces is already bounded here, in the
-worker, so the process that owns the store only inserts.
+Plain tuples (NamedTuple), built once per result; text from traces is bounded here, where it is evaluated.
 """
 
 from __future__ import annotations
@@ -59,31 +58,3 @@ class TraceFailure(NamedTuple):
 
     trace_id: str
     error: str
-
-
-# On the wire between processes: plain tuples pickle about four times faster than NamedTuples (no class
-# reference and reduce call per row).
-WireOutcome = tuple
-
-
-def to_wire(outcomes: list[TraceOutcome | TraceFailure]) -> list[WireOutcome]:
-    """Outcomes as plain tuples: (0, trace fields..., rows) for a TraceOutcome, (1, trace_id, error) for a failure."""
-    wire: list[WireOutcome] = []
-    for outcome in outcomes:
-        if isinstance(outcome, TraceFailure):
-            wire.append((1, *outcome))
-        else:
-            wire.append((0, *outcome[:-1], tuple(map(tuple, outcome.results))))
-    return wire
-
-
-def from_wire(wire: list[WireOutcome]) -> list[TraceOutcome | TraceFailure]:
-    """The inverse of `to_wire`."""
-    make_row = ResultRow._make
-    outcomes: list[TraceOutcome | TraceFailure] = []
-    for item in wire:
-        if item[0] == 1:
-            outcomes.append(TraceFailure(*item[1:]))
-        else:
-            outcomes.append(TraceOutcome._make((*item[1:-1], tuple(map(make_row, item[-1])))))
-    return outcomes

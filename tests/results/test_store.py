@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from monitor.results.rows import ResultRow, TraceFailure, TraceOutcome, from_wire, to_wire
+from monitor.results.rows import ResultRow, TraceOutcome
 from monitor.results.store import ResultStore
 
 
@@ -118,9 +118,3 @@ def test_prune_removes_rows_past_the_retention(tmp_path: Path) -> None:
     assert [r["trace_id"] for r in store.failing()] == ["2" * 32]
     assert store.count("traces") == 1
     store.close()
-
-
-def test_wire_form_round_trips() -> None:
-    items = [outcome("1" * 32, row("a", True), row("b", None, "no_data")), TraceFailure("2" * 32, "boom")]
-    back = from_wire(to_wire(items))
-    assert back == items and isinstance(back[0].results[0], ResultRow)
