@@ -15,7 +15,7 @@ from monitor.metrics.collector import WindowCollector
 from monitor.metrics.exposition import render
 from monitor.metrics.labels import OTHER, LabelCapper, clean_label_text, sanitize_label_value
 from monitor.metrics.series import CounterSeries, HistogramSeries, SeriesCollector
-from monitor.metrics.tally import NO_VERDICT, MetricsTally, ResultCounts, ResultKey
+from monitor.metrics.tally import MetricsTally, ResultCounts, ResultKey
 from monitor.metrics.windows import WindowStore
 
 DEFAULT_WINDOWS: tuple[tuple[str, float], ...] = (("5m", 300.0), ("1h", 3600.0))
@@ -234,10 +234,8 @@ class MetricsExporter:
         trace_id: str,
         duration_seconds: float,
     ) -> None:
-        """Record one evaluation result (see `observe_results`)."""
+        """Record one evaluation result (see `observe_results`: a skip without a reason counts as `no_verdict`)."""
         row = ResultView(agent, evaluator, level, score, None if skipped else passed, skip_reason, duration_seconds)
-        if skipped and row.skip_reason is None:
-            row = row._replace(skip_reason=NO_VERDICT)
         self.observe_results(service, trace_id, [row])
 
     def observe_results(self, service: str, trace_id: str, rows: Iterable[Any]) -> None:
