@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 
 YOUNG_THRESHOLD = 20_000
+DEFAULT_YOUNG_THRESHOLD = 700  # CPython's own
 
 
 def tune_gc(collect_less_often: bool = True) -> None:
@@ -24,3 +25,7 @@ def tune_gc(collect_less_often: bool = True) -> None:
     gc.freeze()
     if collect_less_often:
         gc.set_threshold(YOUNG_THRESHOLD, 20, 100)
+        return
+    young, *older = gc.get_threshold()
+    if young > DEFAULT_YOUNG_THRESHOLD:  # raised earlier in this process (an `evaluate` run in the same interpreter)
+        gc.set_threshold(DEFAULT_YOUNG_THRESHOLD, *older)
