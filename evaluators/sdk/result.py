@@ -21,6 +21,8 @@ class SkipReason(StrEnum):
     NO_DATA = "no_data"
     NOT_CONFIGURED = "not_configured"
     JUDGE_UNAVAILABLE = "judge_unavailable"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    NOT_APPLICABLE = "not_applicable"
     SAMPLED_OUT = "sampled_out"
     TIMEOUT = "timeout"
     ERROR = "error"

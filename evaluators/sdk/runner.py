@@ -127,6 +127,11 @@ class _ViewError:
     exc: Exception
 
 
+def dispatch_units(trace: Trace, level: str) -> list[tuple[Any, str | None, str | None, str | None]]:
+    """The subjects an evaluator of `level` runs on, each as (subject, span_id, agent_name, model)."""
+    return [(u.subject, u.span_id, u.agent_name, u.model) for u in _units(trace, level)]
+
+
 def _units(trace: Trace, level: str) -> list[_Unit]:
     if level == "trace":
         root = trace.root

@@ -85,6 +85,8 @@ def test_skip_reasons_are_the_documented_ones() -> None:
         "no_data",
         "not_configured",
         "judge_unavailable",
+        "budget_exhausted",
+        "not_applicable",
         "sampled_out",
         "timeout",
         "error",
