@@ -47,7 +47,6 @@ class JudgeSettings(BaseModel):
     requests_per_minute: Annotated[int, Field(ge=0)] = 60  # all judges together; 0 = unlimited
     daily_token_budget: Annotated[int, Field(ge=0)] = 0  # all judges together, per UTC day; 0 = unlimited
     cache_size: Annotated[int, Field(ge=0)] = 1024  # judgements kept by prompt content hash; 0 = no cache
-    max_data_chars: Annotated[int, Field(ge=200)] = 8000  # per data block of a prompt, then a visible marker
     redact: bool = True  # mask secrets and PII (the pii_leak patterns) before a prompt leaves the process
     max_pending: Annotated[int, Field(ge=1)] = 1000  # judgements waiting in the daemon; beyond: judge_unavailable
 
