@@ -15,15 +15,21 @@ import math
 import signal
 import time
 
+from evaluators.judges.client import JudgeClient
+from evaluators.judges.engine import JudgeEngine
+
+from evaluators.judges import LLMJudge
 from monitor import __version__
 from monitor.config import MonitorConfig
 from monitor.config.models import usable_cpus
 from monitor.engine.admission import Admission
 from monitor.engine.assembler import CompletedTrace, TraceAssembler
+from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.dispatcher import DueTraceDispatcher
 from monitor.engine.evaluator_setup import thresholds_of
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.ingest import Ingestor
+from monitor.engine.judge_stage import JudgeStage
 from monitor.engine.pool import EvaluationPool, EvaluationStartError, process_slots, thread_slot
 from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
@@ -86,6 +92,7 @@ class Daemon:
                 self.store.write if self.store is not None else None,
             )
         )
+        self.judge_engine, self.judge_stage = _judging(config, evaluators, self.metrics, self.store)
         self.pool = EvaluationPool(
             slots,
             self._record,
@@ -137,6 +144,8 @@ class Daemon:
     # --- wiring callbacks -----------------------------------------------------------------------
     def _record(self, tally: MetricsTally) -> None:
         self.recorder.record(tally)
+        if tally.judge_jobs:
+            self.judge_stage.submit(tally.judge_jobs)
         self.metrics.queue_depth.set(self.pool.depth)
 
     def _update_gauges(self) -> None:
@@ -227,7 +236,9 @@ class Daemon:
             log.warning("shutdown: %d traces could not be evaluated within the grace period", dropped)
         log.info("shutdown: evaluated %d traces in total (%d completed at shutdown)", self.evaluated, len(pending))
         self._update_gauges()
+        await self.judge_stage.shutdown(grace=max(deadline - time.monotonic(), 0.0))
         await self.pool.shutdown(grace=max(deadline - time.monotonic(), 1.0))
+        await self.judge_engine.aclose()
         if self.store is not None:
             await self.store.shutdown()
         await self.api.shutdown(grace=0.5)
@@ -238,3 +249,28 @@ class Daemon:
             if not self.pool.submit(completed):
                 return len(traces) - index
         return 0
+
+
+def _judging(
+    config: MonitorConfig, evaluators: list[ConfiguredEvaluator], metrics: MetricsExporter, store: ResultStore | None
+) -> tuple[JudgeEngine, JudgeStage]:
+    """The judge engine and the stage that feeds it; judges configured without a key skip, with one warning."""
+    settings = config.judges.settings()
+    judges = {c.label: c.evaluator for c in evaluators if isinstance(c.evaluator, LLMJudge)}
+    if judges and not settings.enabled:
+        log.warning(
+            "LLM judges configured (%s) but no GEMINI_API_KEY / GOOGLE_API_KEY, judges.gemini_api_key or "
+            "judges.vertex_project: every judgement is skipped as judge_unavailable",
+            ", ".join(judges),
+        )
+    client = JudgeClient(settings) if judges and settings.enabled else None
+    engine = JudgeEngine(settings, client, observer=metrics.judges)
+    stage = JudgeStage(
+        judges,
+        engine.judge,
+        metrics.apply_tally,
+        store.write if store is not None else None,
+        max_pending=settings.max_pending,
+        on_pending=metrics.judges.pending.set,
+    )
+    return engine, stage

@@ -79,11 +79,15 @@ class LLMJudge(BaseEvaluator):
     response_schema: ClassVar[type[BaseModel]] = JudgeVerdict
 
     model = Param("", "Gemini model of this judge; empty = the judges section's model")
-    num_samples = Param(1, "replies asked per judgement, combined by majority vote (odd numbers avoid ties)", min=1, max=9)
+    num_samples = Param(
+        1, "replies asked per judgement, combined by majority vote (odd numbers avoid ties)", min=1, max=9
+    )
     max_concurrency = Param(0, "requests of this judge in flight at once; 0 = only the global limit", min=0)
     requests_per_minute = Param(0, "requests of this judge per minute; 0 = only the global limit", min=0)
     daily_token_budget = Param(0, "tokens this judge may spend per UTC day; 0 = only the global budget", min=0)
-    max_data_chars = Param(8000, "characters of one data block in the prompt; longer text is cut with a marker", min=200)
+    max_data_chars = Param(
+        8000, "characters of one data block in the prompt; longer text is cut with a marker", min=200
+    )
 
     # --- step 1: where the views are -----------------------------------------------------------
     def build_prompt(self, subject: Any, task: Any = None) -> str | EvalResult:

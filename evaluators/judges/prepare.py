@@ -32,7 +32,9 @@ class PreparedJudgement:
     result: EvalResult | None
 
 
-def prepare(trace: Any, judges: Iterable[LLMJudge], mode: str = "monitor", task: Any = None) -> Iterator[PreparedJudgement]:
+def prepare(
+    trace: Any, judges: Iterable[LLMJudge], mode: str = "monitor", task: Any = None
+) -> Iterator[PreparedJudgement]:
     """Every judge at its level over `trace` (see `evaluators.sdk.dispatch`); a judge that raises while
     building its prompt gets an `error` skip, the others go on."""
     units: dict[str, list[tuple[Any, str | None, str | None, str | None]]] = {}

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import TextIO
+
+from pydantic import ValidationError
 
 from evaluators.traces import TraceDecodeError, load_traces
 from monitor.commands.offline import (
@@ -17,9 +20,11 @@ from monitor.commands.offline import (
     OfflineReport,
     default_selection,
     evaluate_offline,
+    load_spec,
     read_dataset,
     read_spec,
 )
+from monitor.commands.offline_judges import judge_settings, stderr_progress
 from monitor.engine.gc_tuning import tune_gc
 from monitor.text import clip
 
@@ -59,17 +64,24 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        selection = read_spec(args.spec) if args.spec else default_selection()
+        spec = load_spec(args.spec) if args.spec else None
+        selection = read_spec(args.spec, spec) if args.spec else default_selection()
+        judges = judge_settings(spec if isinstance(spec, dict) else None, os.environ)
         dataset = read_dataset(args.dataset) if args.dataset else None
         traces = load_traces(args.paths)
     except (InputError, TraceDecodeError) as exc:
         print(f"agent-monitor evaluate: {exc}", file=err)
         return 2
+    except ValidationError as exc:
+        print(f"agent-monitor evaluate: {args.spec}: invalid judges section: {exc}", file=err)
+        return 2
     if not traces:
         print(f"agent-monitor evaluate: no spans found in {', '.join(args.paths)}", file=err)
         return 2
     tune_gc()  # every trace is held in memory: untuned, the collector re-walks them all again and again
-    report = evaluate_offline(traces, selection, dataset, worst=args.worst)
+    report = evaluate_offline(
+        traces, selection, dataset, worst=args.worst, judges=judges, progress=stderr_progress(err)
+    )
     if args.format == "json":
         json.dump(report.to_dict(), out, indent=2, ensure_ascii=False, default=str)
         out.write("\n")
@@ -136,6 +148,13 @@ def render_table(report: OfflineReport) -> str:
             lines.append(
                 f"  {_num(r.score)} {verdict}  {clip(r.evaluator, 32).ljust(label_width)}  trace {r.trace_id}{where}  "
                 f"{clip(r.explanation, EXPLANATION_WIDTH)}"
+            )
+    if report.judge_spend:
+        lines += ["", "judge spend:"]
+        for label, spend in report.judge_spend.items():
+            lines.append(
+                f"  {clip(label, 32)}  {spend.model}: {spend.requests} requests ({spend.failed} failed, "
+                f"{spend.cached} cached), {spend.input_tokens} input + {spend.output_tokens} output tokens"
             )
     lines.append("")
     failed = report.failed_gates

@@ -7,7 +7,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,10 +26,12 @@ from evaluators.sdk import (
     run_evaluators,
     summarize,
 )
+from evaluators.judges import JudgeSettings, LLMJudge
 from evaluators.traces.model import Trace
 from monitor.config import EvaluatorEntry, EvaluatorOverride, EvaluatorSet, Loc, dotted, validation_problems
 from monitor.config.evaluators import DEFAULTS_CONTEXT, evaluators_field, resolve_section
 from monitor.config.units import Label
+from monitor.commands.offline_judges import JudgeSpend, Progress, run_judges
 from monitor.engine.configured import relabel
 from monitor.engine.evaluator_setup import build_evaluators
 
@@ -100,19 +102,27 @@ def default_selection() -> list[Selected]:
     return _select(resolve_section(None, default_names(), entry_type=SpecEntry), "default selection")
 
 
-def read_spec(path: str | os.PathLike[str]) -> list[Selected]:
-    """The evaluators a YAML spec file names; modules next to the file (or in the cwd) can be imported."""
+def read_spec(path: str | os.PathLike[str], data: Any = None) -> list[Selected]:
+    """The evaluators a YAML spec file names (`data`: the file already loaded with `load_spec`); modules next
+    to the file (or in the cwd) can be imported."""
+    path = Path(path)
+    if data is None:
+        data = load_spec(path)
+    with _importable(path.resolve().parent, Path.cwd()):
+        return parse_spec(data, str(path))
+
+
+def load_spec(path: str | os.PathLike[str]) -> Any:
+    """A spec file's YAML, parsed (size-limited)."""
     path = Path(path)
     try:
         if path.stat().st_size > MAX_SPEC_BYTES:
             raise InputError(f"{path}: over the {MAX_SPEC_BYTES} byte limit for a spec file")
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not valid YAML: {exc}") from None
-    with _importable(path.resolve().parent, Path.cwd()):
-        return parse_spec(data, str(path))
 
 
 @contextlib.contextmanager
@@ -276,6 +286,7 @@ class OfflineReport:
     task_count: int = 0
     matched: dict[str, int] = field(default_factory=dict)
     tasks_without_trace: int = 0
+    judge_spend: dict[str, JudgeSpend] = field(default_factory=dict)
 
     @property
     def failed_gates(self) -> list[EvaluatorReport]:
@@ -304,20 +315,31 @@ class OfflineReport:
             )
             for record in self.worst
         ]
+        if self.judge_spend:
+            data["judge_spend"] = {label: asdict(spend) for label, spend in self.judge_spend.items()}
         data["failed_gates"] = [e.label for e in self.failed_gates]
         data["exit_code"] = self.exit_code
         return data
 
 
 def evaluate_offline(
-    traces: Sequence[Trace], selection: Sequence[Selected], dataset: Dataset | None = None, worst: int = 10
+    traces: Sequence[Trace],
+    selection: Sequence[Selected],
+    dataset: Dataset | None = None,
+    worst: int = 10,
+    *,
+    judges: JudgeSettings | None = None,
+    progress: Progress | None = None,
 ) -> OfflineReport:
-    """Run the selected evaluators over every trace: experiment mode with a dataset, monitor mode without."""
+    """Run the selected evaluators over every trace: experiment mode with a dataset, monitor mode without.
+    LLM judges go through one judge engine with `judges` settings (none: every judgement skips)."""
     mode: Mode = "experiment" if dataset is not None else "monitor"
     matcher = TaskMatcher(dataset) if dataset is not None else None
     matched = {"task_id": 0, "input": 0, "unmatched": 0}
     used: set[str] = set()
     by_label: dict[str, list[EvaluationRecord]] = {s.label: [] for s in selection}
+    rules = [s for s in selection if not isinstance(s.evaluator, LLMJudge)]
+    tasks: list[Task | None] = []
     for trace in traces:
         task: Task | None = None
         if matcher is not None:
@@ -325,9 +347,18 @@ def evaluate_offline(
             matched[how] += 1
             if task is not None:
                 used.add(task.task_id)
-        for chosen in selection:
+        tasks.append(task)
+        for chosen in rules:
             for record in run_evaluators(trace, [chosen.evaluator], mode=mode, task=task):
                 by_label[chosen.label].append(relabel(record, chosen.label))
+    chosen_judges = [(s.evaluator, s.label) for s in selection if isinstance(s.evaluator, LLMJudge)]
+    spend: dict[str, JudgeSpend] = {}
+    if chosen_judges:
+        settings = judges if judges is not None else JudgeSettings()
+        records, observer = run_judges(traces, chosen_judges, settings, mode=mode, tasks=tasks, progress=progress)
+        for record in records:
+            by_label[record.evaluator].append(record)
+        spend = observer.by_judge
     reports = [
         EvaluatorReport(
             label=s.label,
@@ -349,6 +380,7 @@ def evaluate_offline(
         task_count=len(dataset) if dataset is not None else 0,
         matched=matched if dataset is not None else {},
         tasks_without_trace=len(dataset) - len(used) if dataset is not None else 0,
+        judge_spend=spend,
     )
 
 

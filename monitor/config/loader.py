@@ -176,6 +176,14 @@ def _set(data: dict[str, Any], loc: tuple[str, ...], value: Any) -> None:
     data[loc[-1]] = value
 
 
+def judge_key_from_env(env: Mapping[str, str]) -> str | None:
+    """The judge API key from GEMINI_API_KEY, else GOOGLE_API_KEY (None when neither is set)."""
+    for var in JUDGE_KEY_VARS:
+        if env.get(var):
+            return env[var]
+    return None
+
+
 def _judge_key_fallback(data: dict[str, Any], env: Mapping[str, str], origins: dict[Loc, str]) -> None:
     judges = data.get("judges")
     if judges is None:

@@ -30,6 +30,8 @@ def tally_of(outcomes: Iterable[TraceOutcome | TraceFailure]) -> MetricsTally:
             o.service, o.duration_seconds, o.has_error, o.trace_id, o.tokens, o.tools, o.llm_calls, o.last_seen
         )
         tally.add_results(o.service, o.trace_id, o.results)
+        if o.judge_jobs:
+            tally.judge_jobs.extend(o.judge_jobs)
     return tally
 
 

@@ -3,6 +3,10 @@
 Pure CPU work with no shared state, so it runs the same in a worker process or on the in-process thread.
 The views are built once per trace and shared by every evaluator. An evaluator that ran past `timeout`
 has its results replaced by `timeout` skips (a running evaluator cannot be pre-empted).
+
+LLM judges do only their CPU half here: the traces they sample (by trace id, the same traces for every
+judge) get their prompts built (`evaluators.judges.prepare`), and those go back as `JudgeJob`s for the
+judge stage (judge_stage.py), which waits on the network on the event loop, never in a worker.
 """
 
 from __future__ import annotations
@@ -11,12 +15,15 @@ import json
 import logging
 from collections.abc import Iterable, Sequence
 
+from evaluators.judges.control import judge_sampled_in
+
+from evaluators.judges import LLMJudge, prepare
 from evaluators.sdk import Dispatched, dispatch
 from evaluators.traces import build_trace, join_logs
 from evaluators.traces.model import Trace
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.configured import ConfiguredEvaluator, sampled_in
-from monitor.results.rows import ResultRow, TraceFailure, TraceOutcome, bounded
+from monitor.results.rows import JudgeJob, ResultRow, TraceFailure, TraceOutcome, bounded
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +39,7 @@ class TraceEvaluator:
         self.timeout_seconds = timeout_seconds
         self.mode = mode
         self._label_of = {id(c.evaluator): c.label for c in self.evaluators}
+        self._is_judge = {c.label: isinstance(c.evaluator, LLMJudge) for c in self.evaluators}
         self._levels = {c.label: str(getattr(c.evaluator, "level", "trace")) for c in self.evaluators}
 
     def evaluate_batch(self, batch: Iterable[CompletedTrace]) -> list[Outcome]:
@@ -54,9 +62,11 @@ class TraceEvaluator:
         """The TraceOutcome of an already built trace (views, metrics inputs and result rows)."""
         metrics = trace.metrics
         llm_calls = trace.get_llm_calls()
+        jobs: list[JudgeJob] = []
+        service = trace.service_name or "unknown"
         return TraceOutcome(
             trace_id=trace.trace_id,
-            service=trace.service_name or "unknown",
+            service=service,
             duration_seconds=metrics.total_duration_ms / 1000.0,
             has_error=bool(metrics.has_errors),
             tokens=tuple((c.model, c.metrics.input_tokens, c.metrics.output_tokens) for c in llm_calls),
@@ -67,18 +77,30 @@ class TraceEvaluator:
             span_count=trace.span_count,
             duration_ms=metrics.total_duration_ms,
             last_seen=last_seen,
-            results=tuple(self.rows(trace)),
+            results=tuple(self.rows(trace, jobs, service)),
+            judge_jobs=tuple(jobs),
         )
 
-    def rows(self, trace: Trace) -> list[ResultRow]:
-        """One row per (evaluator, dispatch unit), in configured evaluator order."""
+    def rows(self, trace: Trace, jobs: list[JudgeJob] | None = None, service: str = "unknown") -> list[ResultRow]:
+        """One row per (evaluator, dispatch unit), in configured evaluator order. A judge's row is here only when
+        it is already decided (sampled out, nothing to judge); its requests are appended to `jobs` (without a
+        list to take them, judges are not run)."""
         by_label: dict[str, list[ResultRow]] = {}
         chosen = []
+        judges = []
         for configured in self.evaluators:
-            if sampled_in(trace.trace_id, configured.label, configured.sampling):
+            label = configured.label
+            if self._is_judge[label]:
+                if jobs is not None and judge_sampled_in(trace.trace_id, configured.sampling):
+                    judges.append(configured)
+                elif jobs is not None:
+                    by_label[label] = [self._sampled_out(configured)]
+            elif sampled_in(trace.trace_id, label, configured.sampling):
                 chosen.append(configured.evaluator)
             else:
-                by_label[configured.label] = [self._sampled_out(configured)]
+                by_label[label] = [self._sampled_out(configured)]
+        if judges and jobs is not None:
+            self._prepare_judges(trace, judges, by_label, jobs, service)
         spent: dict[str, float] = {}
         for done in dispatch(trace, chosen, self.mode):  # type: ignore[arg-type]  # mode is validated by config
             label = self._label_of[id(done.evaluator)]
@@ -90,6 +112,38 @@ class TraceEvaluator:
                 message = f"ran {ms / 1000:.1f}s, over the {self.timeout_seconds:g}s limit"
                 by_label[label] = [_as_timeout(row, message) for row in by_label[label]]
         return [row for c in self.evaluators for row in by_label.get(c.label, ())]
+
+    def _prepare_judges(
+        self,
+        trace: Trace,
+        judges: list[ConfiguredEvaluator],
+        by_label: dict[str, list[ResultRow]],
+        jobs: list[JudgeJob],
+        service: str,
+    ) -> None:
+        label_of = {id(c.evaluator): c.label for c in judges}
+        for prepared in prepare(trace, [c.evaluator for c in judges], self.mode):
+            label = label_of[id(prepared.judge)]
+            if prepared.request is None:
+                result = prepared.result
+                assert result is not None
+                done = Dispatched(
+                    prepared.judge, prepared.level, prepared.span_id, prepared.agent_name, prepared.model, result, 0.0
+                )  # type: ignore[arg-type]  # level comes from the judge, one of LEVELS
+                by_label.setdefault(label, []).append(_row(label, done))
+            else:
+                jobs.append(
+                    JudgeJob(
+                        trace.trace_id,
+                        service,
+                        label,
+                        prepared.level,
+                        prepared.span_id,
+                        prepared.agent_name,
+                        prepared.model,
+                        prepared.request,
+                    )
+                )
 
     def _sampled_out(self, configured: ConfiguredEvaluator) -> ResultRow:
         message = f"sampled out at rate {configured.sampling:g}"

@@ -13,6 +13,7 @@ from monitor import __version__
 from monitor.alerting.thresholds import AlertRule, AlertState
 from monitor.metrics.collector import WindowCollector
 from monitor.metrics.exposition import render
+from monitor.metrics.judges import JudgeMetrics
 from monitor.metrics.labels import OTHER, LabelCapper, clean_label_text, sanitize_label_value
 from monitor.metrics.series import CounterSeries, HistogramSeries, SeriesCollector
 from monitor.metrics.tally import MetricsTally, ResultCounts, ResultKey
@@ -175,6 +176,7 @@ class MetricsExporter:
         )
         self._resolved: dict[tuple[str, str, str, str | None], _ResultKey] = {}
         self._capped_values: dict[tuple[str, object], str] = {}
+        self.judges = JudgeMetrics(r)
         self.build_info = Gauge("agent_monitor_build_info", "Build information.", ["version"], registry=r)
         self.build_info.labels(version=__version__).set(1)
 

@@ -60,6 +60,7 @@ class MetricsTally:
         "durations",
         "evaluated",
         "failures",
+        "judge_jobs",
         "llm_calls",
         "results",
         "tokens",
@@ -77,6 +78,7 @@ class MetricsTally:
         self.delays_from: list[float] = []  # time.monotonic() of each trace's last span
         self.results: dict[ResultKey, ResultCounts] = {}
         self.failures: list[tuple[str, str]] = []  # (trace id, error) of traces not evaluated
+        self.judge_jobs: list[Any] = []  # judgements to make (engine.judge_stage), passed through as they are
 
     # --- adding -----------------------------------------------------------------------------------
     def add_trace(
@@ -163,6 +165,7 @@ class MetricsTally:
             self.delays_from,
             {key: counts.wire() for key, counts in self.results.items()},
             self.failures,
+            self.judge_jobs,
         )
 
     @classmethod
@@ -178,6 +181,7 @@ class MetricsTally:
             tally.delays_from,
             results,
             tally.failures,
+            tally.judge_jobs,
         ) = wire
         tally.results = {key: ResultCounts.from_wire(counts) for key, counts in results.items()}
         return tally

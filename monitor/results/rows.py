@@ -51,6 +51,29 @@ class TraceOutcome(NamedTuple):
     duration_ms: float
     last_seen: float  # time.monotonic() of the trace's last span (CLOCK_MONOTONIC is system-wide on Linux)
     results: tuple[ResultRow, ...]
+    judge_jobs: tuple[JudgeJob, ...] = ()  # the judgements still to make (LLM judges answer later)
+
+
+class JudgeJob(NamedTuple):
+    """One judgement to make for a trace: who asks (the judge's label) about what (the dispatch unit), and the
+    request (`evaluators.judges.JudgeRequest`: plain strings, built where the views are)."""
+
+    trace_id: str
+    service: str
+    evaluator: str  # the judge's `evaluator` metric label
+    level: str
+    span_id: str | None
+    agent: str | None
+    model: str | None
+    request: Any
+
+
+class LateResults(NamedTuple):
+    """Results that arrive after their trace was stored (LLM judges): added to that trace's stored results."""
+
+    trace_id: str
+    service: str
+    results: tuple[ResultRow, ...]
 
 
 class TraceFailure(NamedTuple):

@@ -14,6 +14,9 @@ trace; with `results: all` its `passed` column packs the trace's passing results
 result would cost an index entry each and most of the store's time (about 20 results per trace, nearly all
 passing), for data that is only ever read per trace. `results: failing` keeps only the traces with a failing
 result or a skip, without their passing results.
+
+LLM judges answer after their trace was stored: `write([LateResults(...)])` appends their passing results
+to the trace's packed array (json_insert) and inserts the failing ones and skips like any other.
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from monitor.results.rows import TraceOutcome
+from monitor.results.rows import LateResults, ResultRow, TraceOutcome
+
+Written = TraceOutcome | LateResults
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +90,11 @@ PASSED_FIELDS = ("evaluator", "level", "span_id", "agent", "model", "score", "ex
 _PACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+def _passed_entry(r: ResultRow) -> tuple:
+    """A passing result as its PASSED_FIELDS."""
+    return (r.evaluator, r.level, r.span_id, r.agent, r.model, _number(r.score), r.explanation, r.details)
+
+
 def _number(score: float | None) -> float | None:
     """A score JSON can hold (NaN and infinities have no JSON form; the metrics leave them out too)."""
     return score if score is None or math.isfinite(score) else None
@@ -114,7 +124,7 @@ class ResultStore:
             if "passed" not in columns:  # a database from before passing results were packed per trace
                 self._db.execute("ALTER TABLE traces ADD COLUMN passed TEXT")
         self._last_prune = 0.0
-        self._queue: queue.Queue[list[TraceOutcome | _FlushMarker] | None] = queue.Queue()
+        self._queue: queue.Queue[list[Written | _FlushMarker] | None] = queue.Queue()
         self._writer: threading.Thread | None = None
         self._closed = False
         self.write_errors = 0
@@ -145,7 +155,7 @@ class ResultStore:
             self._db.close()
 
     # --- writing --------------------------------------------------------------------------------
-    def write(self, outcomes: Sequence[TraceOutcome]) -> None:
+    def write(self, outcomes: Sequence[Written]) -> None:
         """Queue evaluated traces for the writer thread (written at once when it is not running)."""
         if not outcomes or self._closed:
             return
@@ -171,7 +181,7 @@ class ResultStore:
                 continue
             if item is None:
                 return
-            batch: list[TraceOutcome | _FlushMarker] = list(item)
+            batch: list[Written | _FlushMarker] = list(item)
             while len(batch) < MAX_TRACES_PER_TRANSACTION:  # everything already waiting goes in one transaction
                 try:
                     more = self._queue.get_nowait()
@@ -184,7 +194,7 @@ class ResultStore:
             self._insert(batch)
 
     def _drain_synchronously(self) -> None:
-        pending: list[TraceOutcome | _FlushMarker] = []
+        pending: list[Written | _FlushMarker] = []
         while True:
             try:
                 item = self._queue.get_nowait()
@@ -194,7 +204,7 @@ class ResultStore:
                 pending.extend(item)
         self._insert(pending)
 
-    def _insert(self, batch: Sequence[TraceOutcome | _FlushMarker]) -> None:
+    def _insert(self, batch: Sequence[Written | _FlushMarker]) -> None:
         markers = [o for o in batch if isinstance(o, _FlushMarker)]
         outcomes = [o for o in batch if not isinstance(o, _FlushMarker)]
         try:
@@ -207,23 +217,26 @@ class ResultStore:
             for marker in markers:
                 marker.done.set()
 
-    def _insert_rows(self, outcomes: list[TraceOutcome]) -> None:
+    def _insert_rows(self, outcomes: list[Written]) -> None:
         now = time.time()
         failing_only = self.failing_only
         traces = []
         rows: list[tuple] = []
+        appended: list[tuple[str, str]] = []  # (packed passing result, trace id) of late results
         for o in outcomes:
             head = (now, o.trace_id, o.service)
             passed = []
             kept = 0
             for r in o.results:
                 if r.passed:
-                    passed.append(
-                        (r.evaluator, r.level, r.span_id, r.agent, r.model, _number(r.score), r.explanation, r.details)
-                    )
+                    passed.append(_passed_entry(r))
                 elif r.skip_reason != SAMPLED_OUT:  # sampled-out skips are counted in the metrics, not stored
                     rows.append(head + r[:10])
                     kept += 1
+            if isinstance(o, LateResults):
+                if not failing_only:
+                    appended.extend((_PACK.encode(entry), o.trace_id) for entry in passed)
+                continue
             if failing_only and not kept:
                 continue
             packed = None if failing_only or not passed else _PACK.encode(passed)
@@ -239,6 +252,12 @@ class ResultStore:
                     " score, passed, skip_reason, explanation, details) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     rows,
                 )
+                if appended:
+                    self._db.executemany(
+                        "UPDATE traces SET passed = json_insert(COALESCE(passed, '[]'), '$[#]', json(?))"
+                        " WHERE trace_id = ?",
+                        appended,
+                    )
                 self._db.execute("COMMIT")
             except Exception:
                 self._db.execute("ROLLBACK")

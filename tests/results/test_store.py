@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from monitor.results.rows import ResultRow, TraceOutcome
+from monitor.results.rows import LateResults, ResultRow, TraceOutcome
 from monitor.results.store import ResultStore
 
 
@@ -91,6 +91,22 @@ def test_all_mode_packs_passing_results_in_their_trace_and_keeps_a_row_per_failu
     assert count(path, "SELECT COUNT(*) FROM results WHERE evaluator = 'c' AND passed = 0") == 1
     assert count(path, "SELECT COUNT(*) FROM results WHERE skip_reason = 'needs_ground_truth'") == 1
     assert count(path, "SELECT COUNT(*) FROM results") == 2  # no row per passing result, none for sampled out
+
+
+def test_late_judge_results_join_their_stored_trace(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path / "r.db")
+    store.write([outcome("1" * 32, row("a", True)), outcome("2" * 32)])
+    judged = row("hallucination", True)._replace(score=0.9, details='{"verdict": "pass"}')
+    store.write([LateResults("1" * 32, "svc", (judged, row("safety", False)))])
+    store.write([LateResults("2" * 32, "svc", (row("safety", None, "judge_unavailable"), judged))])
+    assert [p["evaluator"] for p in store.passed("1" * 32)] == ["a", "hallucination"]
+    assert store.passed("1" * 32)[1]["score"] == 0.9
+    assert [p["evaluator"] for p in store.passed("2" * 32)] == ["hallucination"]  # a trace with none before
+    store.close()
+    path = tmp_path / "r.db"
+    assert count(path, "SELECT COUNT(*) FROM results WHERE evaluator = 'safety' AND passed = 0") == 1
+    assert count(path, "SELECT COUNT(*) FROM results WHERE skip_reason = 'judge_unavailable'") == 1
+    assert count(path, "SELECT COUNT(*) FROM traces") == 2  # late results add no trace rows
 
 
 def test_a_database_from_before_packing_gains_the_passed_column(tmp_path: Path) -> None:

@@ -1,0 +1,144 @@
+"""JudgeStage: the judgements the workers prepared → the judge engine, as asyncio tasks on the event loop.
+
+Judges are I/O-bound: they wait on the judge model for seconds, so they never hold an evaluation worker.
+Workers build the prompts (where the views are) and send `JudgeJob`s back with their batch's metrics tally;
+here each job becomes a task that waits for the engine (its concurrency, rate and budget limits are the
+engine's). A result is counted in the metrics like any other evaluator's (one small tally per judgement) and
+added to its trace in the result store (`LateResults`).
+
+At most `max_pending` judgements wait: beyond it a job is answered at once with a `judge_unavailable` skip
+("judge backlog full"), so a slow or down judge API costs bounded memory and is visible in the metrics. At
+shutdown, judgements still waiting after the grace period are cancelled and counted as the same skip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from evaluators.judges import LLMJudge
+from evaluators.sdk import EvalResult, SkipReason
+from monitor.metrics.tally import MetricsTally
+from monitor.results.rows import JudgeJob, LateResults, ResultRow, bounded
+
+log = logging.getLogger(__name__)
+
+Judge = Callable[..., Any]  # JudgeEngine.judge: (judge, request, *, name) -> awaitable EvalResult
+ApplyTally = Callable[[MetricsTally], None]
+StoreWrite = Callable[[Sequence[LateResults]], None]
+_DETAILS_JSON = json.JSONEncoder(default=str, ensure_ascii=False)
+
+
+class JudgeStage:
+    def __init__(
+        self,
+        judges: Mapping[str, LLMJudge],
+        judge: Judge,
+        apply_tally: ApplyTally,
+        write: StoreWrite | None = None,
+        *,
+        max_pending: int = 1000,
+        on_pending: Callable[[int], None] = lambda pending: None,
+    ) -> None:
+        """`judges`: the configured judge instances by label; `judge`: the engine's `judge` coroutine function."""
+        self.judges = dict(judges)
+        self._judge = judge
+        self._apply = apply_tally
+        self._write = write
+        self.max_pending = max_pending
+        self._on_pending = on_pending
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
+        self.submitted = 0
+        self.completed = 0
+
+    @property
+    def pending(self) -> int:
+        return len(self._tasks)
+
+    async def start(self) -> None:
+        """Nothing to start: tasks are created as jobs arrive."""
+
+    def submit(self, jobs: Iterable[JudgeJob]) -> None:
+        """Start a task per job (on the event loop thread); over `max_pending`, or once closed, a skip at once."""
+        refused: list[tuple[JudgeJob, EvalResult]] = []
+        for job in jobs:
+            self.submitted += 1
+            if self._closed or len(self._tasks) >= self.max_pending or job.evaluator not in self.judges:
+                reason = "judge backlog full" if not self._closed else "the daemon is shutting down"
+                if job.evaluator not in self.judges:
+                    reason = f"no judge {job.evaluator!r} in this process"
+                refused.append((job, EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, reason)))
+                continue
+            task = asyncio.get_running_loop().create_task(self._run(job), name=f"judge {job.evaluator}")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        if refused:
+            self._record(refused)
+        self._on_pending(len(self._tasks))
+
+    async def _run(self, job: JudgeJob) -> None:
+        started = time.perf_counter()
+        try:
+            result = await self._judge(self.judges[job.evaluator], job.request, name=job.evaluator)
+        except asyncio.CancelledError:
+            self._record([(job, EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, "cancelled at shutdown"))], 0.0)
+            raise
+        except Exception as exc:  # the engine answers its own failures with skips: this is a bug, not an outage
+            log.exception("judge %s failed on trace %s", job.evaluator, job.trace_id)
+            result = EvalResult.skip(SkipReason.ERROR, f"{type(exc).__name__}: {exc}"[:300])
+        self._record([(job, result)], time.perf_counter() - started)
+        self._on_pending(len(self._tasks) - 1)
+
+    def _record(self, done: list[tuple[JudgeJob, EvalResult]], seconds: float = 0.0) -> None:
+        tally = MetricsTally()
+        late: dict[tuple[str, str], list[ResultRow]] = {}
+        for job, result in done:
+            row = result_row(job, result, seconds)
+            tally.add_results(job.service, job.trace_id, (row,))
+            late.setdefault((job.trace_id, job.service), []).append(row)
+            self.completed += 1
+        try:
+            self._apply(tally)
+        except Exception:
+            log.exception("could not record %d judge results", len(done))
+        if self._write is not None:
+            self._write([LateResults(trace_id, service, tuple(rows)) for (trace_id, service), rows in late.items()])
+
+    async def drain(self, timeout: float) -> int:
+        """Wait up to `timeout` for the judgements in flight; returns how many are still pending."""
+        if self._tasks:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait(set(self._tasks), timeout=max(timeout, 0.0))
+        return len(self._tasks)
+
+    async def shutdown(self, grace: float = 5.0) -> None:
+        """Take no more jobs; wait up to `grace`, then cancel the rest (each counted as a skip). Idempotent."""
+        self._closed = True
+        if await self.drain(grace):
+            tasks = set(self._tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def result_row(job: JudgeJob, result: EvalResult, seconds: float) -> ResultRow:
+    details = _DETAILS_JSON.encode(result.details) if result.details else None
+    return ResultRow(
+        span_id=job.span_id,
+        agent=job.agent,
+        model=job.model,
+        evaluator=job.evaluator,
+        level=job.level,
+        score=result.score,
+        passed=None if result.is_skipped else result.passed,
+        skip_reason=str(result.skip_reason) if result.skip_reason is not None else None,
+        explanation=bounded(result.explanation) if result.explanation else result.explanation,
+        details=bounded(details),
+        duration_seconds=seconds,
+    )

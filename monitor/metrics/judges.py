@@ -1,0 +1,59 @@
+"""The judges' own metrics: requests, tokens, latency and budget per judge (the JudgeObserver of the engine).
+
+Label values are the judge's configured label and the judge model: both come from the config, never from a
+trace, so they need no cap.
+"""
+
+from __future__ import annotations
+
+import math
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+LATENCY_BUCKETS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0)
+
+
+class JudgeMetrics:
+    """`agent_monitor_judge_*`; `request` and `budget` are what `evaluators.judges.engine.JudgeObserver` calls."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        r = registry
+        self.requests = Counter(
+            "agent_monitor_judge_requests",
+            "Judge model requests by outcome (ok, invalid_output, cached, timeout, http_<code>, connection, ...).",
+            ["judge", "model", "status"],
+            registry=r,
+        )
+        self.tokens = Counter(
+            "agent_monitor_judge_tokens", "Tokens spent by the judges.", ["judge", "model", "direction"], registry=r
+        )
+        self.latency = Histogram(
+            "agent_monitor_judge_latency_seconds",
+            "Time of one judge request, the client's own retries included.",
+            ["judge", "model"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.budget_remaining = Gauge(
+            "agent_monitor_judge_budget_remaining_tokens",
+            "Tokens the judge may still spend today (UTC); +Inf without a budget.",
+            ["judge"],
+            registry=r,
+        )
+        self.pending = Gauge(
+            "agent_monitor_judge_pending", "Judgements waiting for or in flight to the judge model.", registry=r
+        )
+
+    def request(
+        self, judge: str, model: str, status: str, seconds: float, input_tokens: int, output_tokens: int
+    ) -> None:
+        self.requests.labels(judge=judge, model=model, status=status).inc()
+        if status != "cached":
+            self.latency.labels(judge=judge, model=model).observe(max(seconds, 0.0))
+        if input_tokens > 0:
+            self.tokens.labels(judge=judge, model=model, direction="input").inc(input_tokens)
+        if output_tokens > 0:
+            self.tokens.labels(judge=judge, model=model, direction="output").inc(output_tokens)
+
+    def budget(self, judge: str, remaining_tokens: float) -> None:
+        self.budget_remaining.labels(judge=judge).set(remaining_tokens if not math.isnan(remaining_tokens) else 0.0)
