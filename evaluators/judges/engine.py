@@ -1,0 +1,351 @@
+"""JudgeEngine: sends JudgeRequests to the judge model under the engine's and each judge's limits.
+
+One judgement: no client → skip; redact the prompt; reply cache; daily token budgets; then `num_samples`
+requests, each through the judge's own concurrency and rate limits and then the global ones, each reply
+validated against the judge's response schema (asked again once when it does not validate), and the
+samples combined by the judge's vote. The whole judgement is bounded by `judgement_timeout`. A failure
+of the model or of the judge is a skip, never an exception (cancellation still propagates).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from pydantic import BaseModel, ValidationError
+
+from ..builtins.pii import find_pii
+from ..sdk.result import EvalResult, SkipReason
+from .base import JudgeRequest, LLMJudge
+from .control import RateLimiter, ReplyCache, TokenBudget
+from .replies import JudgeReply, JudgeUnavailable
+from .settings import JudgeSettings
+
+log = logging.getLogger(__name__)
+
+NO_CLIENT = "no judge model configured: set GEMINI_API_KEY (or judges.gemini_api_key) or judges.vertex_project"
+RETRY_NOTE = "Your previous reply did not validate: {error}; answer again with JSON only."
+
+
+class GenerateClient(Protocol):
+    """What the engine needs of a judge client (`client.JudgeClient`); its retries are its own."""
+
+    async def generate(
+        self, *, model: str, system: str, prompt: str, response_schema: type[BaseModel]
+    ) -> JudgeReply: ...
+
+    async def aclose(self) -> None: ...
+
+
+class JudgeObserver(Protocol):
+    """Told about every request and every spend (for metrics)."""
+
+    def request(
+        self, judge: str, model: str, status: str, seconds: float, input_tokens: int, output_tokens: int
+    ) -> None:
+        """One request: status "ok", "invalid_output", a JudgeUnavailable status, "timeout", "cancelled",
+        "error" (the client raised something else), or "cached" (no request: 0 seconds, 0 tokens)."""
+
+    def budget(self, judge: str, remaining_tokens: float) -> None:
+        """Tokens `judge` may still spend today (the lower of its own and the global budget; math.inf: no limit)."""
+
+
+# A private key's BEGIN line is what pii finds; its base64 body (raw or JSON-escaped lines) and END line follow.
+_KEY_BODY = re.compile(r"(?:(?:\s|\\[nr])+[A-Za-z0-9+/=]{16,})*(?:(?:\s|\\[nr])*-----END [A-Z0-9 ]*-----)?")
+
+
+def redact_text(text: str) -> str:
+    """`text` with every secret and PII item `find_pii` sees replaced by a marker with its masked sample."""
+    findings = find_pii(text)
+    if not findings:
+        return text
+    parts: list[str] = []
+    position = 0
+    for finding in findings:
+        if finding.start < position:
+            continue  # inside a private key body already masked
+        end = finding.end
+        if finding.kind == "private_key":
+            body = _KEY_BODY.match(text, end)
+            end = body.end() if body else end
+        parts.append(text[position : finding.start])
+        parts.append(f"[redacted {finding.kind}: {finding.sample}]")
+        position = end
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+@dataclass(slots=True)
+class _JudgeLimits:
+    """One judge's own limits (by metric label), rebuilt when its params change (the budget's count is kept)."""
+
+    params: tuple[int, int, int]  # max_concurrency, requests_per_minute, daily_token_budget
+    semaphore: asyncio.Semaphore | None
+    limiter: RateLimiter
+    budget: TokenBudget
+
+
+@dataclass(slots=True)
+class _Judgement:
+    """The state of one judgement: what it sends and what it has spent."""
+
+    judge: LLMJudge
+    name: str
+    model: str
+    request: JudgeRequest
+    limits: _JudgeLimits
+    deadline: asyncio.Timeout | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class JudgeEngine:
+    """Runs judgements on the event loop; one per daemon (or offline run), shared by every judge.
+
+    `client` None (no key) makes every judgement a `judge_unavailable` skip. `clock` (epoch seconds) decides
+    the UTC day of the budgets; `monotonic` and `sleep` drive the rate limiters and the observed durations.
+    """
+
+    def __init__(
+        self,
+        settings: JudgeSettings,
+        client: GenerateClient | None,
+        observer: JudgeObserver | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    ) -> None:
+        self.settings = settings
+        self._client = client
+        self._observer = observer
+        self._clock = clock
+        self._monotonic = monotonic
+        self._sleep = sleep
+        self._semaphore = asyncio.Semaphore(settings.max_concurrency)
+        self._limiter = RateLimiter(settings.requests_per_minute, clock=monotonic, sleep=sleep)
+        self._budget = TokenBudget(settings.daily_token_budget, clock=clock)
+        self.cache = ReplyCache(settings.cache_size)
+        self._judges: dict[str, _JudgeLimits] = {}
+        self._budget_logged: dict[str, int] = {}  # judge → the UTC day its spent budget was logged
+        self._in_flight = 0
+        self._active = 0
+        self._closed = False
+
+    @property
+    def in_flight(self) -> int:
+        """Requests at the client right now."""
+        return self._in_flight
+
+    @property
+    def active(self) -> int:
+        """Judgements under way: waiting for a limit or for their replies."""
+        return self._active
+
+    def remaining_tokens(self, name: str | None = None) -> float:
+        """Tokens left today globally, or for judge `name` (the lower of both); math.inf when unlimited."""
+        limits = self._judges.get(name) if name is not None else None
+        remaining = self._budget.remaining()
+        return min(remaining, limits.budget.remaining()) if limits is not None else remaining
+
+    async def judge(self, judge: LLMJudge, request: JudgeRequest, *, name: str | None = None) -> EvalResult:
+        """The result of one judgement (`name`: the metric label, default the judge's name)."""
+        name = name or judge.name
+        model = request.model or self.settings.model
+        if self._client is None or not self.settings.enabled or self._closed:
+            why = "the judge engine is closed" if self._closed and self._client is not None else NO_CLIENT
+            return _with_cost(EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, f"{name}: {why}"), model)
+        if self.settings.redact:
+            request = dataclasses.replace(request, prompt=redact_text(request.prompt))
+        key = request.content_key(model)
+        cached = self.cache.get(key)
+        if cached is not None:
+            self._observe(name, model, "cached", 0.0, 0, 0)
+            return _with_cost(cached.resolve(judge.threshold), model, cached=True)
+        limits = self._limits_for(judge, name)
+        spent = self._budget_skip(name, limits)
+        if spent is not None:
+            return _with_cost(spent, model)
+        job = _Judgement(judge, name, model, request, limits)
+        timeout = self.settings.judgement_timeout
+        self._active += 1
+        try:
+            async with asyncio.timeout(timeout) as deadline:
+                job.deadline = deadline
+                result = await self._run(job)
+        except TimeoutError:
+            result = EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, f"{name}: timed out after {timeout:g} s")
+        finally:
+            self._active -= 1
+        if not result.is_skipped:
+            self.cache.put(key, result)
+        return _with_cost(result, model, job.input_tokens, job.output_tokens)
+
+    async def aclose(self) -> None:
+        """Close the client; later judgements are `judge_unavailable` skips."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._client is not None:
+            await self._client.aclose()
+
+    # --- limits ----------------------------------------------------------------------------------
+    def _limits_for(self, judge: LLMJudge, name: str) -> _JudgeLimits:
+        params = (int(judge.max_concurrency), int(judge.requests_per_minute), int(judge.daily_token_budget))
+        limits = self._judges.get(name)
+        if limits is not None and limits.params == params:
+            return limits
+        concurrency, per_minute, per_day = params
+        if limits is not None:  # reconfigured: new limits, but today's spending still counts
+            budget = limits.budget
+            budget.per_day = per_day
+        else:
+            budget = TokenBudget(per_day, clock=self._clock)
+        limits = _JudgeLimits(
+            params,
+            asyncio.Semaphore(concurrency) if concurrency > 0 else None,
+            RateLimiter(per_minute, clock=self._monotonic, sleep=self._sleep),
+            budget,
+        )
+        self._judges[name] = limits
+        return limits
+
+    def _budget_skip(self, name: str, limits: _JudgeLimits) -> EvalResult | None:
+        """A `budget_exhausted` skip when the global or the judge's budget is spent (logged once a UTC day)."""
+        for which, budget in (("global", self._budget), ("judge's own", limits.budget)):
+            if not budget.exhausted():
+                continue
+            day = budget.day()
+            message = f"{name}: the {which} daily token budget ({budget.per_day} tokens) is spent until 00:00 UTC"
+            if self._budget_logged.get(name) != day:
+                self._budget_logged[name] = day
+                log.warning("judge %s skips its judgements: %s", name, message)
+            return EvalResult.skip(SkipReason.BUDGET_EXHAUSTED, message)
+        return None
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, limits: _JudgeLimits) -> AsyncIterator[None]:
+        """The judge's own concurrency and rate, then the global ones: a judge waiting for its own rate holds
+        no global slot, and nothing waits between the global rate's token and the request."""
+        async with limits.semaphore or contextlib.nullcontext():
+            await limits.limiter.acquire()
+            async with self._semaphore:
+                await self._limiter.acquire()
+                yield
+
+    # --- requests --------------------------------------------------------------------------------
+    async def _run(self, job: _Judgement) -> EvalResult:
+        samples = max(1, job.request.num_samples)
+        if samples == 1:
+            return await self._sample(job)
+        results = list(await asyncio.gather(*(self._sample(job) for _ in range(samples))))
+        try:
+            return job.judge.vote(results).resolve(job.judge.threshold)
+        except Exception as exc:
+            return _judge_error(job, "vote", exc)
+
+    async def _sample(self, job: _Judgement) -> EvalResult:
+        """One sample: a request, asked again once with the validation error when the reply does not validate."""
+        reply = await self._attempt(job, job.request.prompt)
+        if isinstance(reply, str):
+            retry = f"{job.request.prompt}\n\n{RETRY_NOTE.format(error=reply)}"
+            reply = await self._attempt(job, retry)
+            if isinstance(reply, str):
+                message = f"{job.name}: the judge model's reply was invalid twice: {reply}"
+                return EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, message[:500])
+        if isinstance(reply, EvalResult):
+            return reply
+        try:
+            return job.judge.to_result(reply).resolve(job.judge.threshold)
+        except Exception as exc:
+            return _judge_error(job, "to_result", exc)
+
+    async def _attempt(self, job: _Judgement, prompt: str) -> BaseModel | str | EvalResult:
+        """One request: the validated reply, the validation error (a string), or a `judge_unavailable` skip."""
+        assert self._client is not None  # judge() returns early without a client
+        schema = job.judge.response_schema
+        async with self._slot(job.limits):
+            started = self._monotonic()
+            self._in_flight += 1
+            try:
+                reply = await self._client.generate(
+                    model=job.model, system=job.request.system, prompt=prompt, response_schema=schema
+                )
+            except JudgeUnavailable as exc:
+                self._observe(job.name, job.model, exc.status, self._monotonic() - started, 0, 0)
+                message = f"{job.name}: the judge model is unavailable ({exc.status}): {exc.message}"
+                return EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, message[:500])
+            except asyncio.CancelledError:
+                status = "timeout" if job.deadline is not None and job.deadline.expired() else "cancelled"
+                self._observe(job.name, job.model, status, self._monotonic() - started, 0, 0)
+                raise
+            except Exception as exc:
+                log.warning("judge %s: the client raised %r", job.name, exc, exc_info=True)
+                self._observe(job.name, job.model, "error", self._monotonic() - started, 0, 0)
+                message = f"{job.name}: the judge client failed: {type(exc).__name__}: {exc}"
+                return EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, message[:500])
+            finally:
+                self._in_flight -= 1
+        seconds = self._monotonic() - started
+        parsed = _parse(schema, reply.text)
+        status = "ok" if isinstance(parsed, BaseModel) else "invalid_output"
+        self._observe(job.name, job.model, status, seconds, reply.input_tokens, reply.output_tokens)
+        self._spend(job, reply)
+        return parsed
+
+    def _spend(self, job: _Judgement, reply: JudgeReply) -> None:
+        job.input_tokens += max(0, reply.input_tokens)
+        job.output_tokens += max(0, reply.output_tokens)
+        tokens = max(0, reply.input_tokens) + max(0, reply.output_tokens)
+        self._budget.spend(tokens)
+        job.limits.budget.spend(tokens)
+        if self._observer is not None:
+            remaining = min(self._budget.remaining(), job.limits.budget.remaining())
+            try:
+                self._observer.budget(job.name, remaining)
+            except Exception:
+                log.warning("judge observer failed on budget()", exc_info=True)
+
+    def _observe(self, name: str, model: str, status: str, seconds: float, tokens_in: int, tokens_out: int) -> None:
+        if self._observer is None:
+            return
+        try:
+            self._observer.request(name, model, status, max(0.0, seconds), tokens_in, tokens_out)
+        except Exception:
+            log.warning("judge observer failed on request()", exc_info=True)
+
+
+def _parse(schema: type[BaseModel], text: str) -> BaseModel | str:
+    """The reply validated against `schema`, or a short description of why it does not validate."""
+    body = text.strip()
+    if body.startswith("```"):  # a fenced block despite the JSON-only rule
+        body = body.removeprefix("```json").removeprefix("```").removesuffix("```").strip()
+    try:
+        return schema.model_validate_json(body)
+    except ValidationError as exc:
+        problems = [f"{'.'.join(map(str, e['loc'])) or '(reply)'}: {e['msg']}" for e in exc.errors()[:5]]
+        return "; ".join(problems)[:400] or "not valid JSON for the schema"
+
+
+def _judge_error(job: _Judgement, step: str, exc: Exception) -> EvalResult:
+    log.warning("judge %s: %s raised %r", job.name, step, exc, exc_info=True)
+    return EvalResult.skip(SkipReason.ERROR, f"{job.name}: {step} failed: {type(exc).__name__}: {exc}"[:500])
+
+
+def _with_cost(
+    result: EvalResult, model: str, tokens_in: int = 0, tokens_out: int = 0, *, cached: bool = False
+) -> EvalResult:
+    details = {**result.details, "judge_model": model, "input_tokens": tokens_in, "output_tokens": tokens_out}
+    if cached:
+        details["cached"] = True
+    return dataclasses.replace(result, details=details)
+
+
+__all__ = ["GenerateClient", "JudgeEngine", "JudgeObserver", "redact_text"]
