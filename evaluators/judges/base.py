@@ -59,7 +59,7 @@ class JudgeRequest:
     def content_key(self, model: str) -> str:
         """A hash of everything that decides the reply: the cache key."""
         digest = hashlib.sha256()
-        for part in (model, self.schema, self.system, self.prompt):
+        for part in (model, str(self.num_samples), self.schema, self.system, self.prompt):
             digest.update(part.encode("utf-8", "replace"))
             digest.update(b"\x00")
         return digest.hexdigest()
