@@ -4,11 +4,11 @@ Retries are the client's own (`types.HttpRetryOptions` from `JudgeSettings.retry
 jitter on the configured HTTP statuses, on timeouts and on failed connects. It does not read Retry-After.
 Whatever still fails after them is a `JudgeUnavailable` with a short status word for metric labels.
 
-The HTTP transport is an `httpx2.AsyncClient` the JudgeClient owns (httpx2 is a google-genai dependency). Left
-to itself, google-genai sends async requests through aiohttp whenever aiohttp is installed (it is: the daemon
-uses it), and then a client-side timeout is never retried, and an error body labelled JSON that does not parse
-surfaces as a JSONDecodeError instead of an APIError with its status code (and is not retried). A JudgeClient belongs to one event loop (its
-connection pool does); `aclose()` it on that loop.
+The HTTP transport is an `httpx2.AsyncClient` the JudgeClient owns (httpx2 is a google-genai dependency).
+Left to itself, google-genai sends async requests through aiohttp whenever aiohttp is installed (it is: the
+daemon uses it), and then a client-side timeout is never retried, and an error body labelled JSON that does
+not parse surfaces as a JSONDecodeError instead of an APIError with its status code (and is not retried).
+A JudgeClient belongs to one event loop (its connection pool does); `aclose()` it on that loop.
 """
 
 from __future__ import annotations
