@@ -1,0 +1,215 @@
+"""JudgeClient: one structured-output request to Gemini through google-genai's async client.
+
+Retries are the client's own (`types.HttpRetryOptions` from `JudgeSettings.retry`): exponential back-off with
+jitter on the configured HTTP statuses, on timeouts and on failed connects. It does not read Retry-After.
+Whatever still fails after them is a `JudgeUnavailable` with a short status word for metric labels.
+
+The HTTP transport is an `httpx2.AsyncClient` the JudgeClient owns (httpx2 is a google-genai dependency).
+Left to itself, google-genai sends async requests through aiohttp whenever aiohttp is installed (it is: the
+daemon uses it), and then a client-side timeout is never retried, and an error body labelled JSON that does
+not parse surfaces as a JSONDecodeError instead of an APIError with its status code (and is not retried).
+A JudgeClient belongs to one event loop (its connection pool does); `aclose()` it on that loop.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+import pydantic
+from google import genai
+from google.auth import exceptions as auth_exceptions
+from google.genai import errors, types
+
+from .settings import JudgeSettings
+
+MAX_MESSAGE_CHARS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeReply:
+    """The text of the first candidate and what it cost.
+
+    `output_tokens` counts the candidate and the model's thoughts (both are billed as output).
+    """
+
+    text: str
+    input_tokens: int
+    output_tokens: int
+    model_version: str
+    finish_reason: str
+
+
+class JudgeUnavailable(Exception):
+    """The judge model gave no usable answer after the client's retries.
+
+    `status` is a short word safe for a metric label: "http_429", "http_503", "http_400", ..., "timeout",
+    "connection", "no_content" (no candidate text, e.g. a safety block), "bad_response" (a reply that is not
+    the API's JSON), "auth" (Vertex AI credentials). `input_tokens`/`output_tokens` are what a reply without
+    content still cost (0 when nothing came back).
+    """
+
+    def __init__(self, status: str, message: str, *, input_tokens: int = 0, output_tokens: int = 0) -> None:
+        super().__init__(status, message)
+        self.status = status
+        self.message = message
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+
+    def __str__(self) -> str:
+        return f"{self.status}: {self.message}"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_unavailable, (self.status, self.message, self.input_tokens, self.output_tokens))
+
+
+def _rebuild_unavailable(status: str, message: str, input_tokens: int, output_tokens: int) -> JudgeUnavailable:
+    return JudgeUnavailable(status, message, input_tokens=input_tokens, output_tokens=output_tokens)
+
+
+def http_options(settings: JudgeSettings, transport: httpx2.AsyncClient | None = None) -> types.HttpOptions:
+    """The google-genai HTTP options of `settings`: base URL, API version, per-attempt timeout (ms), retries;
+    `transport` the async HTTP client to send with (None: the SDK picks one)."""
+    retry = settings.retry
+    return types.HttpOptions(
+        httpx_async_client=transport,
+        base_url=settings.base_url,
+        api_version=settings.api_version,
+        timeout=max(1, math.ceil(settings.request_timeout * 1000)),
+        retry_options=types.HttpRetryOptions(
+            attempts=retry.attempts,
+            initial_delay=retry.initial_delay,
+            max_delay=retry.max_delay,
+            exp_base=retry.exp_base,
+            jitter=retry.jitter,
+            http_status_codes=list(retry.http_status_codes),
+        ),
+    )
+
+
+class JudgeClient:
+    """Sends judge prompts to Gemini (API key) or Vertex AI (project and location, application default
+    credentials), as `JudgeSettings` says. Exactly one of `api_key` and `vertex_project` must be set."""
+
+    def __init__(self, settings: JudgeSettings) -> None:
+        if bool(settings.api_key) == bool(settings.vertex_project):
+            raise ValueError("JudgeClient needs exactly one of judges.api_key and judges.vertex_project")
+        self.settings = settings
+        self._secret = settings.api_key or ""
+        # The per-attempt timeout also on the transport, in case a request reaches it without one.
+        self._http = httpx2.AsyncClient(timeout=settings.request_timeout, follow_redirects=True)
+        options = http_options(settings, self._http)
+        if settings.api_key:
+            self._client = genai.Client(vertexai=False, api_key=settings.api_key, http_options=options)
+        else:
+            self._client = genai.Client(
+                vertexai=True,
+                project=settings.vertex_project,
+                location=settings.vertex_location,
+                http_options=options,
+            )
+        self._closed = False
+
+    @property
+    def vertexai(self) -> bool:
+        return bool(self._client.vertexai)
+
+    async def generate(
+        self, *, model: str, system: str, prompt: str, response_schema: type[pydantic.BaseModel]
+    ) -> JudgeReply:
+        """One judgement: `prompt` as the user turn, `system` as the system instruction, temperature 0, JSON
+        constrained by `response_schema`. `model` "" means the settings' model. Raises JudgeUnavailable."""
+        config = types.GenerateContentConfig(
+            system_instruction=system,
+            temperature=0.0,
+            response_mime_type="application/json",
+            response_schema=response_schema,
+            automatic_continuation=False,  # one judgement, one request (and the client's retries of it)
+        )
+        # `from None`: the SDK's exception (an APIError prints the whole error body) stays out of tracebacks.
+        try:
+            response = await self._client.aio.models.generate_content(
+                model=model or self.settings.model, contents=prompt, config=config
+            )
+        except errors.APIError as exc:
+            detail = f"{exc.status or ''} {exc.message or ''}".strip() or str(exc)
+            code = f"http_{exc.code}" if isinstance(exc.code, int) else "http_error"
+            raise self._unavailable(code, f"HTTP {exc.code}: {detail}") from None
+        except httpx2.TimeoutException as exc:
+            timeout = f"no answer within {self.settings.request_timeout}s"
+            raise self._unavailable("timeout", _describe(exc, timeout)) from None
+        except TimeoutError as exc:
+            raise self._unavailable("timeout", _describe(exc, "timed out")) from None
+        except httpx2.DecodingError as exc:
+            raise self._unavailable("bad_response", _describe(exc, "undecodable body")) from None
+        except (httpx2.RequestError, OSError) as exc:
+            raise self._unavailable("connection", _describe(exc, "connection failed")) from None
+        except (json.JSONDecodeError, errors.UnknownApiResponseError, pydantic.ValidationError) as exc:
+            raise self._unavailable("bad_response", _describe(exc, "reply is not the API's JSON")) from None
+        except auth_exceptions.GoogleAuthError as exc:
+            raise self._unavailable("auth", _describe(exc, "credentials failed")) from None
+        return self._reply(response, model or self.settings.model)
+
+    def _reply(self, response: types.GenerateContentResponse, model: str) -> JudgeReply:
+        usage = response.usage_metadata
+        input_tokens = (usage.prompt_token_count or 0) if usage else 0
+        output_tokens = ((usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)) if usage else 0
+        candidate = response.candidates[0] if response.candidates else None
+        if candidate is None:
+            feedback = response.prompt_feedback
+            reason = _enum_text(feedback.block_reason) if feedback else ""
+            message = f"prompt blocked: {reason}" if reason else "no candidate in the reply"
+            raise JudgeUnavailable("no_content", message, input_tokens=input_tokens, output_tokens=output_tokens)
+        finish_reason = _enum_text(candidate.finish_reason)
+        parts = candidate.content.parts if candidate.content and candidate.content.parts else []
+        text = "".join(p.text for p in parts if isinstance(p.text, str) and not p.thought)
+        if not text.strip():
+            raise JudgeUnavailable(
+                "no_content",
+                f"candidate without text (finish reason {finish_reason or 'unknown'})",
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+            )
+        return JudgeReply(
+            text=text,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            model_version=response.model_version or model,
+            finish_reason=finish_reason,
+        )
+
+    def _unavailable(self, status: str, message: str) -> JudgeUnavailable:
+        if self._secret:
+            message = message.replace(self._secret, "***")
+        return JudgeUnavailable(status, message[:MAX_MESSAGE_CHARS])
+
+    async def aclose(self) -> None:
+        """Close the SDK's clients and the HTTP transport (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._client.aio.aclose()
+            self._client.close()
+        finally:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> JudgeClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _describe(exc: BaseException, fallback: str) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else f"{type(exc).__name__}: {fallback}"
+
+
+def _enum_text(value: Any) -> str:
+    if value is None:
+        return ""
+    return str(getattr(value, "value", value))
