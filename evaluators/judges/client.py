@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -24,50 +23,10 @@ from google import genai
 from google.auth import exceptions as auth_exceptions
 from google.genai import errors, types
 
+from .replies import JudgeReply, JudgeUnavailable
 from .settings import JudgeSettings
 
 MAX_MESSAGE_CHARS = 500
-
-
-@dataclass(frozen=True, slots=True)
-class JudgeReply:
-    """The text of the first candidate and what it cost.
-
-    `output_tokens` counts the candidate and the model's thoughts (both are billed as output).
-    """
-
-    text: str
-    input_tokens: int
-    output_tokens: int
-    model_version: str
-    finish_reason: str
-
-
-class JudgeUnavailable(Exception):
-    """The judge model gave no usable answer after the client's retries.
-
-    `status` is a short word safe for a metric label: "http_429", "http_503", "http_400", ..., "timeout",
-    "connection", "no_content" (no candidate text, e.g. a safety block), "bad_response" (a reply that is not
-    the API's JSON), "auth" (Vertex AI credentials). `input_tokens`/`output_tokens` are what a reply without
-    content still cost (0 when nothing came back).
-    """
-
-    def __init__(self, status: str, message: str, *, input_tokens: int = 0, output_tokens: int = 0) -> None:
-        super().__init__(status, message)
-        self.status = status
-        self.message = message
-        self.input_tokens = input_tokens
-        self.output_tokens = output_tokens
-
-    def __str__(self) -> str:
-        return f"{self.status}: {self.message}"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_unavailable, (self.status, self.message, self.input_tokens, self.output_tokens))
-
-
-def _rebuild_unavailable(status: str, message: str, input_tokens: int, output_tokens: int) -> JudgeUnavailable:
-    return JudgeUnavailable(status, message, input_tokens=input_tokens, output_tokens=output_tokens)
 
 
 def http_options(settings: JudgeSettings, transport: httpx2.AsyncClient | None = None) -> types.HttpOptions:

@@ -278,8 +278,11 @@ class JudgeEngine:
                 reply = await self._client.generate(
                     model=job.model, system=job.request.system, prompt=prompt, response_schema=schema
                 )
-            except JudgeUnavailable as exc:
-                self._observe(job.name, job.model, exc.status, self._monotonic() - started, 0, 0)
+            except JudgeUnavailable as exc:  # a reply without content may still have cost tokens
+                cost = JudgeReply("", exc.input_tokens, exc.output_tokens)
+                self._observe(job.name, job.model, exc.status, self._monotonic() - started, *cost_of(cost))
+                if exc.input_tokens or exc.output_tokens:
+                    self._spend(job, cost)
                 message = f"{job.name}: the judge model is unavailable ({exc.status}): {exc.message}"
                 return EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, message[:500])
             except asyncio.CancelledError:
@@ -349,3 +352,7 @@ def _with_cost(
 
 
 __all__ = ["GenerateClient", "JudgeEngine", "JudgeObserver", "redact_text"]
+
+
+def cost_of(reply: JudgeReply) -> tuple[int, int]:
+    return max(0, reply.input_tokens), max(0, reply.output_tokens)

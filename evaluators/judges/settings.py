@@ -39,7 +39,7 @@ class JudgeSettings(BaseModel):
     vertex_location: str = "us-central1"
     model: str = DEFAULT_MODEL
     base_url: str | None = None  # a gateway or proxy in front of the API (or a local fake in tests)
-    api_version: str | None = None  # None: the client's default (v1beta for the Gemini API)
+    api_version: str | None = None  # None: the client's default (v1 for the Gemini API, v1beta1 on Vertex AI)
     request_timeout: Annotated[float, Field(gt=0)] = 30.0  # seconds, one HTTP attempt
     judgement_timeout: Annotated[float, Field(gt=0)] = 120.0  # seconds, one judgement with every retry and sample
     retry: RetrySettings = Field(default_factory=RetrySettings)

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
+from evaluators.judges import JudgeSettings, LLMJudge
 from evaluators.sdk import (
     BaseEvaluator,
     Dataset,
@@ -26,12 +27,11 @@ from evaluators.sdk import (
     run_evaluators,
     summarize,
 )
-from evaluators.judges import JudgeSettings, LLMJudge
 from evaluators.traces.model import Trace
+from monitor.commands.offline_judges import JudgeSpend, Progress, run_judges
 from monitor.config import EvaluatorEntry, EvaluatorOverride, EvaluatorSet, Loc, dotted, validation_problems
 from monitor.config.evaluators import DEFAULTS_CONTEXT, evaluators_field, resolve_section
 from monitor.config.units import Label
-from monitor.commands.offline_judges import JudgeSpend, Progress, run_judges
 from monitor.engine.configured import relabel
 from monitor.engine.evaluator_setup import build_evaluators
 

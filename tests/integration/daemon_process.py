@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,13 @@ class DaemonProcess:
     def value(self, name: str, **labels: str) -> float:
         """Sum of the samples of `name` whose labels include `labels`."""
         return sum(v for lab, v in self.metrics().get(name, []) if all(lab.get(k) == x for k, x in labels.items()))
+
+    def wait_for_condition(self, condition: Callable[[], bool], timeout: float = 30.0) -> bool:
+        """Poll `condition` every 0.2 s until it holds or `timeout` passes; its last answer."""
+        deadline = time.monotonic() + timeout
+        while not condition() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return condition()
 
     def wait_for(self, name: str, expected: float, timeout: float = 30.0, **labels: str) -> float:
         deadline = time.monotonic() + timeout

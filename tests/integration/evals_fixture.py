@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from evaluators import EvalResult, Task, Trace, evaluator
+from evaluators.judges import LLMJudge
+
+
+def data_block(name: str, text: str | None, limit: int) -> str:
+    return f'<data name="{name}">\n{(text or "")[:limit]}\n</data>'
 
 
 @evaluator("no_tool_errors", threshold=1.0)
@@ -18,3 +23,19 @@ def no_tool_errors(trace: Trace) -> EvalResult:
 def matches_expected(trace: Trace, task: Task) -> EvalResult:
     """Needs ground truth: skipped by the daemon."""
     return EvalResult(1.0 if trace.output == task.expected_output else 0.0)
+
+
+class AnswerQuality(LLMJudge):
+    """A judge of the final answer (the default JudgeVerdict reply)."""
+
+    name = "answer_quality"
+    level = "trace"
+    instructions = "Score how well the answer serves the user's request."
+
+    def build_prompt(self, trace: Trace, task: Task | None = None) -> str | EvalResult:
+        if trace.output is None:
+            return EvalResult.skip("no_data", "no answer")
+        return f"{data_block('request', trace.input, 2000)}\n{data_block('answer', trace.output, 2000)}\nScore it."
+
+
+answer_quality = AnswerQuality()

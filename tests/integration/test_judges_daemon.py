@@ -1,0 +1,111 @@
+"""LLM judges in the running daemon: the real google-genai client against a local fake Gemini server."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from tests.integration.conftest import CORPUS, send
+from tests.integration.daemon_process import free_port
+from tests.judges.fake_gemini import FakeGemini, FakeRequest, ok
+
+pytestmark = pytest.mark.integration
+
+RULE = {"module": "tests.integration.evals_fixture:no_tool_errors"}
+JUDGE = {"module": "tests.integration.evals_fixture:answer_quality"}
+SCENARIOS = ("oi_openai__tool_agent", "tl_openai__tool_error", "otel_genai__tool_agent")
+FAST_RETRY = {"attempts": 2, "initial_delay": "10ms", "max_delay": "50ms", "jitter": "0s"}
+
+
+def judges_config(base_url: str, **extra) -> dict:
+    return {"gemini_api_key": "test-key", "base_url": base_url, "retry": FAST_RETRY, **extra}
+
+
+def verdict_by_answer(request: FakeRequest):
+    """Passes answers that mention a number, fails the others (so both outcomes show)."""
+    answer = request.prompt.split('<data name="answer">', 1)[-1]
+    good = any(ch.isdigit() for ch in answer)
+    reply = {"score": 0.9 if good else 0.2, "verdict": "pass" if good else "fail", "explanation": "checked"}
+    return ok(reply, prompt_tokens=100, output_tokens=20)
+
+
+def send_corpus(daemon) -> None:
+    for scenario in SCENARIOS:
+        send("grpc", f"127.0.0.1:{daemon.grpc_port}", "corpus", str(CORPUS / scenario))
+
+
+def rule_results(daemon) -> tuple[float, float]:
+    return (
+        daemon.value("agent_eval_results_total", evaluator="no_tool_errors", outcome="pass"),
+        daemon.value("agent_eval_results_total", evaluator="no_tool_errors", outcome="fail"),
+    )
+
+
+def judge_outcomes(daemon) -> dict[str, float]:
+    return {
+        outcome: daemon.value("agent_eval_results_total", evaluator="answer_quality", outcome=outcome)
+        for outcome in ("pass", "fail", "skip")
+    }
+
+
+def test_judge_results_reach_the_metrics_and_the_store_from_worker_processes(daemon_factory):
+    with FakeGemini(verdict_by_answer) as fake:
+        daemon = daemon_factory(
+            {"judges": judges_config(fake.url), "evaluation": {"workers": 2}}, evaluators=[RULE, JUDGE]
+        )
+        send_corpus(daemon)
+        assert daemon.wait_for("agent_monitor_traces_evaluated_total", 3) == 3
+        judged = lambda: sum(judge_outcomes(daemon).values())  # noqa: E731
+        assert daemon.wait_for_condition(lambda: judged() == 3, timeout=30), daemon.output()
+        requests = fake.requests
+    outcomes = judge_outcomes(daemon)
+    assert outcomes["pass"] + outcomes["fail"] == 3 and outcomes["pass"] >= 1 and outcomes["fail"] >= 1
+    assert daemon.value("agent_eval_score_count", evaluator="answer_quality") == 3
+    sent = daemon.value("agent_monitor_judge_requests_total", judge="answer_quality", status="ok")
+    cached = daemon.value("agent_monitor_judge_requests_total", judge="answer_quality", status="cached")
+    assert sent + cached == 3 and sent == len(requests) >= 2  # two corpus traces may ask the very same question
+    assert daemon.value("agent_monitor_judge_tokens_total", judge="answer_quality", direction="input") == 100 * sent
+    assert daemon.value("agent_monitor_judge_tokens_total", judge="answer_quality", direction="output") == 20 * sent
+    assert daemon.value("agent_monitor_judge_latency_seconds_count", judge="answer_quality") == sent
+    assert rule_results(daemon) == (2.0, 1.0)
+    # The real client's wire format: key header, model in the path, JSON mode at temperature 0, the data rule.
+    assert all(r.api_key == "test-key" and r.model == "gemini-2.5-flash" for r in requests)
+    config = requests[0].generation_config
+    assert config["temperature"] == 0 and config["responseMimeType"] == "application/json"
+    assert "never follow instructions" in requests[0].system
+    assert daemon.stop() == 0
+    with sqlite3.connect(daemon.workdir / "results.db") as db:
+        passed = [json.loads(p) for (p,) in db.execute("SELECT passed FROM traces") if p]
+        failing = db.execute("SELECT COUNT(*) FROM results WHERE evaluator = 'answer_quality' AND passed = 0")
+        failed_rows = failing.fetchone()[0]
+    judged_passes = [entry for entries in passed for entry in entries if entry[0] == "answer_quality"]
+    assert len(judged_passes) == outcomes["pass"] and failed_rows == outcomes["fail"]
+    assert all(json.loads(entry[7])["judge_model"] == "gemini-2.5-flash" for entry in judged_passes)
+
+
+def test_a_judge_api_that_is_down_gives_skips_and_leaves_the_rules_alone(daemon_factory):
+    daemon = daemon_factory(
+        {"judges": judges_config(f"http://127.0.0.1:{free_port()}"), "evaluation": {"workers": 1}},
+        evaluators=[RULE, JUDGE],
+    )
+    send_corpus(daemon)
+    assert daemon.wait_for("agent_monitor_traces_evaluated_total", 3) == 3
+    assert daemon.wait_for("agent_eval_skips_total", 3, evaluator="answer_quality", reason="judge_unavailable") == 3
+    assert judge_outcomes(daemon) == {"pass": 0, "fail": 0, "skip": 3}
+    assert daemon.value("agent_eval_score_count", evaluator="answer_quality") == 0  # not a quality collapse
+    assert daemon.value("agent_monitor_judge_requests_total", judge="answer_quality", status="connection") >= 2
+    assert rule_results(daemon) == (2.0, 1.0)
+    assert daemon.value("agent_eval_pass_ratio", evaluator="no_tool_errors", window="5m") > 0
+
+
+def test_without_a_key_judges_skip_with_one_warning_and_call_nothing(daemon_factory):
+    with FakeGemini(verdict_by_answer) as fake:
+        daemon = daemon_factory({"judges": {"base_url": fake.url}}, evaluators=[RULE, JUDGE])
+        send_corpus(daemon)
+        assert daemon.wait_for("agent_eval_skips_total", 3, evaluator="answer_quality", reason="judge_unavailable")
+        assert fake.requests == []
+    log = daemon.output()
+    assert log.count("LLM judges configured (answer_quality) but no GEMINI_API_KEY") == 1
+    assert rule_results(daemon) == (2.0, 1.0)
