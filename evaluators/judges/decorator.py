@@ -1,0 +1,168 @@
+"""@llm_judge: turn a prompt-building function into an LLM judge (an LLMJudge instance).
+
+```python
+@llm_judge(criteria="Score 1 when the answer is polite, 0 when it is not.", threshold=0.5)
+def politeness(trace: Trace, max_data_chars: int = 4000) -> str | EvalResult:
+    if trace.output is None:
+        return EvalResult.skip("no_data", "no answer")
+    return compose(data_block("answer", trace.output, max_data_chars), question("Is the answer polite?"))
+```
+
+The function gets the subject and returns the user message (data blocks, then the question) or an
+EvalResult skip. `criteria` is the judge's rubric (its `instructions`); the reply is a `JudgeVerdict`
+(score, verdict, explanation). Like `@evaluator`: the level comes from the first parameter's annotation
+(Trace, AgentTrace, LLMSpan) unless `level=` is given; other parameters need defaults and become Params;
+`task: Task` without a default makes a ground-truth judge. A parameter named like a setting every judge
+has (`max_data_chars`, `model`, ...) receives the judge's configured value instead of becoming a new Param.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, ClassVar, overload
+
+from ..sdk.decorator import FunctionEvaluator, _param_for
+from ..sdk.introspect import describe, first_line, level_for, resolve_hints
+from ..sdk.params import Param
+from ..sdk.result import DEFAULT_THRESHOLD, LEVELS, EvalResult
+from .base import LLMJudge
+
+
+class FunctionJudge(LLMJudge, FunctionEvaluator):
+    """A judge made by @llm_judge: `build_prompt` calls the function with the configured params.
+
+    It is also a FunctionEvaluator, so module discovery treats it like an @evaluator function (listed
+    only by the module that defines it). Calling the judge calls the function: it returns the prompt.
+    """
+
+    _func: ClassVar[Callable[..., Any]]
+    _func_params: ClassVar[tuple[str, ...]] = ()
+
+    def _arguments(self, task: Any) -> dict[str, Any]:
+        kwargs = {key: self._params[key] for key in type(self)._func_params}
+        if self._accepts_task:
+            kwargs["task"] = task
+        return kwargs
+
+    def build_prompt(self, subject: Any, task: Any = None) -> str | EvalResult:
+        built = type(self)._func(subject, **self._arguments(task))
+        if not isinstance(built, str | EvalResult):
+            raise TypeError(
+                f"{self.name}: the prompt function returned {type(built).__name__}; expected a str or an EvalResult"
+            )
+        return built
+
+    def __call__(self, subject: Any, task: Any = None) -> Any:
+        return self.build_prompt(subject, task)
+
+
+@overload
+def llm_judge(name: Callable[..., Any], /) -> FunctionJudge: ...
+
+
+@overload
+def llm_judge(
+    name: str | None = None,
+    *,
+    criteria: str = "",
+    model: str = "",
+    level: str | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    description: str = "",
+    num_samples: int = 1,
+) -> Callable[[Callable[..., Any]], FunctionJudge]: ...
+
+
+def llm_judge(
+    name: str | Callable[..., Any] | None = None,
+    *,
+    criteria: str = "",
+    model: str = "",
+    level: str | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    description: str = "",
+    num_samples: int = 1,
+) -> Any:
+    """Make the decorated prompt function an LLM judge: `@llm_judge(criteria="...", threshold=0.7)` (or bare).
+
+    `criteria`: the rubric the judge model gets (what to judge, how to score 0–1); `model`: the judge's
+    Gemini model ("" = the judges section's); `num_samples`: replies per judgement (majority vote).
+    """
+    options = {
+        "criteria": criteria,
+        "model": model,
+        "level": level,
+        "threshold": threshold,
+        "description": description,
+        "num_samples": num_samples,
+    }
+    if callable(name):
+        return build_function_judge(name, None, **options)
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"@llm_judge: the name must be a str, got {type(name).__name__}")
+
+    def decorate(func: Callable[..., Any]) -> FunctionJudge:
+        return build_function_judge(func, name, **options)
+
+    return decorate
+
+
+def build_function_judge(func: Callable[..., Any], name: str | None, **options: Any) -> FunctionJudge:
+    """The judge instance for `func` (a fresh FunctionJudge subclass holding its Params)."""
+    if isinstance(func, LLMJudge) or not inspect.isfunction(inspect.unwrap(func)):
+        raise TypeError(f"@llm_judge applies to a plain function, got {func!r}")
+    label = name or func.__name__
+    where = f"@llm_judge {label!r} ({func.__module__}.{func.__qualname__})"
+    parameters = list(inspect.signature(func).parameters.values())
+    hints = resolve_hints(func)
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if not parameters or parameters[0].kind not in positional:
+        raise TypeError(f"{where}: the first parameter must be the subject (a Trace, AgentTrace or LLMSpan)")
+    level = _level(options["level"], hints.get(parameters[0].name, parameters[0].annotation), parameters[0].name, where)
+
+    inherited = LLMJudge._param_defs
+    namespace: dict[str, Any] = {
+        "__module__": func.__module__,
+        "__qualname__": func.__qualname__,
+        "__doc__": func.__doc__,
+        "__wrapped__": staticmethod(func),
+        "_func": staticmethod(func),
+        "name": label,
+        "level": level,
+        "threshold": options["threshold"],
+        "description": options["description"] or first_line(func.__doc__),
+        "instructions": options["criteria"],
+        "_accepts_task": False,
+        "needs_ground_truth": False,
+        "model": Param(options["model"], inherited["model"].description),
+        "num_samples": Param(options["num_samples"], inherited["num_samples"].description, min=1, max=9),
+    }
+    passed: list[str] = []
+    for param in parameters[1:]:
+        if param.name == "task":
+            namespace["_accepts_task"] = True
+            namespace["needs_ground_truth"] = param.default is inspect.Parameter.empty
+            continue
+        if param.name in inherited:
+            passed.append(param.name)  # receives the judge's own setting
+            continue
+        namespace[param.name] = _param_for(param, hints.get(param.name), where)
+        passed.append(param.name)
+    namespace["_func_params"] = tuple(passed)
+    cls = type(func.__name__, (FunctionJudge,), namespace)
+    return cls()
+
+
+def _level(level: str | None, annotation: Any, subject: str, where: str) -> str:
+    if level is None:
+        derived = level_for(annotation)
+        if derived is None:
+            raise TypeError(
+                f"{where}: annotate the first parameter {subject!r} with Trace, AgentTrace or LLMSpan "
+                f"(got {describe(annotation)}), or pass level='trace'|'agent'|'llm'"
+            )
+        return derived
+    if level not in LEVELS:
+        raise TypeError(f"{where}: level must be one of {LEVELS}, got {level!r}")
+    return level
