@@ -1,17 +1,47 @@
-"""LLM-as-judge evaluators: the LLMJudge base, the Gemini client and engine, and the builtin judges."""
+"""LLM-as-judge evaluators: the LLMJudge base, prompt data blocks, `@llm_judge`, and the builtin judges.
+
+The Gemini client (`evaluators.judges.client`) and the engine that sends judgements under limits
+(`evaluators.judges.engine`) are imported from their modules, so that loading the evaluator catalog does not
+import google-genai.
+"""
 
 from .base import DATA_RULE, JudgeRequest, JudgeVerdict, LLMJudge
+from .decorator import FunctionJudge, llm_judge
 from .prepare import PreparedJudgement, prepare
+from .prompt import (
+    ToolEvidence,
+    clip,
+    compose,
+    conversation_block,
+    data_block,
+    documents_block,
+    escape_data,
+    instructions_block,
+    question,
+    tool_calls_block,
+)
 from .settings import DEFAULT_MODEL, JudgeSettings, RetrySettings
 
 __all__ = [
     "DATA_RULE",
     "DEFAULT_MODEL",
+    "FunctionJudge",
     "JudgeRequest",
     "JudgeSettings",
     "JudgeVerdict",
     "LLMJudge",
     "PreparedJudgement",
     "RetrySettings",
+    "ToolEvidence",
+    "clip",
+    "compose",
+    "conversation_block",
+    "data_block",
+    "documents_block",
+    "escape_data",
+    "instructions_block",
+    "llm_judge",
     "prepare",
+    "question",
+    "tool_calls_block",
 ]

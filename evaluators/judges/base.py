@@ -148,7 +148,9 @@ class LLMJudge(BaseEvaluator):
 
         The daemon and `agent-monitor evaluate` send `request(subject)` through a JudgeEngine instead.
         """
-        prepared = self.request(subject)
+        prepared = (
+            self.request(subject, task) if self.needs_ground_truth and task is not None else self.request(subject)
+        )
         if isinstance(prepared, EvalResult):
             return prepared
         return EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, f"{self.name}: no judge engine runs this evaluator here")

@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Sequence
-
-from evaluators.judges.control import judge_sampled_in
+from typing import cast
 
 from evaluators.judges import LLMJudge, prepare
-from evaluators.sdk import Dispatched, dispatch
+from evaluators.judges.control import judge_sampled_in
+from evaluators.sdk import Dispatched, Level, dispatch
 from evaluators.traces import build_trace, join_logs
 from evaluators.traces.model import Trace
 from monitor.engine.assembler import CompletedTrace
@@ -127,9 +127,10 @@ class TraceEvaluator:
             if prepared.request is None:
                 result = prepared.result
                 assert result is not None
+                level = cast(Level, prepared.level)  # the judge's level: one of LEVELS (BaseEvaluator checks it)
                 done = Dispatched(
-                    prepared.judge, prepared.level, prepared.span_id, prepared.agent_name, prepared.model, result, 0.0
-                )  # type: ignore[arg-type]  # level comes from the judge, one of LEVELS
+                    prepared.judge, level, prepared.span_id, prepared.agent_name, prepared.model, result, 0.0
+                )
                 by_label.setdefault(label, []).append(_row(label, done))
             else:
                 jobs.append(
