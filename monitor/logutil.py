@@ -35,7 +35,8 @@ def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    for noisy in ("apscheduler", "grpc", "httpx", "httpcore"):
+    # google_genai logs every request (and whole error bodies on retries) at INFO: a line per judge call.
+    for noisy in ("apscheduler", "grpc", "httpx", "httpcore", "httpx2", "google_genai"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
 
 

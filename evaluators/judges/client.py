@@ -87,6 +87,7 @@ class JudgeClient:
             response_mime_type="application/json",
             response_schema=response_schema,
             automatic_continuation=False,  # one judgement, one request (and the client's retries of it)
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),  # a judge has no tools
         )
         # `from None`: the SDK's exception (an APIError prints the whole error body) stays out of tracebacks.
         try:

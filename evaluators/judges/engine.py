@@ -272,6 +272,11 @@ class JudgeEngine:
         assert self._client is not None  # judge() returns early without a client
         schema = job.judge.response_schema
         async with self._slot(job.limits):
+            # Checked again with a slot in hand: judgements queued behind the limits would otherwise all pass the
+            # first check together. What is in flight (at most max_concurrency requests) may still overshoot.
+            spent = self._budget_skip(job.name, job.limits)
+            if spent is not None:
+                return spent
             started = self._monotonic()
             self._in_flight += 1
             try:

@@ -23,6 +23,7 @@ from typing import Any
 
 from evaluators.judges import LLMJudge
 from evaluators.sdk import EvalResult, SkipReason
+from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
 from monitor.results.rows import JudgeJob, LateResults, ResultRow, bounded
 
@@ -53,6 +54,7 @@ class JudgeStage:
         self.max_pending = max_pending
         self._on_pending = on_pending
         self._tasks: set[asyncio.Task[None]] = set()
+        self._unavailable = RateLimitedLogger(log, per_minute=1)  # an outage is one line a minute, not one a trace
         self._closed = False
         self.submitted = 0
         self.completed = 0
@@ -77,7 +79,7 @@ class JudgeStage:
                 continue
             task = asyncio.get_running_loop().create_task(self._run(job), name=f"judge {job.evaluator}")
             self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(self._finished)
         if refused:
             self._record(refused)
         self._on_pending(len(self._tasks))
@@ -93,12 +95,17 @@ class JudgeStage:
             log.exception("judge %s failed on trace %s", job.evaluator, job.trace_id)
             result = EvalResult.skip(SkipReason.ERROR, f"{type(exc).__name__}: {exc}"[:300])
         self._record([(job, result)], time.perf_counter() - started)
-        self._on_pending(len(self._tasks) - 1)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._on_pending(len(self._tasks))
 
     def _record(self, done: list[tuple[JudgeJob, EvalResult]], seconds: float = 0.0) -> None:
         tally = MetricsTally()
         late: dict[tuple[str, str], list[ResultRow]] = {}
         for job, result in done:
+            if result.skip_reason is SkipReason.JUDGE_UNAVAILABLE:
+                self._unavailable.warning("judge_unavailable", "judge %s: %s", job.evaluator, result.explanation)
             row = result_row(job, result, seconds)
             tally.add_results(job.service, job.trace_id, (row,))
             late.setdefault((job.trace_id, job.service), []).append(row)
