@@ -8,6 +8,7 @@ valid reply does not become a score.
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 
@@ -15,7 +16,7 @@ from evaluators.judges import JudgeSettings, LLMJudge, prepare
 from evaluators.judges.client import JudgeClient
 from evaluators.judges.engine import JudgeEngine
 from evaluators.sdk import builtin, list_builtins
-from tests.judges.fake_gemini import FakeGemini, FakeRequest, ok
+from tests.judges.fake_gemini import FakeGemini, FakeRequest, ok, slow
 from tests.judges.schema_reply import reply_for
 from tests.judges.synthetic import agent_trace
 
@@ -72,3 +73,49 @@ def test_a_builtin_judge_scores_through_the_real_client(name: str) -> None:
     assert len(sent) == len(prepared)
     assert all(not r.is_skipped and r.score is not None and 0.0 <= r.score <= 1.0 for r in results), results
     assert all(r.details.get("judge_model") == "gemini-2.5-flash" for r in results)
+
+
+def judge_all(judge: LLMJudge, name: str, requests: list, settings: JudgeSettings):
+    async def run():
+        engine = JudgeEngine(settings, JudgeClient(settings))
+        try:
+            return await asyncio.gather(*(engine.judge(judge, r, name=name) for r in requests))
+        finally:
+            await engine.aclose()
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("name", JUDGES)
+def test_malformed_output_is_asked_again_once_then_scored_or_skipped(name: str) -> None:
+    trace = agent_trace(documents=["Paris is the capital of France."], tool_error="lookup timed out")
+    judge = make(name)
+    request = next(p.request for p in prepare(trace, [judge]) if p.request is not None)
+    with FakeGemini(answer_from_schema) as fake:
+        settings = JudgeSettings(api_key="k", base_url=fake.url, requests_per_minute=0, cache_size=0)
+        fake.script(ok("the answer is fine"))  # not JSON: the engine asks again with the validation error
+        [retried] = judge_all(judge, name, [request], settings)
+        assert len(fake.requests) == 2 and "did not validate" in fake.requests[1].prompt
+        fake.script(ok({"unexpected": True}), ok("[]"))  # wrong twice: a skip, never a score
+        [skipped] = judge_all(judge, name, [request], settings)
+    assert not retried.is_skipped and retried.score is not None
+    assert skipped.skip_reason == "judge_unavailable" and skipped.score is None and "invalid" in skipped.explanation
+
+
+def test_concurrency_and_rate_limits_hold_at_the_server() -> None:
+    judge = make("answer_relevance")
+    requests = [
+        next(p.request for p in prepare(agent_trace(question=f"Question {n}?"), [judge]) if p.request is not None)
+        for n in range(9)
+    ]
+    with FakeGemini(lambda r: slow(0.2, answer_from_schema(r))) as fake:
+        settings = JudgeSettings(api_key="k", base_url=fake.url, max_concurrency=3, requests_per_minute=0)
+        results = judge_all(judge, "answer_relevance", requests, settings)
+        assert fake.max_in_flight == 3  # nine judgements, never more than three at the API at once
+        fake.reset()
+        settings = JudgeSettings(api_key="k", base_url=fake.url, requests_per_minute=240, cache_size=0)
+        judge_all(judge, "answer_relevance", requests[:4], settings)
+        arrivals = [r.time for r in fake.requests]
+    assert all(not r.is_skipped for r in results)
+    # 240 a minute: one request every 0.25 s at most (a lower bound, which a slow machine cannot break).
+    assert len(arrivals) == 4 and all(b - a >= 0.24 for a, b in itertools.pairwise(arrivals))
