@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import TextIO
 
+from evaluators.judges import LLMJudge
 from monitor.config import ConfigError, MonitorConfig, load_located
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.preflight import Prepared, preflight
@@ -121,4 +122,27 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     print("evaluators:", file=out)
     for line in evaluator_lines(prepared):
         print(line, file=out)
+    judges = judges_line(config, prepared)
+    if judges:
+        print(judges, file=out)
     return 0
+
+
+def judges_line(config: MonitorConfig, prepared: Prepared) -> str | None:
+    """Where the configured LLM judges go, or that they will only skip (None when no judge is configured)."""
+    names = [c.label for c in prepared.evaluators if isinstance(c.evaluator, LLMJudge)]
+    if not names:
+        return None
+    judges = config.judges
+    if judges.vertex_project:
+        target = f"Vertex AI project {judges.vertex_project} ({judges.vertex_location})"
+    elif judges.gemini_api_key:
+        target = "the Gemini API" + (f" at {judges.base_url}" if judges.base_url else "")
+    else:
+        return (
+            f"judges: {len(names)} configured but no GEMINI_API_KEY / GOOGLE_API_KEY, judges.gemini_api_key or "
+            "judges.vertex_project: every judgement will be a judge_unavailable skip"
+        )
+    budget = f"{judges.daily_token_budget:,} tokens a day" if judges.daily_token_budget else "no daily token budget"
+    rpm = f"{judges.requests_per_minute} requests/min" if judges.requests_per_minute else "no rate limit"
+    return f"judges: {len(names)} on {target}, model {judges.model}; {rpm}, {budget}"

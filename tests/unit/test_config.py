@@ -454,6 +454,21 @@ def test_check_config_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "default evaluator set" in capsys.readouterr().out
 
 
+def test_check_config_says_where_judges_go_or_that_they_will_skip(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    judges = "evaluators:\n  - {name: latency}\n  - {name: safety, sampling: 0.1}\n"
+    assert _run(write(tmp_path, judges)) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("judges: 1 configured but no GEMINI_API_KEY")
+    keyed = judges + "judges: {gemini_api_key: sekrit-key-123, daily_token_budget: 5000, requests_per_minute: 0}\n"
+    assert _run(write(tmp_path, keyed, "keyed.yaml")) == 0
+    out = capsys.readouterr().out
+    assert (
+        out.splitlines()[-1] == "judges: 1 on the Gemini API, model gemini-2.5-flash; no rate limit, 5,000 tokens a day"
+    )
+    assert "sekrit" not in out  # the key itself is never printed
+
+
 def test_check_config_invalid_exits_2_with_problems_on_stderr(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
