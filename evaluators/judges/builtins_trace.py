@@ -30,6 +30,20 @@ def evidence_blocks(trace: Trace, max_chars: int) -> list[str | None]:
     ]
 
 
+def request_and_answer(trace: Trace, max_chars: int, asked: str) -> str | EvalResult:
+    """The user request and the final answer as data blocks, then `asked`; a no_data skip without either."""
+    answer = answer_of(trace.output)
+    if answer is None:
+        return no_answer()
+    if not answer_of(trace.input):
+        return no_request()
+    return compose(
+        data_block("user_request", trace.input, max_chars),
+        data_block("final_answer", answer, max_chars),
+        question(asked),
+    )
+
+
 def no_request() -> EvalResult:
     return EvalResult.skip(SkipReason.NO_DATA, "the trace has no recorded user request")
 
@@ -124,17 +138,7 @@ A clear statement that the request cannot be fulfilled, with the reason, is rele
 List the off-topic parts of the answer, if any."""
 
     def build_prompt(self, subject: Trace, task: Any = None) -> str | EvalResult:
-        answer = answer_of(subject.output)
-        if answer is None:
-            return no_answer()
-        if not answer_of(subject.input):
-            return no_request()
-        n = self.max_data_chars
-        return compose(
-            data_block("user_request", subject.input, n),
-            data_block("final_answer", answer, n),
-            question("How relevant is the final answer to the user request?"),
-        )
+        return request_and_answer(subject, self.max_data_chars, "How relevant is the final answer to the user request?")
 
     def to_result(self, reply: BaseModel) -> EvalResult:
         """Score relevant = 1, partially_relevant = 0.5, irrelevant = 0."""
@@ -175,16 +179,8 @@ request into its parts (each question, task or requested detail) and mark each o
 Judge coverage, not correctness."""
 
     def build_prompt(self, subject: Trace, task: Any = None) -> str | EvalResult:
-        answer = answer_of(subject.output)
-        if answer is None:
-            return no_answer()
-        if not answer_of(subject.input):
-            return no_request()
-        n = self.max_data_chars
-        return compose(
-            data_block("user_request", subject.input, n),
-            data_block("final_answer", answer, n),
-            question("Which parts of the user request does the final answer cover?"),
+        return request_and_answer(
+            subject, self.max_data_chars, "Which parts of the user request does the final answer cover?"
         )
 
     def to_result(self, reply: BaseModel) -> EvalResult:

@@ -22,7 +22,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, ClassVar, overload
 
-from ..sdk.decorator import FunctionEvaluator, _param_for
+from ..sdk.decorator import FunctionEvaluator, _param_for, bare_or_named
 from ..sdk.introspect import describe, first_line, level_for, resolve_hints
 from ..sdk.params import Param
 from ..sdk.result import DEFAULT_THRESHOLD, LEVELS, EvalResult
@@ -97,15 +97,7 @@ def llm_judge(
         "description": description,
         "num_samples": num_samples,
     }
-    if callable(name):
-        return build_function_judge(name, None, **options)
-    if name is not None and not isinstance(name, str):
-        raise TypeError(f"@llm_judge: the name must be a str, got {type(name).__name__}")
-
-    def decorate(func: Callable[..., Any]) -> FunctionJudge:
-        return build_function_judge(func, name, **options)
-
-    return decorate
+    return bare_or_named(name, lambda func, named: build_function_judge(func, named, **options), "llm_judge")
 
 
 def build_function_judge(func: Callable[..., Any], name: str | None, **options: Any) -> FunctionJudge:

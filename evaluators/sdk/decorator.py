@@ -89,15 +89,17 @@ def evaluator(
         "kind": kind,
         "needs_ground_truth": needs_ground_truth,
     }
+    return bare_or_named(name, lambda func, named: build_function_evaluator(func, named, **options), "evaluator")
+
+
+def bare_or_named(name: Any, build: Callable[[Callable[..., Any], str | None], Any], decorator: str) -> Any:
+    """What a decorator used bare (`@d`: `name` is the function) or called (`@d("name", ...)`) returns:
+    `build(func, name)` now, or a decorator that does it."""
     if callable(name):
-        return build_function_evaluator(name, None, **options)
+        return build(name, None)
     if name is not None and not isinstance(name, str):
-        raise TypeError(f"@evaluator: the name must be a str, got {type(name).__name__}")
-
-    def decorate(func: Callable[..., Any]) -> FunctionEvaluator:
-        return build_function_evaluator(func, name, **options)
-
-    return decorate
+        raise TypeError(f"@{decorator}: the name must be a str, got {type(name).__name__}")
+    return lambda func: build(func, name)
 
 
 def build_function_evaluator(
