@@ -16,6 +16,7 @@ from monitor.daemon import Daemon
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.dispatcher import DueTraceDispatcher
 from monitor.engine.ingest import Ingestor
+from monitor.engine.judge_stage import JudgeStage
 from monitor.engine.pool import EvaluationPool, thread_slot
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
@@ -31,6 +32,10 @@ def _ingestor() -> Ingestor:
 
 def _pool() -> EvaluationPool:
     return EvaluationPool(thread_slot(TraceEvaluator([])), lambda o: None, lambda r, n: None)
+
+
+async def _no_judge(judge: Any, request: Any, *, name: str) -> Any:
+    raise AssertionError("no judgement expected")
 
 
 def _daemon(tmp: Path) -> Daemon:
@@ -52,6 +57,7 @@ COMPONENTS: dict[str, Callable[[Path], Any]] = {
     "evaluation_pool": lambda tmp: _pool(),
     "result_store": lambda tmp: ResultStore(tmp / "results.db"),
     "dispatcher": lambda tmp: DueTraceDispatcher(TraceAssembler(), _pool()),
+    "judge_stage": lambda tmp: JudgeStage({}, _no_judge, lambda tally: None),
     "daemon": _daemon,
 }
 
