@@ -15,10 +15,9 @@ import math
 import signal
 import time
 
+from evaluators.judges import LLMJudge
 from evaluators.judges.client import JudgeClient
 from evaluators.judges.engine import JudgeEngine
-
-from evaluators.judges import LLMJudge
 from monitor import __version__
 from monitor.config import MonitorConfig
 from monitor.config.models import usable_cpus
