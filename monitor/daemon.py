@@ -29,7 +29,7 @@ from monitor.engine.evaluator_setup import thresholds_of
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.ingest import Ingestor
 from monitor.engine.judge_stage import JudgeStage
-from monitor.engine.pool import EvaluationPool, EvaluationStartError, process_slots, thread_slot
+from monitor.engine.pool import EvaluationPool, EvaluationStartError, process_slots, stall_limit, thread_slot
 from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.logutil import RateLimitedLogger
@@ -99,6 +99,7 @@ class Daemon:
             queue_size=evaluation.queue_size,
             count_restart=self.metrics.worker_restarts.inc,
             cores=usable_cpus(),
+            stall_seconds=stall_limit(evaluation.timeout),
         )
         self.dispatcher = DueTraceDispatcher(self.assembler, self.pool, after_tick=self._update_gauges)
         # Refuse only real shortage: due traces beyond the evaluation queue (memory has its own bound).

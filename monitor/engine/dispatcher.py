@@ -52,6 +52,7 @@ class DueTraceDispatcher:
         for completed in self.assembler.take_due():
             self.pool.submit(completed)
             moved += 1
+        self.pool.check_stalled()
         self.after_tick()
         return moved
 

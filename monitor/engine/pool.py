@@ -10,6 +10,13 @@ admission control looks at, and `submit` takes every trace offered, so no worker
 cap while another worker's queue is full (routing by trace id is never perfectly even). A worker that dies
 has its in-flight traces counted as dropped (`worker_crash`) and is replaced (with backoff if it keeps
 dying); its queued traces go to the replacement. Outcomes are handed to `record` on the event loop thread.
+
+A worker process that returns no batch for `stall_seconds` while it has one (an evaluator that never returns:
+an endless loop, a regular expression that backtracks for hours) is killed by `check_stalled`, which the
+dispatcher calls every tick: its in-flight traces are counted as dropped (`worker_stalled`) and it is
+replaced like a crashed one. Evaluator timeouts (`evaluation.timeout`) are judged after the fact and cannot
+stop a running evaluator; this bounds what a stuck one costs. A thread cannot be killed: a stuck in-process
+worker is only logged.
 """
 
 from __future__ import annotations
@@ -43,6 +50,13 @@ RATE_WEIGHT = 0.05  # weight of the latest batch in a worker's moving average of
 BATCHES_IN_FLIGHT = 2
 START_TIMEOUT_SECONDS = 120.0
 MAX_RESTART_DELAY_SECONDS = 30.0
+MIN_STALL_SECONDS = 60.0
+
+
+def stall_limit(evaluation_timeout: float) -> float:
+    """How long a busy worker may go without returning a batch: four evaluator timeouts, at least a minute."""
+    return max(MIN_STALL_SECONDS, 4.0 * evaluation_timeout)
+
 
 Record = Callable[[MetricsTally], None]
 CountDropped = Callable[[str, int], None]
@@ -75,6 +89,9 @@ class WorkerSlot:
         self.in_flight = 0  # batches
         self.crashes_in_a_row = 0
         self.paused = False
+        self.progress_at = 0.0  # time.monotonic() of the last batch sent to an idle worker or returned by it
+        self.stalled: Executor | None = None  # the worker the stall check killed: its batches count as worker_stalled
+        self.stall_logged = False
 
     def start(self) -> Future:
         """A fresh worker; the future completes (with its pid) once it answers."""
@@ -150,8 +167,11 @@ class EvaluationPool:
         batch_size: int = BATCH_SIZE,
         count_restart: Callable[[], None] = lambda: None,
         cores: int | None = None,
+        stall_seconds: float = stall_limit(30.0),
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """`cores`: the usable cores (default: this process's CPU affinity), for the first capacity estimate."""
+        """`cores`: the usable cores (default: this process's CPU affinity), for the first capacity estimate;
+        `stall_seconds`: see `check_stalled`."""
         if not slots:
             raise ValueError("an evaluation pool needs at least one worker slot")
         self.slots = list(slots)
@@ -160,6 +180,8 @@ class EvaluationPool:
         self.count_restart = count_restart
         self.queue_size = queue_size
         self.batch_size = batch_size
+        self.stall_seconds = stall_seconds
+        self.clock = clock
         self.held = 0  # traces queued or in flight
         self.spans_held = 0  # their spans
         self.capacity = 0.0  # spans/s the workers evaluate when all are busy (see _measure); 0 while unknown
@@ -270,6 +292,8 @@ class EvaluationPool:
                 slot.queued.extendleft(reversed(batch))
                 self._restart(slot, executor, exc)
                 return
+            if slot.in_flight == 0:
+                slot.progress_at = self.clock()
             slot.in_flight += 1
             future.add_done_callback(functools.partial(self._finished_threadsafe, slot, executor, batch))
 
@@ -283,6 +307,7 @@ class EvaluationPool:
 
     def _finished(self, slot: WorkerSlot, executor: Executor, batch: list[CompletedTrace], future: Future) -> None:
         slot.in_flight -= 1
+        slot.progress_at = self.clock()
         if self._closed:
             return
         self.held -= len(batch)
@@ -304,7 +329,7 @@ class EvaluationPool:
             except Exception:
                 log.exception("could not record the results of %d traces", len(batch))
         elif isinstance(error, BrokenExecutor | BrokenExecutorCancelled):
-            self.count_dropped("worker_crash", len(batch))
+            self.count_dropped("worker_stalled" if executor is slot.stalled else "worker_crash", len(batch))
             self._restart(slot, executor, error)
         else:
             log.error("evaluation batch of %d traces failed: %r", len(batch), error)
@@ -326,6 +351,42 @@ class EvaluationPool:
         rates = [s.rate for s in self.slots if s.rate > 0]
         self.capacity = sum(rates) * len(self.slots) / len(rates)  # workers not yet measured: like the others
 
+    def check_stalled(self) -> int:
+        """Kill every worker process that has had a batch for `stall_seconds` without returning one; returns how
+        many were killed (their batches then fail as a crash would, counted as `worker_stalled`)."""
+        now = self.clock()
+        killed = 0
+        for slot in self.slots:
+            busy_for = now - slot.progress_at
+            if (
+                slot.in_flight == 0
+                or slot.executor is None
+                or slot.stalled is slot.executor
+                or busy_for < self.stall_seconds
+            ):
+                continue
+            processes = getattr(slot.executor, "_processes", None)  # ProcessPoolExecutor's own table
+            if not processes:
+                if not slot.stall_logged:  # a thread cannot be killed
+                    slot.stall_logged = True
+                    log.error(
+                        "evaluation worker %d (in-process) has returned nothing for %.0fs: an evaluator never "
+                        "returns; the traces routed to it wait",
+                        slot.index,
+                        busy_for,
+                    )
+                continue
+            log.error(
+                "evaluation worker %d has returned nothing for %.0fs (an evaluator that never returns?): killing it",
+                slot.index,
+                busy_for,
+            )
+            slot.stalled = slot.executor
+            for process in list(processes.values()):
+                process.kill()
+            killed += 1
+        return killed
+
     def _restart(self, slot: WorkerSlot, broken: Executor, error: BaseException) -> None:
         """Replace the slot's worker unless that already happened (several batches fail with one crash)."""
         if slot.executor is not broken or self._closed:
@@ -343,6 +404,7 @@ class EvaluationPool:
             f" in {delay:.0f}s" if delay else "",
         )
         slot.stop(wait=False)
+        slot.stall_logged = False
         slot.paused = True
         assert self._loop is not None
         self._loop.call_later(delay, self._resume, slot)

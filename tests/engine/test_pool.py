@@ -13,7 +13,7 @@ import time
 import pytest
 
 from monitor.config import MonitorConfig
-from monitor.engine.pool import EvaluationPool, process_slots, route, thread_slot
+from monitor.engine.pool import EvaluationPool, process_slots, route, stall_limit, thread_slot
 from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
@@ -201,3 +201,40 @@ def test_a_worker_stuck_in_an_evaluator_is_killed_at_shutdown() -> None:
         time.sleep(0.1)
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_a_worker_that_returns_nothing_for_too_long_is_killed_replaced_and_its_traces_counted() -> None:
+    config = MonitorConfig.model_validate(
+        {"evaluators": [{"module": "tests.engine.slow_evaluator:stuck"}], "store": {"enabled": False}}
+    )
+
+    async def scenario():
+        dropped: list[tuple[str, int]] = []
+        pool = EvaluationPool(
+            process_slots(config, 1), lambda tally: None, lambda r, n: dropped.append((r, n)), stall_seconds=1.0
+        )
+        await pool.start()
+        first_pid = pool.slots[0].pid
+        for completed in synthetic_traces(3):
+            pool.submit(completed)
+        assert pool.check_stalled() == 0  # busy for less than stall_seconds: left alone
+        deadline = time.monotonic() + 30
+        killed = 0
+        while sum(n for _, n in dropped) < 2 and time.monotonic() < deadline:
+            killed += pool.check_stalled()
+            await asyncio.sleep(0.1)
+        restarts, held = pool.restarts, pool.held
+        await pool.shutdown(grace=1.0)
+        return dropped, killed, restarts, held, first_pid
+
+    dropped, killed, restarts, held, first_pid = asyncio.run(scenario())
+    assert killed == 1 and restarts == 1
+    # The two batches in flight (one trace each) are dropped; the queued third goes to the replacement.
+    assert {reason for reason, _ in dropped} == {"worker_stalled"} and sum(n for _, n in dropped) == 2
+    assert held == 1
+    with pytest.raises(ProcessLookupError):
+        os.kill(first_pid, 0)
+
+
+def test_the_stall_limit_is_four_evaluator_timeouts_and_at_least_a_minute() -> None:
+    assert stall_limit(30.0) == 120.0 and stall_limit(5.0) == 60.0
