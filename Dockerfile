@@ -13,7 +13,8 @@ ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1
 WORKDIR /var/lib/agent-monitor
 USER 10001
 EXPOSE 4317 4318 9464
-HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
-  CMD python -c "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:9464/healthz', timeout=2).status == 200 else 1)"
+# The probe reads the same config as `run` (AGENT_MONITOR_CONFIG, AGENT_MONITOR_* overrides): it follows the
+# metrics port and api.tls. Mount a config and set AGENT_MONITOR_CONFIG rather than passing `run --config`.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 CMD ["agent-monitor", "health"]
 ENTRYPOINT ["agent-monitor"]
 CMD ["run"]

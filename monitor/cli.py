@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from monitor.commands import check_config, evaluate_cmd, evaluators_cmd, inspect_cmd
+from monitor.commands import check_config, evaluate_cmd, evaluators_cmd, health_cmd, inspect_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,12 +16,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     run_parser = subparsers.add_parser("run", help="start the daemon")
-    run_parser.add_argument("--config", help="YAML config file (default: the embedded default)")
+    run_parser.add_argument(
+        "--config", help=f"YAML config file (default: ${health_cmd.CONFIG_ENV}, else the embedded default)"
+    )
     run_parser.set_defaults(handler=_run_daemon)
     inspect_cmd.add_parser(subparsers)
     check_config.add_parser(subparsers)
     evaluate_cmd.add_parser(subparsers)
     evaluators_cmd.add_parser(subparsers)
+    health_cmd.add_parser(subparsers)
     return parser
 
 
@@ -35,11 +38,12 @@ def _run_daemon(args: argparse.Namespace) -> int:
     from monitor.logutil import configure_logging
     from monitor.preflight import preflight
 
+    path = health_cmd.config_path(args)
     try:
-        config, locator = load_located(args.config, env=None)
+        config, locator = load_located(path, env=None)
         prepared = preflight(config, locator)
     except ConfigError as exc:
-        return check_config.report_invalid(args.config or DEFAULT_SOURCE, exc, sys.stderr)
+        return check_config.report_invalid(path or DEFAULT_SOURCE, exc, sys.stderr)
     configure_logging(config.logging.level, config.logging.format)
     try:
         return asyncio.run(_serve(config, prepared))
