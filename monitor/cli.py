@@ -46,10 +46,32 @@ def _run_daemon(args: argparse.Namespace) -> int:
         return check_config.report_invalid(path or DEFAULT_SOURCE, exc, sys.stderr)
     configure_logging(config.logging.level, config.logging.format)
     try:
-        return asyncio.run(_serve(config, prepared))
+        code = asyncio.run(_serve(config, prepared))
     except (*STARTUP_ERRORS, sqlite3.Error) as exc:
         print(f"agent-monitor: cannot start: {exc}", file=sys.stderr)
-        return 1
+        code = 1
+    _exit_past_stuck_evaluators(code)
+    return code
+
+
+def _exit_past_stuck_evaluators(code: int) -> None:
+    """Exit now when an in-process evaluation thread is stuck in an evaluator: the interpreter would join it
+    at exit and never end (a thread cannot be killed). Everything else has been shut down and flushed."""
+    import logging
+    import os
+
+    from monitor.engine.pool import stuck_evaluation_threads
+
+    stuck = stuck_evaluation_threads()
+    if not stuck:
+        return
+    logging.getLogger("monitor.cli").error(
+        "an evaluator is still running on %s and cannot be stopped: exiting without waiting for it", ", ".join(stuck)
+    )
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 async def _serve(config, prepared) -> int:

@@ -27,6 +27,7 @@ import functools
 import logging
 import multiprocessing
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -51,6 +52,7 @@ BATCHES_IN_FLIGHT = 2
 START_TIMEOUT_SECONDS = 120.0
 MAX_RESTART_DELAY_SECONDS = 30.0
 MIN_STALL_SECONDS = 60.0
+THREAD_PREFIX = "evaluation"
 
 
 def stall_limit(evaluation_timeout: float) -> float:
@@ -150,7 +152,7 @@ def thread_slot(evaluator: TraceEvaluator, write: StoreWrite | None = None) -> l
     the evaluated traces (the daemon's result store)."""
 
     def make() -> Executor:
-        return ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaluation")
+        return ThreadPoolExecutor(max_workers=1, thread_name_prefix=THREAD_PREFIX)
 
     run = BatchRun(evaluator, write)
     return [WorkerSlot(0, make, run, os.getpid, lambda: spans_per_second(evaluator))]
@@ -253,17 +255,22 @@ class EvaluationPool:
         """Stop taking results and stop every worker (waiting up to `grace` for a running batch). Idempotent."""
         self._closed = True
         executors = [slot.executor for slot in self.slots if slot.executor is not None]
-        waits = [asyncio.ensure_future(asyncio.to_thread(slot.stop, True)) for slot in self.slots if slot.executor]
+        # Not asyncio.to_thread: a stop that never returns (a thread stuck in an evaluator) would hold the loop's
+        # default executor, which asyncio.run joins at the end, and the daemon would never exit.
+        waits = [asyncio.ensure_future(_in_daemon_thread(slot.stop, True)) for slot in self.slots if slot.executor]
         if waits:
             done, _ = await asyncio.wait(waits, timeout=max(grace, 0.1))
             if len(done) < len(waits):
                 # A worker stuck in an evaluator would keep the process from exiting (the executor joins it).
                 log.warning("evaluation workers did not stop within %.1fs: killing them", grace)
+                killed = 0
                 for executor in executors:
                     processes = getattr(executor, "_processes", None) or {}  # ProcessPoolExecutor's own table
                     for process in list(processes.values()):
                         process.kill()
-                await asyncio.wait(waits, timeout=5.0)
+                        killed += 1
+                if killed:  # a thread cannot be killed: the daemon exits past it (cli.py)
+                    await asyncio.wait(waits, timeout=5.0)
         for slot in self.slots:
             slot.queued.clear()
         self.spans_held = 0
@@ -415,6 +422,32 @@ class EvaluationPool:
         slot.paused = False
         slot.start()  # the first batch waits behind the new worker's start-up
         self._pump(slot)
+
+
+async def _in_daemon_thread(function: Callable[..., Any], *args: Any) -> None:
+    """`function(*args)` on a daemon thread of its own (never joined at exit), awaited from the loop."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def finished() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    def run() -> None:
+        try:
+            function(*args)
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(finished)
+
+    threading.Thread(target=run, name="stop-evaluation-worker", daemon=True).start()
+    await done
+
+
+def stuck_evaluation_threads() -> list[str]:
+    """In-process evaluation threads still running (an evaluator that never returned). The interpreter joins
+    executor threads at exit, so with one of these alive a normal exit would never end."""
+    return [t.name for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX) and t.is_alive()]
 
 
 class EvaluationStartError(Exception):

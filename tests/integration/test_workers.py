@@ -96,3 +96,14 @@ def test_sigterm_drains_every_worker_before_exit(daemon_factory):
         assert db.execute("SELECT COUNT(*) FROM traces").fetchone()[0] == 120
     for worker in workers:
         assert not Path(f"/proc/{worker}").exists() or b"spawn_main" not in Path(f"/proc/{worker}/cmdline").read_bytes()
+
+
+def test_sigterm_exits_even_when_an_in_process_evaluator_never_returns(daemon_factory):
+    daemon = daemon_factory(
+        {"assembly": {"quiet_period": "200ms"}, "evaluation": {"workers": 1}, "shutdown": {"grace_period": "2s"}},
+        evaluators=[{"module": "tests.engine.slow_evaluator:stuck"}],
+    )
+    send("grpc", f"127.0.0.1:{daemon.grpc_port}", "synthetic", "--traces", "2")
+    assert wait_until(lambda: daemon.value("agent_monitor_queue_depth") >= 1), daemon.output()
+    assert daemon.stop(timeout=30) == 0  # killed after 30 s otherwise: a thread cannot be; the daemon exits past it
+    assert "an evaluator is still running on evaluation_0" in daemon.output()
