@@ -89,8 +89,11 @@ class EvalResult:
 
     def resolve(self, threshold: float = DEFAULT_THRESHOLD) -> EvalResult:
         """A copy with `passed = score >= threshold` (whatever `passed` was); a skip is returned as it is."""
-        limit = check_score(threshold, "threshold")
-        if self.is_skipped:
+        # An evaluator's threshold was checked when it was set: only a value from elsewhere is checked here.
+        limit = (
+            threshold if type(threshold) is float and 0.0 <= threshold <= 1.0 else check_score(threshold, "threshold")
+        )
+        if self.skip_reason is not None:
             return self
         assert self.score is not None  # a result that is not a skip has a score (checked in __post_init__)
         passed = self.score >= limit

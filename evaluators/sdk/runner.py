@@ -41,7 +41,7 @@ class _Unit:
     model: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Dispatched:
     """One evaluator's result on one dispatch unit, before it becomes a record (cheap to build in bulk)."""
 
