@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 from evaluators import EvalResult, Task, Trace, evaluator
-from evaluators.judges import LLMJudge
-
-
-def data_block(name: str, text: str | None, limit: int) -> str:
-    return f'<data name="{name}">\n{(text or "")[:limit]}\n</data>'
+from evaluators.judges import LLMJudge, data_block
 
 
 @evaluator("no_tool_errors", threshold=1.0)
