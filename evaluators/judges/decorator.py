@@ -22,8 +22,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any, ClassVar, overload
 
-from ..sdk.decorator import FunctionEvaluator, _param_for, bare_or_named
-from ..sdk.introspect import describe, first_line, level_for, resolve_hints
+from ..sdk.decorator import FunctionEvaluator, _param_for, bare_or_named, function_signature
+from ..sdk.introspect import describe, first_line, level_for
 from ..sdk.params import Param
 from ..sdk.result import DEFAULT_THRESHOLD, LEVELS, EvalResult
 from .base import LLMJudge
@@ -102,15 +102,7 @@ def llm_judge(
 
 def build_function_judge(func: Callable[..., Any], name: str | None, **options: Any) -> FunctionJudge:
     """The judge instance for `func` (a fresh FunctionJudge subclass holding its Params)."""
-    if isinstance(func, LLMJudge) or not inspect.isfunction(inspect.unwrap(func)):
-        raise TypeError(f"@llm_judge applies to a plain function, got {func!r}")
-    label = name or func.__name__
-    where = f"@llm_judge {label!r} ({func.__module__}.{func.__qualname__})"
-    parameters = list(inspect.signature(func).parameters.values())
-    hints = resolve_hints(func)
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    if not parameters or parameters[0].kind not in positional:
-        raise TypeError(f"{where}: the first parameter must be the subject (a Trace, AgentTrace or LLMSpan)")
+    label, where, parameters, hints = function_signature(func, name, "llm_judge")
     level = _level(options["level"], hints.get(parameters[0].name, parameters[0].annotation), parameters[0].name, where)
 
     inherited = LLMJudge._param_defs

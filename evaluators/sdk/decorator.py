@@ -102,6 +102,23 @@ def bare_or_named(name: Any, build: Callable[[Callable[..., Any], str | None], A
     return lambda func: build(func, name)
 
 
+def function_signature(
+    func: Callable[..., Any], name: str | None, decorator: str
+) -> tuple[str, str, list[inspect.Parameter], dict[str, Any]]:
+    """(label, where, parameters, type hints) of a function decorated with `@decorator`; TypeError unless it is
+    a plain function whose first parameter is the subject."""
+    if isinstance(func, BaseEvaluator) or not inspect.isfunction(inspect.unwrap(func)):
+        raise TypeError(f"@{decorator} applies to a plain function, got {func!r}")
+    label = name or func.__name__
+    where = f"@{decorator} {label!r} ({func.__module__}.{func.__qualname__})"
+    parameters = list(inspect.signature(func).parameters.values())
+    hints = resolve_hints(func)
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if not parameters or parameters[0].kind not in positional:
+        raise TypeError(f"{where}: the first parameter must be the subject (a Trace, AgentTrace or LLMSpan)")
+    return label, where, parameters, hints
+
+
 def build_function_evaluator(
     func: Callable[..., Any],
     name: str | None,
@@ -114,15 +131,7 @@ def build_function_evaluator(
     needs_ground_truth: bool | None,
 ) -> FunctionEvaluator:
     """The evaluator instance for `func` (a fresh FunctionEvaluator subclass holding its Params)."""
-    if isinstance(func, BaseEvaluator) or not inspect.isfunction(inspect.unwrap(func)):
-        raise TypeError(f"@evaluator applies to a plain function, got {func!r}")
-    label = name or func.__name__
-    where = f"@evaluator {label!r} ({func.__module__}.{func.__qualname__})"
-    parameters = list(inspect.signature(func).parameters.values())
-    hints = resolve_hints(func)
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    if not parameters or parameters[0].kind not in positional:
-        raise TypeError(f"{where}: the first parameter must be the subject (a Trace, AgentTrace or LLMSpan)")
+    label, where, parameters, hints = function_signature(func, name, "evaluator")
     subject = parameters[0]
     annotation = hints.get(subject.name, subject.annotation)
     derived = level_for(annotation)
