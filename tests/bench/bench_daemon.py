@@ -5,7 +5,9 @@ A load generator process (load_generator.py) sends 7-span agent traces as fast a
   - the bare grpc.aio sink (grpc_sink.py): parse and walk every attribute, the floor of any receiver;
   - the daemon on its embedded default config (quiet_period 5s, workers auto) for BENCH_SECONDS (20);
   - the daemon with every default evaluator sampled out (ingest only, quiet_period 1s);
-  - the daemon with evaluation.workers 1 and N = usable cores (quiet_period 1s), BENCH_WORKERS_SECONDS.
+  - the daemon with evaluation.workers 1 and N = usable cores (quiet_period 1s), BENCH_WORKERS_SECONDS;
+and, as the same-run baseline of figure 1b, one thread evaluating the same traces and nothing else
+(evaluation_baseline.py): the host's speed divides out of the ratio.
 CPU and RSS are the daemon's whole process tree (its worker processes too, see proctree.py); the rest
 comes from its Prometheus metrics after it has caught up. Targets are benchmarks, not assertions: a
 missed target still exits 0; non-zero only when something broke.
@@ -36,6 +38,7 @@ from tests.bench.daemon_load import (
     run_daemon,
     run_sink,
 )
+from tests.bench.evaluation_baseline import single_thread_rate
 
 SECONDS = float(os.environ.get("BENCH_SECONDS", "20"))
 WORKERS_SECONDS = float(os.environ.get("BENCH_WORKERS_SECONDS", str(min(SECONDS, 10.0))))
@@ -175,8 +178,8 @@ def describe_evaluators(run: Run) -> None:
 Row = tuple[str, str, str, str]
 
 
-def figures(sink: Run, default: Run, ingest: Run, one: Run, many: Run | None) -> list[Row]:
-    """(figure, value, target, verdict) rows."""
+def figures(sink: Run, default: Run, ingest: Run, one: Run, many: Run | None, alone: float) -> list[Row]:
+    """(figure, value, target, verdict) rows; `alone`: traces/s of one thread evaluating and nothing else."""
     rows: list[Row] = []
     accepted, rate = default.load["traces_per_second"], evaluated_per_second(default)
     rows.append(
@@ -185,6 +188,14 @@ def figures(sink: Run, default: Run, ingest: Run, one: Run, many: Run | None) ->
             f"{accepted:,.0f} / {rate:,.0f} traces/s",
             f">= {TARGET_TRACES:,.0f}",
             _verdict(min(accepted, rate) >= TARGET_TRACES),
+        )
+    )
+    rows.append(
+        (
+            f"1b default evaluated / ({CORES} cores x evaluation alone)",
+            f"{rate / (CORES * alone):.2f} ({rate:,.0f} / {CORES} x {alone:,.0f})",
+            "(same-run baseline)",
+            "",
         )
     )
     share = cpu_share(default)
@@ -285,7 +296,7 @@ def runs_table(runs: list[tuple[str, Run]]) -> None:
     print(f"  (tree CPU: share of {CORES} cores while sending; ¹ sink: share of one core)")
 
 
-def report(sink: Run, default: Run, ingest: Run, one: Run, many: Run | None) -> None:
+def report(sink: Run, default: Run, ingest: Run, one: Run, many: Run | None, alone: float) -> None:
     runs = [
         ("bare grpc.aio sink", sink),
         (f"daemon default (quiet {DEFAULT_QUIET:g}s)", default),
@@ -309,7 +320,8 @@ def report(sink: Run, default: Run, ingest: Run, one: Run, many: Run | None) -> 
     print()
     runs_table(runs)
     print()
-    rows = figures(sink, default, ingest, one, many)
+    print(f"  evaluation alone (one thread, no ingest, in-memory store): {alone:,.0f} traces/s")
+    rows = figures(sink, default, ingest, one, many, alone)
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         print(f"  {row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {row[3]}")
@@ -335,13 +347,15 @@ def main() -> int:
     if CORES > 1:
         steps.append(("many", lambda: daemon_run(f"workers {CORES}", workers_overrides(CORES), WORKERS_SECONDS, QUIET)))
     runs: dict[str, Run] = {}
+    print("  running: evaluation alone (one thread)", flush=True)
+    alone = single_thread_rate()
     try:
         for key, step in steps:
             runs[key] = step()
     except Broken as exc:
         print(f"bench_daemon: BROKEN: {exc}", flush=True)
         return 1
-    report(runs["sink"], runs["default"], runs["ingest"], runs["one"], runs.get("many"))
+    report(runs["sink"], runs["default"], runs["ingest"], runs["one"], runs.get("many"), alone)
     return 0
 
 
