@@ -71,10 +71,8 @@ class JudgeStage:
         refused: list[tuple[JudgeJob, EvalResult]] = []
         for job in jobs:
             self.submitted += 1
-            if self._closed or len(self._tasks) >= self.max_pending or job.evaluator not in self.judges:
-                reason = "judge backlog full" if not self._closed else "the daemon is shutting down"
-                if job.evaluator not in self.judges:
-                    reason = f"no judge {job.evaluator!r} in this process"
+            reason = self._refusal(job)
+            if reason is not None:
                 refused.append((job, EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, reason)))
                 continue
             task = asyncio.get_running_loop().create_task(self._run(job), name=f"judge {job.evaluator}")
@@ -83,6 +81,16 @@ class JudgeStage:
         if refused:
             self._record(refused)
         self._on_pending(len(self._tasks))
+
+    def _refusal(self, job: JudgeJob) -> str | None:
+        """Why `job` cannot wait for a judgement now, or None when it can."""
+        if job.evaluator not in self.judges:
+            return f"no judge {job.evaluator!r} in this process"
+        if self._closed:
+            return "the daemon is shutting down"
+        if len(self._tasks) >= self.max_pending:
+            return "judge backlog full"
+        return None
 
     async def _run(self, job: JudgeJob) -> None:
         started = time.perf_counter()
