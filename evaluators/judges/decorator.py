@@ -22,10 +22,16 @@ import inspect
 from collections.abc import Callable
 from typing import Any, ClassVar, overload
 
-from ..sdk.decorator import FunctionEvaluator, _param_for, bare_or_named, function_signature
-from ..sdk.introspect import describe, first_line, level_for
+from ..sdk.decorator import (
+    FunctionEvaluator,
+    _param_for,
+    bare_or_named,
+    function_level,
+    function_namespace,
+    function_signature,
+)
 from ..sdk.params import Param
-from ..sdk.result import DEFAULT_THRESHOLD, LEVELS, EvalResult
+from ..sdk.result import DEFAULT_THRESHOLD, EvalResult
 from .base import LLMJudge
 
 
@@ -103,25 +109,14 @@ def llm_judge(
 def build_function_judge(func: Callable[..., Any], name: str | None, **options: Any) -> FunctionJudge:
     """The judge instance for `func` (a fresh FunctionJudge subclass holding its Params)."""
     label, where, parameters, hints = function_signature(func, name, "llm_judge")
-    level = _level(options["level"], hints.get(parameters[0].name, parameters[0].annotation), parameters[0].name, where)
-
+    level = function_level(options["level"], parameters[0], hints, where)
     inherited = LLMJudge._param_defs
-    namespace: dict[str, Any] = {
-        "__module__": func.__module__,
-        "__qualname__": func.__qualname__,
-        "__doc__": func.__doc__,
-        "__wrapped__": staticmethod(func),
-        "_func": staticmethod(func),
-        "name": label,
-        "level": level,
-        "threshold": options["threshold"],
-        "description": options["description"] or first_line(func.__doc__),
-        "instructions": options["criteria"],
-        "_accepts_task": False,
-        "needs_ground_truth": False,
-        "model": Param(options["model"], inherited["model"].description),
-        "num_samples": Param(options["num_samples"], inherited["num_samples"].description, min=1, max=9),
-    }
+    namespace = function_namespace(func, label, level, options["threshold"], options["description"])
+    namespace.update(
+        instructions=options["criteria"],
+        model=Param(options["model"], inherited["model"].description),
+        num_samples=Param(options["num_samples"], inherited["num_samples"].description, min=1, max=9),
+    )
     passed: list[str] = []
     for param in parameters[1:]:
         if param.name == "task":
@@ -136,17 +131,3 @@ def build_function_judge(func: Callable[..., Any], name: str | None, **options: 
     namespace["_func_params"] = tuple(passed)
     cls = type(func.__name__, (FunctionJudge,), namespace)
     return cls()
-
-
-def _level(level: str | None, annotation: Any, subject: str, where: str) -> str:
-    if level is None:
-        derived = level_for(annotation)
-        if derived is None:
-            raise TypeError(
-                f"{where}: annotate the first parameter {subject!r} with Trace, AgentTrace or LLMSpan "
-                f"(got {describe(annotation)}), or pass level='trace'|'agent'|'llm'"
-            )
-        return derived
-    if level not in LEVELS:
-        raise TypeError(f"{where}: level must be one of {LEVELS}, got {level!r}")
-    return level

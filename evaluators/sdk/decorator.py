@@ -119,6 +119,41 @@ def function_signature(
     return label, where, parameters, hints
 
 
+def function_level(level: str | None, subject: inspect.Parameter, hints: dict[str, Any], where: str) -> str:
+    """`level` checked, or (None) the level the subject parameter's annotation names; TypeError otherwise."""
+    if level is not None:
+        if level not in LEVELS:
+            raise TypeError(f"{where}: level must be one of {LEVELS}, got {level!r}")
+        return level
+    annotation = hints.get(subject.name, subject.annotation)
+    derived = level_for(annotation)
+    if derived is None:
+        raise TypeError(
+            f"{where}: annotate the first parameter {subject.name!r} with Trace, AgentTrace or LLMSpan "
+            f"(got {describe(annotation)}), or pass level='trace'|'agent'|'llm'"
+        )
+    return derived
+
+
+def function_namespace(
+    func: Callable[..., Any], label: str, level: str, threshold: float, description: str
+) -> dict[str, Any]:
+    """The class attributes every evaluator made from a function has (a `task` parameter changes the last two)."""
+    return {
+        "__module__": func.__module__,
+        "__qualname__": func.__qualname__,
+        "__doc__": func.__doc__,
+        "__wrapped__": staticmethod(func),
+        "_func": staticmethod(func),
+        "name": label,
+        "level": level,
+        "threshold": threshold,
+        "description": description or first_line(func.__doc__),
+        "_accepts_task": False,
+        "needs_ground_truth": False,
+    }
+
+
 def build_function_evaluator(
     func: Callable[..., Any],
     name: str | None,
@@ -132,34 +167,9 @@ def build_function_evaluator(
 ) -> FunctionEvaluator:
     """The evaluator instance for `func` (a fresh FunctionEvaluator subclass holding its Params)."""
     label, where, parameters, hints = function_signature(func, name, "evaluator")
-    subject = parameters[0]
-    annotation = hints.get(subject.name, subject.annotation)
-    derived = level_for(annotation)
-    if level is None:
-        if derived is None:
-            raise TypeError(
-                f"{where}: annotate the first parameter {subject.name!r} with Trace, AgentTrace or LLMSpan "
-                f"(got {describe(annotation)}), or pass level='trace'|'agent'|'llm'"
-            )
-        level = derived
-    elif level not in LEVELS:
-        raise TypeError(f"{where}: level must be one of {LEVELS}, got {level!r}")
-
-    namespace: dict[str, Any] = {
-        "__module__": func.__module__,
-        "__qualname__": func.__qualname__,
-        "__doc__": func.__doc__,
-        "__wrapped__": staticmethod(func),
-        "_func": staticmethod(func),
-        "name": label,
-        "level": level,
-        "threshold": threshold,
-        "description": description or first_line(func.__doc__),
-        "aggregations": aggregations,
-        "kind": kind,
-        "_accepts_task": False,
-        "needs_ground_truth": False,
-    }
+    level = function_level(level, parameters[0], hints, where)
+    namespace = function_namespace(func, label, level, threshold, description)
+    namespace.update(aggregations=aggregations, kind=kind)
     for param in parameters[1:]:
         if param.name == "task":
             namespace["_accepts_task"] = True
