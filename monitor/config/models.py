@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from evaluators.judges.settings import DEFAULT_MODEL as DEFAULT_JUDGE_MODEL
-from evaluators.judges.settings import DEFAULT_RETRY_STATUS_CODES, JudgeSettings, RetrySettings
+from evaluators.judges.settings import DEFAULT_RETRY_STATUS_CODES, JudgeSettings
 
 from .evaluators import (
     EvaluatorsSection,
@@ -300,32 +300,9 @@ class JudgesConfig(Section):
         return bool(self.gemini_api_key or self.vertex_project)
 
     def settings(self) -> JudgeSettings:
-        """The judge engine's settings (evaluators.judges.JudgeSettings)."""
-        retry = self.retry
-        return JudgeSettings(
-            api_key=self.gemini_api_key,
-            vertex_project=self.vertex_project,
-            vertex_location=self.vertex_location,
-            model=self.model,
-            base_url=self.base_url,
-            api_version=self.api_version,
-            request_timeout=self.request_timeout,
-            judgement_timeout=self.judgement_timeout,
-            retry=RetrySettings(
-                attempts=retry.attempts,
-                initial_delay=retry.initial_delay,
-                max_delay=retry.max_delay,
-                exp_base=retry.exp_base,
-                jitter=retry.jitter,
-                http_status_codes=list(retry.http_status_codes),
-            ),
-            max_concurrency=self.max_concurrency,
-            requests_per_minute=self.requests_per_minute,
-            daily_token_budget=self.daily_token_budget,
-            cache_size=self.cache_size,
-            redact=self.redact,
-            max_pending=self.max_pending,
-        )
+        """The judge engine's settings (evaluators.judges.JudgeSettings: the same fields, the key as `api_key`;
+        it forbids unknown fields, so the two cannot drift apart silently)."""
+        return JudgeSettings(api_key=self.gemini_api_key, **self.model_dump(exclude={"gemini_api_key"}))
 
 
 class LoggingConfig(Section):
