@@ -121,9 +121,8 @@ class TraceEvaluator:
         jobs: list[JudgeJob],
         service: str,
     ) -> None:
-        label_of = {id(c.evaluator): c.label for c in judges}
         for prepared in prepare(trace, [c.evaluator for c in judges], self.mode):
-            label = label_of[id(prepared.judge)]
+            label = self._label_of[id(prepared.judge)]
             if prepared.request is None:
                 result = prepared.result
                 assert result is not None
