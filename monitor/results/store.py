@@ -116,18 +116,34 @@ class ResultStore:
             str(path), timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False, isolation_level=None
         )
         self._lock = threading.Lock()
-        with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(SCHEMA)
-            columns = {row[1] for row in self._db.execute("PRAGMA table_info(traces)")}
-            if "passed" not in columns:  # a database from before passing results were packed per trace
-                self._db.execute("ALTER TABLE traces ADD COLUMN passed TEXT")
+        self._set_up()
         self._last_prune = 0.0
         self._queue: queue.Queue[list[Written | _FlushMarker] | None] = queue.Queue()
         self._writer: threading.Thread | None = None
         self._closed = False
         self.write_errors = 0
+
+    def _set_up(self) -> None:
+        """WAL mode, the schema and its migration. Worker processes open a new database at the same moment: when
+        two connections would deadlock upgrading their locks, SQLite answers "database is locked" at once instead
+        of waiting (the busy timeout does not apply), so that answer is retried here, within the busy timeout."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+        while True:
+            try:
+                with self._lock:
+                    self._db.execute("PRAGMA journal_mode=WAL")
+                    self._db.execute("PRAGMA synchronous=NORMAL")
+                    self._db.executescript(SCHEMA)
+                    columns = {row[1] for row in self._db.execute("PRAGMA table_info(traces)")}
+                    if "passed" not in columns:  # a database from before passing results were packed per trace
+                        self._db.execute("ALTER TABLE traces ADD COLUMN passed TEXT")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                if self._db.in_transaction:  # executescript may have stopped inside its own transaction
+                    self._db.execute("ROLLBACK")
+                time.sleep(0.05)
 
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
