@@ -19,12 +19,12 @@ venv: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/agent-monitor run
 
-# Debian packages the integration tests use: the real Prometheus server and promtool.
+# Debian packages the integration tests use: the real Prometheus server and promtool, and Alertmanager.
 system-deps:
-	@command -v prometheus >/dev/null && command -v promtool >/dev/null || { \
-	  echo "installing the Debian package prometheus (for promtool and the integration tests)"; \
+	@command -v prometheus >/dev/null && command -v promtool >/dev/null && command -v prometheus-alertmanager >/dev/null || { \
+	  echo "installing the Debian packages prometheus and prometheus-alertmanager (for promtool and the integration tests)"; \
 	  $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus prometheus-alertmanager >/dev/null; }
 
 test: $(STAMP) system-deps
 	$(VENV)/bin/ruff check evaluators monitor tests

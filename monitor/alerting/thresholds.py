@@ -11,7 +11,8 @@ if TYPE_CHECKING:  # a type only: metrics imports alerting, never the other way 
 
 @dataclass(frozen=True, slots=True)
 class AlertRule:
-    """A minimum pass ratio for one evaluator, judged over `window_seconds` once `min_samples` verdicts exist.
+    """A minimum pass ratio for one evaluator, judged over `window_seconds` once `min_samples` verdicts exist;
+    it fires once the ratio has stayed below the minimum for `for_seconds` (Prometheus's `for`).
 
     With fewer verdicts in the window the alert keeps its last state (it does not resolve for lack of data).
     """
@@ -21,12 +22,15 @@ class AlertRule:
     window_seconds: float = 300.0
     min_samples: int = 1
     severity: str = "warning"
+    for_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.min_pass_ratio <= 1.0:
             raise ValueError(f"alert {self.name}: min_pass_ratio must be within [0, 1], got {self.min_pass_ratio}")
         if self.window_seconds <= 0:
             raise ValueError(f"alert {self.name}: window_seconds must be positive, got {self.window_seconds}")
+        if self.for_seconds < 0:
+            raise ValueError(f"alert {self.name}: for_seconds must not be negative, got {self.for_seconds}")
         if self.min_samples < 0:
             raise ValueError(f"alert {self.name}: min_samples must not be negative, got {self.min_samples}")
 
@@ -46,6 +50,33 @@ class AlertState(NamedTuple):
     evaluator: str
     service: str
     alert: str
-    active: bool
+    active: bool  # firing: breached for at least `for`
     pass_ratio: float | None
     samples: int
+    pending: bool = False  # breached, but not yet for `for`
+
+
+class AlertTrack:
+    """The `for` bookkeeping of one alert: since when the threshold has been breached, and the last state."""
+
+    __slots__ = ("active", "breached_since")
+
+    def __init__(self) -> None:
+        self.breached_since: float | None = None
+        self.active = False
+
+    def update(self, rule: AlertRule, window: WindowSnapshot, now: float) -> None:
+        """Advance with the window seen at `now`; a window that does not decide changes nothing."""
+        if not rule.decides(window):
+            return
+        if rule.breached(window):
+            if self.breached_since is None:
+                self.breached_since = now
+            self.active = now - self.breached_since >= rule.for_seconds
+        else:
+            self.breached_since = None
+            self.active = False
+
+    @property
+    def pending(self) -> bool:
+        return self.breached_since is not None and not self.active

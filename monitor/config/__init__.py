@@ -1,6 +1,7 @@
-"""The daemon's configuration: units ← locate ← evaluators ← models ← loader (imports flow that way only)."""
+"""The daemon's configuration: units ← locate ← evaluators, alerting ← models ← loader (imports flow that way only)."""
 
-from .evaluators import AlertConfig, EvaluatorEntry, EvaluatorOverride, EvaluatorSet, Resolved
+from .alerting import AlertingConfig, HealthAlertsConfig
+from .evaluators import AlertConfig, EvaluatorEntry, EvaluatorOverride, EvaluatorSet, Resolved, SloConfig
 from .loader import DEFAULT_SOURCE, load_config, load_located
 from .locate import ConfigError, Loc, LocatedError, Locator, dotted, validation_problems
 from .models import (
@@ -25,6 +26,7 @@ from .units import parse_duration, parse_size
 __all__ = [
     "DEFAULT_SOURCE",
     "AlertConfig",
+    "AlertingConfig",
     "ApiConfig",
     "AssemblyConfig",
     "AuthConfig",
@@ -34,6 +36,7 @@ __all__ = [
     "EvaluatorOverride",
     "EvaluatorSet",
     "GrpcReceiverConfig",
+    "HealthAlertsConfig",
     "HttpReceiverConfig",
     "JudgesConfig",
     "Loc",
@@ -45,6 +48,7 @@ __all__ = [
     "ReceiversConfig",
     "Resolved",
     "ShutdownConfig",
+    "SloConfig",
     "StoreConfig",
     "TlsConfig",
     "Window",

@@ -35,6 +35,7 @@ __all__ = [
     "EvaluatorSet",
     "EvaluatorsSection",
     "Resolved",
+    "SloConfig",
     "default_set_names",
     "evaluators_field",
     "resolve_section",
@@ -59,6 +60,15 @@ class AlertConfig(Section):
     severity: Literal["warning", "critical", "info"] = "warning"
 
 
+class SloConfig(Section):
+    """A service-level objective on the evaluator's pass ratio: `agent-monitor rules` writes the four
+    multi-window multi-burn-rate alerts of the SRE workbook for it (error budget = 1 - objective over `period`)."""
+
+    objective: Annotated[float, Field(gt=0, lt=1)]
+    period: Duration = 30 * 86400.0
+    severity: Literal["warning", "critical", "info"] | None = None  # default: page on fast burn, ticket on slow
+
+
 _MODULE_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(:[A-Za-z_]\w*)?")
 
 
@@ -73,6 +83,18 @@ class EvaluatorEntry(Section):
     sampling: Sampling = 1.0
     enabled: bool = True
     alert: AlertConfig | None = None
+    slo: SloConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _builtin_is_name(cls, data: Any) -> Any:
+        """`builtin: X` is another spelling of `name: X` (a builtin evaluator)."""
+        if isinstance(data, dict) and "builtin" in data:
+            data = dict(data)
+            if "name" in data:
+                raise ValueError("set either builtin or name (they mean the same), not both")
+            data["name"] = data.pop("builtin")
+        return data
 
     @field_validator("module")
     @classmethod
@@ -128,6 +150,7 @@ class EvaluatorOverride(Section):
     sampling: Sampling | None = None
     enabled: bool | None = None
     alert: AlertConfig | None = None
+    slo: SloConfig | None = None
 
     def changes(self) -> dict[str, Any]:
         """The fields this override sets (null means "keep the default": default entries have no values to reset)."""

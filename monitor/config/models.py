@@ -27,6 +27,7 @@ from pydantic import (
 from evaluators.judges.settings import DEFAULT_MODEL as DEFAULT_JUDGE_MODEL
 from evaluators.judges.settings import DEFAULT_RETRY_STATUS_CODES, JudgeSettings
 
+from .alerting import AlertingConfig
 from .evaluators import (
     EvaluatorsSection,
     Resolved,
@@ -331,6 +332,7 @@ class MonitorConfig(Section):
     api: ApiConfig = Field(default_factory=ApiConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     judges: JudgesConfig = Field(default_factory=JudgesConfig)
+    alerting: AlertingConfig = Field(default_factory=AlertingConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     shutdown: ShutdownConfig = Field(default_factory=ShutdownConfig)
 

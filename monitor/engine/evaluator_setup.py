@@ -92,5 +92,6 @@ def thresholds_of(evaluators: list[ConfiguredEvaluator]) -> dict[str, AlertRule]
                 window_seconds=entry.alert.window,
                 min_samples=entry.alert.min_samples,
                 severity=entry.alert.severity,
+                for_seconds=entry.alert.for_,
             )
     return rules

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from monitor.alerting.thresholds import AlertRule, AlertState
+from monitor.alerting.thresholds import AlertRule, AlertState, AlertTrack
 from monitor.metrics.windows import QUANTILES, WindowStore, score_stats
 
 WINDOW_LABELS = ["evaluator", "service", "window"]
@@ -51,7 +52,8 @@ def _families() -> dict[str, GaugeMetricFamily]:
         ),
         "alert": GaugeMetricFamily(
             "agent_eval_alert_active",
-            "1 while the in-process pass-ratio threshold is breached; kept while the window has under min_samples.",
+            "1 while the in-process pass-ratio threshold has been breached for `for`; kept while the window has "
+            "under min_samples.",
             labels=ALERT_LABELS,
         ),
     }
@@ -61,12 +63,17 @@ class WindowCollector(Collector):
     """Computes the windowed aggregates and alert gauges exactly, at scrape time."""
 
     def __init__(
-        self, store: WindowStore, windows: Sequence[tuple[str, float]], thresholds: Mapping[str, AlertRule]
+        self,
+        store: WindowStore,
+        windows: Sequence[tuple[str, float]],
+        thresholds: Mapping[str, AlertRule],
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
         self.windows = list(windows)
         self.thresholds = dict(thresholds)
-        self._alerts: dict[tuple[str, str], bool] = {}
+        self._clock = clock
+        self._alerts: dict[tuple[str, str], AlertTrack] = {}
         self._alerts_lock = threading.Lock()
 
     def describe(self) -> Iterator[Metric]:
@@ -96,9 +103,11 @@ class WindowCollector(Collector):
         """One state per (evaluator with a rule, service seen for it).
 
         A window with fewer than `min_samples` verdicts (or none) does not decide: the alert keeps its last
-        state (inactive at first), so it never resolves for lack of data.
+        state (inactive at first), so it never resolves for lack of data. A breach fires once it has lasted
+        the rule's `for`, measured between calls (scrapes), as Prometheus measures it between evaluations.
         """
         states = []
+        now = self._clock()
         for evaluator, service in sorted(self.store.keys()):
             rule = self.thresholds.get(evaluator)
             if rule is None:
@@ -106,8 +115,10 @@ class WindowCollector(Collector):
             window = self.store.snapshot(evaluator, service, rule.window_seconds)
             key = (evaluator, service)
             with self._alerts_lock:
-                if rule.decides(window):
-                    self._alerts[key] = rule.breached(window)
-                active = self._alerts.get(key, False)
-            states.append(AlertState(evaluator, service, rule.name, active, window.pass_ratio, window.verdicts))
+                track = self._alerts.setdefault(key, AlertTrack())
+                track.update(rule, window, now)
+                active, pending = track.active, track.pending
+            states.append(
+                AlertState(evaluator, service, rule.name, active, window.pass_ratio, window.verdicts, pending)
+            )
         return states

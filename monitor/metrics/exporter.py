@@ -187,7 +187,7 @@ class MetricsExporter:
             clock,
             extra_windows=self._alert_windows,
         )
-        self._collector = WindowCollector(self._store, self.windows, self.thresholds)
+        self._collector = WindowCollector(self._store, self.windows, self.thresholds, clock)
         r.register(self._collector)
 
     def _alert_windows(self, evaluator: str) -> list[float]:

@@ -591,7 +591,7 @@ def test_mapping_form_rejects_unknown_keys_and_names_outside_an_empty_set(tmp_pa
     )
     assert problems(path) == [
         f"{path}:5: evaluators.override.latency.name: unknown key "
-        "(expected one of: params, threshold, sampling, enabled, alert)",
+        "(expected one of: params, threshold, sampling, enabled, alert, slo)",
         f"{path}:6: evaluators.extra: unknown key (expected one of: defaults, add, override, remove)",
     ]
     fixed = write(tmp_path, "evaluators:\n  defaults: false\n  remove: [latency]\n", "fixed.yaml")

@@ -230,7 +230,7 @@ def test_alert_flips_with_min_samples_and_recovers() -> None:
     scored(m, [0.1])
     assert value(m, "agent_eval_alert_active", **alert) == 1
     [state] = m.alert_states()
-    assert state == ("relevance", "svc", "relevance_pass_ratio", True, 0.0, 5)
+    assert state == ("relevance", "svc", "relevance_pass_ratio", True, 0.0, 5, False)
     scored(m, [0.9] * 19)  # 19/24 < 0.8
     assert value(m, "agent_eval_alert_active", **alert) == 1
     scored(m, [0.9])  # 20/25 == 0.8: recovered
@@ -239,6 +239,38 @@ def test_alert_flips_with_min_samples_and_recovers() -> None:
     clock.now += 601  # the alert window (not an exported one) empties
     assert value(m, "agent_eval_alert_active", **alert) == 0
     assert m.alert_states()[0].samples == 0
+
+
+def test_alert_fires_only_after_staying_breached_for_its_for() -> None:
+    clock = FakeClock()
+    rule = AlertRule(name="r", min_pass_ratio=0.8, window_seconds=3600.0, min_samples=3, for_seconds=600.0)
+    m = MetricsExporter(thresholds={"relevance": rule}, clock=clock)
+    alert = dict(evaluator="relevance", service="svc", alert="r")
+    scored(m, [0.1] * 3)
+    assert value(m, "agent_eval_alert_active", **alert) == 0  # breached now: pending
+    assert m.alert_states()[0].pending is True
+    clock.now += 599
+    assert value(m, "agent_eval_alert_active", **alert) == 0
+    clock.now += 1
+    assert value(m, "agent_eval_alert_active", **alert) == 1  # breached for 10m: firing
+    assert m.alert_states()[0].pending is False
+    scored(m, [0.9] * 20)  # 20/23 >= 0.8: resolved at once
+    assert value(m, "agent_eval_alert_active", **alert) == 0
+    scored(m, [0.1] * 10)  # breached again: the `for` starts over
+    clock.now += 300
+    assert value(m, "agent_eval_alert_active", **alert) == 0
+    assert m.alert_states()[0].pending is True
+
+
+def test_a_quiet_night_with_few_traces_pages_nobody() -> None:
+    clock = FakeClock()
+    rule = AlertRule(name="r", min_pass_ratio=0.9, window_seconds=900.0, min_samples=30, for_seconds=600.0)
+    m = MetricsExporter(thresholds={"relevance": rule}, clock=clock)
+    for _ in range(12):  # three failing traces an hour, all night
+        scored(m, [0.0])
+        clock.now += 1200
+        assert value(m, "agent_eval_alert_active", evaluator="relevance", service="svc", alert="r") == 0
+    assert m.alert_states()[0].pending is False
 
 
 def test_alert_uses_its_own_window() -> None:
