@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench lint venv clean system-deps
+.PHONY: run test bench lint venv clean system-deps rules
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,13 @@ test: $(STAMP) system-deps
 	$(VENV)/bin/ruff check evaluators monitor tests
 	$(VENV)/bin/mypy evaluators monitor
 	$(PY) -m pytest
+
+# The Prometheus rules generated from deploy/monitor.yaml (tests/alerting checks that they are up to date).
+rules: $(STAMP)
+	$(VENV)/bin/agent-monitor rules --no-env --config deploy/monitor.yaml \
+	  --output deploy/prometheus/rules/agent-monitor.rules.yml
+	$(VENV)/bin/agent-monitor rules --no-env --config deploy/monitor.yaml --format prometheus-operator \
+	  --namespace agent-monitor --output deploy/kubernetes/prometheusrule.yaml
 
 bench: $(STAMP)
 	$(PY) tests/bench/run_all.py

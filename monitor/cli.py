@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from monitor.commands import check_config, evaluate_cmd, evaluators_cmd, health_cmd, inspect_cmd
+from monitor.commands import check_config, evaluate_cmd, evaluators_cmd, health_cmd, inspect_cmd, rules_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate_cmd.add_parser(subparsers)
     evaluators_cmd.add_parser(subparsers)
     health_cmd.add_parser(subparsers)
+    rules_cmd.add_parser(subparsers)
     return parser
 
 

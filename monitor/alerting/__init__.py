@@ -1,1 +1,1 @@
-"""Alerting: thresholds on pass ratios (in-process state now, Prometheus rule generation next)."""
+"""Alerting: in-process thresholds on pass ratios (`thresholds`) and Prometheus rule generation (`rules`)."""

@@ -67,14 +67,14 @@ def _evaluator_summary(config: MonitorConfig) -> str:
 
 
 def _duration(seconds: float) -> str:
-    for unit, size in (("h", 3600), ("m", 60)):
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size and seconds % size == 0:
             return f"{seconds / size:g}{unit}"
     return f"{seconds:g}s"
 
 
 def evaluator_lines(prepared: Prepared) -> list[str]:
-    """One line per evaluator that runs: label, builtin or module, threshold, sampling, alert."""
+    """One line per evaluator that runs: label, builtin or module, threshold, sampling, alert and SLO (if any)."""
     rows = [_row(configured) for configured in prepared.evaluators]
     if not rows:
         return ["  (no evaluators)"]
@@ -92,6 +92,10 @@ def _row(configured: ConfiguredEvaluator) -> list[str]:
             f"alert pass ratio < {a.min_pass_ratio:g} over {_duration(a.window)} for {_duration(a.for_)} "
             f"({a.severity}, min {a.min_samples} samples)"
         )
+    if entry.slo is not None:
+        slo = entry.slo
+        alert += f"  slo {slo.objective * 100:.10g}% over {_duration(slo.period)}"
+        alert += f" ({slo.severity})" if slo.severity else ""
     return [
         clip(configured.label, 40),
         source,

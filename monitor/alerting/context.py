@@ -1,0 +1,92 @@
+"""What every generated rule shares: the alerting section's selector, extra labels and annotation templates.
+
+Rules are plain dicts in Prometheus rule-file shape (`alert`/`record`, `expr`, `for`, `labels`, `annotations`),
+with their keys in that conventional order and labels and annotations sorted.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any
+
+from monitor.config import AlertingConfig
+
+from .promql import duration
+
+Rule = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RuleContext:
+    """The `alerting` config as the rule builders need it."""
+
+    selector: str = ""  # matchers without braces, appended to every raw-series selector
+    job: str = "agent-monitor"
+    labels: dict[str, str] = field(default_factory=dict)
+    runbook_url_template: str = ""
+    traces_url_template: str = ""
+
+    @classmethod
+    def of(cls, alerting: AlertingConfig) -> RuleContext:
+        return cls(
+            selector=alerting.selector,
+            job=alerting.job,
+            labels=dict(alerting.labels),
+            runbook_url_template=alerting.runbook_url_template,
+            traces_url_template=alerting.traces_url_template,
+        )
+
+    def fill(self, template: str, alert: str, evaluator: str = "") -> str | None:
+        """`template` with {alert} and {evaluator} replaced literally (the evaluator URL-quoted, so no `{{` of
+        its own reaches Prometheus' templating); Go templates such as {{ $labels.service }} are kept. None
+        when the template is empty."""
+        if not template:
+            return None
+        return template.replace("{alert}", alert).replace("{evaluator}", urllib.parse.quote(evaluator, safe=":"))
+
+    def alert(
+        self,
+        name: str,
+        expr: str,
+        *,
+        severity: str,
+        for_seconds: float = 0.0,
+        labels: dict[str, str] | None = None,
+        annotations: dict[str, str],
+        evaluator: str | None = None,
+    ) -> Rule:
+        """An alerting rule with severity, the given and the configured labels, the runbook link and, for an
+        evaluator's alert, its `evaluator` label and the link to its failing traces."""
+        notes = dict(annotations)
+        if runbook := self.fill(self.runbook_url_template, name, evaluator or ""):
+            notes["runbook_url"] = runbook
+        if evaluator is not None and (traces := self.fill(self.traces_url_template, name, evaluator)):
+            notes["failing_traces_url"] = traces
+        rule: Rule = {"alert": name, "expr": expr}
+        if for_seconds > 0:
+            rule["for"] = duration(for_seconds)
+        fixed = {**(labels or {}), "severity": severity}
+        if evaluator is not None:  # also on the series; as a rule label it keeps rules of one name distinct
+            fixed["evaluator"] = template_text(evaluator)
+        rule["labels"] = dict(sorted({**self.labels, **fixed}.items()))
+        rule["annotations"] = dict(sorted(notes.items()))
+        return rule
+
+
+def template_text(value: str) -> str:
+    """`value` as literal text of a Prometheus (Go) template: alerting rules' label values are templates."""
+    return value.replace("{{", '{{ "{{" }}')
+
+
+def record(name: str, expr: str, labels: dict[str, str] | None = None) -> Rule:
+    """A recording rule."""
+    rule: Rule = {"record": name, "expr": expr}
+    if labels:
+        rule["labels"] = dict(sorted(labels.items()))
+    return rule
+
+
+def group(name: str, interval: float, rules: list[Rule]) -> dict[str, Any]:
+    """A rule group evaluated every `interval` seconds."""
+    return {"name": name, "interval": duration(interval), "rules": rules}

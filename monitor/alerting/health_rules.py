@@ -1,0 +1,114 @@
+"""The daemon's own health alerts (`alerting.health`): receivers refusing spans, traces dropped, an evaluation
+backlog, LLM judges that cannot judge, and the scrape target down or gone. All share `health.for` and
+`health.severity`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from monitor.config import HealthAlertsConfig
+
+from .context import Rule, RuleContext
+from .promql import duration, number, select, string
+
+HEALTH_WINDOW = 600.0  # the range of the rate/increase based health alerts
+JUDGE_TROUBLE = 'reason=~"judge_unavailable|budget_exhausted"'
+JUDGE_GOOD = 'status=~"ok|cached"'
+
+
+class Health(NamedTuple):
+    expr: str
+    summary: str
+    description: str
+
+
+def receivers_refusing(health: HealthAlertsConfig, ctx: RuleContext) -> Health:
+    w = duration(HEALTH_WINDOW)
+    refused = select("agent_monitor_spans_refused_total", extra=ctx.selector)
+    offered = select("", '__name__=~"agent_monitor_spans_(received|refused)_total"', extra=ctx.selector)
+    expr = (
+        f"sum by (receiver) (rate({refused}[{w}]))\n/\nsum by (receiver) (rate({offered}[{w}]))\n"
+        f"> {number(health.refused_ratio)}\n"
+    )
+    return Health(
+        expr,
+        "agent-monitor refuses spans on its {{ $labels.receiver }} receiver",
+        "{{ $value | humanizePercentage }} of the spans sent to the {{ $labels.receiver }} receiver "
+        f"were refused over the last {w} (limit {number(health.refused_ratio * 100)}%): throttled, too large, "
+        "malformed or over a cap; see agent_monitor_spans_refused_total by reason.",
+    )
+
+
+def traces_dropped(health: HealthAlertsConfig, ctx: RuleContext) -> Health:
+    # The range outlasts `for` by HEALTH_WINDOW, so a single drop fires after `for` (and resolves 10m later).
+    w = duration(HEALTH_WINDOW + health.for_)
+    dropped = select("agent_monitor_traces_dropped_total", extra=ctx.selector)
+    expr = f"sum by (reason) (increase({dropped}[{w}])) > 0\n"
+    return Health(
+        expr,
+        "agent-monitor dropped traces without evaluating them ({{ $labels.reason }})",
+        f"{{{{ $value | humanize }}}} traces were dropped over the last {w} with reason "
+        "{{ $labels.reason }} (evaluation_error, worker_crash, worker_stalled or shutdown_timeout): their "
+        "results are missing from the metrics.",
+    )
+
+
+def evaluation_backlog(health: HealthAlertsConfig, ctx: RuleContext) -> Health:
+    expr = f"{select('agent_monitor_queue_depth', extra=ctx.selector)} > {health.queue_depth}\n"
+    return Health(
+        expr,
+        "agent-monitor evaluation is falling behind on {{ $labels.instance }}",
+        "{{ $value | humanize }} completed traces are waiting for or in evaluation (more than "
+        f"{health.queue_depth} for {duration(health.for_)}): add CPUs or workers, or lower sampling.",
+    )
+
+
+def judge_unavailable(health: HealthAlertsConfig, ctx: RuleContext) -> Health:
+    w = duration(HEALTH_WINDOW)
+    skips = select("agent_eval_skips_total", JUDGE_TROUBLE, extra=ctx.selector)
+    requests = select("agent_monitor_judge_requests_total", JUDGE_GOOD.replace("=~", "!~"), extra=ctx.selector)
+    expr = (
+        f"sum by (evaluator, service, reason) (increase({skips}[{w}])) > 0\nor\n"
+        f"sum by (judge, model, status) (increase({requests}[{w}])) > 0\n"
+    )
+    return Health(
+        expr,
+        "LLM judge {{ $labels.evaluator }}{{ $labels.judge }} cannot judge",
+        "{{ $value | humanize }} judgements failed over the last "
+        f"{w} ({{{{ $labels.reason }}}}{{{{ $labels.status }}}}) and kept failing for {duration(health.for_)}: "
+        "no API key, the model API down or rate-limited, or the daily token budget spent. Those results are "
+        "skips, not scores.",
+    )
+
+
+def monitor_down(health: HealthAlertsConfig, ctx: RuleContext) -> Health:
+    up = select("up", f"job={string(ctx.job)}", extra=ctx.selector)
+    expr = f"{up} == 0\nor\nabsent({up})\n"
+    return Health(
+        expr,
+        "agent-monitor is down or not scraped (job {{ $labels.job }})",
+        f"Prometheus could not scrape the job {{{{ $labels.job }}}} for {duration(health.for_)} "
+        "({{ $labels.instance }}; no instance: no target at all): agent quality is not being measured.",
+    )
+
+
+HEALTH_ALERTS = {
+    "AgentMonitorDown": monitor_down,
+    "AgentMonitorEvaluationBacklog": evaluation_backlog,
+    "AgentMonitorJudgeUnavailable": judge_unavailable,
+    "AgentMonitorReceiversRefusing": receivers_refusing,
+    "AgentMonitorTracesDropped": traces_dropped,
+}
+
+
+def health_rules(health: HealthAlertsConfig, ctx: RuleContext) -> list[Rule]:
+    """The five health alerts, by name (none when `health.enabled` is false)."""
+    if not health.enabled:
+        return []
+    rules = []
+    for name, build in sorted(HEALTH_ALERTS.items()):
+        expr, summary, description = build(health, ctx)
+        notes = {"summary": summary, "description": description}
+        rules.append(ctx.alert(name, expr, severity=health.severity, for_seconds=health.for_, annotations=notes))
+    return rules
