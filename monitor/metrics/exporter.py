@@ -70,6 +70,11 @@ class _ResultKey:
         self.window_key = (labels[0], labels[2])
 
 
+RECEIVERS = ("grpc", "http")
+REFUSAL_REASONS = ("throttled", "too_large", "malformed", "per_trace_cap", "invalid_id", "unauthenticated")
+DROP_REASONS = ("shutdown_timeout", "evaluation_error", "worker_crash", "worker_stalled")
+
+
 class MetricsExporter:
     """Every metric of the contract in a private registry; `render()` serves /metrics.
 
@@ -162,6 +167,13 @@ class MetricsExporter:
             registry=r,
         )
         self.queue_depth = Gauge("agent_monitor_queue_depth", "Traces waiting for evaluation.", registry=r)
+        # The known reasons start at 0: `increase()` and `rate()` only see a counter grow after its first scrape,
+        # so a series born at 1 would hide the first drop from the dashboards and the health alerts.
+        for receiver in RECEIVERS:
+            for reason in REFUSAL_REASONS:
+                self.spans_refused.labels(receiver=receiver, reason=reason)
+        for reason in DROP_REASONS:
+            self.traces_dropped.labels(reason=reason)
         self.label_overflow = Counter(
             "agent_monitor_label_overflow", "Label values folded into __other__.", ["label"], registry=r
         )

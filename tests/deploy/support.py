@@ -22,14 +22,6 @@ COMPOSE_DIR = DEPLOY / "compose"
 KUBE_DIR = DEPLOY / "kubernetes"
 MONITOR_YAML = DEPLOY / "monitor.yaml"
 
-# Written by `agent-monitor rules` and by the Grafana work of the same issue, not by these manifests.
-GENERATED_ELSEWHERE = {
-    DEPLOY / "prometheus" / "rules",
-    DEPLOY / "grafana" / "provisioning",
-    DEPLOY / "grafana" / "dashboards",
-    KUBE_DIR / "prometheusrule.yaml",
-}
-
 MAKE_HINT = "`make test` installs it (pyproject dev extras, or the Debian packages prometheus/prometheus-alertmanager)"
 
 

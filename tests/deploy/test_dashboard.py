@@ -381,6 +381,15 @@ def test_the_rule_series_are_spelled_as_the_rule_generator_names_them():
                 assert op == "=~" and set(pattern.split("|")) == ALERT_NAMES, where
 
 
+def test_the_rule_series_exist_in_the_generated_rules():
+    """deploy/monitor.yaml has alerts, SLOs (period 30d) and health alerts: its generated rules (kept fresh by
+    tests/alerting) record every series and name every alert the dashboard reads."""
+    groups = yaml.safe_load((ROOT / "deploy" / "prometheus" / "rules" / "agent-monitor.rules.yml").read_text())
+    rules = [rule for group in groups["groups"] for rule in group["rules"]]
+    assert set(RECORDING_RULES) <= {rule["record"] for rule in rules if "record" in rule}
+    assert {rule["alert"] for rule in rules if "alert" in rule} == ALERT_NAMES
+
+
 def test_pass_ratio_panel_shows_the_threshold_dashed_and_links_to_failing_traces():
     p = panel(load_dashboard(), "Pass ratio per evaluator")
     threshold = [t for t in p["targets"] if "agent_eval_threshold_ratio" in t["expr"]]

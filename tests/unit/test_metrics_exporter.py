@@ -302,3 +302,11 @@ def test_invalid_configuration_is_refused() -> None:
         MetricsExporter(label_value_cap=0)
     with pytest.raises(ValueError):
         AlertRule(name="x", min_pass_ratio=1.5)
+
+
+def test_drop_and_refusal_series_start_at_zero() -> None:
+    """rate()/increase() only see growth after a series' first scrape: the first drop must not create it."""
+    m = MetricsExporter()
+    assert value(m, "agent_monitor_traces_dropped_total", reason="worker_crash") == 0
+    assert value(m, "agent_monitor_spans_refused_total", receiver="grpc", reason="throttled") == 0
+    assert value(m, "agent_monitor_spans_refused_total", receiver="http", reason="malformed") == 0
