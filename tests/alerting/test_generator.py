@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
+from pathlib import Path
 
 import pytest
 import yaml
@@ -219,3 +220,12 @@ def test_label_text_cannot_inject_templates_or_promql() -> None:
     quoted = urllib.parse.quote(label, safe=":")
     assert rule["annotations"]["failing_traces_url"].endswith(f"evaluator={quoted}") and "%7B%7B" in quoted
     assert rule["annotations"]["runbook_url"].endswith(f"evaluator={quoted}&s={{{{ $labels.service }}}}")
+
+
+def test_every_alert_has_a_runbook_section() -> None:
+    """deploy/monitor.yaml links each alert to docs/runbooks.md#<alert>: every name needs its anchor there."""
+    runbooks = (Path(__file__).resolve().parents[2] / "docs" / "runbooks.md").read_text()
+    names = {rule["alert"] for rule in rules(config(FULL)) if "alert" in rule}
+    assert len(names) == 7
+    for name in names:
+        assert f'<a id="{name}"></a>' in runbooks, name
