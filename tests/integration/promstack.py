@@ -55,57 +55,40 @@ class ServerSet:
         self.directory = directory
         self.processes: list[subprocess.Popen[bytes]] = []
 
-    def start_prometheus(self, config_text: str, *, extra_args: tuple[str, ...] = (), name: str = "prometheus") -> int:
-        """Start Prometheus with this config (written to a file beside its rule files); returns its port."""
+    def _start(self, name: str, config_name: str, config_text: str, command: list[str]) -> int:
+        """Write the config into the server's own folder, start `command` + its listen address, wait until ready."""
         port = free_port()
         home = self.directory / name
         home.mkdir(exist_ok=True)
-        config = home / "prometheus.yml"
-        config.write_text(config_text)
-        log = home / "prometheus.log"
+        (home / config_name).write_text(config_text)
+        log = home / f"{name}.log"
         self.processes.append(
             subprocess.Popen(
-                [
-                    binary("prometheus"),
-                    f"--config.file={config}",
-                    f"--storage.tsdb.path={home / 'tsdb'}",
-                    f"--web.listen-address=127.0.0.1:{port}",
-                    "--log.level=warn",
-                    *extra_args,
-                ],
+                [*command, f"--config.file={home / config_name}", f"--web.listen-address=127.0.0.1:{port}"],
                 stdout=subprocess.DEVNULL,
                 stderr=log.open("wb"),
                 cwd=home,
             )
         )
-        wait_ready(port, log, "prometheus")
+        wait_ready(port, log, name)
         return port
+
+    def start_prometheus(self, config_text: str, *, extra_args: tuple[str, ...] = (), name: str = "prometheus") -> int:
+        """Start Prometheus with this config (written to a file beside its rule files); returns its port."""
+        storage = self.directory / name / "tsdb"
+        command = [binary("prometheus"), f"--storage.tsdb.path={storage}", "--log.level=warn", *extra_args]
+        return self._start(name, "prometheus.yml", config_text, command)
 
     def start_alertmanager(self, config_text: str) -> int:
         """Start Alertmanager (no clustering) with this config; returns its port."""
-        port = free_port()
-        home = self.directory / "alertmanager"
-        home.mkdir(exist_ok=True)
-        config = home / "alertmanager.yml"
-        config.write_text(config_text)
-        log = home / "alertmanager.log"
-        self.processes.append(
-            subprocess.Popen(
-                [
-                    binary("prometheus-alertmanager", "alertmanager"),
-                    f"--config.file={config}",
-                    f"--storage.path={home / 'data'}",
-                    f"--web.listen-address=127.0.0.1:{port}",
-                    "--cluster.listen-address=",
-                    "--log.level=warn",
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=log.open("wb"),
-                cwd=home,
-            )
-        )
-        wait_ready(port, log, "alertmanager")
-        return port
+        storage = self.directory / "alertmanager" / "data"
+        command = [
+            binary("prometheus-alertmanager", "alertmanager"),
+            f"--storage.path={storage}",
+            "--cluster.listen-address=",
+            "--log.level=warn",
+        ]
+        return self._start("alertmanager", "alertmanager.yml", config_text, command)
 
     def stop(self) -> None:
         for process in self.processes:
