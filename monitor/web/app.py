@@ -5,9 +5,9 @@ from __future__ import annotations
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from monitor.auth import bearer_authorized
+from monitor.auth import SESSION_COOKIE, bearer_authorized, session_authorized
 from monitor.results.store import ResultStore
-from monitor.web.health import OPEN_PATHS, Readiness, Render, health_routes
+from monitor.web.health import OPEN_PATHS, OPEN_PREFIXES, Readiness, Render, health_routes
 from monitor.web.review import review_routes
 
 MAX_BODY_BYTES = 64 * 1024  # the API takes no uploads
@@ -15,11 +15,20 @@ NOT_FOUND = "not found: try /metrics, /healthz, /readyz, /api/failing\n"
 
 
 def require_token(token: str | None) -> Middleware:
-    """Deny by default: every path but the open ones needs `Authorization: Bearer <token>` when one is set."""
+    """Deny by default: every path but the open ones needs `Authorization: Bearer <token>` when one is set, or
+    the review page's session cookie (set by its login form, monitor/auth.py)."""
+
+    def authorized(request: web.Request) -> bool:
+        path = request.path
+        if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
+            return True
+        return bearer_authorized(request.headers.get("Authorization"), token) or (
+            token is not None and session_authorized(request.cookies.get(SESSION_COOKIE), token)
+        )
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path not in OPEN_PATHS and not bearer_authorized(request.headers.get("Authorization"), token):
+        if not authorized(request):
             return web.Response(
                 status=401,
                 text="missing or invalid bearer token\n",

@@ -1,0 +1,171 @@
+"""The review contract: what the result store answers (ReviewReader) and what the review API, page and CLI show.
+
+The same pydantic models are the JSON of `/api/v1/...` (and its OpenAPI document), the page's data and the
+CLI's tables, so the three cannot drift. Times are Unix seconds (float, UTC). Text from traces is bounded and
+masked (the `pii_leak` patterns) before it is stored; every consumer still escapes it for its medium.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Outcome = Literal["pass", "fail", "skip"]
+BreakdownBy = Literal["service", "agent", "model", "tool"]
+StepKind = Literal["agent", "llm", "tool", "retrieval", "handoff", "span"]
+
+
+class ReviewModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ResultFilter(ReviewModel):
+    """Which results to list; None means any. `since` inclusive, `until` exclusive, on the evaluation time."""
+
+    evaluator: str | None = None
+    service: str | None = None
+    agent: str | None = None
+    model: str | None = None
+    outcome: Outcome | None = None
+    since: float | None = None
+    until: float | None = None
+    trace_id: str | None = None
+
+
+class ResultItem(ReviewModel):
+    """One evaluator's result on one dispatch unit of one trace, with excerpts of the trace it belongs to."""
+
+    trace_id: str
+    evaluated_at: float
+    evaluator: str
+    level: str  # trace | agent | llm
+    outcome: Outcome
+    score: float | None = None
+    skip_reason: str | None = None
+    explanation: str | None = None
+    details: str | None = None  # JSON text, bounded
+    service: str | None = None
+    agent: str | None = None
+    model: str | None = None
+    span_id: str | None = None
+    input_excerpt: str | None = None  # the trace's input, cut to a few hundred characters
+    output_excerpt: str | None = None
+
+
+class ResultsPage(ReviewModel):
+    """Results newest first; `next_cursor` is opaque and None on the last page."""
+
+    items: list[ResultItem]
+    next_cursor: str | None = None
+
+
+class Step(ReviewModel):
+    """One node of the step tree (agent → LLM call → tool call), depth-first in start order."""
+
+    span_id: str
+    parent_span_id: str | None = None
+    depth: int = Field(ge=0)
+    kind: StepKind
+    name: str
+    start_offset_ms: float = 0.0  # from the trace's first span
+    duration_ms: float = 0.0
+    error: str | None = None  # the span's error message (bounded), None when it succeeded
+    model: str | None = None  # llm
+    input_tokens: int | None = None  # llm
+    output_tokens: int | None = None  # llm
+    text: str | None = None  # llm: the response; tool: arguments → result; retrieval: the query (bounded)
+
+
+class ModelUsage(ReviewModel):
+    model: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+
+
+class ErrorSpan(ReviewModel):
+    span_id: str
+    name: str
+    kind: StepKind
+    error: str
+
+
+class TraceSummary(ReviewModel):
+    trace_id: str
+    evaluated_at: float
+    service: str | None = None
+    agents: list[str] = []
+    input: str | None = None
+    output: str | None = None
+    span_count: int = 0
+    duration_ms: float = 0.0
+    has_errors: bool = False
+    models: list[ModelUsage] = []
+    tools: list[str] = []
+    errors: list[ErrorSpan] = []
+    steps_truncated: bool = False  # the step list was cut at the store's size cap
+
+
+class TraceDetail(ReviewModel):
+    summary: TraceSummary
+    steps: list[Step]
+    results: list[ResultItem]  # every stored result of the trace: failing, skipped and (store.results: all) passing
+
+
+class BreakdownGroup(ReviewModel):
+    """One value of the `by` dimension: its verdicts, failures and skips over the range."""
+
+    value: str
+    passed: int
+    failed: int
+    skipped: int
+    pass_ratio: float | None = None  # passed / (passed + failed); None without verdicts
+
+
+class Breakdown(ReviewModel):
+    evaluator: str | None = None
+    by: BreakdownBy
+    since: float | None = None
+    until: float | None = None
+    groups: list[BreakdownGroup]  # most failures first
+
+
+class EvaluatorWindow(ReviewModel):
+    window: str  # the metrics window label: "5m", "1h"
+    samples: int
+    pass_ratio: float | None = None
+
+
+class EvaluatorInfo(ReviewModel):
+    """A configured evaluator as the daemon runs it, with its in-process window figures and alert state."""
+
+    name: str  # the `evaluator` metric label
+    kind: str  # rule | llm_judge | ...
+    level: str
+    threshold: float | None = None
+    sampling: float = 1.0
+    alert_min_pass_ratio: float | None = None
+    alert_window: float | None = None
+    alert_state: Literal["inactive", "pending", "firing"] | None = None  # worst over services; None: no alert
+    slo_objective: float | None = None
+    windows: list[EvaluatorWindow] = []
+
+
+class ReviewReader(Protocol):
+    """Read side of the result store, for the review API, page and CLI (`--store FILE`)."""
+
+    def results(self, where: ResultFilter, limit: int, cursor: str | None = None) -> ResultsPage:
+        """Results matching `where`, newest first; ValueError for a cursor this store did not issue."""
+        ...
+
+    def trace(self, trace_id: str) -> TraceDetail | None:
+        """Everything stored about one trace; None when it is unknown (never stored, or pruned)."""
+        ...
+
+    def breakdown(
+        self, by: BreakdownBy, evaluator: str | None = None, since: float | None = None, until: float | None = None
+    ) -> Breakdown:
+        """Verdict counts per service, agent, model or tool over the range (a trace counts for every tool it
+        called, at trace level; agent and model come from the result's own dispatch unit when it has one)."""
+        ...
