@@ -25,6 +25,7 @@ from monitor.engine.admission import Admission
 from monitor.engine.assembler import CompletedTrace, TraceAssembler
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.dispatcher import DueTraceDispatcher
+from monitor.engine.evaluator_info import evaluator_infos
 from monitor.engine.evaluator_setup import thresholds_of
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.ingest import Ingestor
@@ -39,6 +40,8 @@ from monitor.preflight import Prepared, preflight
 from monitor.receivers.grpc_receiver import GrpcReceiver
 from monitor.receivers.http_receiver import HttpReceiver
 from monitor.receivers.inflight import InflightBytes
+from monitor.results.readers import NO_READER, review_reader
+from monitor.results.review_service import STORE_DISABLED
 from monitor.results.store import ResultStore
 from monitor.web.app import build_api_app
 from monitor.web.server import WebServer
@@ -130,8 +133,17 @@ class Daemon:
                 inflight=self.inflight,
             )
         api_context = prepared.api_tls.ssl_context() if prepared.api_tls is not None else None
+        reader = review_reader(self.store) if self.store is not None else None
         self.api = WebServer(
-            build_api_app(self.metrics.render, self.readiness, self.store, config.api_token()),
+            build_api_app(
+                self.metrics.render,
+                self.readiness,
+                self.store,
+                config.api_token(),
+                reader=reader,
+                evaluators_info=lambda: evaluator_infos(evaluators, self.metrics),
+                unavailable=STORE_DISABLED if self.store is None else NO_READER,
+            ),
             config.metrics.host,
             config.metrics.port,
             name="api",

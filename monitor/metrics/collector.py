@@ -99,6 +99,20 @@ class WindowCollector(Collector):
             families["alert"].add_metric([state.evaluator, state.service, state.alert], 1.0 if state.active else 0.0)
         yield from families.values()
 
+    def window_totals(self, evaluator: str) -> list[tuple[str, int, int]]:
+        """(window label, passed, verdicts) of `evaluator` in each exported window, summed over its services."""
+        seen = self.store.keys()  # (evaluator, service) pairs
+        services = [service for name, service in seen if name == evaluator]
+        totals = []
+        for label, seconds in self.windows:
+            passed = verdicts = 0
+            for service in services:
+                window = self.store.snapshot(evaluator, service, seconds)
+                passed += window.passed
+                verdicts += window.verdicts
+            totals.append((label, passed, verdicts))
+        return totals
+
     def alert_states(self) -> list[AlertState]:
         """One state per (evaluator with a rule, service seen for it).
 

@@ -341,6 +341,21 @@ class MetricsExporter:
         """(evaluator, service, alert, active, pass_ratio, samples) for every rule and service seen for it."""
         return self._collector.alert_states()
 
+    def window_totals(self, evaluator: str) -> list[tuple[str, int, int]]:
+        """(window label, passed, verdicts) of `evaluator` (its configured label) per window, over all services."""
+        return self._collector.window_totals(sanitize_label_value(evaluator))
+
+    def alert_levels(self) -> dict[str, str]:
+        """The worst alert state over services of every evaluator with a rule, by metric label: "firing",
+        "pending" or "inactive" (also before any result). Advances the `for` bookkeeping as a scrape does."""
+        rank = {"inactive": 0, "pending": 1, "firing": 2}
+        levels = dict.fromkeys(self.thresholds, "inactive")
+        for state in self.alert_states():
+            level = "firing" if state.active else "pending" if state.pending else "inactive"
+            if rank[level] > rank[levels.get(state.evaluator, "inactive")]:
+                levels[state.evaluator] = level
+        return levels
+
     def render(self, accept_header: str | None) -> tuple[bytes, str]:
         """The /metrics body and content type: OpenMetrics when the Accept header asks for it."""
         return render(self.registry, accept_header)

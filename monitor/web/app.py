@@ -6,12 +6,17 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from monitor.auth import SESSION_COOKIE, bearer_authorized, session_authorized
+from monitor.results.review_models import ReviewReader
+from monitor.results.review_service import STORE_DISABLED
 from monitor.results.store import ResultStore
+from monitor.web.api_v1 import EvaluatorsInfo, api_error_response, api_v1_routes
 from monitor.web.health import OPEN_PATHS, OPEN_PREFIXES, Readiness, Render, health_routes
 from monitor.web.review import review_routes
 
 MAX_BODY_BYTES = 64 * 1024  # the API takes no uploads
-NOT_FOUND = "not found: try /metrics, /healthz, /readyz, /api/failing\n"
+NOT_FOUND = "not found: try /metrics, /healthz, /readyz, /api/v1/openapi.json\n"
+UNAUTHORIZED = "missing or invalid bearer token"
+API_NOT_FOUND = "not found: the review API's paths are listed in /api/v1/openapi.json"
 
 
 def require_token(token: str | None) -> Middleware:
@@ -29,23 +34,44 @@ def require_token(token: str | None) -> Middleware:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         if not authorized(request):
-            return web.Response(
-                status=401,
-                text="missing or invalid bearer token\n",
-                headers={"WWW-Authenticate": 'Bearer realm="agent-monitor"'},
+            challenge = {"WWW-Authenticate": 'Bearer realm="agent-monitor"'}
+            return api_error_response(request, 401, UNAUTHORIZED, challenge) or web.Response(
+                status=401, text=UNAUTHORIZED + "\n", headers=challenge
             )
         try:
             return await handler(request)
         except web.HTTPNotFound:
-            return web.Response(status=404, text=NOT_FOUND)
+            return api_error_response(request, 404, API_NOT_FOUND) or web.Response(status=404, text=NOT_FOUND)
+        except web.HTTPMethodNotAllowed as exc:
+            allow = {"Allow": ", ".join(sorted(exc.allowed_methods))}
+            answer = api_error_response(
+                request, 405, f"method {request.method} not allowed: the review API is read-only", allow
+            )
+            if answer is None:
+                raise
+            return answer
 
     return middleware
 
 
 def build_api_app(
-    render: Render, readiness: Readiness, store: ResultStore | None, token: str | None
+    render: Render,
+    readiness: Readiness,
+    store: ResultStore | None,
+    token: str | None,
+    *,
+    reader: ReviewReader | None = None,
+    evaluators_info: EvaluatorsInfo | None = None,
+    unavailable: str = STORE_DISABLED,
 ) -> web.Application:
-    """The metrics port: what it serves is passed in (it reads, never drives, the engine)."""
+    """The metrics port: what it serves is passed in (it reads, never drives, the engine). `reader` and
+    `evaluators_info` serve /api/v1 (see api_v1.py; `unavailable` is its 503 reason while `reader` is None)."""
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[require_token(token)])
-    app.add_routes([*health_routes(render, readiness), *review_routes(store)])
+    app.add_routes(
+        [
+            *health_routes(render, readiness),
+            *review_routes(store),
+            *api_v1_routes(reader, evaluators_info, unavailable=unavailable),
+        ]
+    )
     return app

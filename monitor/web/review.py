@@ -1,4 +1,6 @@
-"""The review API under /api/: trace content (failing results with their error text), so it needs the token."""
+"""The first review endpoint, /api/failing: trace content (failing results with their error text), so it needs
+the token. Deprecated for /api/v1/results?outcome=fail (api_v1.py); it answers as before, with a `Deprecation`
+header and a `Link` to its successor."""
 
 from __future__ import annotations
 
@@ -9,12 +11,18 @@ from aiohttp import web
 from monitor.results.store import ResultStore
 
 MAX_LIMIT = 500
+DEPRECATED = {"Deprecation": "true", "Link": '</api/v1/results?outcome=fail>; rel="successor-version"'}
 
 
 def review_routes(store: ResultStore | None) -> list[web.RouteDef]:
     """Read-only views of `store` (None: the store is disabled, and the routes say so)."""
 
     async def failing(request: web.Request) -> web.Response:
+        answer = await _failing(request)
+        answer.headers.update(DEPRECATED)
+        return answer
+
+    async def _failing(request: web.Request) -> web.Response:
         if store is None:
             return web.Response(status=404, text="the result store is disabled\n")
         evaluator = request.query.get("evaluator")

@@ -1,0 +1,42 @@
+"""The configured evaluators as `/api/v1/evaluators` shows them: settings, window figures, alert state."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from monitor.engine.configured import ConfiguredEvaluator
+from monitor.metrics import MetricsExporter
+from monitor.metrics.labels import sanitize_label_value
+from monitor.results.review_models import EvaluatorInfo, EvaluatorWindow
+
+
+def evaluator_infos(evaluators: Sequence[ConfiguredEvaluator], metrics: MetricsExporter) -> list[EvaluatorInfo]:
+    """One EvaluatorInfo per configured evaluator, in config order: its window pass ratios and samples summed
+    over services, and its alert's worst state over services (None without an alert)."""
+    levels = metrics.alert_levels()
+    infos = []
+    for configured in evaluators:
+        evaluator, entry = configured.evaluator, configured.entry
+        name = sanitize_label_value(configured.label)
+        alert = getattr(entry, "alert", None)
+        slo = getattr(entry, "slo", None)
+        threshold = getattr(evaluator, "threshold", None)
+        windows = [
+            EvaluatorWindow(window=label, samples=verdicts, pass_ratio=passed / verdicts if verdicts else None)
+            for label, passed, verdicts in metrics.window_totals(configured.label)
+        ]
+        infos.append(
+            EvaluatorInfo(
+                name=name,
+                kind=str(getattr(evaluator, "kind", "rule")),
+                level=str(getattr(evaluator, "level", "")),
+                threshold=float(threshold) if threshold is not None else None,
+                sampling=configured.sampling,
+                alert_min_pass_ratio=alert.min_pass_ratio if alert is not None else None,
+                alert_window=alert.window if alert is not None else None,
+                alert_state=levels.get(name, "inactive") if alert is not None else None,  # type: ignore[arg-type]
+                slo_objective=slo.objective if slo is not None else None,
+                windows=windows,
+            )
+        )
+    return infos

@@ -1,0 +1,192 @@
+"""The review API's query parameters: their names and JSON schemas (the OpenAPI document lists these very
+specs, so the document and what the handlers accept cannot drift), and their parsing into a ResultFilter.
+
+Times (`since`, `until`) are RFC 3339 timestamps (a timestamp without an offset is UTC), Unix seconds, or a
+duration such as `30m`, `1h`, `7d` or `1h30m` meaning that long before now. Empty values mean "not given".
+Every problem is a `BadRequest` whose message names the parameter.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, get_args
+
+from monitor.config.units import parse_duration
+from monitor.results.review_models import BreakdownBy, Outcome, ResultFilter
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
+BREAKDOWN_BY: tuple[str, ...] = get_args(BreakdownBy)
+_TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
+TRACE_ID_PATTERN = "^[0-9a-fA-F]{32}$"
+
+
+class ReviewError(Exception):
+    """A request the review cannot answer; `status` is its HTTP status, the message its `error` text."""
+
+    status = 500
+
+
+class BadRequest(ReviewError):
+    status = 400
+
+
+class NotFound(ReviewError):
+    status = 404
+
+
+class Unavailable(ReviewError):
+    """The result store is disabled or failed; the message starts with "review unavailable: "."""
+
+    status = 503
+
+
+@dataclass(frozen=True, slots=True)
+class QueryParam:
+    name: str
+    description: str
+    schema: dict[str, Any] = field(default_factory=lambda: {"type": "string"})
+
+
+_TIME_SCHEMA = {"type": "string", "examples": ["2024-05-01T12:00:00Z", "1714564800", "1h"]}
+_TIME_HELP = "RFC 3339 timestamp, Unix seconds, or a duration before now (30m, 1h, 7d)"
+EVALUATOR = QueryParam("evaluator", "Only this evaluator (its metric label).")
+SINCE = QueryParam("since", f"Evaluated at or after: {_TIME_HELP}.", _TIME_SCHEMA)
+UNTIL = QueryParam("until", f"Evaluated before: {_TIME_HELP}.", _TIME_SCHEMA)
+
+RESULTS_PARAMS: tuple[QueryParam, ...] = (
+    EVALUATOR,
+    QueryParam("service", "Only results of traces from this service."),
+    QueryParam("agent", "Only results on this agent (agent-level results)."),
+    QueryParam("model", "Only results on this model (llm-level results)."),
+    QueryParam("outcome", "Only this outcome.", {"type": "string", "enum": list(OUTCOMES)}),
+    SINCE,
+    UNTIL,
+    QueryParam("trace_id", "Only this trace (32 hex characters).", {"type": "string", "pattern": TRACE_ID_PATTERN}),
+    QueryParam(
+        "limit",
+        f"Results per page (1 to {MAX_LIMIT}).",
+        {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+    ),
+    QueryParam("cursor", "The `next_cursor` of the previous page (opaque)."),
+)
+BREAKDOWN_PARAMS: tuple[QueryParam, ...] = (
+    QueryParam(
+        "by", "The dimension to group by.", {"type": "string", "enum": list(BREAKDOWN_BY), "default": "service"}
+    ),
+    EVALUATOR,
+    SINCE,
+    UNTIL,
+)
+
+
+def query_values(pairs: Iterable[tuple[str, str]], params: Iterable[QueryParam]) -> dict[str, str]:
+    """The non-empty values of `pairs` by name; BadRequest for an unknown or repeated parameter."""
+    known = [p.name for p in params]
+    values: dict[str, str] = {}
+    seen: set[str] = set()
+    for name, value in pairs:
+        if name not in known:
+            raise BadRequest(f"unknown parameter {name!r} (known: {', '.join(known)})")
+        if name in seen:
+            raise BadRequest(f"parameter {name!r} given more than once")
+        seen.add(name)
+        if value.strip():
+            values[name] = value.strip()
+    return values
+
+
+def parse_time(name: str, text: str, now: float) -> float:
+    """Unix seconds from RFC 3339, Unix seconds or a duration before `now`; BadRequest otherwise."""
+    try:
+        number = float(text)
+    except ValueError:
+        number = None
+    if number is not None:
+        if not math.isfinite(number) or number < 0:
+            raise BadRequest(f"{name}: Unix seconds must be a finite number >= 0, got {text!r}")
+        return number
+    if text[:1].isdigit() and text[-1:].isalpha() and "-" not in text and ":" not in text:
+        try:
+            return now - parse_duration(text)
+        except ValueError:
+            pass
+    try:
+        stamp = datetime.fromisoformat(text.upper())
+    except ValueError:
+        raise BadRequest(f"{name}: invalid time {text!r}: use {_TIME_HELP}") from None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    return stamp.timestamp()
+
+
+def parse_limit(text: str | None) -> int:
+    if text is None:
+        return DEFAULT_LIMIT
+    try:
+        limit = int(text)
+    except ValueError:
+        raise BadRequest(f"limit must be a number from 1 to {MAX_LIMIT}, got {text!r}") from None
+    if not 1 <= limit <= MAX_LIMIT:
+        raise BadRequest(f"limit must be from 1 to {MAX_LIMIT}, got {limit}")
+    return limit
+
+
+def parse_trace_id(text: str) -> str:
+    """The trace id in lower case; BadRequest unless it is 32 hex characters."""
+    if not _TRACE_ID.fullmatch(text):
+        shown = text if len(text) <= 40 else text[:40] + "…"
+        raise BadRequest(f"trace id must be 32 hex characters, got {shown!r}")
+    return text.lower()
+
+
+def _time_range(values: dict[str, str], now: float) -> tuple[float | None, float | None]:
+    since = parse_time("since", values["since"], now) if "since" in values else None
+    until = parse_time("until", values["until"], now) if "until" in values else None
+    if since is not None and until is not None and since >= until:
+        raise BadRequest("since must be before until")
+    return since, until
+
+
+def results_query(pairs: Iterable[tuple[str, str]], now: float) -> tuple[ResultFilter, int, str | None]:
+    """(filter, limit, cursor) of a `/api/v1/results` query."""
+    values = query_values(pairs, RESULTS_PARAMS)
+    outcome = values.get("outcome")
+    if outcome is not None and outcome not in OUTCOMES:
+        raise BadRequest(f"outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}")
+    since, until = _time_range(values, now)
+    trace_id = parse_trace_id(values["trace_id"]) if "trace_id" in values else None
+    where = ResultFilter(
+        evaluator=values.get("evaluator"),
+        service=values.get("service"),
+        agent=values.get("agent"),
+        model=values.get("model"),
+        outcome=outcome,  # type: ignore[arg-type]  # checked against OUTCOMES above
+        since=since,
+        until=until,
+        trace_id=trace_id,
+    )
+    return where, parse_limit(values.get("limit")), values.get("cursor")
+
+
+@dataclass(frozen=True, slots=True)
+class BreakdownQuery:
+    by: BreakdownBy
+    evaluator: str | None
+    since: float | None
+    until: float | None
+
+
+def breakdown_query(pairs: Iterable[tuple[str, str]], now: float) -> BreakdownQuery:
+    """The arguments of `ReviewReader.breakdown` from a `/api/v1/breakdown` query (`by` defaults to service)."""
+    values = query_values(pairs, BREAKDOWN_PARAMS)
+    by = values.get("by", "service")
+    if by not in BREAKDOWN_BY:
+        raise BadRequest(f"by must be one of {', '.join(BREAKDOWN_BY)}, got {by!r}")
+    since, until = _time_range(values, now)
+    return BreakdownQuery(by, values.get("evaluator"), since, until)  # type: ignore[arg-type]  # checked above

@@ -1,0 +1,72 @@
+"""The review's read operations over a ReviewReader, framework-free: the `/api/v1` handlers and the CLI's
+`--store` source call these same functions, so both answer alike.
+
+Each raises a ReviewError: BadRequest for bad parameters (a cursor the reader refuses included), NotFound for
+an unknown trace, Unavailable when there is no reader (the store is disabled) or SQLite fails.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+
+from monitor.results.review_models import Breakdown, ResultsPage, ReviewReader, TraceDetail
+from monitor.results.review_query import (
+    BadRequest,
+    NotFound,
+    Unavailable,
+    breakdown_query,
+    parse_trace_id,
+    results_query,
+)
+
+STORE_DISABLED = "the result store is disabled (store.enabled: false)"
+
+
+class ReviewService:
+    """The review operations on `reader` (None: unavailable, for the reason `unavailable`); `clock` is the
+    "now" of relative times. Safe to call from worker threads when the reader is."""
+
+    def __init__(
+        self,
+        reader: ReviewReader | None,
+        unavailable: str = STORE_DISABLED,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.reader = reader
+        self.unavailable = unavailable
+        self.clock = clock
+
+    @contextmanager
+    def _reading(self) -> Iterator[ReviewReader]:
+        if self.reader is None:
+            raise Unavailable(f"review unavailable: {self.unavailable}")
+        try:
+            yield self.reader
+        except sqlite3.Error as exc:
+            raise Unavailable(f"review unavailable: {type(exc).__name__}: {exc}") from exc
+
+    def results(self, pairs: Iterable[tuple[str, str]]) -> ResultsPage:
+        where, limit, cursor = results_query(pairs, self.clock())
+        with self._reading() as reader:
+            try:
+                return reader.results(where, limit, cursor)
+            except ValueError as exc:
+                if cursor is None:
+                    raise
+                raise BadRequest(f"invalid cursor: {exc}") from exc
+
+    def trace(self, trace_id: str) -> TraceDetail:
+        tid = parse_trace_id(trace_id)
+        with self._reading() as reader:
+            detail = reader.trace(tid)
+        if detail is None:
+            raise NotFound(f"unknown trace {tid}: never stored, or pruned after the store's retention")
+        return detail
+
+    def breakdown(self, pairs: Iterable[tuple[str, str]]) -> Breakdown:
+        query = breakdown_query(pairs, self.clock())
+        with self._reading() as reader:
+            return reader.breakdown(query.by, query.evaluator, query.since, query.until)

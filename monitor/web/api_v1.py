@@ -1,0 +1,109 @@
+"""The review API v1 under /api/v1: results, one trace, a breakdown, the evaluators, the OpenAPI document.
+
+Handlers read what they are given: a ReviewReader (None: the store is disabled) and a callable listing the
+configured evaluators. Reader calls run on a worker thread, so SQLite never blocks the event loop that also
+serves /metrics and the receivers (the reader must allow that: one connection under a lock, as ResultStore).
+Every answer is JSON; an error is `{"error": "..."}` with 400, 404 or 503 (see monitor/results/review_query.py),
+and an unexpected exception is logged and answered 500 without its traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+
+from aiohttp import web
+from pydantic import BaseModel, TypeAdapter
+
+from monitor.results.review_models import EvaluatorInfo, ReviewReader
+from monitor.results.review_query import ReviewError, Unavailable
+from monitor.results.review_service import STORE_DISABLED, ReviewService
+from monitor.web.openapi import OPENAPI_PATH, PREFIX, openapi_document
+
+log = logging.getLogger(__name__)
+
+EvaluatorsInfo = Callable[[], list[EvaluatorInfo]]
+_EVALUATORS = TypeAdapter(list[EvaluatorInfo])
+
+
+def json_error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    body = json.dumps({"error": message}, ensure_ascii=False).encode()
+    return web.Response(status=status, body=body, content_type="application/json", headers=headers)
+
+
+def _json(body: bytes) -> web.Response:
+    return web.Response(body=body, content_type="application/json")
+
+
+async def _answer(read: Callable[[], BaseModel]) -> web.Response:
+    """`read()` on a worker thread, as JSON; its ReviewError as an error answer."""
+    try:
+        model = await asyncio.to_thread(read)
+    except ReviewError as exc:
+        return json_error(exc.status, str(exc))
+    except Exception:
+        log.exception("review API: unexpected error")
+        return json_error(500, "internal error (see the daemon's log)")
+    return _json(model.model_dump_json().encode())
+
+
+def api_v1_routes(
+    reader: ReviewReader | None,
+    evaluators_info: EvaluatorsInfo | None,
+    *,
+    unavailable: str = STORE_DISABLED,
+    clock: Callable[[], float] = time.time,
+) -> list[web.RouteDef]:
+    """GET routes of /api/v1; `unavailable` is the 503 reason while `reader` is None, `clock` the "now" of
+    relative times."""
+    review = ReviewService(reader, unavailable, clock)
+    document = json.dumps(openapi_document(), ensure_ascii=False).encode()
+
+    async def results(request: web.Request) -> web.Response:
+        pairs = list(request.query.items())
+        return await _answer(lambda: review.results(pairs))
+
+    async def trace(request: web.Request) -> web.Response:
+        trace_id = request.match_info["trace_id"]
+        return await _answer(lambda: review.trace(trace_id))
+
+    async def breakdown(request: web.Request) -> web.Response:
+        pairs = list(request.query.items())
+        return await _answer(lambda: review.breakdown(pairs))
+
+    async def evaluators(request: web.Request) -> web.Response:
+        if request.query:
+            return json_error(400, f"unknown parameter {next(iter(request.query))!r} (known: none)")
+        try:
+            if evaluators_info is None:
+                raise Unavailable("review unavailable: no evaluator information in this process")
+            infos = evaluators_info()
+        except ReviewError as exc:
+            return json_error(exc.status, str(exc))
+        except Exception:
+            log.exception("review API: cannot list the evaluators")
+            return json_error(500, "internal error (see the daemon's log)")
+        return _json(_EVALUATORS.dump_json(infos))
+
+    async def openapi(request: web.Request) -> web.Response:
+        return _json(document)
+
+    return [
+        web.get(f"{PREFIX}/results", results),
+        web.get(f"{PREFIX}/traces/{{trace_id}}", trace),
+        web.get(f"{PREFIX}/breakdown", breakdown),
+        web.get(f"{PREFIX}/evaluators", evaluators),
+        web.get(OPENAPI_PATH, openapi),
+    ]
+
+
+def api_error_response(
+    request: web.Request, status: int, message: str, headers: dict[str, str] | None = None
+) -> web.Response | None:
+    """A JSON error for a path under /api/v1; None elsewhere (where the caller answers in text)."""
+    if request.path == PREFIX or request.path.startswith(PREFIX + "/"):
+        return json_error(status, message, headers)
+    return None

@@ -1,0 +1,147 @@
+"""The OpenAPI 3.1 document of `/api/v1`, generated from the review models and the query parameter specs the
+handlers parse with (monitor/results/review_query.py), so it describes exactly what is served.
+
+The document itself is open (it holds no trace content); every other path needs the bearer token or the
+review page's session cookie when a token is configured.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+
+from monitor import __version__
+from monitor.auth import SESSION_COOKIE
+from monitor.results.review_models import Breakdown, EvaluatorInfo, ResultsPage, TraceDetail
+from monitor.results.review_query import BREAKDOWN_PARAMS, RESULTS_PARAMS, TRACE_ID_PATTERN, QueryParam
+
+PREFIX = "/api/v1"
+OPENAPI_PATH = f"{PREFIX}/openapi.json"
+REF = "#/components/schemas/{model}"
+
+
+class ApiError(BaseModel):
+    """Every error answer of `/api/v1`: 400 bad parameter, 401 no or wrong token, 404 unknown trace or path,
+    503 store disabled or failing (the message starts with "review unavailable: ")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    error: str
+
+
+_ERRORS = {
+    "400": "A bad parameter; `error` names it.",
+    "401": "No token, or a wrong one (bearer token or review session cookie).",
+    "404": "Unknown trace or path.",
+    "503": "The result store is disabled or unavailable.",
+}
+
+
+def _schemas() -> dict[str, Any]:
+    schemas: dict[str, Any] = {}
+    for model in (ResultsPage, TraceDetail, Breakdown, EvaluatorInfo, ApiError):
+        schema = model.model_json_schema(ref_template=REF, mode="serialization")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[model.__name__] = schema
+    return schemas
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": REF.format(model=name)}
+
+
+def _query(param: QueryParam) -> dict[str, Any]:
+    return {
+        "name": param.name,
+        "in": "query",
+        "required": False,
+        "description": param.description,
+        "schema": param.schema,
+    }
+
+
+def _operation(
+    operation_id: str, summary: str, body: dict[str, Any], params: list[dict[str, Any]], errors: tuple[str, ...]
+) -> dict[str, Any]:
+    responses: dict[str, Any] = {"200": {"description": "OK", "content": {"application/json": {"schema": body}}}}
+    for status in errors:
+        responses[status] = {
+            "description": _ERRORS[status],
+            "content": {"application/json": {"schema": _ref("ApiError")}},
+        }
+    return {"get": {"operationId": operation_id, "summary": summary, "parameters": params, "responses": responses}}
+
+
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI 3.1 document: every `/api/v1` path with its parameters, responses and security."""
+    trace_id = {
+        "name": "trace_id",
+        "in": "path",
+        "required": True,
+        "description": "The W3C trace id: 32 hex characters (upper case is accepted).",
+        "schema": {"type": "string", "pattern": TRACE_ID_PATTERN},
+    }
+    evaluators_list = TypeAdapter(list[EvaluatorInfo]).json_schema(ref_template=REF, mode="serialization")
+    evaluators_list.pop("$defs", None)
+    all_errors = ("400", "401", "404", "503")
+    paths = {
+        f"{PREFIX}/results": _operation(
+            "listResults",
+            "Evaluation results, newest first, one page at a time (follow `next_cursor`).",
+            _ref("ResultsPage"),
+            [_query(p) for p in RESULTS_PARAMS],
+            all_errors,
+        ),
+        f"{PREFIX}/traces/{{trace_id}}": _operation(
+            "getTrace",
+            "One trace: its summary, step tree and every stored result.",
+            _ref("TraceDetail"),
+            [trace_id],
+            all_errors,
+        ),
+        f"{PREFIX}/breakdown": _operation(
+            "getBreakdown",
+            "Verdict counts per service, agent, model or tool, most failures first.",
+            _ref("Breakdown"),
+            [_query(p) for p in BREAKDOWN_PARAMS],
+            all_errors,
+        ),
+        f"{PREFIX}/evaluators": _operation(
+            "listEvaluators",
+            "The configured evaluators with their current window pass ratios and alert states.",
+            evaluators_list,
+            [],
+            ("401", "404", "503"),
+        ),
+        OPENAPI_PATH: {
+            "get": {
+                "operationId": "getOpenApi",
+                "summary": "This document (open: no trace content).",
+                "security": [],
+                "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {}}}}},
+            }
+        },
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "agent-monitor review API",
+            "version": __version__,
+            "description": "Read-only review of stored evaluation results and traces. Times are Unix seconds (UTC).",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": _schemas(),
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "description": "api.auth (else receivers.auth) token"},
+                "session": {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": SESSION_COOKIE,
+                    "description": "The review page's session cookie, set by its login form.",
+                },
+            },
+        },
+        "security": [{"bearer": []}, {"session": []}],
+    }

@@ -1,0 +1,165 @@
+"""An in-memory ReviewReader that behaves as the protocol says: filters, newest first, a keyset cursor.
+
+It records every call (`calls`) so tests can check what reached the reader, and `fail_with` makes every
+call raise (an sqlite3.Error, to stand for a failing store).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from monitor.results.review_models import (
+    Breakdown,
+    BreakdownBy,
+    BreakdownGroup,
+    ResultFilter,
+    ResultItem,
+    ResultsPage,
+    Step,
+    TraceDetail,
+    TraceSummary,
+)
+
+
+def _cursor(item: ResultItem, seq: int) -> str:
+    return base64.urlsafe_b64encode(f"{item.evaluated_at!r}|{seq}".encode()).decode()
+
+
+def _decode(cursor: str) -> tuple[float, int]:
+    try:
+        stamp, seq = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
+        return float(stamp), int(seq)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise ValueError(f"not a cursor of this store: {cursor[:20]!r}") from None
+
+
+@dataclass
+class FakeReader:
+    items: list[ResultItem] = field(default_factory=list)
+    traces: dict[str, TraceDetail] = field(default_factory=dict)
+    calls: list[tuple[str, Any]] = field(default_factory=list)
+    fail_with: Exception | None = None
+
+    def _enter(self, name: str, args: Any) -> None:
+        self.calls.append((name, args))
+        if self.fail_with is not None:
+            raise self.fail_with
+
+    def _ordered(self) -> list[tuple[int, ResultItem]]:
+        """(insertion number, item) newest first; the number breaks ties between equal times."""
+        return sorted(enumerate(self.items), key=lambda pair: (pair[1].evaluated_at, pair[0]), reverse=True)
+
+    @staticmethod
+    def _matches(item: ResultItem, where: ResultFilter) -> bool:
+        for name in ("evaluator", "service", "agent", "model", "outcome", "trace_id"):
+            wanted = getattr(where, name)
+            if wanted is not None and getattr(item, name) != wanted:
+                return False
+        if where.since is not None and item.evaluated_at < where.since:
+            return False
+        return where.until is None or item.evaluated_at < where.until
+
+    def results(self, where: ResultFilter, limit: int, cursor: str | None = None) -> ResultsPage:
+        self._enter("results", (where, limit, cursor))
+        after = _decode(cursor) if cursor is not None else None
+        page: list[tuple[int, ResultItem]] = []
+        for seq, item in self._ordered():
+            if after is not None and (item.evaluated_at, seq) >= after:
+                continue
+            if self._matches(item, where):
+                page.append((seq, item))
+                if len(page) == limit + 1:
+                    break
+        more = len(page) > limit
+        page = page[:limit]
+        last = page[-1] if more else None
+        return ResultsPage(items=[i for _, i in page], next_cursor=_cursor(last[1], last[0]) if last else None)
+
+    def trace(self, trace_id: str) -> TraceDetail | None:
+        self._enter("trace", trace_id)
+        return self.traces.get(trace_id)
+
+    def breakdown(
+        self, by: BreakdownBy, evaluator: str | None = None, since: float | None = None, until: float | None = None
+    ) -> Breakdown:
+        self._enter("breakdown", (by, evaluator, since, until))
+        where = ResultFilter(evaluator=evaluator, since=since, until=until)
+        counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+        for item in self.items:
+            if not self._matches(item, where):
+                continue
+            if by == "tool":
+                detail = self.traces.get(item.trace_id)
+                values = detail.summary.tools if detail is not None else []
+            else:
+                values = [getattr(item, by) or ""]
+            for value in values:
+                counts[value][("pass", "fail", "skip").index(item.outcome)] += 1
+        groups = [
+            BreakdownGroup(value=v, passed=p, failed=f, skipped=s, pass_ratio=p / (p + f) if p + f else None)
+            for v, (p, f, s) in counts.items()
+        ]
+        groups.sort(key=lambda g: (-g.failed, g.value))
+        return Breakdown(evaluator=evaluator, by=by, since=since, until=until, groups=groups)
+
+
+def item(n: int, **fields: Any) -> ResultItem:
+    """A result numbered `n` (evaluated at 1_700_000_000 + n), failing unless told otherwise."""
+    values: dict[str, Any] = {
+        "trace_id": f"{n:032x}",
+        "evaluated_at": 1_700_000_000.0 + n,
+        "evaluator": "error_free",
+        "level": "trace",
+        "outcome": "fail",
+        "score": 0.0,
+        "explanation": f"result {n}",
+        "service": "checkout",
+    }
+    values.update(fields)
+    return ResultItem(**values)
+
+
+def trace_detail(trace_id: str, results: list[ResultItem], tools: list[str] | None = None) -> TraceDetail:
+    """A small trace: agent → LLM call → failing tool call."""
+    summary = TraceSummary(
+        trace_id=trace_id,
+        evaluated_at=1_700_000_000.0,
+        service="checkout",
+        agents=["planner"],
+        input="where is my order?",
+        output="it ships tomorrow",
+        span_count=3,
+        duration_ms=1250.0,
+        has_errors=True,
+        tools=tools or ["lookup"],
+    )
+    steps = [
+        Step(span_id="01" * 8, depth=0, kind="agent", name="planner", duration_ms=1250.0),
+        Step(
+            span_id="02" * 8,
+            parent_span_id="01" * 8,
+            depth=1,
+            kind="llm",
+            name="chat gpt-4o",
+            model="gpt-4o",
+            input_tokens=120,
+            output_tokens=30,
+            duration_ms=800.0,
+            text="calling lookup",
+        ),
+        Step(
+            span_id="03" * 8,
+            parent_span_id="02" * 8,
+            depth=2,
+            kind="tool",
+            name="lookup",
+            duration_ms=40.0,
+            error="timeout talking to orders-db",
+            text='{"order": 7} → null',
+        ),
+    ]
+    return TraceDetail(summary=summary, steps=steps, results=results)
