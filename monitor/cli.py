@@ -6,7 +6,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from monitor.commands import check_config, evaluate_cmd, evaluators_cmd, health_cmd, inspect_cmd, rules_cmd
+from monitor.commands import (
+    check_config,
+    evaluate_cmd,
+    evaluators_cmd,
+    health_cmd,
+    inspect_cmd,
+    review_cmd,
+    rules_cmd,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluators_cmd.add_parser(subparsers)
     health_cmd.add_parser(subparsers)
     rules_cmd.add_parser(subparsers)
+    review_cmd.add_parser(subparsers)
     return parser
 
 

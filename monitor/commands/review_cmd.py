@@ -1,0 +1,125 @@
+"""`agent-monitor review`: the on-call view of stored results from a terminal.
+
+Reads the daemon's /api/v1 (`--url`, default http://127.0.0.1:9464, token from --token or
+$AGENT_MONITOR_API_TOKEN) or a store file (`--store`, read-only) and prints the recent results, one trace
+(`--trace`), a breakdown (`--by`) or the evaluators (`--evaluators`) as tables, or the API's JSON (`--json`).
+Exit 0 on an answer, 1 when the source fails (unreachable, 401, 404, 503), 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, TextIO
+
+from pydantic import TypeAdapter, ValidationError
+
+from monitor.commands.review_render import breakdown_table, evaluators_table, results_table, trace_view
+from monitor.commands.review_source import HttpSource, ReviewSource, SourceError, StoreSource
+from monitor.results.review_models import Breakdown, EvaluatorInfo, ResultsPage, TraceDetail
+
+TOKEN_ENV = "AGENT_MONITOR_API_TOKEN"
+DEFAULT_URL = "http://127.0.0.1:9464"
+FILTERS = ("evaluator", "service", "agent", "model", "outcome", "since", "until", "limit")
+BREAKDOWN_FILTERS = ("evaluator", "since", "until")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "review",
+        help="list recent evaluation results, one trace, a breakdown or the evaluators",
+        description="Show what the result store holds, from the daemon's review API (--url) or a store file "
+        "(--store): recent results newest first (filtered), one trace with its step tree and results (--trace), "
+        "verdict counts per service, agent, model or tool (--by), or the configured evaluators with their window "
+        "pass ratios and alert states (--evaluators, daemon only). Times: RFC 3339, Unix seconds, or a duration "
+        "before now (30m, 1h, 7d). Exit 1 when the source fails, 2 for bad arguments.",
+    )
+    what = parser.add_argument_group("filters (results; --by takes --evaluator, --since and --until)")
+    what.add_argument("--evaluator", help="only this evaluator (its metric label)")
+    what.add_argument("--service", help="only this service")
+    what.add_argument("--agent", help="only this agent")
+    what.add_argument("--model", help="only this model")
+    what.add_argument("--outcome", metavar="fail|pass|skip", help="only this outcome")
+    what.add_argument("--since", metavar="TIME", help="evaluated at or after TIME (e.g. 1h: the last hour)")
+    what.add_argument("--until", metavar="TIME", help="evaluated before TIME")
+    what.add_argument("--limit", metavar="N", help="at most N results (1 to 500, default 50)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--trace", metavar="ID", help="show one trace: summary, step tree, every result")
+    mode.add_argument("--by", metavar="service|agent|model|tool", help="verdict counts per value, most failures first")
+    mode.add_argument("--evaluators", action="store_true", help="the configured evaluators (needs --url)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--url", help=f"the daemon's metrics port (default {DEFAULT_URL})")
+    source.add_argument("--store", metavar="FILE", help="read a result store file instead (read-only)")
+    parser.add_argument("--token", help=f"the API's bearer token (default: ${TOKEN_ENV})")
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the API (default 10)")
+    parser.add_argument("--json", action="store_true", help="print the API's JSON instead of tables")
+    parser.set_defaults(handler=run)
+
+
+def _given(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
+    return [name for name in names if getattr(args, name) is not None]
+
+
+def _check_mode(args: argparse.Namespace) -> None:
+    if args.trace is not None or args.evaluators:
+        extra = _given(args, FILTERS)
+        what = "--trace" if args.trace is not None else "--evaluators"
+    elif args.by is not None:
+        extra = [name for name in _given(args, FILTERS) if name not in BREAKDOWN_FILTERS]
+        what = "--by"
+    else:
+        return
+    if extra:
+        raise SourceError(f"{what} takes no {', '.join('--' + e for e in extra)}", 2)
+
+
+def _request(args: argparse.Namespace) -> tuple[str, list[tuple[str, str]], Any]:
+    """(endpoint, query parameters, the model its answer is) for the arguments."""
+    if args.trace is not None:
+        return f"traces/{args.trace}", [], TypeAdapter(TraceDetail)
+    if args.evaluators:
+        return "evaluators", [], TypeAdapter(list[EvaluatorInfo])
+    if args.by is not None:
+        params = [("by", args.by), *((n, str(getattr(args, n))) for n in _given(args, BREAKDOWN_FILTERS))]
+        return "breakdown", params, TypeAdapter(Breakdown)
+    return "results", [(n, str(getattr(args, n))) for n in _given(args, FILTERS)], TypeAdapter(ResultsPage)
+
+
+def _source(args: argparse.Namespace) -> ReviewSource:
+    if args.store is not None:
+        return StoreSource(args.store)
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
+    return HttpSource(args.url or DEFAULT_URL, token or None, args.timeout)
+
+
+def _render(answer: Any) -> str:
+    if isinstance(answer, ResultsPage):
+        return results_table(answer)
+    if isinstance(answer, TraceDetail):
+        return trace_view(answer)
+    if isinstance(answer, Breakdown):
+        return breakdown_table(answer)
+    return evaluators_table(answer)
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        _check_mode(args)
+        endpoint, params, model = _request(args)
+        data = _source(args).fetch(endpoint, params)
+        try:
+            answer = model.validate_python(data)
+        except ValidationError as exc:
+            raise SourceError(f"unexpected answer (another agent-monitor version?): {exc.errors()[0]['msg']}") from None
+    except SourceError as exc:
+        print(f"agent-monitor review: {exc}", file=err)
+        return exc.exit_code
+    if args.json:
+        out.write(json.dumps(data, indent=2, ensure_ascii=True) + "\n")  # ASCII: no raw control characters
+    else:
+        out.write(_render(answer))
+    return 0
