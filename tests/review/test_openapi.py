@@ -100,3 +100,15 @@ def test_real_answers_conform_to_the_documented_schemas() -> None:
         got, _, body = get(f"{base}{PREFIX}/results")
         assert got == 401 and conforms(document, {"$ref": "#/components/schemas/ApiError"}, body) == []
     assert conforms(document, {"$ref": "#/components/schemas/ResultsPage"}, {"items": 3}) != []  # it does check
+
+
+def test_docs_describe_every_path_and_parameter() -> None:
+    from pathlib import Path
+
+    from monitor.web.openapi import openapi_document
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "review.md").read_text(encoding="utf-8")
+    for path, operations in openapi_document()["paths"].items():
+        assert f"`GET {path}`" in text, path
+        for param in operations["get"].get("parameters", []):
+            assert f"`{param['name']}`" in text, (path, param["name"])
