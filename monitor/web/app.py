@@ -33,20 +33,21 @@ def require_token(token: str | None) -> Middleware:
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        # Under /api/v1 errors are JSON (api_error_response); elsewhere they stay text.
         if not authorized(request):
             challenge = {"WWW-Authenticate": 'Bearer realm="agent-monitor"'}
-            return api_error_response(request, 401, UNAUTHORIZED, challenge) or web.Response(
-                status=401, text=UNAUTHORIZED + "\n", headers=challenge
+            answer = api_error_response(request, 401, UNAUTHORIZED, challenge)
+            return (
+                answer if answer is not None else web.Response(status=401, text=UNAUTHORIZED + "\n", headers=challenge)
             )
         try:
             return await handler(request)
         except web.HTTPNotFound:
-            return api_error_response(request, 404, API_NOT_FOUND) or web.Response(status=404, text=NOT_FOUND)
+            answer = api_error_response(request, 404, API_NOT_FOUND)
+            return answer if answer is not None else web.Response(status=404, text=NOT_FOUND)
         except web.HTTPMethodNotAllowed as exc:
             allow = {"Allow": ", ".join(sorted(exc.allowed_methods))}
-            answer = api_error_response(
-                request, 405, f"method {request.method} not allowed: the review API is read-only", allow
-            )
+            answer = api_error_response(request, 405, f"method {request.method} not allowed: GET only", allow)
             if answer is None:
                 raise
             return answer

@@ -229,7 +229,7 @@ def test_unknown_paths_and_methods_under_api_v1_are_json(reader: FakeReader) -> 
             raise AssertionError("POST was accepted")
         except urllib.error.HTTPError as exc:
             assert exc.code == 405
-            assert "read-only" in exc.read().decode()
+            assert "GET only" in exc.read().decode()
 
 
 def test_auth_on_bearer_or_session_cookie_and_off(reader: FakeReader) -> None:
