@@ -131,7 +131,15 @@ class Daemon:
             )
         api_context = prepared.api_tls.ssl_context() if prepared.api_tls is not None else None
         self.api = WebServer(
-            build_api_app(self.metrics.render, self.readiness, self.store, config.api_token()),
+            build_api_app(
+                self.metrics.render,
+                self.readiness,
+                self.store,
+                config.api_token(),
+                reader=None,  # TODO(issue 12): review_reader(self.store) once the store's ReviewReader is merged
+                evaluators_info=[c.label for c in evaluators],
+                review=config.review,
+            ),
             config.metrics.host,
             config.metrics.port,
             name="api",

@@ -6,8 +6,11 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from monitor.auth import SESSION_COOKIE, bearer_authorized, session_authorized
+from monitor.config.review import ReviewConfig
+from monitor.results.review_models import ReviewReader
 from monitor.results.store import ResultStore
 from monitor.web.health import OPEN_PATHS, OPEN_PREFIXES, Readiness, Render, health_routes
+from monitor.web.pages import EvaluatorsInfo, login_redirect, review_headers, review_page_routes, wants_login_page
 from monitor.web.review import review_routes
 
 MAX_BODY_BYTES = 64 * 1024  # the API takes no uploads
@@ -29,6 +32,8 @@ def require_token(token: str | None) -> Middleware:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         if not authorized(request):
+            if wants_login_page(request):  # a browser on /review without a session: the login form
+                return login_redirect(request)
             return web.Response(
                 status=401,
                 text="missing or invalid bearer token\n",
@@ -43,9 +48,24 @@ def require_token(token: str | None) -> Middleware:
 
 
 def build_api_app(
-    render: Render, readiness: Readiness, store: ResultStore | None, token: str | None
+    render: Render,
+    readiness: Readiness,
+    store: ResultStore | None,
+    token: str | None,
+    *,
+    reader: ReviewReader | None = None,
+    evaluators_info: EvaluatorsInfo = None,
+    review: ReviewConfig | None = None,
 ) -> web.Application:
-    """The metrics port: what it serves is passed in (it reads, never drives, the engine)."""
+    """The metrics port: what it serves is passed in (it reads, never drives, the engine). The review page
+    (/review) reads `reader` (None: it answers 503 "review unavailable")."""
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[require_token(token)])
-    app.add_routes([*health_routes(render, readiness), *review_routes(store)])
+    app.add_routes(
+        [
+            *health_routes(render, readiness),
+            *review_routes(store),
+            *review_page_routes(reader, evaluators_info, review, token),
+        ]
+    )
+    app.on_response_prepare.append(review_headers)  # CSP, nosniff, no-referrer, no-store on every /review* answer
     return app

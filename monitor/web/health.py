@@ -10,7 +10,7 @@ from aiohttp import web
 Render = Callable[[str | None], tuple[bytes, str]]  # Accept header -> (body, content type)
 Readiness = Callable[[], Mapping[str, bool]]  # named checks; ready when all hold
 
-OPEN_PATHS = frozenset({"/metrics", "/healthz", "/readyz", "/review/login"})
+OPEN_PATHS = frozenset({"/metrics", "/healthz", "/readyz", "/review/login", "/review/logout"})  # logout only clears
 OPEN_PREFIXES = ("/review/static/",)  # the review page's stylesheet: no trace content
 
 
