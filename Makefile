@@ -19,12 +19,14 @@ venv: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/agent-monitor run
 
-# Debian packages the integration tests use: the real Prometheus server and promtool, and Alertmanager.
+# Debian packages the integration tests use: the real Prometheus server and promtool, Alertmanager, and
+# Chromium (the review page's browser test, driven by playwright with executable_path=/usr/bin/chromium).
 system-deps:
-	@command -v prometheus >/dev/null && command -v promtool >/dev/null && command -v prometheus-alertmanager >/dev/null || { \
-	  echo "installing the Debian packages prometheus and prometheus-alertmanager (for promtool and the integration tests)"; \
+	@command -v prometheus >/dev/null && command -v promtool >/dev/null && command -v prometheus-alertmanager >/dev/null \
+	  && test -x /usr/bin/chromium || { \
+	  echo "installing the Debian packages prometheus, prometheus-alertmanager and chromium (for promtool and the integration tests)"; \
 	  $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus prometheus-alertmanager >/dev/null; }
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus prometheus-alertmanager chromium >/dev/null; }
 
 test: $(STAMP) system-deps
 	$(VENV)/bin/ruff check evaluators monitor tests

@@ -143,6 +143,7 @@ class Daemon:
                 reader=reader,
                 evaluators_info=lambda: evaluator_infos(evaluators, self.metrics),
                 unavailable=STORE_DISABLED if self.store is None else NO_READER,
+                review=config.review,
             ),
             config.metrics.host,
             config.metrics.port,

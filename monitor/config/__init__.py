@@ -21,6 +21,7 @@ from .models import (
     TlsConfig,
     Window,
 )
+from .review import ReviewConfig
 from .units import parse_duration, parse_size
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "MonitorConfig",
     "ReceiversConfig",
     "Resolved",
+    "ReviewConfig",
     "ShutdownConfig",
     "SloConfig",
     "StoreConfig",

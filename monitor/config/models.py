@@ -35,6 +35,7 @@ from .evaluators import (
     resolve_section,
 )
 from .locate import Loc, LocatedError
+from .review import ReviewConfig
 from .units import Duration, MiB, NonNegativeDuration, Port, Section, Size, parse_duration
 
 # --- receivers ----------------------------------------------------------------------------------
@@ -329,6 +330,7 @@ class MonitorConfig(Section):
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     evaluators: EvaluatorsSection = None
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    review: ReviewConfig = Field(default_factory=ReviewConfig)
     api: ApiConfig = Field(default_factory=ApiConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     judges: JudgesConfig = Field(default_factory=JudgesConfig)

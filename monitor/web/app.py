@@ -6,11 +6,13 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from monitor.auth import SESSION_COOKIE, bearer_authorized, session_authorized
+from monitor.config.review import ReviewConfig
 from monitor.results.review_models import ReviewReader
 from monitor.results.review_service import STORE_DISABLED
 from monitor.results.store import ResultStore
 from monitor.web.api_v1 import EvaluatorsInfo, api_error_response, api_v1_routes
 from monitor.web.health import OPEN_PATHS, OPEN_PREFIXES, Readiness, Render, health_routes
+from monitor.web.pages import login_redirect, review_headers, review_page_routes, wants_login_page
 from monitor.web.review import review_routes
 
 MAX_BODY_BYTES = 64 * 1024  # the API takes no uploads
@@ -35,6 +37,8 @@ def require_token(token: str | None) -> Middleware:
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         # Under /api/v1 errors are JSON (api_error_response); elsewhere they stay text.
         if not authorized(request):
+            if wants_login_page(request):  # a browser on /review without a session: the login form
+                return login_redirect(request)
             challenge = {"WWW-Authenticate": 'Bearer realm="agent-monitor"'}
             answer = api_error_response(request, 401, UNAUTHORIZED, challenge)
             return (
@@ -64,15 +68,19 @@ def build_api_app(
     reader: ReviewReader | None = None,
     evaluators_info: EvaluatorsInfo | None = None,
     unavailable: str = STORE_DISABLED,
+    review: ReviewConfig | None = None,
 ) -> web.Application:
     """The metrics port: what it serves is passed in (it reads, never drives, the engine). `reader` and
-    `evaluators_info` serve /api/v1 (see api_v1.py; `unavailable` is its 503 reason while `reader` is None)."""
+    `evaluators_info` serve /api/v1 (api_v1.py) and the review page /review (pages/); while `reader` is None both
+    answer 503 "review unavailable" with `unavailable` as the reason."""
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[require_token(token)])
     app.add_routes(
         [
             *health_routes(render, readiness),
             *review_routes(store),
             *api_v1_routes(reader, evaluators_info, unavailable=unavailable),
+            *review_page_routes(reader, evaluators_info, review, token, unavailable_reason=unavailable),
         ]
     )
+    app.on_response_prepare.append(review_headers)  # CSP, nosniff, no-referrer, no-store on every /review* answer
     return app

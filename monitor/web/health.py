@@ -10,8 +10,8 @@ from aiohttp import web
 Render = Callable[[str | None], tuple[bytes, str]]  # Accept header -> (body, content type)
 Readiness = Callable[[], Mapping[str, bool]]  # named checks; ready when all hold
 
-# /api/v1/openapi.json: the review API's description, no trace content.
-OPEN_PATHS = frozenset({"/metrics", "/healthz", "/readyz", "/review/login", "/api/v1/openapi.json"})
+# /api/v1/openapi.json: the review API's description, no trace content; /review/logout only clears the cookie.
+OPEN_PATHS = frozenset({"/metrics", "/healthz", "/readyz", "/review/login", "/review/logout", "/api/v1/openapi.json"})
 OPEN_PREFIXES = ("/review/static/",)  # the review page's stylesheet: no trace content
 
 

@@ -1,0 +1,69 @@
+"""GET /review/breakdown: verdict counts per service, agent, model or tool, each row linking to its results."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import monitor.web.pages.fmt as fmt
+from monitor.results.review_models import Breakdown, BreakdownGroup
+from monitor.web.html import Html, el
+from monitor.web.pages.layout import ROOT, ReviewSite, link, shell
+from monitor.web.pages.results import field, select, time_fields
+from monitor.web.review_query import BREAKDOWN_BY
+
+PAGE = f"{ROOT}/breakdown"
+FILTERABLE = ("service", "agent", "model")  # ResultFilter has no tool: tool rows are not links
+
+
+def bar(ratio: float | None) -> Html:
+    """The pass ratio as a bar: review.css sizes `.w0` … `.w100` in steps of 5 (CSP: no inline styles)."""
+    if ratio is None:
+        return el("span", class_="bar empty")
+    width = max(0, min(100, round(ratio * 20) * 5))
+    return el("span", el("span", class_=f"fill w{width}"), class_="bar")
+
+
+def group_row(group: BreakdownGroup, by: str, params: Mapping[str, str | None]) -> Html:
+    label = group.value or "(none)"
+    if by in FILTERABLE and group.value:
+        target = {"evaluator": params.get("evaluator"), by: group.value, "outcome": "fail"}
+        target |= {"since": params.get("since"), "until": params.get("until")}
+        value: Html = el("a", label, href=link(ROOT, target))
+    else:
+        value = el("span", label)
+    cells = [
+        el("td", value),
+        el("td", str(group.failed), class_="num fail-count" if group.failed else "num"),
+        el("td", str(group.passed), class_="num"),
+        el("td", str(group.skipped), class_="num"),
+        el("td", fmt.ratio(group.pass_ratio), class_="num"),
+        el("td", bar(group.pass_ratio)),
+    ]
+    return el("tr", cells)
+
+
+def breakdown_page(site: ReviewSite, params: Mapping[str, str | None], result: Breakdown) -> Html:
+    names = site.evaluator_names()
+    form = el(
+        "form",
+        field("evaluator", select("evaluator", [("", "any"), *[(n, n) for n in names]], params.get("evaluator"))),
+        field("by", select("by", [(b, b) for b in BREAKDOWN_BY], result.by)),
+        *time_fields(params),
+        el("button", "show", type="submit"),
+        method="get",
+        action=PAGE,
+        class_="filters",
+    )
+    if result.groups:
+        head = el("tr", [el("th", h) for h in (result.by, "failed", "passed", "skipped", "pass ratio", "")])
+        rows = [group_row(g, result.by, params) for g in result.groups]
+        table: Html = el("table", el("thead", head), el("tbody", rows), class_="breakdown")
+    else:
+        table = el("p", "No results in this range.")
+    note = el("p", "Tool rows count every trace that called the tool; the results list cannot filter by tool.")
+    return shell(
+        site,
+        f"breakdown by {result.by}",
+        [el("h1", f"Breakdown by {result.by}"), form, table, note if result.by == "tool" else None],
+        active="breakdown",
+    )

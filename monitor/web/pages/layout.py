@@ -1,0 +1,108 @@
+"""The review pages' frame: what every page shares (head, navigation, security headers) and the error pages."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from aiohttp import web
+
+from monitor.config.review import ReviewConfig
+from monitor.results.review_models import EvaluatorInfo, ReviewReader
+from monitor.web.html import Child, Html, document, el
+
+ROOT = "/review"
+STATIC_PREFIX = "/review/static/"
+STYLESHEET = "/review/static/review.css"
+LOGIN = "/review/login"
+LOGOUT = "/review/logout"
+CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+EvaluatorSource = Callable[[], Sequence[EvaluatorInfo]]
+
+
+@dataclass(frozen=True)
+class ReviewSite:
+    """What the pages read: the store (None when there is none), the configured evaluators, config and token."""
+
+    reader: ReviewReader | None
+    evaluators: EvaluatorSource
+    config: ReviewConfig
+    token: str | None
+    unavailable: str = "the result store is disabled (store.enabled: false) or could not be opened"
+
+    def evaluator_names(self) -> list[str]:
+        return sorted({info.name for info in self.evaluators()})
+
+
+def is_review_path(path: str) -> bool:
+    return path == ROOT or path.startswith(ROOT + "/")
+
+
+async def review_headers(request: web.BaseRequest, response: web.StreamResponse) -> None:
+    """on_response_prepare: every /review* response (error pages and the auth middleware's included) gets the
+    strict CSP, nosniff and no-referrer; all but the stylesheet also `Cache-Control: no-store`."""
+    if not is_review_path(request.path):
+        return
+    response.headers.update(SECURITY_HEADERS)
+    if request.path.startswith(STATIC_PREFIX):
+        response.headers.setdefault("Cache-Control", "max-age=300")
+    else:
+        response.headers["Cache-Control"] = "no-store"
+
+
+def link(path: str, params: Mapping[str, str | None]) -> str:
+    """`path?query` from the non-empty params, in their order."""
+    query = urlencode([(k, v) for k, v in params.items() if v])
+    return f"{path}?{query}" if query else path
+
+
+def _nav(site: ReviewSite, active: str) -> Html:
+    items = [
+        el("a", "results", href=ROOT, class_="active" if active == "results" else None),
+        el("a", "breakdown", href=f"{ROOT}/breakdown", class_="active" if active == "breakdown" else None),
+    ]
+    if site.token:
+        session: Child = el("form", el("button", "log out", type="submit"), method="post", action=LOGOUT)
+    else:
+        session = el("span", "no token configured: open to anyone who reaches this port", class_="warn")
+    return el("header", el("strong", "agent-monitor review"), el("nav", items), session, class_="top")
+
+
+def shell(site: ReviewSite | None, title: str, main: Child, active: str = "") -> Html:
+    """A whole page: head with the stylesheet, navigation (without a site: none, as on the login page), main."""
+    head = [
+        el("meta", charset="utf-8"),
+        el("meta", name="viewport", content="width=device-width, initial-scale=1"),
+        el("meta", name="color-scheme", content="dark light"),
+        el("title", f"{title} · agent-monitor"),
+        el("link", rel="stylesheet", href=STYLESHEET),
+    ]
+    nav = _nav(site, active) if site is not None else None
+    return document(head, [nav, el("main", main)])
+
+
+def respond(page: Html, status: int = 200) -> web.Response:
+    """The page as an HTML response (lone surrogates from trace text are replaced, never an encoding error)."""
+    return web.Response(
+        status=status, body=str(page).encode("utf-8", "replace"), content_type="text/html", charset="utf-8"
+    )
+
+
+def error_page(site: ReviewSite | None, status: int, title: str, message: Child) -> web.Response:
+    main = [el("h1", title), el("p", message, class_="problem"), el("p", el("a", "back to results", href=ROOT))]
+    return respond(shell(site, title, main), status)
+
+
+def unavailable(site: ReviewSite, reason: str | None = None) -> web.Response:
+    """503: the store cannot answer (disabled, or an error reading it)."""
+    return error_page(site, 503, "review unavailable", reason or site.unavailable)

@@ -1,0 +1,162 @@
+"""GET /review: the filter form and the results table, newest first, with an "older →" link per page."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from urllib.parse import quote
+
+import monitor.web.pages.fmt as fmt
+from monitor.results.review_models import EvaluatorInfo, ResultFilter, ResultItem, ResultsPage
+from monitor.web.html import Child, Html, el, join
+from monitor.web.pages.layout import ROOT, ReviewSite, link, shell
+
+RANGES = ("15m", "1h", "6h", "24h", "7d")
+EXPLANATION_CHARS = 240
+EXCERPT_CHARS = 120
+TITLE_CHARS = 2000
+
+
+def span_anchor(span_id: str) -> str:
+    """The id of a step's row on the trace page."""
+    return "span-" + quote(span_id, safe="")
+
+
+def trace_href(trace_id: str, span_id: str | None = None) -> str:
+    """The trace page's path (at the span's step when given), both ids URL-encoded."""
+    return f"{ROOT}/traces/{quote(trace_id, safe='')}" + (f"#{span_anchor(span_id)}" if span_id else "")
+
+
+def state(query: Mapping[str, str], where: ResultFilter) -> dict[str, str | None]:
+    """The page's parameters as links carry them: the text as typed, outcome always explicit ("any" for all)."""
+    params = {key: query.get(key, "").strip() or None for key in ("evaluator", "service", "agent", "model")}
+    params["outcome"] = where.outcome or "any"
+    params["since"] = query.get("since", "").strip() or None
+    params["until"] = query.get("until", "").strip() or None
+    return params
+
+
+def select(name: str, options: Sequence[tuple[str, str]], chosen: str | None) -> Html:
+    """A <select> of (value, label) options; `chosen` is added when it is not one of them."""
+    values = [value for value, _ in options]
+    extra = [(chosen, chosen)] if chosen and chosen not in values else []
+    return el(
+        "select",
+        [el("option", label, value=value, selected=value == (chosen or "")) for value, label in [*options, *extra]],
+        name=name,
+        id=f"f-{name}",
+    )
+
+
+def field(label: str, control: Html) -> Html:
+    return el("label", el("span", label), control)
+
+
+def text_input(name: str, value: str | None, placeholder: str = "", datalist: str | None = None) -> Html:
+    return el(
+        "input", type="text", name=name, id=f"f-{name}", value=value or "", placeholder=placeholder, list=datalist
+    )
+
+
+def time_fields(params: Mapping[str, str | None]) -> list[Html]:
+    options = el("datalist", [el("option", value=r) for r in RANGES], id="ranges")
+    return [
+        field("since", text_input("since", params.get("since"), "1h, 2025-01-02T03:00Z", "ranges")),
+        field("until", text_input("until", params.get("until"), "now")),
+        options,
+    ]
+
+
+def filter_form(params: Mapping[str, str | None], evaluators: list[str]) -> Html:
+    outcome = params.get("outcome") or "any"
+    controls = [
+        field("evaluator", select("evaluator", [("", "any"), *[(n, n) for n in evaluators]], params.get("evaluator"))),
+        field(
+            "outcome",
+            select("outcome", [("fail", "fail"), ("skip", "skip"), ("pass", "pass"), ("any", "any")], outcome),
+        ),
+        field("service", text_input("service", params.get("service"))),
+        field("agent", text_input("agent", params.get("agent"))),
+        field("model", text_input("model", params.get("model"))),
+        *time_fields(params),
+        el("button", "filter", type="submit"),
+    ]
+    ranges = [el("a", r, href=link(ROOT, {**params, "since": r, "until": None})) for r in RANGES]
+    quick = el("p", "last ", join(*ranges, sep=" · "), " · ", el("a", "reset", href=ROOT), class_="ranges")
+    return join(el("form", controls, method="get", action=ROOT, class_="filters"), quick)
+
+
+def evaluator_line(info: EvaluatorInfo, params: Mapping[str, str | None]) -> Html:
+    """One line about the selected evaluator: kind, threshold, alert state, in-process window pass ratios."""
+    parts: list[Child] = [el("strong", info.name), f" {info.kind}, {info.level} level"]
+    if info.threshold is not None:
+        parts.append(f", threshold {info.threshold:g}")
+    if info.sampling < 1:
+        parts.append(f", sampling {info.sampling:g}")
+    if info.alert_min_pass_ratio is not None:
+        state_text = info.alert_state or "unknown"
+        parts += [", alert ", el("span", state_text, class_=f"alert-{state_text}")]
+        parts.append(f" below {fmt.ratio(info.alert_min_pass_ratio)}")
+    for window in info.windows:
+        parts.append(f" · {window.window}: {fmt.ratio(window.pass_ratio)} of {window.samples}")
+    by = {"evaluator": info.name, "since": params.get("since"), "until": params.get("until")}
+    parts += [" · ", el("a", "breakdown", href=link(f"{ROOT}/breakdown", {**by, "by": "service"}))]
+    return el("p", parts, class_="evaluator")
+
+
+def outcome_cell(item: ResultItem) -> Html:
+    badge = el("span", item.outcome, class_=f"badge {item.outcome}")
+    reason = el("span", f" {item.skip_reason}", class_="muted") if item.skip_reason else None
+    return el("td", badge, reason)
+
+
+def excerpt(text: str | None, limit: int) -> Html:
+    return el("td", fmt.clip(text, limit), title=fmt.clip(text, TITLE_CHARS) or None, class_="text")
+
+
+def result_row(item: ResultItem) -> Html:
+    who = join(item.agent or "", el("br") if item.agent and item.model else None, item.model or "")
+    cells = [
+        el("td", fmt.utc(item.evaluated_at), class_="nowrap"),
+        el("td", item.evaluator),
+        outcome_cell(item),
+        el("td", fmt.score(item.score), class_="num"),
+        el("td", item.service or ""),
+        el("td", who),
+        excerpt(item.explanation, EXPLANATION_CHARS),
+        excerpt(item.input_excerpt, EXCERPT_CHARS),
+        excerpt(item.output_excerpt, EXCERPT_CHARS),
+        el("td", el("a", fmt.short_id(item.trace_id), href=trace_href(item.trace_id, item.span_id)), class_="id"),
+    ]
+    return el("tr", cells, class_=f"row-{item.outcome}")
+
+
+HEADINGS = ("time (UTC)", "evaluator", "outcome", "score", "service", "agent / model", "explanation", "input", "output")
+
+
+def results_table(page: ResultsPage) -> Html:
+    if not page.items:
+        return el("p", "No results match. The outcome is fail unless you choose another; widen the time range.")
+    head = el("thead", el("tr", [el("th", h) for h in (*HEADINGS, "trace")]))
+    return el("table", head, el("tbody", [result_row(item) for item in page.items]), class_="results")
+
+
+def results_page(
+    site: ReviewSite, query: Mapping[str, str], where: ResultFilter, page: ResultsPage, infos: Sequence[EvaluatorInfo]
+) -> Html:
+    params = state(query, where)
+    names = sorted({info.name for info in infos})
+    selected = next((info for info in infos if info.name == where.evaluator), None)
+    pager: list[Child] = []
+    if query.get("cursor"):
+        pager.append(el("a", "← newest", href=link(ROOT, params)))
+    if page.next_cursor:
+        older = link(ROOT, {**params, "limit": query.get("limit"), "cursor": page.next_cursor})
+        pager.append(el("a", "older →", href=older, rel="next"))
+    main = [
+        el("h1", "Results"),
+        filter_form(params, names),
+        evaluator_line(selected, params) if selected is not None else None,
+        results_table(page),
+        el("p", join(*pager, sep=" · "), class_="pager") if pager else None,
+    ]
+    return shell(site, "results", main, active="results")

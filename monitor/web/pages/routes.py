@@ -1,0 +1,162 @@
+"""The /review routes: parse the query, ask the reader (in a worker thread: SQLite blocks), render the page.
+
+Every failure is a page, never a traceback: 400 for a malformed parameter or trace id, 404 for an unknown
+trace, 503 ("review unavailable", with the reason) when there is no reader or reading it fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from functools import lru_cache
+from importlib import resources
+from typing import ParamSpec, TypeVar, cast
+
+from aiohttp import web
+
+from monitor.config.review import MAX_PAGE_SIZE, ReviewConfig
+from monitor.logutil import RateLimitedLogger
+from monitor.results.review_models import BreakdownBy, EvaluatorInfo, ReviewReader
+from monitor.web.pages.breakdown import PAGE as BREAKDOWN
+from monitor.web.pages.breakdown import breakdown_page
+from monitor.web.pages.layout import ROOT, STYLESHEET, EvaluatorSource, ReviewSite, error_page, respond, unavailable
+from monitor.web.pages.login import login_routes
+from monitor.web.pages.results import results_page
+from monitor.web.pages.trace import trace_page
+from monitor.web.review_query import QueryError, breakdown_by, limit_param, result_filter, text_param, time_param
+
+log = logging.getLogger(__name__)
+_problems = RateLimitedLogger(log, per_minute=6)
+TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
+EvaluatorsInfo = EvaluatorSource | Sequence[str] | None
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class StoreProblem(Exception):
+    """Reading the store failed; the message is shown on the 503 page."""
+
+
+class BadCursor(Exception):
+    """The reader refused the cursor (ValueError from `results` with a cursor)."""
+
+
+@lru_cache(maxsize=1)
+def stylesheet() -> bytes:
+    return resources.files("monitor.web.pages").joinpath("static/review.css").read_bytes()
+
+
+def evaluator_source(evaluators: EvaluatorsInfo) -> EvaluatorSource:
+    """A callable of EvaluatorInfo from the daemon's (live figures), or from bare evaluator names."""
+    if evaluators is None:
+        return list
+    if callable(evaluators):
+        return evaluators
+    infos = [EvaluatorInfo(name=name, kind="", level="") for name in evaluators]
+    return lambda: infos
+
+
+async def _read(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """`call` in a worker thread; a failure → StoreProblem (the ValueError of a cursor given → BadCursor)."""
+    try:
+        return await asyncio.to_thread(call, *args, **kwargs)
+    except ValueError as exc:
+        if kwargs.get("cursor") is not None:
+            raise BadCursor(str(exc)) from exc
+        _problems.warning("read", "review page: reading the result store failed: %r", exc)
+        raise StoreProblem(f"reading the result store failed: {exc}") from exc
+    except Exception as exc:
+        _problems.warning("read", "review page: reading the result store failed: %r", exc)
+        raise StoreProblem(f"reading the result store failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _infos(site: ReviewSite) -> Sequence[EvaluatorInfo]:
+    try:
+        return site.evaluators()
+    except Exception as exc:  # live figures are a nicety: the page works without them
+        _problems.warning("evaluators", "review page: listing the evaluators failed: %r", exc)
+        return []
+
+
+def review_page_routes(
+    reader: ReviewReader | None,
+    evaluators_info: EvaluatorsInfo,
+    config: ReviewConfig | None,
+    token: str | None,
+    unavailable_reason: str | None = None,
+) -> list[web.RouteDef]:
+    """The review page's routes. `reader` None: every data page is a 503 saying `unavailable_reason`.
+    Register `layout.review_headers` as the app's on_response_prepare too (build_api_app does)."""
+    site = ReviewSite(reader, evaluator_source(evaluators_info), config or ReviewConfig(), token)
+    if unavailable_reason:
+        site = replace(site, unavailable=unavailable_reason)
+
+    def guarded(
+        render: Callable[[web.Request, ReviewReader], Awaitable[web.Response]],
+    ) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def handler(request: web.Request) -> web.Response:
+            if site.reader is None:
+                return unavailable(site)
+            try:
+                return await render(request, site.reader)
+            except QueryError as exc:
+                return error_page(site, 400, "bad request", str(exc))
+            except BadCursor:
+                return error_page(site, 400, "bad request", "cursor: not one this store issued")
+            except StoreProblem as exc:
+                return unavailable(site, str(exc))
+
+        return handler
+
+    async def results(request: web.Request, reader: ReviewReader) -> web.Response:
+        query = request.query
+        where = result_filter(query, default_outcome="fail")
+        limit = limit_param(query, site.config.page_size, MAX_PAGE_SIZE)
+        cursor = text_param(query, "cursor")
+        page = await _read(reader.results, where, limit, cursor=cursor)
+        return respond(results_page(site, query, where, page, _infos(site)))
+
+    async def trace(request: web.Request, reader: ReviewReader) -> web.Response:
+        trace_id = request.match_info["trace_id"]
+        if not TRACE_ID.fullmatch(trace_id):
+            return error_page(site, 400, "bad trace id", "A trace id is 32 hexadecimal digits.")
+        detail = await _read(reader.trace, trace_id.lower())
+        if detail is None:
+            message = f"No trace {trace_id.lower()} in the store: never stored, or older than store.retention."
+            return error_page(site, 404, "trace not found", message)
+        return respond(trace_page(site, detail))
+
+    async def breakdown(request: web.Request, reader: ReviewReader) -> web.Response:
+        query = request.query
+        by = cast(BreakdownBy, breakdown_by(query))
+        evaluator, now = text_param(query, "evaluator"), time.time()
+        since, until = time_param(query, "since", now), time_param(query, "until", now)
+        if since is not None and until is not None and since >= until:
+            raise QueryError("since must be before until")
+        result = await _read(reader.breakdown, by, evaluator, since, until)
+        params = {"evaluator": evaluator, "since": text_param(query, "since"), "until": text_param(query, "until")}
+        return respond(breakdown_page(site, params, result))
+
+    async def css(request: web.Request) -> web.Response:
+        return web.Response(body=stylesheet(), content_type="text/css", charset="utf-8")
+
+    async def slash(request: web.Request) -> web.Response:
+        query = request.rel_url.raw_query_string
+        return web.Response(status=308, headers={"Location": ROOT + (f"?{query}" if query else "")})
+
+    async def not_found(request: web.Request) -> web.Response:
+        return error_page(site, 404, "not found", "No such review page.")
+
+    return [
+        web.get(ROOT, guarded(results)),
+        web.get(f"{ROOT}/", slash),
+        web.get(f"{ROOT}/traces/{{trace_id}}", guarded(trace)),
+        web.get(BREAKDOWN, guarded(breakdown)),
+        web.get(STYLESHEET, css),
+        *login_routes(site),
+        web.get(f"{ROOT}/{{tail:.*}}", not_found),
+    ]

@@ -1,0 +1,152 @@
+"""GET /review/traces/{trace_id}: the trace's summary, its step tree and every evaluator's verdict."""
+
+from __future__ import annotations
+
+import monitor.web.pages.fmt as fmt
+from monitor.results.review_models import ResultItem, Step, TraceDetail, TraceSummary
+from monitor.web.html import Child, Html, el, join
+from monitor.web.pages.layout import ROOT, ReviewSite, link, shell
+from monitor.web.pages.results import span_anchor
+
+MAX_INDENT = 16  # deeper steps share the last indentation class (review.css has .d0 … .d16)
+INLINE_CHARS = 160  # longer texts fold into <details>
+ORDER = {"fail": 0, "skip": 1, "pass": 2}
+
+
+def long_text(text: str | None, inline: int = INLINE_CHARS) -> Child:
+    """Short text as it is; longer text clipped, the whole in a <details> below (no script needed)."""
+    if not text:
+        return None
+    if len(text) <= inline:
+        return el("span", text, class_="pre")
+    return el("details", el("summary", fmt.clip(text, inline)), el("pre", text))
+
+
+def _pair(term: str, value: Child) -> list[Html]:
+    return [el("dt", term), el("dd", value)]
+
+
+def summary_block(summary: TraceSummary) -> Html:
+    errors = el("span", f"{len(summary.errors)} failed", class_="err") if summary.has_errors else "none"
+    service = summary.service or ""
+    pairs = [
+        *_pair("evaluated (UTC)", fmt.utc(summary.evaluated_at)),
+        *_pair("service", el("a", service, href=link(ROOT, {"service": service, "outcome": "any"})) if service else ""),
+        *_pair("agents", ", ".join(summary.agents)),
+        *_pair("duration", fmt.duration_ms(summary.duration_ms)),
+        *_pair("spans", str(summary.span_count)),
+        *_pair("errors", errors),
+        *_pair("tools", ", ".join(summary.tools)),
+    ]
+    return el("dl", pairs, class_="summary")
+
+
+def errors_list(summary: TraceSummary) -> Html | None:
+    """The failed spans, each linking to its step."""
+    if not summary.errors:
+        return None
+    items = [
+        el(
+            "li",
+            el("a", f"{e.kind} {e.name}", href=f"#{span_anchor(e.span_id)}"),
+            ": ",
+            el("span", e.error, class_="err"),
+        )
+        for e in summary.errors
+    ]
+    return el("ul", items, class_="errors")
+
+
+def io_block(summary: TraceSummary) -> Html:
+    return el(
+        "div",
+        el("section", el("h3", "input"), el("pre", summary.input or "")),
+        el("section", el("h3", "output"), el("pre", summary.output or "")),
+        class_="io",
+    )
+
+
+def models_table(summary: TraceSummary) -> Html | None:
+    if not summary.models:
+        return None
+    head = el("tr", [el("th", h) for h in ("model", "calls", "input tokens", "output tokens")])
+    rows = [
+        el(
+            "tr",
+            el("td", m.model),
+            *[el("td", str(n), class_="num") for n in (m.calls, m.input_tokens, m.output_tokens)],
+        )
+        for m in summary.models
+    ]
+    return el("table", el("thead", head), el("tbody", rows), class_="compact")
+
+
+def verdict_row(item: ResultItem) -> Html:
+    where = join(item.level, f" · {item.agent}" if item.agent else None, f" · {item.model}" if item.model else None)
+    step = el("a", item.span_id, href=f"#{span_anchor(item.span_id)}") if item.span_id else ""
+    cells = [
+        el("td", item.evaluator),
+        el("td", el("span", item.outcome, class_=f"badge {item.outcome}"), f" {item.skip_reason or ''}"),
+        el("td", fmt.score(item.score), class_="num"),
+        el("td", where),
+        el("td", long_text(item.explanation, 400), class_="text"),
+        el("td", step, class_="id"),
+    ]
+    return el("tr", cells, class_=f"row-{item.outcome}")
+
+
+def verdicts_table(results: list[ResultItem]) -> Html:
+    if not results:
+        return el("p", "No results stored for this trace.")
+    ordered = sorted(results, key=lambda r: (ORDER.get(r.outcome, 3), r.evaluator, r.span_id or ""))
+    head = el("tr", [el("th", h) for h in ("evaluator", "outcome", "score", "level", "explanation", "step")])
+    return el("table", el("thead", head), el("tbody", [verdict_row(r) for r in ordered]), class_="verdicts")
+
+
+def tokens(step: Step) -> str:
+    if step.input_tokens is None and step.output_tokens is None:
+        return ""
+    return f"{step.input_tokens or 0} → {step.output_tokens or 0} tok"
+
+
+def step_row(step: Step) -> Html:
+    depth = min(step.depth, MAX_INDENT)
+    name = el("td", el("span", step.kind, class_=f"kind {step.kind}"), " ", step.name, class_=f"step d{depth}")
+    model = join(step.model or "", el("br") if step.model and tokens(step) else None, tokens(step))
+    cells = [
+        name,
+        el("td", fmt.duration_ms(step.start_offset_ms), class_="num"),
+        el("td", fmt.duration_ms(step.duration_ms), class_="num"),
+        el("td", model),
+        el("td", long_text(step.error), class_="err" if step.error else None),
+        el("td", long_text(step.text), class_="text"),
+    ]
+    return el("tr", cells, id=span_anchor(step.span_id), class_="step-error" if step.error else None)
+
+
+def steps_table(detail: TraceDetail) -> Html:
+    if not detail.steps:
+        return el("p", "No steps stored for this trace.")
+    head = el("tr", [el("th", h) for h in ("step", "start", "duration", "model / tokens", "error", "text")])
+    table = el("table", el("thead", head), el("tbody", [step_row(s) for s in detail.steps]), class_="steps")
+    note = el("p", "The step list was cut at the store's size cap.", class_="warn")
+    return join(table, note if detail.summary.steps_truncated else None)
+
+
+def trace_page(site: ReviewSite, detail: TraceDetail) -> Html:
+    summary = detail.summary
+    trace_url = site.config.trace_url(summary.trace_id)
+    ui = el("a", "open in trace UI ↗", href=trace_url, class_="trace-ui", rel="noreferrer") if trace_url else None
+    main = [
+        el("h1", "Trace ", el("code", summary.trace_id), " ", ui),
+        summary_block(summary),
+        errors_list(summary),
+        el("h2", "Verdicts"),
+        verdicts_table(detail.results),
+        el("h2", "Steps"),
+        steps_table(detail),
+        io_block(summary),
+        el("h2", "Models") if summary.models else None,
+        models_table(summary),
+    ]
+    return shell(site, f"trace {fmt.short_id(summary.trace_id)}", main, active="trace")

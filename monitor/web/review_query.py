@@ -1,0 +1,109 @@
+"""The review query parameters shared by /review and /api/v1/results: evaluator, service, agent, model, outcome,
+since, until, cursor, limit.
+
+`since` and `until` are either a duration back from now ("15m", "1h", "7d", "1h30m") or an absolute time:
+Unix seconds ("1735787045", milliseconds when it has 13 digits, as Grafana's `${__from}`) or ISO 8601
+("2025-01-02T03:04:05Z"; without a zone it is UTC). An empty parameter is the same as a missing one.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import get_args
+
+from monitor.config.units import parse_duration
+from monitor.results.review_models import BreakdownBy, Outcome, ResultFilter
+
+FILTER_KEYS = ("evaluator", "service", "agent", "model", "outcome", "since", "until")
+QUERY_KEYS = (*FILTER_KEYS, "cursor", "limit")
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
+BREAKDOWN_BY: tuple[str, ...] = get_args(BreakdownBy)
+MAX_TEXT = 200  # longest filter value taken
+_NUMBER = re.compile(r"\d+(\.\d+)?")
+_MS_EPOCH = 1e11  # larger Unix times are milliseconds (year 5138 in seconds)
+
+
+class QueryError(ValueError):
+    """A parameter that cannot be read; the message names it and is safe to show (it is escaped on output)."""
+
+
+def text_param(query: Mapping[str, str], key: str) -> str | None:
+    """The parameter's value, stripped; None when missing or empty."""
+    value = query.get(key, "").strip()
+    if len(value) > MAX_TEXT:
+        raise QueryError(f"{key}: longer than {MAX_TEXT} characters")
+    return value or None
+
+
+def parse_time(value: str, now: float, key: str = "since") -> float:
+    """Unix seconds from a duration back from `now`, Unix seconds or milliseconds, or ISO 8601 (UTC if naive)."""
+    text = value.strip()
+    if _NUMBER.fullmatch(text):
+        number = float(text)
+        return number / 1000 if number > _MS_EPOCH else number
+    try:
+        seconds = parse_duration(text)
+    except ValueError:
+        pass
+    else:
+        return now - seconds
+    try:
+        moment = datetime.fromisoformat(text.replace("z", "Z"))
+    except ValueError:
+        raise QueryError(
+            f"{key}: {value!r} is neither a duration (15m, 1h, 7d), Unix seconds nor an ISO 8601 time"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def time_param(query: Mapping[str, str], key: str, now: float) -> float | None:
+    value = text_param(query, key)
+    return None if value is None else parse_time(value, now, key)
+
+
+def result_filter(
+    query: Mapping[str, str], now: float | None = None, default_outcome: str | None = None
+) -> ResultFilter:
+    """The ResultFilter of the query. `outcome` missing → `default_outcome`; empty or `any` → every outcome."""
+    now = time.time() if now is None else now
+    if "outcome" in query:
+        outcome = text_param(query, "outcome")
+        outcome = None if outcome in (None, "any", "all") else outcome
+    else:
+        outcome = default_outcome
+    if outcome is not None and outcome not in OUTCOMES:
+        raise QueryError(f"outcome: {outcome!r} is not one of {', '.join(OUTCOMES)} or any")
+    since, until = time_param(query, "since", now), time_param(query, "until", now)
+    if since is not None and until is not None and since >= until:
+        raise QueryError("since must be before until")
+    return ResultFilter(
+        evaluator=text_param(query, "evaluator"),
+        service=text_param(query, "service"),
+        agent=text_param(query, "agent"),
+        model=text_param(query, "model"),
+        outcome=outcome,  # type: ignore[arg-type]  # checked against OUTCOMES above
+        since=since,
+        until=until,
+    )
+
+
+def limit_param(query: Mapping[str, str], default: int, maximum: int) -> int:
+    """`limit` as an int in [1, maximum]; `default` when missing."""
+    value = text_param(query, "limit")
+    if value is None:
+        return default
+    if not value.isdigit() or int(value) < 1:
+        raise QueryError(f"limit: {value!r} is not a positive whole number")
+    return min(int(value), maximum)
+
+
+def breakdown_by(query: Mapping[str, str], default: str = "service") -> str:
+    by = text_param(query, "by") or default
+    if by not in BREAKDOWN_BY:
+        raise QueryError(f"by: {by!r} is not one of {', '.join(BREAKDOWN_BY)}")
+    return by
