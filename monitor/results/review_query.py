@@ -54,7 +54,7 @@ class QueryParam:
 
 
 _TIME_SCHEMA = {"type": "string", "examples": ["2024-05-01T12:00:00Z", "1714564800", "1h"]}
-_TIME_HELP = "RFC 3339 timestamp, Unix seconds, or a duration before now (30m, 1h, 7d)"
+_TIME_HELP = "RFC 3339 timestamp, Unix seconds (or milliseconds), or a duration before now (30m, 1h, 7d)"
 EVALUATOR = QueryParam("evaluator", "Only this evaluator (its metric label).")
 SINCE = QueryParam("since", f"Evaluated at or after: {_TIME_HELP}.", _TIME_SCHEMA)
 UNTIL = QueryParam("until", f"Evaluated before: {_TIME_HELP}.", _TIME_SCHEMA)
@@ -101,8 +101,12 @@ def query_values(pairs: Iterable[tuple[str, str]], params: Iterable[QueryParam])
     return values
 
 
+MS_EPOCH = 1e11  # larger Unix times are milliseconds (Grafana's ${__from}); in seconds it is the year 5138
+
+
 def parse_time(name: str, text: str, now: float) -> float:
-    """Unix seconds from RFC 3339, Unix seconds or a duration before `now`; BadRequest otherwise."""
+    """Unix seconds from RFC 3339, Unix seconds (milliseconds above MS_EPOCH) or a duration before `now`;
+    BadRequest otherwise."""
     try:
         number = float(text)
     except ValueError:
@@ -110,7 +114,7 @@ def parse_time(name: str, text: str, now: float) -> float:
     if number is not None:
         if not math.isfinite(number) or number < 0:
             raise BadRequest(f"{name}: Unix seconds must be a finite number >= 0, got {text!r}")
-        return number
+        return number / 1000 if number > MS_EPOCH else number
     if text[:1].isdigit() and text[-1:].isalpha() and "-" not in text and ":" not in text:
         try:
             return now - parse_duration(text)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import get_args
 
-from monitor.config.units import parse_duration
 from monitor.results.review_models import BreakdownBy, Outcome, ResultFilter
+from monitor.results.review_query import BadRequest
+from monitor.results.review_query import parse_time as api_parse_time
 
 FILTER_KEYS = ("evaluator", "service", "agent", "model", "outcome", "since", "until")
 QUERY_KEYS = (*FILTER_KEYS, "cursor", "limit")
@@ -39,26 +39,12 @@ def text_param(query: Mapping[str, str], key: str) -> str | None:
 
 
 def parse_time(value: str, now: float, key: str = "since") -> float:
-    """Unix seconds from a duration back from `now`, Unix seconds or milliseconds, or ISO 8601 (UTC if naive)."""
-    text = value.strip()
-    if _NUMBER.fullmatch(text):
-        number = float(text)
-        return number / 1000 if number > _MS_EPOCH else number
+    """Unix seconds from a duration back from `now`, Unix seconds or milliseconds, or ISO 8601 (UTC if naive):
+    the API's parsing (monitor/results/review_query.py), so a link works on both."""
     try:
-        seconds = parse_duration(text)
-    except ValueError:
-        pass
-    else:
-        return now - seconds
-    try:
-        moment = datetime.fromisoformat(text.replace("z", "Z"))
-    except ValueError:
-        raise QueryError(
-            f"{key}: {value!r} is neither a duration (15m, 1h, 7d), Unix seconds nor an ISO 8601 time"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
+        return api_parse_time(key, value.strip(), now)
+    except BadRequest as exc:
+        raise QueryError(str(exc)) from None
 
 
 def time_param(query: Mapping[str, str], key: str, now: float) -> float | None:
