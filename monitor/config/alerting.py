@@ -36,7 +36,7 @@ class AlertingConfig(Section):
     group_interval: Duration = 60.0  # evaluation interval of the generated rule groups
     labels: dict[str, str] = Field(default_factory=dict)  # added to every alert (team, ...)
     runbook_url_template: str = ""  # {alert} and {evaluator} replaced; Go templates ({{ $labels.x }}) kept
-    traces_url_template: str = "http://localhost:9464/api/failing?evaluator={evaluator}"
+    traces_url_template: str = "http://localhost:9464/review?evaluator={evaluator}&since=1h"
     health: HealthAlertsConfig = Field(default_factory=HealthAlertsConfig)
 
     @field_validator("labels")
