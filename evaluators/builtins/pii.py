@@ -102,16 +102,23 @@ class _Detector:
     needs: tuple[str, ...] = ()
     digits: int = 0  # DIGITS: the fewest digits a finding holds
 
+    @property
+    def literals(self) -> tuple[bytes, ...]:
+        return _LITERALS[self.kind]
+
 
 DIGITS = ("<digit>",)
 _DIGIT = re.compile(r"\d")
 
 
-def _may_match(detector: _Detector, text: str, has_digit: bool) -> bool:
+def _may_match(detector: _Detector, text: str | bytes, has_digit: bool) -> bool:
+    """Whether `detector` can match `text` (or its ASCII image: the literals are ASCII, kept in place there)."""
     if not detector.needs:
         return True
     if detector.needs is DIGITS:
         return has_digit
+    if isinstance(text, bytes):
+        return any(literal in text for literal in detector.literals)
     return any(literal in text for literal in detector.needs)
 
 
@@ -200,6 +207,7 @@ _DETECTORS: tuple[_Detector, ...] = (
 )
 
 PII_KINDS: tuple[str, ...] = tuple(d.kind for d in _DETECTORS)
+_LITERALS = {d.kind: tuple(n.encode() for n in d.needs) if d.needs is not DIGITS else () for d in _DETECTORS}
 
 
 def find_pii(text: str | None, kinds: Iterable[str] | None = None) -> list[Finding]:
@@ -213,7 +221,7 @@ def find_pii(text: str | None, kinds: Iterable[str] | None = None) -> list[Findi
     has_digit = len(raw.translate(None, _DIGITS)) < len(raw) if raw is not None else _DIGIT.search(text) is not None
     windows: list[tuple[int, int, int]] | None = None
     for detector in _DETECTORS:
-        if detector.kind not in wanted or not _may_match(detector, text, has_digit):
+        if detector.kind not in wanted or not _may_match(detector, text if raw is None else raw, has_digit):
             continue
         if detector.needs is DIGITS:
             if windows is None:
@@ -240,16 +248,17 @@ def find_pii(text: str | None, kinds: Iterable[str] | None = None) -> list[Findi
 _DIGITS = b"0123456789"
 _RUN_IMAGE = bytes(ord("0") if chr(i) in "0123456789 ().+-" else ord("x") for i in range(256))
 _NUMBER_RUN = re.compile(r"[ ().+-]*(?:\d[ ().+-]*){6,}")
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_ASCII = bytes(range(128))
 _WIDEN = 2
 
 
 def _ascii_image(text: str) -> bytes | None:
-    """`text` as ASCII bytes, one byte per character ("?" for the others), when no other character is a digit
-    (`\\d` matches non-ASCII digits too); None when one may be."""
+    """`text` as ASCII bytes, one byte per character ("?" for the others), when none of the others is a digit
+    (`\\d` matches non-ASCII digits too); None when one is."""
     if text.isascii():
         return text.encode("ascii")
-    if any(char.isdigit() for char in _NON_ASCII.findall(text)):
+    others = text.encode("utf-8", "surrogatepass").translate(None, _ASCII).decode("utf-8", "surrogatepass")
+    if _DIGIT.search(others):
         return None
     return text.encode("ascii", "replace")
 

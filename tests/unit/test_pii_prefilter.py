@@ -45,7 +45,9 @@ def test_random_texts_give_the_same_findings(parts: list[str]) -> None:
 
 NUMBERISH = st.lists(
     st.one_of(
-        st.sampled_from([" ", "-", "(", ")", ".", "+", "1", "4111", "AB", "C", "x", "é", "٣", "\x00", "\n", "ab@cd.io"]),
+        st.sampled_from(
+            [" ", "-", "(", ")", ".", "+", "1", "4111", "AB", "C", "x", "é", "٣", "\x00", "\n", "ab@cd.io"]
+        ),
         st.from_regex(r"[0-9 ().+-]{1,24}", fullmatch=True),
         st.from_regex(r"[A-Z]{2} ?[0-9]{2} ?[0-9]{2} ?[0-9]{2} ?[A-D]", fullmatch=True),
         st.from_regex(r"\+?[0-9]{1,3}[ .-]?\(?[2-9][0-9]{2}\)?[ .-]?[2-9][0-9]{2}[ .-][0-9]{4}", fullmatch=True),
