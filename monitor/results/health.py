@@ -57,13 +57,15 @@ class StoreHealth:
         with self._lock:
             return {operation: error for (_, operation), error in self._failing.items()}
 
-    def failed(self, operation: str, error: object) -> None:
-        """`operation` failed here: counted, and failing until it succeeds."""
+    def failed(self, operation: str, error: object, *, counted_only: bool = False) -> None:
+        """`operation` failed here: counted, and failing until it succeeds (`counted_only`: a consequence of
+        another failure, a read while the store is not open, that leaves the state to that one)."""
         with self._lock:
             self._errors[operation] = self._errors.get(operation, 0) + 1
         if self._on_error is not None:
             self._on_error(operation, 1)
-        self._set(LOCAL, operation, _describe(error))
+        if not counted_only:
+            self._set(LOCAL, operation, _describe(error))
 
     def succeeded(self, operation: str) -> None:
         if (LOCAL, operation) in self._failing:

@@ -98,7 +98,8 @@ def delete_oldest_chunk(db: sqlite3.Connection, max_size: int) -> int:
 def give_back_space(db: sqlite3.Connection, busy_timeout_ms: int) -> None:
     """Free pages back to the file system (incremental auto-vacuum; nothing on older databases), then the WAL
     checkpointed and truncated (waiting at most CHECKPOINT_WAIT_MS for readers; else done at a later prune)."""
-    db.execute("PRAGMA incremental_vacuum").fetchall()
+    # One page is freed per step: executescript steps to the end (execute would stop after the first page).
+    db.executescript("PRAGMA incremental_vacuum;")
     db.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
     try:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()

@@ -2,10 +2,12 @@
 
 Results come from two places: `results` rows (failing results and skips; passing ones too in the oldest
 databases) and the passing results packed per trace in `traces.passed` (expanded with json_each). Both are read
-newest first in one order, `order_key`: (evaluated_at, source, id, index) descending, where a `results` row is
-(created_at, 1, id, 0) and a packed passing result (the trace's created_at, 0, the trace's rowid, its index in
-the array). The cursor is that key of the last item shown, base64 of JSON: a page starts strictly after it, so
-rows stored while paging (newer) never shift the pages, and none is shown twice or skipped.
+newest first in one order, the order key (evaluated_at, source, id, index) descending, where a `results` row is
+(created_at, 1, id, 0) and a packed passing result (the trace's created_at, 0, the trace's rowid, minus its
+index in the array: a trace's results in array order, as json_each gives them, so that SQLite streams the
+traces in index order instead of sorting them all). The cursor is that key of the last item shown, base64 of
+JSON: a page starts strictly after it, so rows stored while paging (newer) never shift the pages, and none is
+shown twice or skipped.
 
 Agent and model: a result's own (its dispatch unit's) when set, else the trace's first agent / model. A value
 that is missing altogether is "" (in breakdown groups, and as a filter value that selects those results).
@@ -118,17 +120,17 @@ def passing_query(where: ResultFilter, after: OrderKey | None, limit: int, cols:
             add("t.created_at <= ?", at)
         else:
             add(
-                "t.created_at <= ? AND (t.created_at < ? OR t.rowid < ? OR (t.rowid = ? AND j.key < ?))",
+                "t.created_at <= ? AND (t.created_at < ? OR t.rowid < ? OR (t.rowid = ? AND j.key > ?))",
                 at,
                 at,
                 ident,
                 ident,
-                index,
+                -index,
             )
     sql = (
         "SELECT t.created_at, t.rowid, j.key, t.trace_id, j.value, t.service, substr(t.input, 1,"
         f" {excerpt + 1}), substr(t.output, 1, {excerpt + 1}) FROM traces t, json_each(t.passed) j"
-        f"{_where(conditions)} ORDER BY t.created_at DESC, t.rowid DESC, j.key DESC LIMIT ?"
+        f"{_where(conditions)} ORDER BY t.created_at DESC, t.rowid DESC LIMIT ?"  # then array order
     )
     return sql, [*params, limit]
 

@@ -166,8 +166,9 @@ class SQLiteReviewReader:
         except StoreSchemaError:
             raise
         except (sqlite3.Error, OSError, StoreUnavailable) as exc:
-            self.health.failed("read", exc)
-            if isinstance(exc, StoreUnavailable):
+            missing = isinstance(exc, StoreUnavailable)  # no file (the store is not open: that is its failure)
+            self.health.failed("read", exc, counted_only=missing)
+            if missing:
                 raise
             raise StoreUnavailable(f"the result store {self.path} cannot be read: {exc}") from exc
         self.health.succeeded("read")
@@ -260,7 +261,7 @@ def _result_item(row: tuple) -> tuple[OrderKey, ResultItem]:
 
 def _passing_item(row: tuple) -> tuple[OrderKey, ResultItem]:
     at, rowid, index, trace_id, packed, service, given, answer = row
-    return (at, PASSING_SOURCE, rowid, index), _passed(trace_id, at, service, json.loads(packed), given, answer)
+    return (at, PASSING_SOURCE, rowid, -index), _passed(trace_id, at, service, json.loads(packed), given, answer)
 
 
 def _passed(trace_id: str, at: float, service: str | None, entry: list, given: Any, answer: Any) -> ResultItem:

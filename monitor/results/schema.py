@@ -115,8 +115,11 @@ def set_up(db: sqlite3.Connection, where: object) -> None:
     deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
     while True:
         try:
-            db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # before anything is written; no effect on an old file
-            db.execute("PRAGMA journal_mode=WAL")
+            # Only what is missing: a database already set up is opened without taking a lock.
+            if db.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file: before anything is written
+                db.execute("PRAGMA auto_vacuum=INCREMENTAL")
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             version = schema_version(db)
             check_version(version, where)

@@ -265,6 +265,11 @@ class ResultStore:
         SIZE_CHECK_EVERY_SECONDS. A failure is reported, never raised."""
         if not self.prunes or self._closed:
             return
+        if self._db is None:  # not open: a reopen when due, no retention to keep
+            with self._lock, contextlib.suppress(StoreUnavailable):
+                self._connection()
+            if self._db is None:
+                return
         now = time.time()
         try:
             if now - self._last_prune >= PRUNE_EVERY_SECONDS:
@@ -316,7 +321,7 @@ class ResultStore:
             with self._lock:
                 rows = self._connection().execute(query, params).fetchall()
         except (sqlite3.Error, StoreUnavailable) as exc:
-            self.health.failed("read", exc)
+            self.health.failed("read", exc, counted_only=isinstance(exc, StoreUnavailable))
             raise
         self.health.succeeded("read")
         return rows
