@@ -114,10 +114,8 @@ def _step(span: Span, depth: int, kind: str, failed: bool, trace_start: int) -> 
     elif kind == "tool":
         assert isinstance(span, ToolSpan)
         arguments = _cut(_as_text(span.recorded_arguments), STEP_TEXT // 2) or ""
-        if span.result is None:  # none recorded (or JSON null)
-            text = arguments
-        else:
-            text = f"{arguments} → {_cut(_as_text(span.recorded_result), STEP_TEXT // 2)}"
+        result = span.recorded_result  # as recorded: parsing it (span.result) would cost more than the rest
+        text = arguments if result is None else f"{arguments} → {_cut(_as_text(result), STEP_TEXT // 2)}"
     elif kind == "retrieval":
         assert isinstance(span, RetrieverSpan)
         text = _cut(span.query, STEP_TEXT)

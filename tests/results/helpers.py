@@ -41,12 +41,13 @@ def agent_trace(trace_id: str = "ab" * 16, *, secret: bool = False) -> Trace:
         }
 
     def tool(name: str, arguments: dict, result: object) -> dict:
+        recorded = {"gen_ai.tool.call.result": json.dumps(result)} if result is not None else {}
         return {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": name,
             "gen_ai.agent.name": "planner",
             "gen_ai.tool.call.arguments": json.dumps(arguments),
-            "gen_ai.tool.call.result": json.dumps(result),
+            **recorded,
         }
 
     card = {"card": CARD} if secret else {"q": "paris"}
