@@ -160,10 +160,11 @@ def breakdown_queries(
         "tool": "tool.value",
     }[by]
     tools = f", json_each({cols('tools')}) tool" if by == "tool" else ""
+    join = "" if by == "service" else " LEFT JOIN traces t ON t.trace_id = r.trace_id"
     queries.append(
         (
             f"SELECT {group}, SUM(r.passed = 1), SUM(r.passed = 0), SUM(r.passed IS NULL) FROM results r"
-            f" LEFT JOIN traces t ON t.trace_id = r.trace_id{tools}{_where(conditions)} GROUP BY 1",
+            f"{join}{tools}{_where(conditions)} GROUP BY 1",
             params,
         )
     )

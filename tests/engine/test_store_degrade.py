@@ -1,7 +1,8 @@
 """The daemon with a failing result store: evaluation and metrics go on, the failure is counted and visible.
 
 Tests run as root (file permissions do not stop SQLite): the store is made read-only with `PRAGMA
-query_only=ON` on the daemon store's connection, and broken with a file that is not a database.
+query_only=ON` on the daemon store's connection, and broken with a file that is not a database (which the
+worker processes, with their own connections, cannot open either).
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ from pathlib import Path
 
 from monitor.config import MonitorConfig
 from monitor.daemon import Daemon
+from monitor.engine.pool import EvaluationPool, process_slots
+from monitor.engine.recorder import ResultRecorder
+from monitor.metrics import MetricsExporter
+from monitor.results.health import StoreHealth
 from monitor.results.review_models import ResultFilter
 from tests.engine.helpers import synthetic_traces
 
@@ -116,3 +121,31 @@ def test_a_disabled_store_means_no_review(tmp_path: Path) -> None:
     d = Daemon(config)
     assert d.store is None and d.review is None
     assert d.metrics.registry.get_sample_value("agent_monitor_review_available") == 0
+
+
+def test_worker_processes_report_a_store_they_cannot_open_and_evaluate_all_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "results.db"
+    path.write_bytes(b"not a database " * 500)
+    config = MonitorConfig.model_validate({"store": {"path": str(path)}})
+    metrics = MetricsExporter()
+    recorder = ResultRecorder(
+        metrics, store_health=StoreHealth(metrics.count_store_errors, metrics.set_review_available)
+    )
+    metrics.set_review_available(True)
+
+    async def scenario() -> int:
+        pool = EvaluationPool(process_slots(config, 2), recorder.record, lambda reason, n: None)
+        await pool.start()
+        try:
+            for completed in synthetic_traces(60):
+                assert pool.submit(completed)
+            return await pool.drain(120)
+        finally:
+            await pool.shutdown()
+
+    assert asyncio.run(scenario()) == 0
+    value = metrics.registry.get_sample_value
+    assert value("agent_monitor_traces_evaluated_total") == 60
+    assert value("agent_monitor_store_errors_total", {"operation": "open"}) == 2  # one per worker process
+    assert (value("agent_monitor_store_errors_total", {"operation": "write"}) or 0) >= 2
+    assert value("agent_monitor_review_available") == 0
