@@ -40,14 +40,15 @@ from monitor.preflight import Prepared, preflight
 from monitor.receivers.grpc_receiver import GrpcReceiver
 from monitor.receivers.http_receiver import HttpReceiver
 from monitor.receivers.inflight import InflightBytes
-from monitor.results.readers import NO_READER, review_reader
+from monitor.results.health import StoreHealth
+from monitor.results.review_reader import SQLiteReviewReader
 from monitor.results.review_service import STORE_DISABLED
-from monitor.results.store import ResultStore
+from monitor.results.store import ResultStore, StoreSchemaError
 from monitor.web.app import build_api_app
 from monitor.web.server import WebServer
 
 log = logging.getLogger(__name__)
-STARTUP_ERRORS = (OSError, EvaluationStartError)
+STARTUP_ERRORS = (OSError, EvaluationStartError, StoreSchemaError)
 
 
 class Daemon:
@@ -81,16 +82,34 @@ class Daemon:
             retry_after_seconds=max(1, math.ceil(assembly.quiet_period)),
             problem_log=RateLimitedLogger(logging.getLogger(Ingestor.__module__), config.logging.per_span_problem_rate),
         )
+        self.store: ResultStore | None = None
+        self.review: SQLiteReviewReader | None = None  # the review's read side (own read-only connections)
+        self.store_health = StoreHealth(self.metrics.count_store_errors, self.metrics.set_review_available)
         store = config.store
-        self.store = ResultStore(store.path, store.retention, store.results) if store.enabled else None
-        self.recorder = ResultRecorder(self.metrics)
+        if store.enabled:  # one that cannot be opened starts unavailable (and is retried): the daemon runs on
+            self.store = ResultStore(
+                store.path,
+                store.retention,
+                store.results,
+                max_size=store.max_size,
+                health=self.store_health,
+            )
+            self.review = self.store.reader()
+        self.metrics.set_review_available(self.store is not None and self.store_health.available)
+        self.recorder = ResultRecorder(self.metrics, store_health=self.store_health)
         evaluation = config.evaluation
         workers = evaluation.worker_count()
         slots = (
             process_slots(config, workers)
             if workers > 1
             else thread_slot(
-                TraceEvaluator(evaluators, timeout_seconds=evaluation.timeout, mode=evaluation.mode),
+                TraceEvaluator(
+                    evaluators,
+                    timeout_seconds=evaluation.timeout,
+                    mode=evaluation.mode,
+                    store_results=store.results if store.enabled else None,
+                    max_steps=store.max_steps,
+                ),
                 self.store.write if self.store is not None else None,
             )
         )
@@ -133,16 +152,15 @@ class Daemon:
                 inflight=self.inflight,
             )
         api_context = prepared.api_tls.ssl_context() if prepared.api_tls is not None else None
-        reader = review_reader(self.store) if self.store is not None else None
         self.api = WebServer(
             build_api_app(
                 self.metrics.render,
                 self.readiness,
                 self.store,
                 config.api_token(),
-                reader=reader,
+                reader=self.review,
                 evaluators_info=lambda: evaluator_infos(evaluators, self.metrics),
-                unavailable=STORE_DISABLED if self.store is None else NO_READER,
+                unavailable=STORE_DISABLED,
                 review=config.review,
             ),
             config.metrics.host,
@@ -254,6 +272,8 @@ class Daemon:
         await self.judge_engine.aclose()
         if self.store is not None:
             await self.store.shutdown()
+        if self.review is not None:
+            self.review.close()
         await self.api.shutdown(grace=0.5)
 
     def _submit_all(self, traces: list[CompletedTrace]) -> int:

@@ -4,6 +4,12 @@
 the other accepts, and both report a bad one the same way (`file:line: section.field: message`).
 The daemon takes what preflight built (evaluator instances, checked TLS material) instead of building
 them again.
+
+The result store is checked in two ways. A path no store can ever be at (a directory, a path under a file) or a
+database from a newer release is a config error. A store that cannot be used now (an unwritable directory or
+file, a file that is not a SQLite database) is a warning (`Prepared.store_warnings`): the daemon starts all the
+same, with the review unavailable until the store can be opened (it retries), since evaluation and metrics do
+not need it.
 """
 
 from __future__ import annotations
@@ -12,13 +18,15 @@ import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from monitor.config import ConfigError, Loc, Locator, MonitorConfig, TlsConfig
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.evaluator_setup import build_evaluators
+from monitor.results.schema import StoreSchemaError, check_version
 from monitor.tls import ServerTls, TlsLoadError, load_server_tls
 
-__all__ = ["ConfigError", "Prepared", "check_store_path", "check_tls", "preflight"]
+__all__ = ["ConfigError", "Prepared", "check_store_path", "check_tls", "preflight", "store_warnings"]
 
 Problems = list[tuple[Loc, str]]
 
@@ -30,6 +38,7 @@ class Prepared:
     evaluators: list[ConfiguredEvaluator]
     receivers_tls: ServerTls | None
     api_tls: ServerTls | None
+    store_warnings: tuple[str, ...] = ()  # why the store cannot be used now (the daemon starts without it)
 
 
 def preflight(config: MonitorConfig, locator: Locator | None = None) -> Prepared:
@@ -39,11 +48,13 @@ def preflight(config: MonitorConfig, locator: Locator | None = None) -> Prepared
     problems += evaluator_problems
     receivers_tls = check_tls(config.receivers.tls, ("receivers", "tls"), problems)
     api_tls = check_tls(config.api.tls, ("api", "tls"), problems)
+    warnings: tuple[str, ...] = ()
     if config.store.enabled:
         problems += [(("store", "path"), problem) for problem in check_store_path(config.store.path)]
+        warnings = tuple(store_warnings(config.store.path))
     if problems:
         raise (locator or Locator()).error(problems)
-    return Prepared(evaluators, receivers_tls, api_tls)
+    return Prepared(evaluators, receivers_tls, api_tls, warnings)
 
 
 def check_tls(tls: TlsConfig, where: Loc, problems: Problems) -> ServerTls | None:
@@ -59,33 +70,60 @@ def check_tls(tls: TlsConfig, where: Loc, problems: Problems) -> ServerTls | Non
 
 
 def check_store_path(path: str) -> list[str]:
-    """Why the result store cannot be opened at `path` (nothing is created here)."""
+    """Why no result store can be at `path`: config errors (nothing is created here)."""
     if path == ":memory:":
         return []
     target = Path(path)
     if target.is_dir():
         return [f"{path} is a directory"]
     if target.exists():
-        return _existing_database(target)
-    ancestor = target.parent
-    while not ancestor.exists() and ancestor != ancestor.parent:
-        ancestor = ancestor.parent
+        return _newer_schema(target)
+    ancestor = _existing_ancestor(target)
     if not ancestor.is_dir():
         return [f"cannot create {path}: {ancestor} is not a directory"]
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        return [f"cannot create {path}: no write permission in {ancestor}"]
     return []
 
 
-def _existing_database(target: Path) -> list[str]:
+def store_warnings(path: str) -> list[str]:
+    """Why the result store at `path` cannot be used now; the daemon starts without it (see the module doc)."""
+    if path == ":memory:" or check_store_path(path):
+        return []
+    target = Path(path)
+    if not target.exists():
+        ancestor = _existing_ancestor(target)
+        if not os.access(ancestor, os.W_OK | os.X_OK):
+            return [f"cannot create {path}: no write permission in {ancestor}"]
+        return []
     if not os.access(target, os.R_OK | os.W_OK) or not os.access(target.parent, os.W_OK | os.X_OK):
         return [f"{target} is not writable (the file and its directory must be)"]
     try:
-        connection = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            connection.execute("PRAGMA schema_version").fetchone()
-        finally:
-            connection.close()
+        _read_only(target, "PRAGMA schema_version")
     except sqlite3.Error as exc:
         return [f"{target} cannot be opened as a SQLite database: {exc}"]
     return []
+
+
+def _existing_ancestor(target: Path) -> Path:
+    ancestor = target.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    return ancestor
+
+
+def _newer_schema(target: Path) -> list[str]:
+    try:
+        version = int(_read_only(target, "PRAGMA user_version"))
+        check_version(version, target)
+    except sqlite3.Error:
+        return []  # not a database: a warning (store_warnings)
+    except StoreSchemaError as exc:
+        return [str(exc)]
+    return []
+
+
+def _read_only(target: Path, query: str) -> Any:
+    connection = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return connection.execute(query).fetchone()[0]
+    finally:
+        connection.close()

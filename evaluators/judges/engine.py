@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from ..builtins.pii import find_pii
+from ..builtins.pii import redact_text
 from ..sdk.result import EvalResult, SkipReason
 from .base import JudgeRequest, LLMJudge
 from .control import RateLimiter, ReplyCache, TokenBudget
@@ -55,31 +54,6 @@ class JudgeObserver(Protocol):
 
     def budget(self, judge: str, remaining_tokens: float) -> None:
         """Tokens `judge` may still spend today (the lower of its own and the global budget; math.inf: no limit)."""
-
-
-# A private key's BEGIN line is what pii finds; its base64 body (raw or JSON-escaped lines) and END line follow.
-_KEY_BODY = re.compile(r"(?:(?:\s|\\[nr])+[A-Za-z0-9+/=]{16,})*(?:(?:\s|\\[nr])*-----END [A-Z0-9 ]*-----)?")
-
-
-def redact_text(text: str) -> str:
-    """`text` with every secret and PII item `find_pii` sees replaced by a marker with its masked sample."""
-    findings = find_pii(text)
-    if not findings:
-        return text
-    parts: list[str] = []
-    position = 0
-    for finding in findings:
-        if finding.start < position:
-            continue  # inside a private key body already masked
-        end = finding.end
-        if finding.kind == "private_key":
-            body = _KEY_BODY.match(text, end)
-            end = body.end() if body else end
-        parts.append(text[position : finding.start])
-        parts.append(f"[redacted {finding.kind}: {finding.sample}]")
-        position = end
-    parts.append(text[position:])
-    return "".join(parts)
 
 
 @dataclass(slots=True)

@@ -267,6 +267,16 @@ class ToolSpan(Span):
     def result(self) -> Any:
         return parse_json_deep(self._invocation.result)
 
+    @property
+    def recorded_arguments(self) -> Any:
+        """The arguments as the span recorded them (JSON text, usually), unparsed."""
+        return self._invocation.arguments
+
+    @property
+    def recorded_result(self) -> Any:
+        """The result as the span recorded it, unparsed."""
+        return self._invocation.result
+
 
 class HandoffSpan(ToolSpan):
     """A transfer of control between agents (ADK `transfer_to_agent`, openai-agents `handoff to X`)."""

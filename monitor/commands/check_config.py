@@ -122,6 +122,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     except ConfigError as exc:
         return report_invalid(args.path, exc, err)
     print(f"{args.path}: OK", file=out)
+    for warning in prepared.store_warnings:
+        print(f"{args.path}: warning: store.path: {warning}", file=err)
+        print("  (the daemon starts without the result store: evaluation and metrics run, the review is unavailable"
+              " until the store can be opened)", file=err)  # fmt: skip
     print(summary(config), file=out)
     print("evaluators:", file=out)
     for line in evaluator_lines(prepared):

@@ -255,10 +255,15 @@ class MetricsConfig(Section):
 
 
 class StoreConfig(Section):
+    """The result store (SQLite): what the review reads. `retention` and `max_size` bound it (the oldest go
+    first); `max_steps` bounds the step tree kept per trace."""
+
     enabled: bool = True
     path: str = "data/results.db"
     retention: Duration = 7 * 86400.0
+    max_size: Size = 1024 * MiB
     results: Literal["all", "failing"] = "all"
+    max_steps: Annotated[int, Field(ge=0, le=10_000)] = 200
 
 
 class JudgeRetryConfig(Section):

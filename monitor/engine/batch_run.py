@@ -8,15 +8,19 @@ so that process does no per-result work: it applies one tally per batch.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.trace_evaluation import TraceEvaluator
+from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
+from monitor.results.health import StoreReport
 from monitor.results.rows import TraceFailure, TraceOutcome
 
 StoreWrite = Callable[[Sequence[TraceOutcome]], None]
+log = logging.getLogger(__name__)
 
 
 def tally_of(outcomes: Iterable[TraceOutcome | TraceFailure]) -> MetricsTally:
@@ -36,11 +40,22 @@ def tally_of(outcomes: Iterable[TraceOutcome | TraceFailure]) -> MetricsTally:
 
 
 class BatchRun:
-    """Callable on a batch: (the tally's wire form, the seconds the batch took, store included)."""
+    """Callable on a batch: (the tally's wire form, the seconds the batch took, store included).
 
-    def __init__(self, evaluator: TraceEvaluator, write: StoreWrite | None = None) -> None:
+    A store that fails never fails the batch: the store reports it to its health (and drops the rows), and in a
+    worker process `store_report` (the worker store's `StoreHealth.take_report`) goes back in the tally, for
+    the daemon's metrics and logs."""
+
+    def __init__(
+        self,
+        evaluator: TraceEvaluator,
+        write: StoreWrite | None = None,
+        store_report: Callable[[], StoreReport] | None = None,
+    ) -> None:
         self.evaluator = evaluator
         self.write = write
+        self.store_report = store_report
+        self._write_failed = RateLimitedLogger(log, per_minute=1)
 
     def __call__(self, batch: Iterable[CompletedTrace]) -> tuple[tuple, float]:
         started = time.perf_counter()
@@ -48,6 +63,11 @@ class BatchRun:
         if self.write is not None:
             evaluated = [o for o in outcomes if isinstance(o, TraceOutcome)]
             if evaluated:
-                self.write(evaluated)
+                try:
+                    self.write(evaluated)
+                except Exception as exc:  # the store reports its own failures: this would be a bug, not a full disk
+                    self._write_failed.warning("store", "storing %d evaluated traces failed: %r", len(evaluated), exc)
         tally = tally_of(outcomes)
+        if self.store_report is not None:
+            tally.store = self.store_report()
         return tally.wire(), time.perf_counter() - started

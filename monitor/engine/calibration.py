@@ -81,7 +81,13 @@ def spans_per_second(evaluator: TraceEvaluator, rounds: int = ROUNDS) -> float:
     file, call a service) that a trace nobody sent must not trigger. Real batches add its cost.
     """
     builtins = [c for c in evaluator.evaluators if type(c.evaluator).__module__.startswith("evaluators.builtins.")]
-    evaluator = TraceEvaluator(builtins, timeout_seconds=evaluator.timeout_seconds, mode=evaluator.mode)
+    evaluator = TraceEvaluator(
+        builtins,
+        timeout_seconds=evaluator.timeout_seconds,
+        mode=evaluator.mode,
+        store_results=evaluator.store_results,  # what the store costs counts too
+        max_steps=evaluator.max_steps,
+    )
     batch = [typical_trace(n) for n in range(rounds)]
     spans = sum(len(t.spans) for t in batch)
     store = ResultStore(":memory:")

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics import MetricsExporter
 from monitor.metrics.tally import MetricsTally
+from monitor.results.health import StoreHealth
 
 log = logging.getLogger(__name__)
 
@@ -19,9 +20,17 @@ log = logging.getLogger(__name__)
 class ResultRecorder:
     """Applies batch tallies on the event loop thread."""
 
-    def __init__(self, metrics: MetricsExporter, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        metrics: MetricsExporter,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        store_health: StoreHealth | None = None,
+    ) -> None:
+        """`store_health`: the daemon's result store health, told what the workers' stores report."""
         self.metrics = metrics
         self.clock = clock
+        self.store_health = store_health
         self.evaluated = 0
         self._failures = RateLimitedLogger(log, per_minute=10)
 
@@ -39,3 +48,5 @@ class ResultRecorder:
         if tally.evaluated:
             metrics.traces_evaluated.inc(tally.evaluated)
             self.evaluated += tally.evaluated
+        if tally.store is not None and self.store_health is not None:
+            self.store_health.apply_report(tally.store)

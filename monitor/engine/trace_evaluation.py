@@ -24,6 +24,7 @@ from evaluators.traces.model import Trace
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.configured import ConfiguredEvaluator, sampled_in
 from monitor.results.rows import JudgeJob, ResultRow, TraceFailure, TraceOutcome, bounded
+from monitor.results.trace_detail import MAX_STEPS, trace_detail
 
 log = logging.getLogger(__name__)
 
@@ -33,11 +34,21 @@ _DETAILS_JSON = json.JSONEncoder(default=str, ensure_ascii=False)  # built once:
 
 class TraceEvaluator:
     def __init__(
-        self, evaluators: Sequence[ConfiguredEvaluator], *, timeout_seconds: float = 30.0, mode: str = "monitor"
+        self,
+        evaluators: Sequence[ConfiguredEvaluator],
+        *,
+        timeout_seconds: float = 30.0,
+        mode: str = "monitor",
+        store_results: str | None = None,
+        max_steps: int = MAX_STEPS,
     ) -> None:
+        """`store_results`: the store's `results` setting ("all", "failing"; None: no store), which decides the
+        traces whose review detail (steps, models, tools, errors; trace_detail.py) is built here."""
         self.evaluators = list(evaluators)
         self.timeout_seconds = timeout_seconds
         self.mode = mode
+        self.store_results = store_results
+        self.max_steps = max_steps
         self._label_of = {id(c.evaluator): c.label for c in self.evaluators}
         self._is_judge = {c.label: isinstance(c.evaluator, LLMJudge) for c in self.evaluators}
         self._levels = {c.label: str(getattr(c.evaluator, "level", "trace")) for c in self.evaluators}
@@ -64,6 +75,7 @@ class TraceEvaluator:
         llm_calls = trace.get_llm_calls()
         jobs: list[JudgeJob] = []
         service = trace.service_name or "unknown"
+        rows = tuple(self.rows(trace, jobs, service))
         return TraceOutcome(
             trace_id=trace.trace_id,
             service=service,
@@ -77,9 +89,17 @@ class TraceEvaluator:
             span_count=trace.span_count,
             duration_ms=metrics.total_duration_ms,
             last_seen=last_seen,
-            results=tuple(self.rows(trace, jobs, service)),
+            results=rows,
             judge_jobs=tuple(jobs),
+            detail=trace_detail(trace, self.max_steps) if self._stores(rows) else None,
         )
+
+    def _stores(self, rows: tuple[ResultRow, ...]) -> bool:
+        """Whether the store keeps this trace (as ResultStore decides): every one, or those with a failure or a
+        skip other than sampled_out."""
+        if self.store_results == "all":
+            return True
+        return self.store_results == "failing" and any(not r.passed and r.skip_reason != "sampled_out" for r in rows)
 
     def rows(self, trace: Trace, jobs: list[JudgeJob] | None = None, service: str = "unknown") -> list[ResultRow]:
         """One row per (evaluator, dispatch unit), in configured evaluator order. A judge's row is here only when

@@ -11,6 +11,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 
 from monitor.config import MonitorConfig
 from monitor.engine.batch_run import BatchRun
@@ -20,7 +21,8 @@ from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.engine.trace_wire import WireTrace, traces_from_wire
 from monitor.logutil import configure_logging
-from monitor.results.store import ResultStore
+from monitor.results.health import StoreHealth, StoreReport
+from monitor.results.store import ResultStore, StoreSchemaError
 
 PARENT_POLL_SECONDS = 1.0
 
@@ -38,13 +40,36 @@ def initialize(config: MonitorConfig, parent_pid: int) -> None:
     built, problems = build_evaluators(config.evaluator_entries())
     if problems:  # preflight built the same set in the main process, so this means the worker's import differs
         raise RuntimeError("; ".join(message for _, message in problems))
-    _evaluator = TraceEvaluator(built, timeout_seconds=config.evaluation.timeout, mode=config.evaluation.mode)
     store = config.store
-    # The main process owns retention (it prunes); this connection only inserts, synchronously (no writer thread).
-    writer = ResultStore(store.path, store.retention, store.results, prune=False) if store.enabled else None
-    _run = BatchRun(_evaluator, writer.write if writer is not None else None)
+    evaluation = config.evaluation
+    _evaluator = TraceEvaluator(
+        built,
+        timeout_seconds=evaluation.timeout,
+        mode=evaluation.mode,
+        store_results=store.results if store.enabled else None,
+        max_steps=store.max_steps,
+    )
+    _run = BatchRun(_evaluator, *_store_writer(config))
     threading.Thread(target=_exit_with_parent, args=(parent_pid,), name="parent-watch", daemon=True).start()
     tune_gc()
+
+
+def _store_writer(config: MonitorConfig) -> tuple[Callable | None, Callable[[], StoreReport] | None]:
+    """This worker's connection to the result store: its `write` (synchronous, no writer thread; the main process
+    keeps the retention) and its health report for the tallies. A store that cannot be opened here is reported
+    through them, and retried, like any store failure: the worker evaluates all the same."""
+    store = config.store
+    if not store.enabled:
+        return None, None
+    health = StoreHealth(quiet=True)  # the daemon logs what the reports say
+    try:
+        writer = ResultStore(
+            store.path, store.retention, store.results, prune=False, max_size=store.max_size, health=health
+        )
+    except StoreSchemaError as exc:  # preflight refuses such a database: it changed since
+        health.failed("open", exc)
+        return None, health.take_report
+    return writer.write, health.take_report
 
 
 def evaluate_batch(wire: list[WireTrace]) -> tuple[tuple, float]:

@@ -73,6 +73,7 @@ class _ResultKey:
 RECEIVERS = ("grpc", "http")
 REFUSAL_REASONS = ("throttled", "too_large", "malformed", "per_trace_cap", "invalid_id", "unauthenticated")
 DROP_REASONS = ("shutdown_timeout", "evaluation_error", "worker_crash", "worker_stalled")
+STORE_OPERATIONS = ("write", "prune", "read", "open")
 
 
 class MetricsExporter:
@@ -184,6 +185,20 @@ class MetricsExporter:
             "agent_monitor_trace_delay_seconds",
             "From the last span of a trace arriving to its metrics being updated (includes the quiet period).",
             buckets=(0.5, 1, 2, 3, 4, 5, 5.25, 5.5, 6, 7, 10, 15, 30, 60, 120, 300),
+            registry=r,
+        )
+        # The result store degrades instead of stopping anything: its failures are counted here.
+        self.store_errors = Counter(
+            "agent_monitor_store_errors",
+            "Result store operations that failed (rows not stored, retention not kept, reads not answered).",
+            ["operation"],
+            registry=r,
+        )
+        for operation in STORE_OPERATIONS:
+            self.store_errors.labels(operation=operation)
+        self.review_available = Gauge(
+            "agent_monitor_review_available",
+            "1 while the result store works (the review can be used), 0 while it is failing or disabled.",
             registry=r,
         )
         self._resolved: dict[tuple[str, str, str, str | None], _ResultKey] = {}
@@ -336,6 +351,14 @@ class MetricsExporter:
         """The capped agent name at agent level; empty at trace and llm level and for an unnamed agent."""
         name = clean_label_text(agent) if level == "agent" else ""
         return self._cap("agent", name) if name else ""
+
+    def count_store_errors(self, operation: str, count: int = 1) -> None:
+        """A result store failure (StoreHealth's `on_error`)."""
+        self.store_errors.labels(operation=operation).inc(count)
+
+    def set_review_available(self, available: bool) -> None:
+        """The result store's state (StoreHealth's `on_change`)."""
+        self.review_available.set(1 if available else 0)
 
     def alert_states(self) -> list[AlertState]:
         """(evaluator, service, alert, active, pass_ratio, samples) for every rule and service seen for it."""

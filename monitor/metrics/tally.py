@@ -63,6 +63,7 @@ class MetricsTally:
         "judge_jobs",
         "llm_calls",
         "results",
+        "store",
         "tokens",
         "tools",
         "traces",
@@ -79,6 +80,9 @@ class MetricsTally:
         self.results: dict[ResultKey, ResultCounts] = {}
         self.failures: list[tuple[str, str]] = []  # (trace id, error) of traces not evaluated
         self.judge_jobs: list[Any] = []  # judgements to make (engine.judge_stage), passed through as they are
+        # The worker's result store after the batch (results.health.StoreReport: errors since its last report,
+        # failing operations); None when the batch was not stored there.
+        self.store: Any = None
 
     # --- adding -----------------------------------------------------------------------------------
     def add_trace(
@@ -166,6 +170,7 @@ class MetricsTally:
             {key: counts.wire() for key, counts in self.results.items()},
             self.failures,
             self.judge_jobs,
+            self.store,
         )
 
     @classmethod
@@ -182,6 +187,7 @@ class MetricsTally:
             results,
             tally.failures,
             tally.judge_jobs,
+            tally.store,
         ) = wire
         tally.results = {key: ResultCounts.from_wire(counts) for key, counts in results.items()}
         return tally

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
+from monitor.results.health import StoreUnavailable
 from monitor.results.review_models import Breakdown, ResultsPage, ReviewReader, TraceDetail
 from monitor.results.review_query import (
     BadRequest,
@@ -45,7 +46,7 @@ class ReviewService:
             raise Unavailable(f"review unavailable: {self.unavailable}")
         try:
             yield self.reader
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, StoreUnavailable) as exc:
             raise Unavailable(f"review unavailable: {type(exc).__name__}: {exc}") from exc
 
     def results(self, pairs: Iterable[tuple[str, str]]) -> ResultsPage:

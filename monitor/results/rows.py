@@ -1,6 +1,8 @@
 """The compact rows an evaluation produces, for the result store and the metrics tally (engine/batch_run.py).
 
-Plain tuples (NamedTuple), built once per result; text from traces is bounded here, where it is evaluated.
+Plain tuples (NamedTuple), built once per result; text from traces is bounded here, where it is evaluated, to a
+little more than the store keeps (`MASK_MARGIN`): the store masks secrets and PII, then cuts to `MAX_TEXT`, so
+a secret cut at the limit is still recognised and masked.
 """
 
 from __future__ import annotations
@@ -8,10 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
-MAX_TEXT = 4000
+MAX_TEXT = 4000  # characters the store keeps of a text
+MASK_MARGIN = 64  # characters kept beyond a limit until the text is masked
 
 
-def bounded(text: Any, limit: int = MAX_TEXT) -> str | None:
+def bounded(text: Any, limit: int = MAX_TEXT + MASK_MARGIN) -> str | None:
     """`text` as a string of at most `limit` characters (JSON for anything not a string); None stays None."""
     if text is None:
         return None
@@ -52,6 +55,34 @@ class TraceOutcome(NamedTuple):
     last_seen: float  # time.monotonic() of the trace's last span (CLOCK_MONOTONIC is system-wide on Linux)
     results: tuple[ResultRow, ...]
     judge_jobs: tuple[JudgeJob, ...] = ()  # the judgements still to make (LLM judges answer later)
+    detail: TraceDetailRow | None = None  # what the review shows besides the results (None: not stored)
+
+
+class TraceDetailRow(NamedTuple):
+    """A trace's steps and summary for the review (`trace_detail.py`), bounded; the store masks its text."""
+
+    agents: tuple[str, ...]  # agent names, in order of first appearance
+    models: tuple[tuple[str | None, int, int, int], ...]  # (model, calls, input tokens, output tokens), by first call
+    tools: tuple[str, ...]  # the tools called, in order of first call
+    errors: tuple[tuple[str, str, str, str], ...]  # (span_id, name, kind, error) of every failed span (capped)
+    steps: tuple[tuple, ...]  # the step tree, depth-first, as STEP_FIELDS
+    steps_truncated: bool  # `steps` stops at the store's cap
+
+
+STEP_FIELDS = (
+    "span_id",
+    "parent_span_id",
+    "depth",
+    "kind",
+    "name",
+    "start_offset_ms",
+    "duration_ms",
+    "error",
+    "model",
+    "input_tokens",
+    "output_tokens",
+    "text",
+)
 
 
 class JudgeJob(NamedTuple):

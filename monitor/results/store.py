@@ -1,44 +1,68 @@
-"""ResultStore: evaluation results in SQLite, so the failing traces behind a red panel can be found.
+"""ResultStore: evaluation results in SQLite, so the failing traces behind a red panel can be found and reviewed.
 
 Several processes write it: each evaluation worker process opens its own `ResultStore(prune=False)` and inserts
 the rows of every batch it evaluates synchronously, in one transaction (WAL mode, `BEGIN IMMEDIATE` with a
 busy timeout). In the daemon's own process, once started, `write(outcomes)` only queues: a writer thread
-inserts everything queued in one transaction (one connection shared under a lock with the readers), so the
-event loop never waits on the disk; that thread also prunes rows past the retention. Text from traces arrives
-bounded (see `rows.py`).
+inserts everything queued in one transaction, so the event loop never waits on the disk; that thread also keeps
+the retention by age and by size (retention.py). Text arrives bounded and is masked before it is written
+(packing.py). Readers use their own connections (review_reader.py, `reader()`): WAL readers never block it.
 
-Two tables. `results` has one row per failing result and per skip (sampled-out skips are only counted in the
-metrics): what the on-call SRE looks up, indexed by evaluator and time. `traces` has one row per evaluated
-trace; with `results: all` its `passed` column packs the trace's passing results as a JSON array of
-[evaluator, level, span_id, agent, model, score, explanation, details] (`PASSED_FIELDS`). A row per passing
-result would cost an index entry each and most of the store's time (about 20 results per trace, nearly all
-passing), for data that is only ever read per trace. `results: failing` keeps only the traces with a failing
-result or a skip, without their passing results.
+Two tables (schema.py, versioned and migrated at open). `results` has one row per failing result and per skip
+(sampled-out skips are only counted in the metrics). `traces` has one row per evaluated trace (`results:
+failing`: only those with a failure or a skip): input, output, agents, models, tools, the step tree, and with
+`results: all` its passing results packed as JSON (a row each would cost most of the store's time for data only
+ever read per trace). LLM judges answer after their trace was stored: `write([LateResults(...)])` appends their
+passing results to the trace's packed array and inserts the failing ones and skips like any other.
 
-LLM judges answer after their trace was stored: `write([LateResults(...)])` appends their passing results
-to the trace's packed array (json_insert) and inserts the failing ones and skips like any other.
+The store degrades, never stops the daemon: a database that cannot be opened (corrupt, unwritable, a newer
+schema excepted), a write or prune that fails (full disk, read-only file), a file removed or replaced (noticed
+before each write: SQLite would go on writing to the removed file) are reported to its StoreHealth (health.py:
+counted, logged once per state change) and the rows are dropped; it reopens at most every REOPEN_SECONDS.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
 import logging
-import math
+import os
 import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from monitor.results.rows import LateResults, ResultRow, TraceOutcome
+from monitor.results import retention
+from monitor.results.health import StoreHealth, StoreUnavailable
+from monitor.results.packing import PASSED_FIELDS, SAMPLED_OUT, Packed, Written, pack
+from monitor.results.schema import BUSY_TIMEOUT_SECONDS, TRACE_COLUMNS, StoreSchemaError, set_up
 
-Written = TraceOutcome | LateResults
+if TYPE_CHECKING:
+    from monitor.results.review_reader import SQLiteReviewReader
+
+__all__ = ["PASSED_FIELDS", "SAMPLED_OUT", "ResultStore", "StoreSchemaError", "StoreUnavailable", "Written"]
 
 log = logging.getLogger(__name__)
+
+MAX_TRACES_PER_TRANSACTION = 2000
+PRUNE_EVERY_SECONDS = 300.0  # retention by age
+SIZE_CHECK_EVERY_SECONDS = 10.0  # retention by size (a stat of two files when under the cap)
+REOPEN_SECONDS = 30.0  # between attempts to open a store that could not be opened
+JOURNAL_SIZE_LIMIT = 32 * 1024 * 1024  # the WAL file is cut back to this after a checkpoint resets it
+GiB = 1024**3
+_INSERT_TRACE = (
+    f"INSERT OR REPLACE INTO traces ({', '.join(TRACE_COLUMNS)}) VALUES ({', '.join('?' * len(TRACE_COLUMNS))})"
+)
+_INSERT_RESULT = (
+    "INSERT INTO results (created_at, trace_id, service, span_id, agent, model, evaluator, level, score, passed,"
+    " skip_reason, explanation, details) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+_APPEND_PASSED = "UPDATE traces SET passed = json_insert(COALESCE(passed, '[]'), '$[#]', json(?)) WHERE trace_id = ?"
 
 
 @dataclass(slots=True)
@@ -46,104 +70,85 @@ class _FlushMarker:
     done: threading.Event
 
 
-MAX_TRACES_PER_TRANSACTION = 2000
-PRUNE_EVERY_SECONDS = 300.0
-BUSY_TIMEOUT_SECONDS = 30.0  # how long a writer waits for another process's transaction
-SAMPLED_OUT = "sampled_out"
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS results (
-    id INTEGER PRIMARY KEY,
-    created_at REAL NOT NULL,
-    trace_id TEXT NOT NULL,
-    span_id TEXT,
-    service TEXT,
-    agent TEXT,
-    model TEXT,
-    evaluator TEXT NOT NULL,
-    level TEXT NOT NULL,
-    score REAL,
-    passed INTEGER,
-    skip_reason TEXT,
-    explanation TEXT,
-    details TEXT
-);
-CREATE INDEX IF NOT EXISTS results_trace ON results(trace_id);
--- Failing results are what the review looks up by time: partial indexes cost nothing for passing rows.
-DROP INDEX IF EXISTS results_eval_time;
-CREATE INDEX IF NOT EXISTS results_failing ON results(evaluator, created_at) WHERE passed = 0;
-CREATE INDEX IF NOT EXISTS results_failing_time ON results(created_at) WHERE passed = 0;
-CREATE TABLE IF NOT EXISTS traces (
-    trace_id TEXT PRIMARY KEY,
-    created_at REAL NOT NULL,
-    service TEXT,
-    input TEXT,
-    output TEXT,
-    span_count INTEGER,
-    duration_ms REAL,
-    has_errors INTEGER,
-    passed TEXT
-);
-CREATE INDEX IF NOT EXISTS traces_time ON traces(created_at);
-"""
-PASSED_FIELDS = ("evaluator", "level", "span_id", "agent", "model", "score", "explanation", "details")
-_PACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-def _passed_entry(r: ResultRow) -> tuple:
-    """A passing result as its PASSED_FIELDS."""
-    return (r.evaluator, r.level, r.span_id, r.agent, r.model, _number(r.score), r.explanation, r.details)
-
-
-def _number(score: float | None) -> float | None:
-    """A score JSON can hold (NaN and infinities have no JSON form; the metrics leave them out too)."""
-    return score if score is None or math.isfinite(score) else None
-
-
 class ResultStore:
     def __init__(
-        self, path: str | Path, retention_seconds: float = 7 * 86400.0, results: str = "all", *, prune: bool = True
+        self,
+        path: str | Path,
+        retention_seconds: float = 7 * 86400.0,
+        results: str = "all",
+        *,
+        prune: bool = True,
+        max_size: int = GiB,
+        health: StoreHealth | None = None,
     ) -> None:
+        """Open (create, migrate) the database; when it cannot be, the store starts unavailable and retries.
+        StoreSchemaError for a database from a newer agent-monitor. `prune`: False for the workers' stores (the
+        daemon's keeps the retention)."""
         if results not in ("all", "failing"):
             raise ValueError(f"results must be 'all' or 'failing', got {results!r}")
         self.path = Path(path)
+        self.memory = str(path) == ":memory:"
         self.retention_seconds = retention_seconds
+        self.max_size = max_size
         self.failing_only = results == "failing"
-        self.prunes = prune  # False for the workers' connections: the daemon's own store prunes
-        if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(
-            str(path), timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False, isolation_level=None
-        )
-        self._lock = threading.Lock()
-        self._set_up()
+        self.prunes = prune
+        self.health = health if health is not None else StoreHealth()
+        self.write_errors = 0
+        self._db: sqlite3.Connection | None = None
+        self._identity: tuple[int, int] | None = None
+        self._next_open = 0.0
+        self._lock = threading.Lock()  # the connection: the writer thread and the few reads through it
         self._last_prune = 0.0
+        self._last_size_check = 0.0
         self._queue: queue.Queue[list[Written | _FlushMarker] | None] = queue.Queue()
         self._writer: threading.Thread | None = None
         self._closed = False
-        self.write_errors = 0
+        with self._lock:
+            self._open()
 
-    def _set_up(self) -> None:
-        """WAL mode, the schema and its migration. Worker processes open a new database at the same moment: when
-        two connections would deadlock upgrading their locks, SQLite answers "database is locked" at once instead
-        of waiting (the busy timeout does not apply), so that answer is retried here, within the busy timeout."""
-        deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
-        while True:
-            try:
-                with self._lock:
-                    self._db.execute("PRAGMA journal_mode=WAL")
-                    self._db.execute("PRAGMA synchronous=NORMAL")
-                    self._db.executescript(SCHEMA)
-                    columns = {row[1] for row in self._db.execute("PRAGMA table_info(traces)")}
-                    if "passed" not in columns:  # a database from before passing results were packed per trace
-                        self._db.execute("ALTER TABLE traces ADD COLUMN passed TEXT")
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() >= deadline:
-                    raise
-                if self._db.in_transaction:  # executescript may have stopped inside its own transaction
-                    self._db.execute("ROLLBACK")
-                time.sleep(0.05)
+    @property
+    def available(self) -> bool:
+        return self.health.available
+
+    # --- opening --------------------------------------------------------------------------------
+    def _open(self) -> bool:
+        """Connect, set up the schema; on failure, report it and stay closed (caller holds the lock)."""
+        self._next_open = time.monotonic() + REOPEN_SECONDS
+        db: sqlite3.Connection | None = None
+        try:
+            if not self.memory:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            with _creating(self.path, self.memory):
+                db = sqlite3.connect(
+                    str(self.path), timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False, isolation_level=None
+                )
+                set_up(db, self.path)
+                db.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
+            identity = None if self.memory else _identity(self.path)
+        except StoreSchemaError:
+            _close_quietly(db)
+            raise
+        except (sqlite3.Error, OSError) as exc:
+            _close_quietly(db)
+            self.health.failed("open", exc)
+            return False
+        self._db, self._identity = db, identity
+        self.health.succeeded("open")
+        return True
+
+    def _connection(self) -> sqlite3.Connection:
+        """The open connection (caller holds the lock): closed first when its file was removed or replaced,
+        reopened when due; StoreUnavailable while it cannot be."""
+        if self._db is not None and not self.memory and _identity(self.path) != self._identity:
+            _close_quietly(self._db)
+            self._db = None
+            self.health.failed("open", f"{self.path} was removed or replaced while open")
+            self._next_open = 0.0
+        if self._db is None and not self._closed and time.monotonic() >= self._next_open:
+            self._open()
+        if self._db is None:
+            raise StoreUnavailable(f"the result store {self.path} is not open")
+        return self._db
 
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -161,18 +166,20 @@ class ResultStore:
     def close(self) -> None:
         if self._closed:
             return
-        self._closed = True
         writer, self._writer = self._writer, None
         if writer is not None:
             self._queue.put(None)
             writer.join()
         self._drain_synchronously()
+        self._closed = True
         with self._lock:
-            self._db.close()
+            _close_quietly(self._db)
+            self._db = None
 
     # --- writing --------------------------------------------------------------------------------
     def write(self, outcomes: Sequence[Written]) -> None:
-        """Queue evaluated traces for the writer thread (written at once when it is not running)."""
+        """Queue evaluated traces for the writer thread (written at once when it is not running). Never raises:
+        a failure is reported to the store's health and the rows are dropped."""
         if not outcomes or self._closed:
             return
         if self._writer is None:
@@ -191,9 +198,9 @@ class ResultStore:
     def _write_loop(self) -> None:
         while True:
             try:
-                item = self._queue.get(timeout=PRUNE_EVERY_SECONDS)
-            except queue.Empty:  # the worker processes insert: pruning still falls due here
-                self._prune_if_due()
+                item = self._queue.get(timeout=SIZE_CHECK_EVERY_SECONDS)
+            except queue.Empty:  # the worker processes insert: the retention still falls due here
+                self._maintain()
                 continue
             if item is None:
                 return
@@ -225,85 +232,99 @@ class ResultStore:
         outcomes = [o for o in batch if not isinstance(o, _FlushMarker)]
         try:
             if outcomes:
-                self._insert_rows(outcomes)
-        except Exception:
+                packed = pack(outcomes, time.time(), self.failing_only)  # masking: outside the lock
+                with self._lock:
+                    self._write(self._connection(), packed)
+                self.health.succeeded("write")
+        except Exception as exc:
             self.write_errors += 1
-            log.exception("could not write %d evaluated traces to the result store", len(outcomes))
+            log.debug("could not write %d evaluated traces to the result store", len(outcomes), exc_info=True)
+            self.health.failed("write", exc)
         finally:
             for marker in markers:
                 marker.done.set()
+        self._maintain()
 
-    def _insert_rows(self, outcomes: list[Written]) -> None:
+    @staticmethod
+    def _write(db: sqlite3.Connection, packed: Packed) -> None:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany(_INSERT_TRACE, packed.traces)
+            db.executemany(_INSERT_RESULT, packed.results)
+            if packed.appended:
+                db.executemany(_APPEND_PASSED, packed.appended)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+    # --- retention ------------------------------------------------------------------------------
+    def _maintain(self) -> None:
+        """Retention when due (the daemon's store only): by age every PRUNE_EVERY_SECONDS, by size every
+        SIZE_CHECK_EVERY_SECONDS. A failure is reported, never raised."""
+        if not self.prunes or self._closed:
+            return
+        if self._db is None:  # not open: a reopen when due, no retention to keep
+            with self._lock, contextlib.suppress(StoreUnavailable):
+                self._connection()
+            if self._db is None:
+                return
         now = time.time()
-        failing_only = self.failing_only
-        traces = []
-        rows: list[tuple] = []
-        appended: list[tuple[str, str]] = []  # (packed passing result, trace id) of late results
-        for o in outcomes:
-            head = (now, o.trace_id, o.service)
-            passed = []
-            kept = 0
-            for r in o.results:
-                if r.passed:
-                    passed.append(_passed_entry(r))
-                elif r.skip_reason != SAMPLED_OUT:  # sampled-out skips are counted in the metrics, not stored
-                    rows.append(head + r[:10])
-                    kept += 1
-            if isinstance(o, LateResults):
-                if not failing_only:
-                    appended.extend((_PACK.encode(entry), o.trace_id) for entry in passed)
-                continue
-            if failing_only and not kept:
-                continue
-            packed = None if failing_only or not passed else _PACK.encode(passed)
-            traces.append(
-                (o.trace_id, now, o.service, o.input, o.output, o.span_count, o.duration_ms, int(o.has_error), packed)
-            )
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                self._db.executemany("INSERT OR REPLACE INTO traces VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", traces)
-                self._db.executemany(
-                    "INSERT INTO results (created_at, trace_id, service, span_id, agent, model, evaluator, level,"
-                    " score, passed, skip_reason, explanation, details) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    rows,
-                )
-                if appended:
-                    self._db.executemany(
-                        "UPDATE traces SET passed = json_insert(COALESCE(passed, '[]'), '$[#]', json(?))"
-                        " WHERE trace_id = ?",
-                        appended,
-                    )
-                self._db.execute("COMMIT")
-            except Exception:
-                self._db.execute("ROLLBACK")
-                raise
-        self._prune_if_due(now)
-
-    def _prune_if_due(self, now: float | None = None) -> None:
-        now = time.time() if now is None else now
-        if self.prunes and now - self._last_prune > PRUNE_EVERY_SECONDS:
-            try:
+        try:
+            if now - self._last_prune >= PRUNE_EVERY_SECONDS:
                 self.prune(now)
-            except sqlite3.Error:
-                self.write_errors += 1
-                log.exception("could not prune the result store")
+            if now - self._last_size_check >= SIZE_CHECK_EVERY_SECONDS:
+                self._last_size_check = now
+                self.enforce_size()
+        except Exception as exc:
+            log.debug("could not prune the result store", exc_info=True)
+            self.health.failed("prune", exc)
+        else:
+            self.health.succeeded("prune")
 
     def prune(self, now: float | None = None) -> int:
-        """Delete rows older than the retention. Row ids grow with time, so the expired results are an id range
-        found by walking ids from the oldest (no index on created_at to maintain on every insert)."""
-        cutoff = (now or time.time()) - self.retention_seconds
+        """Delete rows older than the retention; the number of results deleted. Raises when it fails."""
+        now = time.time() if now is None else now
+        self._last_prune = now
         with self._lock:
-            first_kept = self._db.execute(
-                "SELECT id FROM results WHERE created_at >= ? ORDER BY id LIMIT 1", (cutoff,)
-            ).fetchone()
-            if first_kept is None:
-                removed = self._db.execute("DELETE FROM results").rowcount
-            else:
-                removed = self._db.execute("DELETE FROM results WHERE id < ?", (first_kept[0],)).rowcount
-            self._db.execute("DELETE FROM traces WHERE created_at < ?", (cutoff,))
-        self._last_prune = now or time.time()
-        return removed
+            return retention.prune_by_age(self._connection(), now - self.retention_seconds)
+
+    def enforce_size(self) -> int:
+        """Hold the files under `max_size` (see retention.py); the traces deleted. Raises when it fails."""
+        if self.memory:
+            return 0
+        deleted = 0
+        with self._lock:
+            if not retention.over_size(self._connection(), self.path, self.max_size):
+                return 0
+        while True:
+            with self._lock:  # one chunk per hold: the reads through this connection get in between
+                chunk = retention.delete_oldest_chunk(self._connection(), self.max_size)
+            deleted += chunk
+            if not chunk:
+                break
+        with self._lock:
+            retention.give_back_space(self._connection(), int(BUSY_TIMEOUT_SECONDS * 1000))
+        log.info("result store over store.max_size: deleted the %d oldest traces", deleted)
+        return deleted
+
+    # --- reading --------------------------------------------------------------------------------
+    def reader(self) -> SQLiteReviewReader:
+        """A ReviewReader over this store's file, with its own read-only connections and this store's health."""
+        from monitor.results.review_reader import SQLiteReviewReader
+
+        return SQLiteReviewReader(self.path, health=self.health)
+
+    def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple]:
+        try:
+            with self._lock:
+                rows = self._connection().execute(query, params).fetchall()
+        except (sqlite3.Error, StoreUnavailable) as exc:
+            self.health.failed("read", exc, counted_only=isinstance(exc, StoreUnavailable))
+            raise
+        self.health.succeeded("read")
+        return rows
 
     def failing(self, evaluator: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         """The most recent failing results, newest first (what the on-call SRE looks for)."""
@@ -316,21 +337,51 @@ class ResultStore:
             params.append(evaluator)
         query += " ORDER BY created_at DESC LIMIT ?"
         params.append(limit)
-        with self._lock:
-            rows = self._db.execute(query, params).fetchall()
         keys = ("trace_id", "evaluator", "service", "agent", "score", "explanation", "created_at")
-        return [dict(zip(keys, row)) for row in rows]
+        return [dict(zip(keys, row)) for row in self._read(query, params)]
 
     def passed(self, trace_id: str) -> list[dict[str, Any]]:
         """The passing results stored for a trace (`results: all`), as dicts of `PASSED_FIELDS`."""
-        with self._lock:
-            row = self._db.execute("SELECT passed FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
-        if row is None or not row[0]:
+        rows = self._read("SELECT passed FROM traces WHERE trace_id = ?", (trace_id,))
+        if not rows or not rows[0][0]:
             return []
-        return [dict(zip(PASSED_FIELDS, values)) for values in json.loads(row[0])]
+        return [dict(zip(PASSED_FIELDS, values)) for values in json.loads(rows[0][0])]
 
     def count(self, table: str = "results") -> int:
         if table not in ("results", "traces"):
             raise ValueError(table)
-        with self._lock:
-            return int(self._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+        return int(self._read(f"SELECT COUNT(*) FROM {table}")[0][0])
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+def _close_quietly(db: sqlite3.Connection | None) -> None:
+    if db is not None:
+        with contextlib.suppress(sqlite3.Error):
+            db.close()
+
+
+@contextlib.contextmanager
+def _creating(path: Path, memory: bool) -> Iterator[None]:
+    """Around an open: when the database file is missing, its -wal and -shm (left by a file removed while open:
+    SQLite keeps them then) are removed before a new file is created, under a lock on the directory, so that
+    processes opening the store together neither create it twice nor remove each other's new WAL."""
+    if memory or path.exists():
+        yield
+        return
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(directory, fcntl.LOCK_EX)
+        if not path.exists():
+            for suffix in ("-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{path}{suffix}")
+        yield
+    finally:
+        os.close(directory)  # releases the lock

@@ -42,7 +42,7 @@ def single_thread_rate() -> float:
         raise RuntimeError(f"the default evaluators did not build: {problems}")
     store = ResultStore(":memory:")
     try:
-        run = BatchRun(TraceEvaluator(built), store.write)
+        run = BatchRun(TraceEvaluator(built, store_results="all"), store.write)
         run(bench_traces(20))  # warm-up
         best = min(run(bench_traces())[1] for _ in range(REPEATS))
     finally:

@@ -10,7 +10,6 @@ import sys
 
 import pytest
 
-from monitor.results.readers import NO_READER
 from monitor.results.review_service import STORE_DISABLED
 from tests.integration.conftest import project_env
 from tests.integration.otlp_raw import post
@@ -38,12 +37,15 @@ def test_daemon_serves_evaluators_results_and_the_document(daemon_factory):
     assert info["alert_state"] in ("pending", "firing")  # the failing trace breached the 0.9 minimum
     assert [(w["window"], w["samples"], w["pass_ratio"]) for w in info["windows"]] == [("5m", 1, 0.0), ("1h", 1, 0.0)]
 
-    status, body, _ = daemon.get("/api/v1/results?outcome=fail", bearer)
-    if status == 503:  # until monitor/results/readers.review_reader returns the SQLite reader
-        assert json.loads(body) == {"error": f"review unavailable: {NO_READER}"}
-    else:
-        assert status == 200
-        assert [i["trace_id"] for i in json.loads(body)["items"]] == ["ab" * 16]
+    def stored() -> bool:  # the store's writer thread commits shortly after the metrics count the trace
+        status, body, _ = daemon.get("/api/v1/results?outcome=fail", bearer)
+        return status == 200 and bool(json.loads(body)["items"])
+
+    assert daemon.wait_for_condition(stored)
+    [item] = json.loads(daemon.get("/api/v1/results?outcome=fail", bearer)[1])["items"]
+    assert (item["trace_id"], item["evaluator"], item["outcome"]) == ("ab" * 16, "error_free", "fail")
+    status, body, _ = daemon.get(f"/api/v1/traces/{'AB' * 16}", bearer)
+    assert status == 200 and json.loads(body)["summary"]["trace_id"] == "ab" * 16
 
     assert daemon.get("/api/v1/evaluators")[0] == 401
     status, body, _ = daemon.get("/api/v1/openapi.json")

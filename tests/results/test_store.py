@@ -29,13 +29,13 @@ def count(path: Path, sql: str) -> int:
 def test_writes_happen_on_the_writer_thread_and_flush_waits_for_them(tmp_path: Path) -> None:
     store = ResultStore(tmp_path / "r.db")
     writers: set[str] = set()
-    insert = store._insert_rows
+    insert = store._write
 
-    def spy(outcomes):
+    def spy(db, packed):
         writers.add(threading.current_thread().name)
-        insert(outcomes)
+        insert(db, packed)
 
-    store._insert_rows = spy  # type: ignore[method-assign]
+    store._write = spy  # type: ignore[method-assign]
 
     async def scenario() -> None:
         await store.start()

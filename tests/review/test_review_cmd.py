@@ -14,7 +14,9 @@ import pytest
 from monitor.cli import main
 from monitor.results import readers
 from monitor.results.review_models import ResultFilter
+from monitor.results.store import ResultStore
 from monitor.web.app import build_api_app
+from tests.results.helpers import outcome, row
 from tests.review.fake_reader import FakeReader, item, trace_detail
 from tests.review.server import get, serve
 from tests.review.test_api_v1 import TOKEN, TRACE, evaluators
@@ -178,14 +180,35 @@ def test_unavailable_store_is_exit_1(capsys: pytest.CaptureFixture[str]) -> None
         assert review(capsys, "--url", url, "--evaluators")[0] == 0
 
 
-def test_store_file_needs_the_reader_factory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_store_file_that_is_not_a_store_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = review(capsys, "--store", str(tmp_path / "missing.db"))
     assert (code, err) == (1, f"agent-monitor review: no such store file: {tmp_path / 'missing.db'}\n")
-    (tmp_path / "r.db").write_bytes(b"")
+    (tmp_path / "r.db").write_bytes(b"not a database")
     code, _, err = review(capsys, "--store", str(tmp_path / "r.db"))
     assert code == 1
-    assert err.startswith(f"agent-monitor review: {tmp_path / 'r.db'}: reading a store file needs")
+    assert err.startswith(f"agent-monitor review: {tmp_path / 'r.db'}: cannot read the result store")
     assert err.count("\n") == 1
+
+
+def test_store_file_written_by_the_store_is_read_directly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--store FILE` reads a real store file (as the daemon writes it), read-only, with the same tables."""
+    path = tmp_path / "results.db"
+    store = ResultStore(path)
+    store.write(
+        [
+            outcome("ab" * 16, row("error_free", False, explanation="tool search failed"), service="payments"),
+            outcome("cd" * 16, row("error_free", True), service="search"),
+        ]
+    )
+    store.close()
+    code, out, err = review(capsys, "--store", str(path), "--outcome", "fail")
+    assert (code, err) == (0, "")
+    assert "ab" * 16 in out and "tool search failed" in out and "cd" * 16 not in out
+    code, out, _ = review(capsys, "--store", str(path), "--by", "service", "--json")
+    groups = {g["value"]: (g["passed"], g["failed"]) for g in json.loads(out)["groups"]}
+    assert code == 0 and groups == {"payments": (0, 1), "search": (1, 0)}
+    code, out, _ = review(capsys, "--store", str(path), "--trace", "ab" * 16)
+    assert code == 0 and "tool search failed" in out
 
 
 def test_store_source_answers_as_the_api_through_the_same_service(

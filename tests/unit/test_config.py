@@ -55,7 +55,7 @@ metrics:
   label_value_cap: 7
   score_buckets: [0.5, 1.0]
   duration_buckets: [1, 10]
-store: {enabled: false, path: /tmp/x.db, retention: 2d, results: failing}
+store: {enabled: false, path: /tmp/x.db, retention: 2d, max_size: 64MiB, results: failing, max_steps: 20}
 judges:
   gemini_api_key: KEY123
   vertex_project: proj
@@ -185,7 +185,9 @@ def test_full_file_loads_every_value_and_round_trips(full_config: Path, tmp_path
         "enabled": False,
         "path": "/tmp/x.db",
         "retention": 2 * 86400.0,
+        "max_size": 64 * 1024 * 1024,
         "results": "failing",
+        "max_steps": 20,
     }
     j = config.judges
     assert (j.gemini_api_key, j.vertex_project, j.vertex_location, j.model) == (

@@ -1,4 +1,5 @@
-"""The literal prefilter of the PII detectors changes no finding: it only skips regexes that cannot match."""
+"""The prefilters of the PII detectors change no finding: the literal checks only skip regexes that cannot match,
+and the number-shaped detectors find in their windows what a scan of the whole text finds."""
 
 from __future__ import annotations
 
@@ -20,12 +21,13 @@ TEXTS = st.lists(st.one_of(st.text(max_size=12), PIECES, st.from_regex(r"\d{1,16
 
 
 def unfiltered(text: str) -> list[pii.Finding]:
-    original = pii._may_match
+    original, windows = pii._may_match, pii._number_windows
     pii._may_match = lambda detector, text, has_digit: True
+    pii._number_windows = lambda text, raw: [(0, len(text), len(text))]  # one window: the whole text
     try:
         return pii.find_pii(text)
     finally:
-        pii._may_match = original
+        pii._may_match, pii._number_windows = original, windows
 
 
 def test_known_samples_give_the_same_findings() -> None:
@@ -39,3 +41,38 @@ def test_known_samples_give_the_same_findings() -> None:
 def test_random_texts_give_the_same_findings(parts: list[str]) -> None:
     text = "".join(parts)
     assert pii.find_pii(text) == unfiltered(text)
+
+
+NUMBERISH = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [" ", "-", "(", ")", ".", "+", "1", "4111", "AB", "C", "x", "é", "٣", "\x00", "\n", "ab@cd.io"]
+        ),
+        st.from_regex(r"[0-9 ().+-]{1,24}", fullmatch=True),
+        st.from_regex(r"[A-Z]{2} ?[0-9]{2} ?[0-9]{2} ?[0-9]{2} ?[A-D]", fullmatch=True),
+        st.from_regex(r"\+?[0-9]{1,3}[ .-]?\(?[2-9][0-9]{2}\)?[ .-]?[2-9][0-9]{2}[ .-][0-9]{4}", fullmatch=True),
+        st.from_regex(r"[0-9]{3}-[0-9]{2}-[0-9]{4}", fullmatch=True),
+    ),
+    max_size=16,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(NUMBERISH)
+def test_number_windows_find_what_the_whole_text_scan_finds(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert pii.find_pii(text) == unfiltered(text)
+
+
+def test_redact_texts_masks_each_text_as_redact_text_does() -> None:
+    texts = [SAMPLES[0], None, "", "plain words", SAMPLES[2], "nul\x00inside 4111 1111 1111 1111"]
+    assert pii.redact_texts(texts) == [
+        pii.redact_text(SAMPLES[0]),
+        None,
+        "",
+        "plain words",
+        pii.redact_text(SAMPLES[2]),
+        "nul\ufffdinside [redacted credit_card: ****1111]",
+    ]
+    # a number split across two texts is two halves, not a card
+    assert pii.redact_texts(["4111 1111", "1111 1111"]) == ["4111 1111", "1111 1111"]

@@ -7,6 +7,7 @@ import argparse
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,8 @@ import pytest
 from monitor.commands import check_config
 from monitor.config import ConfigError, load_config
 from monitor.daemon import Daemon
-from monitor.preflight import check_store_path, preflight
+from monitor.preflight import check_store_path, preflight, store_warnings
+from monitor.results.schema import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 # Loopback and port 0 everywhere: should `run` get past the checks, it binds nothing anyone else uses.
@@ -220,9 +222,27 @@ def test_store_path_checks_create_nothing(tmp_path: Path) -> None:
     assert check_store_path(str(tmp_path)) == [f"{tmp_path} is a directory"]
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(b"not a database, just some bytes that sqlite will refuse" * 10)
-    (problem,) = check_store_path(str(garbage))
-    assert "cannot be opened as a SQLite database" in problem
-    assert check_store_path(":memory:") == []
+    assert check_store_path(str(garbage)) == []  # not a config error: the daemon starts without the store
+    (warning,) = store_warnings(str(garbage))
+    assert "cannot be opened as a SQLite database" in warning
+    assert check_store_path(":memory:") == [] and store_warnings(str(tmp_path / "new" / "results.db")) == []
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_store_from_a_newer_release_is_a_config_error_and_a_corrupt_one_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    with sqlite3.connect(tmp_path / "data" / "results.db") as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    path = write_config(tmp_path, "")
+    code, _, err = check(path, capsys)
+    assert code == 2 and f"store.path: data/results.db has result store schema version {SCHEMA_VERSION + 1}" in err
+    (tmp_path / "data" / "results.db").write_bytes(b"garbage, not a database" * 100)
+    code, out, err = check(path, capsys)
+    assert code == 0 and out.startswith(f"{path}: OK")
+    assert f"{path}: warning: store.path: data/results.db cannot be opened as a SQLite database" in err
 
 
 @pytest.mark.parametrize("listener", ["grpc", "http", "metrics"])

@@ -1,0 +1,152 @@
+"""Evaluated traces → the rows the result store inserts: masked, cut to size, packed as JSON.
+
+Every text a trace brings (input, output, each stored result's explanation and details, each step's name, error
+and text, each error span's name and error) is masked in one `redact_texts` scan per trace (the `pii_leak`
+detectors: keys, tokens, cards, emails, ...), then cut to its limit (rows.MAX_TEXT, trace_detail.STEP_TEXT and
+NAME). Short texts found clean are remembered (`mask`): rule explanations and details repeat from trace to
+trace, and are not scanned again.
+
+One `traces` row per trace: its passing results (`results: all`) packed as a JSON array of `PASSED_FIELDS`, its
+agents, models and tools as JSON arrays of names, and the rest of its review detail as one JSON object
+(`DETAIL_KEYS`). One `results` row per failing result and per skip (not sampled_out).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+from evaluators.builtins.pii import redact_texts
+from monitor.results.rows import MAX_TEXT, LateResults, ResultRow, TraceDetailRow, TraceOutcome
+from monitor.results.trace_detail import NAME, STEP_TEXT
+
+Written = TraceOutcome | LateResults
+
+SAMPLED_OUT = "sampled_out"
+PASSED_FIELDS = ("evaluator", "level", "span_id", "agent", "model", "score", "explanation", "details")
+DETAIL_KEYS = ("models", "errors", "steps", "truncated")  # models: [model, calls, input, output tokens]
+_PACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+CLEAN_TEXT = 300  # the longest text remembered as clean
+CLEAN_TEXTS = 20_000  # texts remembered (then forgotten all at once)
+_clean: set[str] = set()
+
+
+def mask(texts: list[str | None], limits: list[int]) -> list[str | None]:
+    """`redact_texts(texts)`, each cut to its limit; the short texts already found clean (a set per process)
+    are not scanned again."""
+    todo = [i for i, text in enumerate(texts) if text and text not in _clean]
+    masked = list(texts)
+    if todo:
+        for i, done in zip(todo, redact_texts([texts[i] for i in todo]), strict=True):
+            masked[i] = done
+            if done is not None and done == texts[i] and len(done) <= CLEAN_TEXT:
+                if len(_clean) >= CLEAN_TEXTS:
+                    _clean.clear()
+                _clean.add(done)
+    return [t if t is None or len(t) <= n else t[: n - 1] + "…" for t, n in zip(masked, limits, strict=True)]
+
+
+class Packed(NamedTuple):
+    traces: list[tuple]  # schema.TRACE_COLUMNS
+    results: list[tuple]  # created_at, trace_id, service, span_id, agent, model, evaluator, level, score, passed,
+    # skip_reason, explanation, details
+    appended: list[tuple[str, str]]  # (a late passing result packed, its trace id)
+
+
+def pack(outcomes: Sequence[Written], now: float, failing_only: bool) -> Packed:
+    packed = Packed([], [], [])
+    for o in outcomes:
+        stored: list[ResultRow] = []
+        passing: list[ResultRow] = []
+        for r in o.results:
+            if r.passed:
+                if not failing_only:
+                    passing.append(r)
+            elif r.skip_reason != SAMPLED_OUT:  # sampled-out skips are counted in the metrics, not stored
+                stored.append(r)
+        if isinstance(o, LateResults):
+            texts = _result_texts(stored + passing)
+            masked = iter(mask(texts, [MAX_TEXT] * len(texts)))
+            packed.results.extend(_result_row(now, o.trace_id, o.service, r, masked) for r in stored)
+            packed.appended.extend((_PACK.encode(_passed_entry(r, masked)), o.trace_id) for r in passing)
+            continue
+        if failing_only and not stored:
+            continue
+        _pack_trace(o, stored, passing, now, packed)
+    return packed
+
+
+def _pack_trace(o: TraceOutcome, stored: list[ResultRow], passing: list[ResultRow], now: float, into: Packed) -> None:
+    detail = o.detail
+    texts = [o.input, o.output, *_result_texts(stored + passing)]
+    limits = [MAX_TEXT] * len(texts)
+    if detail is not None:
+        for step in detail.steps:
+            texts += (step[4], step[7], step[11])
+        for error in detail.errors:
+            texts += (error[1], error[3])
+        limits += _STEP_LIMITS * len(detail.steps) + _ERROR_LIMITS * len(detail.errors)
+    masked = iter(mask(texts, limits))
+    given, answer = next(masked), next(masked)
+    into.results.extend(_result_row(now, o.trace_id, o.service, r, masked) for r in stored)
+    passed = [_passed_entry(r, masked) for r in passing]
+    agents = models = tools = packed_detail = None
+    if detail is not None:
+        agents = _PACK.encode(detail.agents) if detail.agents else None
+        names = [model for model, *_ in detail.models if model is not None]
+        models = _PACK.encode(names) if names else None
+        tools = _PACK.encode(detail.tools) if detail.tools else None
+        packed_detail = _PACK.encode(_detail(detail, masked))
+    into.traces.append(
+        (
+            o.trace_id,
+            now,
+            o.service,
+            given,
+            answer,
+            o.span_count,
+            _number(o.duration_ms),
+            int(o.has_error),
+            _PACK.encode(passed) if passed else None,
+            agents,
+            models,
+            tools,
+            packed_detail,
+        )
+    )
+
+
+_STEP_LIMITS = [NAME, STEP_TEXT, STEP_TEXT]  # a step's name, error, text
+_ERROR_LIMITS = [NAME, STEP_TEXT]  # an error span's name, error
+
+
+def _result_texts(rows: list[ResultRow]) -> list[str | None]:
+    return [text for r in rows for text in (r.explanation, r.details)]
+
+
+def _result_row(now: float, trace_id: str, service: str, r: ResultRow, texts: Iterator[str | None]) -> tuple:
+    return (now, trace_id, service, r.span_id, r.agent, r.model, r.evaluator, r.level, r.score, r.passed,
+            r.skip_reason, next(texts), next(texts))  # fmt: skip
+
+
+def _passed_entry(r: ResultRow, texts: Iterator[str | None]) -> tuple:
+    """A passing result as its PASSED_FIELDS (explanation and details masked)."""
+    return (r.evaluator, r.level, r.span_id, r.agent, r.model, _number(r.score), next(texts), next(texts))
+
+
+def _detail(detail: TraceDetailRow, texts: Iterator[str | None]) -> dict:
+    steps = [
+        [span_id, parent, depth, kind, next(texts) or "", offset, duration, next(texts), model, input_tokens,
+         output_tokens, next(texts)]
+        for span_id, parent, depth, kind, _, offset, duration, _, model, input_tokens, output_tokens, _
+        in detail.steps
+    ]  # fmt: skip
+    errors = [[span_id, next(texts) or "", kind, next(texts) or "error"] for span_id, _, kind, _ in detail.errors]
+    return {"models": detail.models, "errors": errors, "steps": steps, "truncated": detail.steps_truncated}
+
+
+def _number(value: float | None) -> float | None:
+    """A number JSON can hold (NaN and infinities have no JSON form; the metrics leave them out too)."""
+    return value if value is None or math.isfinite(value) else None

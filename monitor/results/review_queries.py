@@ -1,0 +1,199 @@
+"""The SQL of the review reader (review_reader.py) and the cursor it pages with.
+
+Results come from two places: `results` rows (failing results and skips; passing ones too in the oldest
+databases) and the passing results packed per trace in `traces.passed` (expanded with json_each). Both are read
+newest first in one order, the order key (evaluated_at, source, id, index) descending, where a `results` row is
+(created_at, 1, id, 0) and a packed passing result (the trace's created_at, 0, the trace's rowid, minus its
+index in the array: a trace's results in array order, as json_each gives them, so that SQLite streams the
+traces in index order instead of sorting them all). The cursor is that key of the last item shown, base64 of
+JSON: a page starts strictly after it, so rows stored while paging (newer) never shift the pages, and none is
+shown twice or skipped.
+
+Agent and model: a result's own (its dispatch unit's) when set, else the trace's first agent / model. A value
+that is missing altogether is "" (in breakdown groups, and as a filter value that selects those results).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from monitor.results.review_models import ResultFilter
+
+RESULT_SOURCE, PASSING_SOURCE = 1, 0
+OrderKey = tuple[float, int, int, int]
+
+
+def encode_cursor(key: OrderKey) -> str:
+    return base64.urlsafe_b64encode(json.dumps(list(key), separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> OrderKey:
+    """The order key of a cursor from `encode_cursor`; ValueError for anything else."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        at, source, ident, index = json.loads(raw)
+    except (ValueError, TypeError, binascii.Error) as exc:
+        raise ValueError("invalid cursor") from exc
+    numbers = isinstance(at, int | float) and not isinstance(at, bool)
+    if not numbers or source not in (0, 1) or not all(type(v) is int for v in (source, ident, index)):
+        raise ValueError("invalid cursor")
+    return float(at), source, ident, index
+
+
+class Columns:
+    """SQL for the `traces` columns a database has (one from before schema version 1 lacks some: NULL then)."""
+
+    def __init__(self, present: set[str]) -> None:
+        self.present = present
+
+    def __call__(self, name: str, alias: str = "t") -> str:
+        return f"{alias}.{name}" if name in self.present else "NULL"
+
+    def first(self, name: str) -> str:
+        """The first name of a JSON array column (agents, models)."""
+        return f"json_extract(t.{name}, '$[0]')" if name in self.present else "NULL"
+
+
+def results_query(where: ResultFilter, after: OrderKey | None, limit: int, cols: Columns, excerpt: int) -> tuple:
+    """(sql, params) of the `results` rows matching `where`, after the cursor, newest first."""
+    conditions: list[str] = []
+    params: list[Any] = []
+
+    def add(condition: str, *values: Any) -> None:
+        conditions.append(condition)
+        params.extend(values)
+
+    if where.evaluator is not None:
+        add("r.evaluator = ?", where.evaluator)
+    if where.service is not None:
+        add("r.service = ?", where.service)
+    if where.agent is not None:
+        add(f"COALESCE(r.agent, {cols.first('agents')}, '') = ?", where.agent)
+    if where.model is not None:
+        add(f"COALESCE(r.model, {cols.first('models')}, '') = ?", where.model)
+    if where.outcome is not None:
+        conditions.append({"pass": "r.passed = 1", "fail": "r.passed = 0", "skip": "r.passed IS NULL"}[where.outcome])
+    if where.trace_id is not None:
+        add("r.trace_id = ?", where.trace_id)
+    _time_range(add, "r.created_at", where)
+    if after is not None:
+        at, source, ident, _ = after
+        if source == RESULT_SOURCE:
+            add("r.created_at <= ? AND (r.created_at < ? OR r.id < ?)", at, at, ident)
+        else:
+            add("r.created_at < ?", at)
+    sql = (
+        "SELECT r.created_at, r.id, r.trace_id, r.evaluator, r.level, r.passed, r.score, r.skip_reason,"
+        f" r.explanation, r.details, r.service, r.agent, r.model, r.span_id, substr(t.input, 1, {excerpt + 1}),"
+        f" substr(t.output, 1, {excerpt + 1}) FROM results r LEFT JOIN traces t ON t.trace_id = r.trace_id"
+        f"{_where(conditions)} ORDER BY r.created_at DESC, r.id DESC LIMIT ?"
+    )
+    return sql, [*params, limit]
+
+
+def passing_query(where: ResultFilter, after: OrderKey | None, limit: int, cols: Columns, excerpt: int) -> tuple:
+    """(sql, params) of the packed passing results matching `where`, after the cursor, newest first."""
+    conditions = ["t.passed IS NOT NULL"]
+    params: list[Any] = []
+
+    def add(condition: str, *values: Any) -> None:
+        conditions.append(condition)
+        params.extend(values)
+
+    if where.evaluator is not None:
+        add("json_extract(j.value, '$[0]') = ?", where.evaluator)
+    if where.service is not None:
+        add("t.service = ?", where.service)
+    if where.agent is not None:
+        add(f"COALESCE(json_extract(j.value, '$[3]'), {cols.first('agents')}, '') = ?", where.agent)
+    if where.model is not None:
+        add(f"COALESCE(json_extract(j.value, '$[4]'), {cols.first('models')}, '') = ?", where.model)
+    if where.trace_id is not None:
+        add("t.trace_id = ?", where.trace_id)
+    _time_range(add, "t.created_at", where)
+    if after is not None:
+        at, source, ident, index = after
+        if source == RESULT_SOURCE:
+            add("t.created_at <= ?", at)
+        else:
+            add(
+                "t.created_at <= ? AND (t.created_at < ? OR t.rowid < ? OR (t.rowid = ? AND j.key > ?))",
+                at,
+                at,
+                ident,
+                ident,
+                -index,
+            )
+    sql = (
+        "SELECT t.created_at, t.rowid, j.key, t.trace_id, j.value, t.service, substr(t.input, 1,"
+        f" {excerpt + 1}), substr(t.output, 1, {excerpt + 1}) FROM traces t, json_each(t.passed) j"
+        f"{_where(conditions)} ORDER BY t.created_at DESC, t.rowid DESC LIMIT ?"  # then array order
+    )
+    return sql, [*params, limit]
+
+
+def breakdown_queries(
+    by: str, evaluator: str | None, since: float | None, until: float | None, cols: Columns
+) -> list[tuple[str, list[Any]]]:
+    """(sql, params) pairs, each giving rows (value, passed, failed, skipped): the `results` rows, then the
+    packed passing results (summed by array length when no evaluator is asked for and none need expanding)."""
+    where = ResultFilter(evaluator=evaluator, since=since, until=until)
+    queries = []
+    # results rows
+    conditions: list[str] = []
+    params: list[Any] = []
+
+    def add(condition: str, *values: Any) -> None:
+        conditions.append(condition)
+        params.extend(values)
+
+    if evaluator is not None:
+        add("r.evaluator = ?", evaluator)
+    _time_range(add, "r.created_at", where)
+    group = {
+        "service": "COALESCE(r.service, '')",
+        "agent": f"COALESCE(r.agent, {cols.first('agents')}, '')",
+        "model": f"COALESCE(r.model, {cols.first('models')}, '')",
+        "tool": "tool.value",
+    }[by]
+    tools = f", json_each({cols('tools')}) tool" if by == "tool" else ""
+    join = "" if by == "service" else " LEFT JOIN traces t ON t.trace_id = r.trace_id"
+    queries.append(
+        (
+            f"SELECT {group}, SUM(r.passed = 1), SUM(r.passed = 0), SUM(r.passed IS NULL) FROM results r"
+            f"{join}{tools}{_where(conditions)} GROUP BY 1",
+            params,
+        )
+    )
+    # packed passing results
+    conditions, params = ["t.passed IS NOT NULL"], []
+    _time_range(add, "t.created_at", where)
+    if by in ("service", "tool") and evaluator is None:
+        group = "COALESCE(t.service, '')" if by == "service" else "tool.value"
+        count, source = "SUM(json_array_length(t.passed))", f"traces t{tools}"
+    else:
+        if evaluator is not None:
+            add("json_extract(j.value, '$[0]') = ?", evaluator)
+        group = {
+            "service": "COALESCE(t.service, '')",
+            "agent": f"COALESCE(json_extract(j.value, '$[3]'), {cols.first('agents')}, '')",
+            "model": f"COALESCE(json_extract(j.value, '$[4]'), {cols.first('models')}, '')",
+            "tool": "tool.value",
+        }[by]
+        count, source = "COUNT(*)", f"traces t, json_each(t.passed) j{tools}"
+    queries.append((f"SELECT {group}, {count}, 0, 0 FROM {source}{_where(conditions)} GROUP BY 1", params))
+    return queries
+
+
+def _time_range(add: Any, column: str, where: ResultFilter) -> None:
+    if where.since is not None:
+        add(f"{column} >= ?", where.since)
+    if where.until is not None:
+        add(f"{column} < ?", where.until)
+
+
+def _where(conditions: list[str]) -> str:
+    return f" WHERE {' AND '.join(conditions)}" if conditions else ""

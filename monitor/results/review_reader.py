@@ -1,0 +1,321 @@
+"""SQLiteReviewReader: the ReviewReader of a result store file (review_models.py), read-only.
+
+The daemon gets one from `ResultStore.reader()` (sharing the store's health: a failed read counts as a `read`
+error); the CLI opens a file with `SQLiteReviewReader.open(path)` (`--store FILE`). Every read uses a read-only
+connection of its own (`mode=ro`, a few kept for reuse), never the writer's: in WAL mode readers and the writer
+do not block each other. A database from before schema version 1 is read as it is (no migration: no steps,
+agents, models or tools); one from a newer release is refused (StoreSchemaError). A read that fails raises
+StoreUnavailable (the API answers 503); a malformed cursor raises ValueError.
+
+Costs: `results` walks the `results` rows newest first by index and, unless `outcome` excludes them, the
+traces newest first expanding each one's packed passing results (json_each) until a page is full; a filter that
+matches few passing results (an evaluator that rarely passes, an agent seen rarely) reads every trace in the
+range for them: narrow it with since/until on big stores. `breakdown` reads every result in its range.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar, get_args
+
+from monitor.results.health import StoreHealth, StoreUnavailable
+from monitor.results.review_models import (
+    Breakdown,
+    BreakdownBy,
+    BreakdownGroup,
+    ErrorSpan,
+    ModelUsage,
+    ResultFilter,
+    ResultItem,
+    ResultsPage,
+    Step,
+    TraceDetail,
+    TraceSummary,
+)
+from monitor.results.review_queries import (
+    PASSING_SOURCE,
+    RESULT_SOURCE,
+    Columns,
+    OrderKey,
+    breakdown_queries,
+    decode_cursor,
+    encode_cursor,
+    passing_query,
+    results_query,
+)
+from monitor.results.rows import STEP_FIELDS
+from monitor.results.schema import BUSY_TIMEOUT_SECONDS, StoreSchemaError, check_version
+
+EXCERPT = 300  # characters of the trace's input and output shown with each result
+MAX_LIMIT = 1000
+IDLE_CONNECTIONS = 4
+T = TypeVar("T")
+_OUTCOMES = {1: "pass", 0: "fail", None: "skip"}
+
+
+class SQLiteReviewReader:
+    def __init__(self, path: str | Path, *, health: StoreHealth | None = None) -> None:
+        self.path = Path(path)
+        self.health = health if health is not None else StoreHealth(quiet=True)
+        self._lock = threading.Lock()
+        self._idle: list[sqlite3.Connection] = []
+        self._identity: tuple[int, int] | None = None
+        self._columns: Columns | None = None
+
+    @classmethod
+    def open(cls, path: str | Path) -> SQLiteReviewReader:
+        """A reader of the store file at `path`, checked now: StoreUnavailable when it is missing or is not a
+        result store, StoreSchemaError when it is from a newer release."""
+        if not Path(path).is_file():
+            raise StoreUnavailable(f"{path}: no such file")
+        reader = cls(path)
+        reader._run(lambda db: None)
+        return reader
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for db in idle:
+            db.close()
+
+    # --- ReviewReader ---------------------------------------------------------------------------
+    def results(self, where: ResultFilter, limit: int, cursor: str | None = None) -> ResultsPage:
+        after = decode_cursor(cursor) if cursor is not None else None
+        limit = min(max(int(limit), 1), MAX_LIMIT)
+
+        def read(db: sqlite3.Connection) -> ResultsPage:
+            cols = self._columns_of(db)
+            found: list[tuple[OrderKey, ResultItem]] = []
+            sql, params = results_query(where, after, limit + 1, cols, EXCERPT)
+            found += [_result_item(row) for row in db.execute(sql, params)]
+            if where.outcome in (None, "pass") and "passed" in cols.present:
+                sql, params = passing_query(where, after, limit + 1, cols, EXCERPT)
+                found += [_passing_item(row) for row in db.execute(sql, params)]
+            page = heapq.nlargest(limit + 1, found, key=lambda pair: pair[0])
+            more = len(page) > limit
+            page = page[:limit]
+            return ResultsPage(
+                items=[item for _, item in page], next_cursor=encode_cursor(page[-1][0]) if more else None
+            )
+
+        return self._run(read)
+
+    def trace(self, trace_id: str) -> TraceDetail | None:
+        def read(db: sqlite3.Connection) -> TraceDetail | None:
+            cols = self._columns_of(db)
+            names = ("created_at", "service", "input", "output", "span_count", "duration_ms", "has_errors")
+            extra = ("passed", "agents", "tools", "detail")
+            row = db.execute(
+                f"SELECT {', '.join(names)}, {', '.join(cols(c, 'traces') for c in extra)} FROM traces"
+                " WHERE trace_id = ?",
+                (trace_id,),
+            ).fetchone()
+            rows = db.execute(
+                "SELECT r.created_at, r.id, r.trace_id, r.evaluator, r.level, r.passed, r.score, r.skip_reason,"
+                " r.explanation, r.details, r.service, r.agent, r.model, r.span_id, NULL, NULL FROM results r"
+                " WHERE r.trace_id = ? ORDER BY r.id",
+                (trace_id,),
+            ).fetchall()
+            if row is None and not rows:
+                return None
+            return _trace_detail(trace_id, row, rows)
+
+        return self._run(read)
+
+    def breakdown(
+        self, by: BreakdownBy, evaluator: str | None = None, since: float | None = None, until: float | None = None
+    ) -> Breakdown:
+        if by not in get_args(BreakdownBy):
+            raise ValueError(f"cannot break down by {by!r}")
+
+        def read(db: sqlite3.Connection) -> list[BreakdownGroup]:
+            counts: dict[str, list[int]] = {}
+            for sql, params in breakdown_queries(by, evaluator, since, until, self._columns_of(db)):
+                for value, passed, failed, skipped in db.execute(sql, params):
+                    group = counts.setdefault(str(value), [0, 0, 0])
+                    group[0] += passed or 0
+                    group[1] += failed or 0
+                    group[2] += skipped or 0
+            groups = [
+                BreakdownGroup(
+                    value=value,
+                    passed=p,
+                    failed=f,
+                    skipped=s,
+                    pass_ratio=p / (p + f) if p + f else None,
+                )
+                for value, (p, f, s) in counts.items()
+                if p or f or s
+            ]
+            return sorted(groups, key=lambda g: (-g.failed, -(g.passed + g.failed + g.skipped), g.value))
+
+        return Breakdown(evaluator=evaluator, by=by, since=since, until=until, groups=self._run(read))
+
+    # --- connections ----------------------------------------------------------------------------
+    def _run(self, read: Callable[[sqlite3.Connection], T]) -> T:
+        try:
+            with self._connection() as db:
+                result = read(db)
+        except StoreSchemaError:
+            raise
+        except (sqlite3.Error, OSError, StoreUnavailable) as exc:
+            missing = isinstance(exc, StoreUnavailable)  # no file (the store is not open: that is its failure)
+            self.health.failed("read", exc, counted_only=missing)
+            if missing:
+                raise
+            raise StoreUnavailable(f"the result store {self.path} cannot be read: {exc}") from exc
+        self.health.succeeded("read")
+        return result
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        identity = _identity(self.path)
+        if identity is None:
+            raise StoreUnavailable(f"the result store {self.path} does not exist")
+        with self._lock:
+            if identity != self._identity:  # a new file (the store re-created it): the old connections go
+                stale, self._idle, self._identity, self._columns = self._idle, [], identity, None
+            else:
+                stale = []
+            db = self._idle.pop() if self._idle else None
+        for old in stale:
+            old.close()
+        db = db or self._connect()
+        try:
+            yield db
+        except BaseException:
+            db.close()
+            raise
+        with self._lock:
+            if len(self._idle) < IDLE_CONNECTIONS and identity == self._identity:
+                self._idle.append(db)
+                return
+        db.close()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(
+            f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False
+        )
+        try:
+            check_version(int(db.execute("PRAGMA user_version").fetchone()[0]), self.path)
+            tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not {"results", "traces"} <= tables:
+                raise StoreUnavailable(f"{self.path} is not a result store (no results and traces tables)")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _columns_of(self, db: sqlite3.Connection) -> Columns:
+        columns = self._columns
+        if columns is None:
+            present = {row[1] for row in db.execute("PRAGMA table_info(traces)")}
+            columns = self._columns = Columns(present)
+        return columns
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+def _excerpt(text: str | None) -> str | None:
+    if text is None or len(text) <= EXCERPT:
+        return text
+    return text[: EXCERPT - 1] + "…"
+
+
+def _result_item(row: tuple) -> tuple[OrderKey, ResultItem]:
+    at, ident, trace_id, evaluator, level, passed, score, skip, explanation, details = row[:10]
+    service, agent, model, span_id, given, answer = row[10:]
+    outcome = _OUTCOMES.get(passed, "fail")
+    item = ResultItem(
+        trace_id=trace_id,
+        evaluated_at=at,
+        evaluator=evaluator,
+        level=level,
+        outcome=outcome,  # type: ignore[arg-type]  # one of Outcome
+        score=score,
+        skip_reason=(skip or "no_verdict") if outcome == "skip" else None,
+        explanation=explanation,
+        details=details,
+        service=service,
+        agent=agent,
+        model=model,
+        span_id=span_id,
+        input_excerpt=_excerpt(given),
+        output_excerpt=_excerpt(answer),
+    )
+    return (at, RESULT_SOURCE, ident, 0), item
+
+
+def _passing_item(row: tuple) -> tuple[OrderKey, ResultItem]:
+    at, rowid, index, trace_id, packed, service, given, answer = row
+    return (at, PASSING_SOURCE, rowid, -index), _passed(trace_id, at, service, json.loads(packed), given, answer)
+
+
+def _passed(trace_id: str, at: float, service: str | None, entry: list, given: Any, answer: Any) -> ResultItem:
+    evaluator, level, span_id, agent, model, score, explanation, details = entry
+    return ResultItem(
+        trace_id=trace_id,
+        evaluated_at=at,
+        evaluator=evaluator,
+        level=level,
+        outcome="pass",
+        score=score,
+        explanation=explanation,
+        details=details,
+        service=service,
+        agent=agent,
+        model=model,
+        span_id=span_id,
+        input_excerpt=_excerpt(given),
+        output_excerpt=_excerpt(answer),
+    )
+
+
+def _trace_detail(trace_id: str, row: tuple | None, rows: list[tuple]) -> TraceDetail:
+    if row is None:  # results of a trace that was not stored (late judge results with `results: failing`)
+        summary = TraceSummary(trace_id=trace_id, evaluated_at=min(r[0] for r in rows), service=rows[0][10])
+        given = answer = None
+        passed: list = []
+        steps: list[Step] = []
+    else:
+        at, service, given, answer, span_count, duration_ms, has_errors, packed, agents, tools, detail = row
+        unpacked = json.loads(detail) if detail else {}
+        summary = TraceSummary(
+            trace_id=trace_id,
+            evaluated_at=at,
+            service=service,
+            agents=json.loads(agents) if agents else [],
+            input=given,
+            output=answer,
+            span_count=span_count or 0,
+            duration_ms=duration_ms or 0.0,
+            has_errors=bool(has_errors),
+            models=[
+                ModelUsage(model=model if model is not None else "unknown", calls=c, input_tokens=i, output_tokens=o)
+                for model, c, i, o in unpacked.get("models", ())
+            ],
+            tools=json.loads(tools) if tools else [],
+            errors=[ErrorSpan(span_id=s, name=n, kind=k, error=e) for s, n, k, e in unpacked.get("errors", ())],
+            steps_truncated=bool(unpacked.get("truncated")),
+        )
+        steps = [Step(**dict(zip(STEP_FIELDS, values))) for values in unpacked.get("steps", ())]
+        passed = [
+            _passed(trace_id, at, service, entry, given, answer) for entry in (json.loads(packed) if packed else ())
+        ]
+    stored = [_result_item((*r[:14], given, answer))[1] for r in rows]
+    rank = {"fail": 0, "skip": 1, "pass": 2}
+    stored.sort(key=lambda item: rank[item.outcome])  # stable: evaluation order within each outcome
+    return TraceDetail(summary=summary, steps=steps, results=[*stored, *passed])

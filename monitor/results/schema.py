@@ -1,0 +1,152 @@
+"""The result store's schema, versioned with `PRAGMA user_version`, and its migrations.
+
+Version 0 is the schema from before versioning (`BASELINE`, possibly without `traces.passed`). Each entry of
+`MIGRATIONS` takes the schema one version up. `set_up` applies the missing ones in order, in one transaction
+(`BEGIN IMMEDIATE`: when several processes open the database at once, one migrates, the others wait and find
+it done), and refuses a database from a newer agent-monitor. A database at the latest version is not written.
+
+Version 1: `traces` gains `agents`, `models`, `tools` (JSON arrays of names: what the review filters and groups
+on, with json_each) and `detail` (JSON: steps, model usage, error spans); `results` gets an index on time for
+every row (the review lists skips too), replacing the failing-only one, and one for the passing rows of the
+oldest databases. New databases use `auto_vacuum=INCREMENTAL`, so deleting rows can shrink the file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+
+BUSY_TIMEOUT_SECONDS = 30.0  # how long a writer waits for another process's transaction
+
+# Version 0, as the store created it before versioning (every statement idempotent).
+BASELINE = (
+    """CREATE TABLE IF NOT EXISTS results (
+    id INTEGER PRIMARY KEY,
+    created_at REAL NOT NULL,
+    trace_id TEXT NOT NULL,
+    span_id TEXT,
+    service TEXT,
+    agent TEXT,
+    model TEXT,
+    evaluator TEXT NOT NULL,
+    level TEXT NOT NULL,
+    score REAL,
+    passed INTEGER,
+    skip_reason TEXT,
+    explanation TEXT,
+    details TEXT
+)""",
+    "CREATE INDEX IF NOT EXISTS results_trace ON results(trace_id)",
+    "DROP INDEX IF EXISTS results_eval_time",
+    "CREATE INDEX IF NOT EXISTS results_failing ON results(evaluator, created_at) WHERE passed = 0",
+    "CREATE INDEX IF NOT EXISTS results_failing_time ON results(created_at) WHERE passed = 0",
+    """CREATE TABLE IF NOT EXISTS traces (
+    trace_id TEXT PRIMARY KEY,
+    created_at REAL NOT NULL,
+    service TEXT,
+    input TEXT,
+    output TEXT,
+    span_count INTEGER,
+    duration_ms REAL,
+    has_errors INTEGER,
+    passed TEXT
+)""",
+    "CREATE INDEX IF NOT EXISTS traces_time ON traces(created_at)",
+)
+
+TRACE_COLUMNS = (
+    "trace_id",
+    "created_at",
+    "service",
+    "input",
+    "output",
+    "span_count",
+    "duration_ms",
+    "has_errors",
+    "passed",
+    "agents",
+    "models",
+    "tools",
+    "detail",
+)
+
+
+class StoreSchemaError(RuntimeError):
+    """The database was written by a newer agent-monitor (its schema version is unknown here)."""
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+
+
+def _to_v1(db: sqlite3.Connection) -> None:
+    columns = _columns(db, "traces")
+    for name in ("passed", "agents", "models", "tools", "detail"):  # `passed` is missing in the oldest databases
+        if name not in columns:
+            db.execute(f"ALTER TABLE traces ADD COLUMN {name} TEXT")
+    db.execute("DROP INDEX IF EXISTS results_failing_time")
+    db.execute("CREATE INDEX IF NOT EXISTS results_time ON results(created_at)")
+    # Passing results had a row each before they were packed per trace: found by the review through this index
+    # (empty, so free, in every database written since).
+    db.execute("CREATE INDEX IF NOT EXISTS results_passing ON results(created_at) WHERE passed = 1")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def schema_version(db: sqlite3.Connection) -> int:
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def check_version(version: int, where: object) -> None:
+    if version > SCHEMA_VERSION:
+        raise StoreSchemaError(
+            f"{where} has result store schema version {version}, newer than this agent-monitor knows "
+            f"({SCHEMA_VERSION}): it was written by a newer release; use that release or another store.path"
+        )
+
+
+def set_up(db: sqlite3.Connection, where: object) -> None:
+    """WAL mode and the latest schema on a read-write connection (autocommit). SQLite answers "database is
+    locked" at once, without the busy timeout, when two connections would deadlock upgrading their locks (worker
+    processes opening a new database together): that answer is retried here, within the busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+    while True:
+        try:
+            # Only what is missing: a database already set up is opened without taking a lock.
+            if db.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file: before anything is written
+                db.execute("PRAGMA auto_vacuum=INCREMENTAL")
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            version = schema_version(db)
+            check_version(version, where)
+            if version < SCHEMA_VERSION:
+                _migrate(db, where)
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            time.sleep(0.05)
+
+
+def _migrate(db: sqlite3.Connection, where: object) -> None:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        version = schema_version(db)  # another process may have migrated while this one waited
+        check_version(version, where)
+        if version == 0:
+            for statement in BASELINE:
+                db.execute(statement)
+        for migration in MIGRATIONS[version:]:
+            migration(db)
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise

@@ -1,0 +1,161 @@
+"""trace_detail(trace): the step tree and summary the review shows of a trace, built from its views.
+
+It runs where the trace is evaluated (a worker process), once per stored trace. The steps are `inspect`'s tree
+(`step_tree`): agent → LLM call → tool call, retrieval, handoff, depth-first in start order, cut at `max_steps`
+(a prefix of the depth-first order, so every kept step's parent is kept). Text is bounded here (a little more
+than stored, see rows.MASK_MARGIN); the store masks it and cuts it to `STEP_TEXT`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from evaluators.traces.model import Trace
+from evaluators.traces.spans import AgentSpan, HandoffSpan, LLMSpan, RetrieverSpan, Span, ToolSpan
+from monitor.results.rows import MASK_MARGIN, TraceDetailRow
+
+STEP_TEXT = 500  # characters kept of a step's text and error
+NAME = 200  # characters kept of a name
+MAX_STEPS = 200
+MAX_LISTED = 100  # agents, models, tools and error spans listed per trace
+_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
+def step_tree(trace: Trace) -> Iterator[tuple[Span, int, bool]]:
+    """(span, depth, wraps the call below it) for every span, depth-first in start order, as `inspect` shows it.
+
+    A span whose parent is not in the trace is at depth 0. A wrapper is the outer span of an LLM call that
+    the framework wrote twice (its call is the span below it)."""
+    wrappers = {s.wrapper.span_id for s in trace.spans if isinstance(s, LLMSpan) and s.wrapper is not None}
+    depth: dict[str, int] = {}
+    for span in trace.spans:
+        parent = span.parent_span_id
+        level = depth[parent] + 1 if parent in depth else 0
+        depth[span.span_id] = level
+        yield span, level, span.span_id in wrappers
+
+
+_KINDS: dict[type, str] = {
+    LLMSpan: "llm",
+    HandoffSpan: "handoff",
+    ToolSpan: "tool",
+    RetrieverSpan: "retrieval",
+    AgentSpan: "agent",
+    Span: "span",
+}
+
+
+def step_kind(span: Span, wrapper: bool = False) -> str:
+    """The review's StepKind of a span."""
+    if wrapper:
+        return "span"
+    kind = _KINDS.get(type(span))
+    if kind is not None:
+        return kind
+    for view, name in _KINDS.items():  # a subclass: HandoffSpan is looked at before ToolSpan
+        if isinstance(span, view):
+            return name
+    return "span"
+
+
+def step_name(span: Span, kind: str) -> str:
+    if kind == "handoff":
+        assert isinstance(span, HandoffSpan)
+        name = f"{span.agent_name or '?'} → {span.to_agent or '?'}"
+    elif kind in ("tool", "agent"):
+        name = span.name  # type: ignore[attr-defined]  # ToolSpan and AgentSpan have a name
+    else:
+        name = span.span_name
+    return _cut(name, NAME) or ""
+
+
+def trace_detail(trace: Trace, max_steps: int = MAX_STEPS) -> TraceDetailRow:
+    """The TraceDetailRow of a built trace (text bounded, not yet masked)."""
+    start = trace.start_time
+    steps: list[tuple] = []
+    errors: list[tuple[str, str, str, str]] = []
+    for span, depth, wrapper in step_tree(trace):
+        kind = step_kind(span, wrapper)
+        failed = span.record.is_error
+        if failed and len(errors) < MAX_LISTED:
+            errors.append((span.span_id, step_name(span, kind), kind, _cut(span.error, STEP_TEXT) or "error"))
+        if len(steps) < max_steps:  # a prefix of the depth-first order: every parent is among the steps
+            steps.append(_step(span, depth, kind, failed, start))
+    return TraceDetailRow(
+        agents=tuple(_name(a) for a in trace.agent_names[:MAX_LISTED]),
+        models=_models(trace),
+        tools=tuple(_name(t) for t in dict.fromkeys(t.name for t in trace.get_tool_calls()))[:MAX_LISTED],
+        errors=tuple(errors),
+        steps=tuple(steps),
+        steps_truncated=len(steps) < trace.span_count,
+    )
+
+
+def _step(span: Span, depth: int, kind: str, failed: bool, trace_start: int) -> tuple:
+    record = span.record
+    parent = record.parent_span_id if depth else None
+    begin = record.start_time_unix_nano
+    offset = (begin - trace_start) / 1e6 if begin > 0 and trace_start > 0 else 0.0
+    error = _cut(span.error, STEP_TEXT) if failed else None
+    model = input_tokens = output_tokens = text = None
+    if kind == "llm":
+        assert isinstance(span, LLMSpan)
+        model = span.model
+        model = _name(model) if model is not None else None
+        usage = span.metrics
+        if usage.has_usage:
+            input_tokens, output_tokens = usage.input_tokens, usage.output_tokens
+        text = span.response
+        if not text and span.tool_calls:
+            text = "→ calls " + ", ".join(call.name for call in span.tool_calls)
+        text = _cut(text, STEP_TEXT)
+    elif kind == "tool":
+        assert isinstance(span, ToolSpan)
+        arguments = _cut(_as_text(span.recorded_arguments), STEP_TEXT // 2) or ""
+        result = span.recorded_result  # as recorded: parsing it (span.result) would cost more than the rest
+        text = arguments if result is None else f"{arguments} → {_cut(_as_text(result), STEP_TEXT // 2)}"
+    elif kind == "retrieval":
+        assert isinstance(span, RetrieverSpan)
+        text = _cut(span.query, STEP_TEXT)
+    return (record.span_id, parent, depth, kind, step_name(span, kind), offset, record.duration_ms, error, model,
+            input_tokens, output_tokens, text)  # fmt: skip
+
+
+def _models(trace: Trace) -> tuple[tuple[str | None, int, int, int], ...]:
+    usage: dict[str | None, list[int]] = {}
+    for call in trace.get_llm_calls():  # by start time: the first model first
+        model = _name(call.model) if call.model is not None else None
+        counts = usage.get(model)
+        if counts is None:
+            if len(usage) >= MAX_LISTED:
+                continue
+            counts = usage[model] = [0, 0, 0]
+        metrics = call.metrics
+        counts[0] += 1
+        counts[1] += metrics.input_tokens
+        counts[2] += metrics.output_tokens
+    return tuple((model, *counts) for model, counts in usage.items())  # type: ignore[misc]
+
+
+def _as_text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    try:
+        return _JSON.encode(value)
+    except ValueError:  # a circular structure
+        return str(value)
+
+
+def _name(text: str) -> str:
+    """An identifier (agent, model, tool): stored as the metrics label it is, not masked, cut at NAME."""
+    return text if len(text) <= NAME else text[: NAME - 1] + "…"
+
+
+def _cut(text: str | None, limit: int) -> str | None:
+    """`text` bounded to `limit` plus the masking margin (the store masks it, then cuts it to `limit`)."""
+    if text is None:
+        return None
+    limit += MASK_MARGIN
+    return text if len(text) <= limit else text[: limit - 1] + "…"

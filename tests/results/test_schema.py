@@ -1,0 +1,178 @@
+"""The store's schema: versioned with user_version, migrated from the unversioned schema keeping its rows."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from monitor.results import schema
+from monitor.results import store as store_module
+from monitor.results.review_models import ResultFilter
+from monitor.results.review_reader import SQLiteReviewReader
+from monitor.results.schema import SCHEMA_VERSION, StoreSchemaError
+from monitor.results.store import ResultStore
+from tests.results.helpers import outcome, row
+
+# The schema exactly as the store created it before versioning (user_version 0).
+UNVERSIONED = """
+CREATE TABLE IF NOT EXISTS results (
+    id INTEGER PRIMARY KEY,
+    created_at REAL NOT NULL,
+    trace_id TEXT NOT NULL,
+    span_id TEXT,
+    service TEXT,
+    agent TEXT,
+    model TEXT,
+    evaluator TEXT NOT NULL,
+    level TEXT NOT NULL,
+    score REAL,
+    passed INTEGER,
+    skip_reason TEXT,
+    explanation TEXT,
+    details TEXT
+);
+CREATE INDEX IF NOT EXISTS results_trace ON results(trace_id);
+DROP INDEX IF EXISTS results_eval_time;
+CREATE INDEX IF NOT EXISTS results_failing ON results(evaluator, created_at) WHERE passed = 0;
+CREATE INDEX IF NOT EXISTS results_failing_time ON results(created_at) WHERE passed = 0;
+CREATE TABLE IF NOT EXISTS traces (
+    trace_id TEXT PRIMARY KEY,
+    created_at REAL NOT NULL,
+    service TEXT,
+    input TEXT,
+    output TEXT,
+    span_count INTEGER,
+    duration_ms REAL,
+    has_errors INTEGER,
+    passed TEXT
+);
+CREATE INDEX IF NOT EXISTS traces_time ON traces(created_at);
+"""
+T1, T2 = "1" * 32, "2" * 32
+
+
+def unversioned_store(path: Path, *, with_passed: bool = True) -> float:
+    """A database as the store wrote it before versioning: two traces, a failure, a skip, packed passing results
+    and (older still) a passing result with a row of its own. Returns the rows' time."""
+    now = time.time() - 60
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA journal_mode=WAL")
+        ddl = UNVERSIONED if with_passed else UNVERSIONED.replace(",\n    passed TEXT\n)", "\n)")
+        db.executescript(ddl)
+        columns = "trace_id, created_at, service, input, output, span_count, duration_ms, has_errors"
+        packed = '[["latency","trace",null,null,null,1.0,"fast","{}"]]'
+        if with_passed:
+            db.execute(f"INSERT INTO traces ({columns}, passed) VALUES (?,?,?,?,?,?,?,?,?)",
+                       (T1, now, "shop", "question", "answer", 4, 12.5, 1, packed))  # fmt: skip
+        else:
+            db.execute(f"INSERT INTO traces ({columns}) VALUES (?,?,?,?,?,?,?,?)",
+                       (T1, now, "shop", "question", "answer", 4, 12.5, 1))  # fmt: skip
+        db.execute(f"INSERT INTO traces ({columns}) VALUES (?,?,?,?,?,?,?,?)", (T2, now, "bank", None, None, 1, 1.0, 0))
+        insert = (
+            "INSERT INTO results (created_at, trace_id, service, span_id, agent, model, evaluator, level, score,"
+            " passed, skip_reason, explanation, details) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+        )
+        db.execute(insert, (now, T1, "shop", None, None, None, "error_free", "trace", 0.0, 0, None, "2 errors", None))
+        db.execute(
+            insert, (now, T1, "shop", None, None, None, "gt", "trace", None, None, "needs_ground_truth", "", None)
+        )
+        db.execute(insert, (now, T2, "bank", "ab" * 8, "a1", "m1", "tone", "llm", 0.9, 1, None, "polite", None))
+    return now
+
+
+def objects(path: Path) -> dict[str, str]:
+    with sqlite3.connect(path) as db:
+        return {name: sql for name, sql in db.execute("SELECT name, sql FROM sqlite_master")}
+
+
+def pragma(path: Path, name: str) -> object:
+    with sqlite3.connect(path) as db:
+        return db.execute(f"PRAGMA {name}").fetchone()[0]
+
+
+@pytest.mark.parametrize("with_passed", [True, False], ids=["unversioned", "before-packing"])
+def test_an_unversioned_database_is_migrated_keeping_its_rows(tmp_path: Path, with_passed: bool) -> None:
+    path = tmp_path / "old.db"
+    then = unversioned_store(path, with_passed=with_passed)
+    assert pragma(path, "user_version") == 0
+    store = ResultStore(path)
+    assert store.available and pragma(path, "user_version") == SCHEMA_VERSION
+    with sqlite3.connect(path) as db:
+        columns = {r[1] for r in db.execute("PRAGMA table_info(traces)")}
+    assert {"passed", "agents", "models", "tools", "detail"} <= columns
+    assert {"results_time", "results_passing", "results_trace", "traces_time"} <= set(objects(path))
+    assert "results_failing_time" not in objects(path)
+    reader = store.reader()
+    items = reader.results(ResultFilter(), 10).items
+    got = {(i.trace_id, i.evaluator, i.outcome, i.evaluated_at) for i in items}
+    expected = {(T1, "error_free", "fail", then), (T1, "gt", "skip", then), (T2, "tone", "pass", then)}
+    assert got == (expected | {(T1, "latency", "pass", then)} if with_passed else expected)
+    detail = reader.trace(T1)
+    assert detail is not None and detail.steps == [] and detail.summary.agents == []
+    assert (detail.summary.service, detail.summary.input, detail.summary.span_count) == ("shop", "question", 4)
+    assert [r.outcome for r in detail.results] == ["fail", "skip", "pass"][: 3 if with_passed else 2]
+    assert reader.results(ResultFilter(outcome="pass", agent="a1"), 10).items[0].model == "m1"
+    assert reader.breakdown("service").groups[0].value == "shop"
+    store.write([outcome("3" * 32, row("a", False))])  # and the migrated database takes new rows
+    assert store.count("traces") == 3
+    store.close()
+    assert pragma(path, "auto_vacuum") == 0  # an old file keeps its vacuum mode (docs: VACUUM to shrink it)
+
+
+def test_opening_a_current_database_again_changes_and_waits_for_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "r.db"
+    ResultStore(path).close()
+    before = objects(path)
+    assert pragma(path, "user_version") == SCHEMA_VERSION and pragma(path, "auto_vacuum") == 2  # incremental
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr(schema, "BUSY_TIMEOUT_SECONDS", 0.2)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process writing: opening must not need the write lock
+    try:
+        again = ResultStore(path)
+        assert again.available
+        again.close()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert objects(path) == before and pragma(path, "user_version") == SCHEMA_VERSION
+
+
+def test_a_database_from_a_newer_release_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    ResultStore(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    message = f"has result store schema version {SCHEMA_VERSION + 1}, newer than this agent-monitor knows"
+    with pytest.raises(StoreSchemaError, match=message):
+        ResultStore(path)
+    with pytest.raises(StoreSchemaError, match=message):
+        SQLiteReviewReader.open(path)
+    assert pragma(path, "user_version") == SCHEMA_VERSION + 1  # left as it was
+
+
+def _open_and_write(path: str, n: int) -> None:
+    store = ResultStore(path, prune=False)
+    store.write([outcome(f"{n:032x}", row("a", False))])
+    assert store.available
+    store.close()
+
+
+def test_processes_opening_a_new_database_together_migrate_it_once(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "r.db"
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_open_and_write, args=(str(path), n)) for n in range(6)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert [w.exitcode for w in workers] == [0] * 6
+    assert pragma(path, "user_version") == SCHEMA_VERSION
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 6
