@@ -36,6 +36,7 @@ class Facts:
     error_step: str  # the failing step's name
     other_evaluators: tuple[str, ...] = field(default=())
     payload: str = XSS  # text in the failing trace's output
+    step_depths: tuple[int, ...] | None = None  # of the steps, when the tree is not a plain chain
 
 
 def _result(trace: str, evaluator: str, outcome: str, score: float | None, at: float, **kw: object) -> ResultItem:

@@ -121,7 +121,12 @@ def test_on_call_walkthrough(browser, review_site: Site, tmp_path: Path) -> None
     ] == list(facts.step_names)
     indents = [float(steps.nth(i).locator("td.step").evaluate("e => parseFloat(getComputedStyle(e).paddingLeft)"))
                for i in range(steps.count())]  # fmt: skip
-    assert indents[0] < indents[1] < indents[2]  # agent → LLM call → tool call
+    if facts.step_depths is None:
+        assert indents[0] < indents[1] < indents[2]  # agent → LLM call → tool call
+    else:  # indentation follows the stored depth: deeper steps further right, siblings aligned
+        assert len(indents) == len(facts.step_depths)
+        for (d1, i1), (d2, i2) in zip(zip(facts.step_depths, indents), zip(facts.step_depths[1:], indents[1:])):
+            assert (i1 < i2) if d1 < d2 else (i1 > i2) if d1 > d2 else (i1 == i2)
     error_row = page.locator("table.steps tr.step-error")
     assert error_row.count() == 1 and facts.error_step in error_row.inner_text()
     ui = page.locator("a.trace-ui")
