@@ -239,24 +239,9 @@ def _result_item(row: tuple) -> tuple[OrderKey, ResultItem]:
     at, ident, trace_id, evaluator, level, passed, score, skip, explanation, details = row[:10]
     service, agent, model, span_id, given, answer = row[10:]
     outcome = _OUTCOMES.get(passed, "fail")
-    item = ResultItem(
-        trace_id=trace_id,
-        evaluated_at=at,
-        evaluator=evaluator,
-        level=level,
-        outcome=outcome,  # type: ignore[arg-type]  # one of Outcome
-        score=score,
-        skip_reason=(skip or "no_verdict") if outcome == "skip" else None,
-        explanation=explanation,
-        details=details,
-        service=service,
-        agent=agent,
-        model=model,
-        span_id=span_id,
-        input_excerpt=_excerpt(given),
-        output_excerpt=_excerpt(answer),
-    )
-    return (at, RESULT_SOURCE, ident, 0), item
+    entry = [evaluator, level, span_id, agent, model, score, explanation, details]
+    skip_reason = (skip or "no_verdict") if outcome == "skip" else None
+    return (at, RESULT_SOURCE, ident, 0), _item(trace_id, at, service, entry, given, answer, outcome, skip_reason)
 
 
 def _passing_item(row: tuple) -> tuple[OrderKey, ResultItem]:
@@ -265,14 +250,30 @@ def _passing_item(row: tuple) -> tuple[OrderKey, ResultItem]:
 
 
 def _passed(trace_id: str, at: float, service: str | None, entry: list, given: Any, answer: Any) -> ResultItem:
+    """A packed passing result (PASSED_FIELDS) as an item."""
+    return _item(trace_id, at, service, entry, given, answer, "pass", None)
+
+
+def _item(
+    trace_id: str,
+    at: float,
+    service: str | None,
+    entry: list,
+    given: Any,
+    answer: Any,
+    outcome: str,
+    skip_reason: str | None,
+) -> ResultItem:
+    """An item from a result's PASSED_FIELDS-ordered values and its trace's excerpts."""
     evaluator, level, span_id, agent, model, score, explanation, details = entry
     return ResultItem(
         trace_id=trace_id,
         evaluated_at=at,
         evaluator=evaluator,
         level=level,
-        outcome="pass",
+        outcome=outcome,  # type: ignore[arg-type]  # one of Outcome
         score=score,
+        skip_reason=skip_reason,
         explanation=explanation,
         details=details,
         service=service,
