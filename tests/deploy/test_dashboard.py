@@ -453,7 +453,7 @@ def test_the_datasources_are_provisioned_with_exemplar_links_to_the_traces():
     assert [d["datasourceUid"] for d in internal] == [traces["uid"]]
     (review,) = [d for d in destinations if "url" in d]
     # Grafana expands ${ENV} in provisioning files: "$$" keeps the data-link variables for Grafana.
-    assert review["url"] == "$${review_url}/review?evaluator=$${__data.fields.evaluator}&trace_id=$${__value.raw}"
+    assert review["url"] == "$${review_url}/review/traces/$${__value.raw}"
     for value in strings(load_yaml(DATASOURCES)):
         assert not re.search(r"(?<!\$)\$\{", value), f"{value}: Grafana would read an unescaped ${{...}} from its env"
     rate_floor = prometheus["jsonData"]["timeInterval"]
