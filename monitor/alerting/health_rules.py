@@ -1,5 +1,6 @@
 """The daemon's own health alerts (`alerting.health`): receivers refusing spans, traces dropped, an evaluation
-backlog, LLM judges that cannot judge, and the scrape target down or gone. All share `health.for` and
+backlog, LLM judges that cannot judge, a result store that fails (review unavailable), and the scrape target
+down or gone. All share `health.for` and
 `health.severity`.
 """
 
@@ -82,6 +83,17 @@ def judge_unavailable(health: HealthAlertsConfig, ctx: RuleContext) -> Health:
     )
 
 
+def review_unavailable(health: HealthAlertsConfig, ctx: RuleContext) -> Health:
+    available = select("agent_monitor_review_available", extra=ctx.selector)
+    return Health(
+        f"{available} == 0\n",
+        "agent-monitor's result store is failing on {{ $labels.instance }}: review unavailable",
+        f"The result store has been failing for {duration(health.for_)} (see agent_monitor_store_errors_total by "
+        "operation: open, write, prune or read): evaluation and metrics go on, but the review page, the review "
+        "API and the failing-traces links lack what this replica evaluated.",
+    )
+
+
 def monitor_down(health: HealthAlertsConfig, ctx: RuleContext) -> Health:
     up = select("up", f"job={string(ctx.job)}", extra=ctx.selector)
     expr = f"{up} == 0\nor\nabsent({up})\n"
@@ -98,12 +110,13 @@ HEALTH_ALERTS = {
     "AgentMonitorEvaluationBacklog": evaluation_backlog,
     "AgentMonitorJudgeUnavailable": judge_unavailable,
     "AgentMonitorReceiversRefusing": receivers_refusing,
+    "AgentMonitorReviewUnavailable": review_unavailable,
     "AgentMonitorTracesDropped": traces_dropped,
 }
 
 
 def health_rules(health: HealthAlertsConfig, ctx: RuleContext) -> list[Rule]:
-    """The five health alerts, by name (none when `health.enabled` is false)."""
+    """The six health alerts, by name (none when `health.enabled` is false)."""
     if not health.enabled:
         return []
     rules = []

@@ -149,6 +149,7 @@ def test_health_alerts() -> None:
         "AgentMonitorEvaluationBacklog",
         "AgentMonitorJudgeUnavailable",
         "AgentMonitorReceiversRefusing",
+        "AgentMonitorReviewUnavailable",
         "AgentMonitorTracesDropped",
     ]
     for rule in by_name.values():
@@ -160,6 +161,8 @@ def test_health_alerts() -> None:
     )
     assert by_name["AgentMonitorEvaluationBacklog"]["expr"].strip().endswith("> 200")
     assert by_name["AgentMonitorReceiversRefusing"]["expr"].strip().endswith("> 0.05")
+    review = by_name["AgentMonitorReviewUnavailable"]["expr"]
+    assert review == 'agent_monitor_review_available{namespace="agents"} == 0\n'
     assert "[15m]" in by_name["AgentMonitorTracesDropped"]["expr"]  # 10m + for: one drop outlasts `for`
     judges = by_name["AgentMonitorJudgeUnavailable"]["expr"]
     assert 'reason=~"judge_unavailable|budget_exhausted"' in judges and 'status!~"ok|cached"' in judges
@@ -226,6 +229,6 @@ def test_every_alert_has_a_runbook_section() -> None:
     """deploy/monitor.yaml links each alert to docs/runbooks.md#<alert>: every name needs its anchor there."""
     runbooks = (Path(__file__).resolve().parents[2] / "docs" / "runbooks.md").read_text()
     names = {rule["alert"] for rule in rules(config(FULL)) if "alert" in rule}
-    assert len(names) == 7
+    assert len(names) == 8
     for name in names:
         assert f'<a id="{name}"></a>' in runbooks, name

@@ -55,6 +55,9 @@ INPUT = [
     ),
     series("agent_monitor_judge_requests_total", cumulative((MINUTES, 9)), judge="safety", model="m", status="ok"),
     series("agent_monitor_judge_requests_total", cumulative((MINUTES, 9)), judge="safety", model="m", status="cached"),
+    # the result store of instance a fails from 2m on; b's store is fine
+    series("agent_monitor_review_available", cumulative((2, 0), (1, -1), (MINUTES - 3, 0), start=1), instance="a"),
+    series("agent_monitor_review_available", _flat(1), instance="b"),
     # the daemon's target goes down at 10m; another job's target is down all along
     series("up", cumulative((10, 0), (1, -1), (MINUTES - 11, 0), start=1), instance="a", job="agent-monitor"),
     series("up", _flat(1), instance="b", job="agent-monitor"),
@@ -69,6 +72,7 @@ FIRING_AT_20M = [
         "AgentMonitorJudgeUnavailable", evaluator="hallucination", service="s", reason="judge_unavailable", **COMMON
     ),
     alerts_sample("AgentMonitorJudgeUnavailable", judge="safety", model="m", status="http_503", **COMMON),
+    alerts_sample("AgentMonitorReviewUnavailable", instance="a", **COMMON),
     alerts_sample("AgentMonitorDown", instance="a", job="agent-monitor", **COMMON),
 ]
 

@@ -70,6 +70,7 @@ ALERT_NAMES = frozenset(
         "AgentMonitorTracesDropped",
         "AgentMonitorEvaluationBacklog",
         "AgentMonitorJudgeUnavailable",
+        "AgentMonitorReviewUnavailable",
         "AgentMonitorDown",
     }
 )
