@@ -59,12 +59,8 @@ class Columns:
 
 def results_query(where: ResultFilter, after: OrderKey | None, limit: int, cols: Columns, excerpt: int) -> tuple:
     """(sql, params) of the `results` rows matching `where`, after the cursor, newest first."""
-    conditions: list[str] = []
-    params: list[Any] = []
-
-    def add(condition: str, *values: Any) -> None:
-        conditions.append(condition)
-        params.extend(values)
+    sql_where = Conditions()
+    add = sql_where.add
 
     if where.evaluator is not None:
         add("r.evaluator = ?", where.evaluator)
@@ -75,10 +71,10 @@ def results_query(where: ResultFilter, after: OrderKey | None, limit: int, cols:
     if where.model is not None:
         add(f"COALESCE(r.model, {cols.first('models')}, '') = ?", where.model)
     if where.outcome is not None:
-        conditions.append({"pass": "r.passed = 1", "fail": "r.passed = 0", "skip": "r.passed IS NULL"}[where.outcome])
+        add({"pass": "r.passed = 1", "fail": "r.passed = 0", "skip": "r.passed IS NULL"}[where.outcome])
     if where.trace_id is not None:
         add("r.trace_id = ?", where.trace_id)
-    _time_range(add, "r.created_at", where)
+    sql_where.time_range("r.created_at", where)
     if after is not None:
         at, source, ident, _ = after
         if source == RESULT_SOURCE:
@@ -89,19 +85,15 @@ def results_query(where: ResultFilter, after: OrderKey | None, limit: int, cols:
         "SELECT r.created_at, r.id, r.trace_id, r.evaluator, r.level, r.passed, r.score, r.skip_reason,"
         f" r.explanation, r.details, r.service, r.agent, r.model, r.span_id, substr(t.input, 1, {excerpt + 1}),"
         f" substr(t.output, 1, {excerpt + 1}) FROM results r LEFT JOIN traces t ON t.trace_id = r.trace_id"
-        f"{_where(conditions)} ORDER BY r.created_at DESC, r.id DESC LIMIT ?"
+        f"{sql_where.sql} ORDER BY r.created_at DESC, r.id DESC LIMIT ?"
     )
-    return sql, [*params, limit]
+    return sql, [*sql_where.params, limit]
 
 
 def passing_query(where: ResultFilter, after: OrderKey | None, limit: int, cols: Columns, excerpt: int) -> tuple:
     """(sql, params) of the packed passing results matching `where`, after the cursor, newest first."""
-    conditions = ["t.passed IS NOT NULL"]
-    params: list[Any] = []
-
-    def add(condition: str, *values: Any) -> None:
-        conditions.append(condition)
-        params.extend(values)
+    sql_where = Conditions("t.passed IS NOT NULL")
+    add = sql_where.add
 
     if where.evaluator is not None:
         add("json_extract(j.value, '$[0]') = ?", where.evaluator)
@@ -113,7 +105,7 @@ def passing_query(where: ResultFilter, after: OrderKey | None, limit: int, cols:
         add(f"COALESCE(json_extract(j.value, '$[4]'), {cols.first('models')}, '') = ?", where.model)
     if where.trace_id is not None:
         add("t.trace_id = ?", where.trace_id)
-    _time_range(add, "t.created_at", where)
+    sql_where.time_range("t.created_at", where)
     if after is not None:
         at, source, ident, index = after
         if source == RESULT_SOURCE:
@@ -130,9 +122,9 @@ def passing_query(where: ResultFilter, after: OrderKey | None, limit: int, cols:
     sql = (
         "SELECT t.created_at, t.rowid, j.key, t.trace_id, j.value, t.service, substr(t.input, 1,"
         f" {excerpt + 1}), substr(t.output, 1, {excerpt + 1}) FROM traces t, json_each(t.passed) j"
-        f"{_where(conditions)} ORDER BY t.created_at DESC, t.rowid DESC LIMIT ?"  # then array order
+        f"{sql_where.sql} ORDER BY t.created_at DESC, t.rowid DESC LIMIT ?"  # then array order
     )
-    return sql, [*params, limit]
+    return sql, [*sql_where.params, limit]
 
 
 def breakdown_queries(
@@ -143,16 +135,10 @@ def breakdown_queries(
     where = ResultFilter(evaluator=evaluator, since=since, until=until)
     queries = []
     # results rows
-    conditions: list[str] = []
-    params: list[Any] = []
-
-    def add(condition: str, *values: Any) -> None:
-        conditions.append(condition)
-        params.extend(values)
-
+    rows_where = Conditions()
     if evaluator is not None:
-        add("r.evaluator = ?", evaluator)
-    _time_range(add, "r.created_at", where)
+        rows_where.add("r.evaluator = ?", evaluator)
+    rows_where.time_range("r.created_at", where)
     group = {
         "service": "COALESCE(r.service, '')",
         "agent": f"COALESCE(r.agent, {cols.first('agents')}, '')",
@@ -164,19 +150,19 @@ def breakdown_queries(
     queries.append(
         (
             f"SELECT {group}, SUM(r.passed = 1), SUM(r.passed = 0), SUM(r.passed IS NULL) FROM results r"
-            f"{join}{tools}{_where(conditions)} GROUP BY 1",
-            params,
+            f"{join}{tools}{rows_where.sql} GROUP BY 1",
+            rows_where.params,
         )
     )
     # packed passing results
-    conditions, params = ["t.passed IS NOT NULL"], []
-    _time_range(add, "t.created_at", where)
+    packed_where = Conditions("t.passed IS NOT NULL")
+    packed_where.time_range("t.created_at", where)
     if by in ("service", "tool") and evaluator is None:
         group = "COALESCE(t.service, '')" if by == "service" else "tool.value"
         count, source = "SUM(json_array_length(t.passed))", f"traces t{tools}"
     else:
         if evaluator is not None:
-            add("json_extract(j.value, '$[0]') = ?", evaluator)
+            packed_where.add("json_extract(j.value, '$[0]') = ?", evaluator)
         group = {
             "service": "COALESCE(t.service, '')",
             "agent": f"COALESCE(json_extract(j.value, '$[3]'), {cols.first('agents')}, '')",
@@ -184,16 +170,28 @@ def breakdown_queries(
             "tool": "tool.value",
         }[by]
         count, source = "COUNT(*)", f"traces t, json_each(t.passed) j{tools}"
-    queries.append((f"SELECT {group}, {count}, 0, 0 FROM {source}{_where(conditions)} GROUP BY 1", params))
+    queries.append((f"SELECT {group}, {count}, 0, 0 FROM {source}{packed_where.sql} GROUP BY 1", packed_where.params))
     return queries
 
 
-def _time_range(add: Any, column: str, where: ResultFilter) -> None:
-    if where.since is not None:
-        add(f"{column} >= ?", where.since)
-    if where.until is not None:
-        add(f"{column} < ?", where.until)
+class Conditions:
+    """A WHERE clause built up condition by condition, with its parameters in order."""
 
+    def __init__(self, *conditions: str) -> None:
+        self.conditions = list(conditions)
+        self.params: list[Any] = []
 
-def _where(conditions: list[str]) -> str:
-    return f" WHERE {' AND '.join(conditions)}" if conditions else ""
+    def add(self, condition: str, *values: Any) -> None:
+        self.conditions.append(condition)
+        self.params.extend(values)
+
+    def time_range(self, column: str, where: ResultFilter) -> None:
+        """`since` inclusive, `until` exclusive, on `column`."""
+        if where.since is not None:
+            self.add(f"{column} >= ?", where.since)
+        if where.until is not None:
+            self.add(f"{column} < ?", where.until)
+
+    @property
+    def sql(self) -> str:
+        return f" WHERE {' AND '.join(self.conditions)}" if self.conditions else ""
