@@ -102,13 +102,7 @@ class Daemon:
             process_slots(config, workers)
             if workers > 1
             else thread_slot(
-                TraceEvaluator(
-                    evaluators,
-                    timeout_seconds=evaluation.timeout,
-                    mode=evaluation.mode,
-                    store_results=store.results if store.enabled else None,
-                    max_steps=store.max_steps,
-                ),
+                TraceEvaluator.from_config(evaluators, config),
                 self.store.write if self.store is not None else None,
             )
         )

@@ -98,9 +98,7 @@ def poll_failing(health: HealthAlertsConfig, ctx: RuleContext) -> Health:
     w = duration(HEALTH_WINDOW)
     failed = select("agent_monitor_poll_runs_total", 'status="error"', extra=ctx.selector)
     succeeded = select("agent_monitor_poll_runs_total", 'status="ok"', extra=ctx.selector)
-    expr = (
-        f"sum by (source) (increase({failed}[{w}])) > 0\nunless\nsum by (source) (increase({succeeded}[{w}])) > 0\n"
-    )
+    expr = f"sum by (source) (increase({failed}[{w}])) > 0\nunless\nsum by (source) (increase({succeeded}[{w}])) > 0\n"
     return Health(
         expr,
         "agent-monitor cannot poll the source {{ $labels.source }}",

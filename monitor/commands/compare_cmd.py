@@ -35,6 +35,7 @@ from monitor.commands.offline import (
 )
 from monitor.commands.offline_judges import stderr_progress
 from monitor.engine.gc_tuning import tune_gc
+from monitor.engine.variants import attribute_value
 from monitor.text import clip
 
 PROG = "agent-monitor compare"
@@ -192,10 +193,10 @@ def _trace_sets(args: argparse.Namespace) -> tuple[tuple[str, list[Trace]], tupl
             "--baseline-value A --candidate-value B"
         )
     traces = _load(args.traces)
-    found = Counter(split_value(t, args.split_by) for t in traces)
+    found = Counter(attribute_value(t, args.split_by) for t in traces)
     sides = []
     for value in (args.baseline_value, args.candidate_value):
-        chosen = [t for t in traces if split_value(t, args.split_by) == value]
+        chosen = [t for t in traces if attribute_value(t, args.split_by) == value]
         if not chosen:
             seen = ", ".join(f"{v!r} ({n})" for v, n in found.most_common(10) if v is not None) or "none"
             raise _Usage(f"no trace in {args.traces} has {args.split_by}={value!r}; values found: {seen}")
@@ -212,15 +213,6 @@ def _load(path: str) -> list[Trace]:
     if not traces:
         raise _Usage(f"no spans found in {path}")
     return traces
-
-
-def split_value(trace: Trace, attribute: str) -> str | None:
-    """The trace's value of `attribute` as text: from a root span's attributes, else the resource's."""
-    for root in trace.roots:
-        if attribute in root.attributes:
-            return str(root.attributes[attribute])
-    value = trace.resource_attributes.get(attribute)
-    return None if value is None else str(value)
 
 
 def compare_reports(

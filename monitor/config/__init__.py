@@ -23,6 +23,7 @@ from .models import (
 )
 from .review import ReviewConfig
 from .units import parse_duration, parse_size
+from .variants import ComparisonConfig, PairwiseConfig, VariantsConfig
 
 __all__ = [
     "DEFAULT_SOURCE",
@@ -31,6 +32,7 @@ __all__ = [
     "ApiConfig",
     "AssemblyConfig",
     "AuthConfig",
+    "ComparisonConfig",
     "ConfigError",
     "EvaluationConfig",
     "EvaluatorEntry",
@@ -46,6 +48,7 @@ __all__ = [
     "LoggingConfig",
     "MetricsConfig",
     "MonitorConfig",
+    "PairwiseConfig",
     "ReceiversConfig",
     "Resolved",
     "ReviewConfig",
@@ -53,6 +56,7 @@ __all__ = [
     "SloConfig",
     "StoreConfig",
     "TlsConfig",
+    "VariantsConfig",
     "Window",
     "dotted",
     "load_config",

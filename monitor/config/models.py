@@ -6,6 +6,7 @@ Load it with `monitor.config.load_config(path, env)` (`loader.py`); line-numbere
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 from collections.abc import Mapping
@@ -39,6 +40,7 @@ from .locate import Loc, LocatedError
 from .review import ReviewConfig
 from .sources import AnySourceConfig, check_distinct_names
 from .units import Duration, MiB, NonNegativeDuration, Port, Section, Size, parse_duration
+from .variants import VariantsConfig
 
 # --- receivers ----------------------------------------------------------------------------------
 
@@ -373,6 +375,7 @@ class MonitorConfig(Section):
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     shutdown: ShutdownConfig = Field(default_factory=ShutdownConfig)
     sources: list[AnySourceConfig] = Field(default_factory=list)
+    variants: VariantsConfig = Field(default_factory=VariantsConfig)
 
     _distinct_source_names = field_validator("sources")(check_distinct_names)
 
@@ -389,6 +392,28 @@ class MonitorConfig(Section):
             for other_loc, other_port in listeners[index + 1 :]:
                 if port and port == other_port:
                     problems.append((other_loc, f"port {port} is also used by {'.'.join(map(str, loc))}"))
+        if problems:
+            raise LocatedError(problems)
+        return self
+
+    @model_validator(mode="after")
+    def _compared_evaluators_exist(self) -> MonitorConfig:
+        """Each `variants.compare` entry names an evaluator of the resulting set (pairwise judges are their own)."""
+        compare = self.variants.compare
+        if not compare:
+            return self
+        labels = [r.entry.label for r in self.evaluator_entries()]
+        problems: list[tuple[Loc, str]] = []
+        for i, entry in enumerate(compare):
+            if entry.evaluator not in labels:
+                close = difflib.get_close_matches(entry.evaluator, labels, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else f" ({', '.join(labels)})"
+                problems.append(
+                    (
+                        ("variants", "compare", i, "evaluator"),
+                        f"{entry.evaluator!r} is not a configured evaluator{hint}",
+                    )
+                )
         if problems:
             raise LocatedError(problems)
         return self

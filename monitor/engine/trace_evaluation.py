@@ -21,8 +21,11 @@ from evaluators.judges.control import judge_sampled_in
 from evaluators.sdk import Dispatched, Level, dispatch
 from evaluators.traces import build_trace, join_logs
 from evaluators.traces.model import Trace
+from monitor.config.models import MonitorConfig
+from monitor.config.variants import VariantsConfig
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.configured import ConfiguredEvaluator, sampled_in
+from monitor.engine.variants import pair_keys, variant_of
 from monitor.results.rows import JudgeJob, ResultRow, TraceFailure, TraceOutcome, bounded
 from monitor.results.trace_detail import MAX_STEPS, trace_detail
 
@@ -33,6 +36,19 @@ _DETAILS_JSON = json.JSONEncoder(default=str, ensure_ascii=False)  # built once:
 
 
 class TraceEvaluator:
+    @classmethod
+    def from_config(cls, evaluators: Sequence[ConfiguredEvaluator], config: MonitorConfig) -> TraceEvaluator:
+        """The evaluator the daemon and its worker processes run: `config`'s timeout, mode, store and variants."""
+        store = config.store
+        return cls(
+            evaluators,
+            timeout_seconds=config.evaluation.timeout,
+            mode=config.evaluation.mode,
+            store_results=store.results if store.enabled else None,
+            max_steps=store.max_steps,
+            variants=config.variants,
+        )
+
     def __init__(
         self,
         evaluators: Sequence[ConfiguredEvaluator],
@@ -41,14 +57,17 @@ class TraceEvaluator:
         mode: str = "monitor",
         store_results: str | None = None,
         max_steps: int = MAX_STEPS,
+        variants: VariantsConfig | None = None,
     ) -> None:
         """`store_results`: the store's `results` setting ("all", "failing"; None: no store), which decides the
-        traces whose review detail (steps, models, tools, errors; trace_detail.py) is built here."""
+        traces whose review detail (steps, models, tools, errors; trace_detail.py) is built here. `variants`:
+        which attribute gives each trace its variant, and which variants are paired for the pairwise judge."""
         self.evaluators = list(evaluators)
         self.timeout_seconds = timeout_seconds
         self.mode = mode
         self.store_results = store_results
         self.max_steps = max_steps
+        self.variants = variants or VariantsConfig()
         self._label_of = {id(c.evaluator): c.label for c in self.evaluators}
         self._is_judge = {c.label: isinstance(c.evaluator, LLMJudge) for c in self.evaluators}
         self._levels = {c.label: str(getattr(c.evaluator, "level", "trace")) for c in self.evaluators}
@@ -75,7 +94,8 @@ class TraceEvaluator:
         llm_calls = trace.get_llm_calls()
         jobs: list[JudgeJob] = []
         service = trace.service_name or "unknown"
-        rows = tuple(self.rows(trace, jobs, service))
+        variant = variant_of(trace, self.variants.attribute)
+        rows = tuple(self.rows(trace, jobs, service, variant))
         return TraceOutcome(
             trace_id=trace.trace_id,
             service=service,
@@ -92,6 +112,8 @@ class TraceEvaluator:
             results=rows,
             judge_jobs=tuple(jobs),
             detail=trace_detail(trace, self.max_steps) if self._stores(rows) else None,
+            variant=variant,
+            pair_keys=pair_keys(trace, variant, self.variants),
         )
 
     def _stores(self, rows: tuple[ResultRow, ...]) -> bool:
@@ -101,7 +123,9 @@ class TraceEvaluator:
             return True
         return self.store_results == "failing" and any(not r.passed and r.skip_reason != "sampled_out" for r in rows)
 
-    def rows(self, trace: Trace, jobs: list[JudgeJob] | None = None, service: str = "unknown") -> list[ResultRow]:
+    def rows(
+        self, trace: Trace, jobs: list[JudgeJob] | None = None, service: str = "unknown", variant: str = ""
+    ) -> list[ResultRow]:
         """One row per (evaluator, dispatch unit), in configured evaluator order. A judge's row is here only when
         it is already decided (sampled out, nothing to judge); its requests are appended to `jobs` (without a
         list to take them, judges are not run)."""
@@ -120,7 +144,7 @@ class TraceEvaluator:
             else:
                 by_label[label] = [self._sampled_out(configured)]
         if judges and jobs is not None:
-            self._prepare_judges(trace, judges, by_label, jobs, service)
+            self._prepare_judges(trace, judges, by_label, jobs, service, variant)
         spent: dict[str, float] = {}
         for done in dispatch(trace, chosen, self.mode):  # type: ignore[arg-type]  # mode is validated by config
             label = self._label_of[id(done.evaluator)]
@@ -140,6 +164,7 @@ class TraceEvaluator:
         by_label: dict[str, list[ResultRow]],
         jobs: list[JudgeJob],
         service: str,
+        variant: str,
     ) -> None:
         for prepared in prepare(trace, [c.evaluator for c in judges], self.mode):
             label = self._label_of[id(prepared.judge)]
@@ -162,6 +187,7 @@ class TraceEvaluator:
                         prepared.agent_name,
                         prepared.model,
                         prepared.request,
+                        variant,
                     )
                 )
 

@@ -41,15 +41,7 @@ def initialize(config: MonitorConfig, parent_pid: int) -> None:
     built, problems = build_evaluators(config.evaluator_entries())
     if problems:  # preflight built the same set in the main process, so this means the worker's import differs
         raise RuntimeError("; ".join(message for _, message in problems))
-    store = config.store
-    evaluation = config.evaluation
-    _evaluator = TraceEvaluator(
-        built,
-        timeout_seconds=evaluation.timeout,
-        mode=evaluation.mode,
-        store_results=store.results if store.enabled else None,
-        max_steps=store.max_steps,
-    )
+    _evaluator = TraceEvaluator.from_config(built, config)
     _run = BatchRun(_evaluator, *_store_writer(config))
     threading.Thread(target=_exit_with_parent, args=(parent_pid,), name="parent-watch", daemon=True).start()
     tune_gc()

@@ -56,6 +56,8 @@ class TraceOutcome(NamedTuple):
     results: tuple[ResultRow, ...]
     judge_jobs: tuple[JudgeJob, ...] = ()  # the judgements still to make (LLM judges answer later)
     detail: TraceDetailRow | None = None  # what the review shows besides the results (None: not stored)
+    variant: str = ""  # the agent version that produced it (variants.attribute); "" when unset or missing
+    pair_keys: tuple[tuple[str, str], ...] = ()  # (pair_by, key): what a pairwise judge pairs it on
 
 
 class TraceDetailRow(NamedTuple):
@@ -97,6 +99,7 @@ class JudgeJob(NamedTuple):
     agent: str | None
     model: str | None
     request: Any
+    variant: str = ""  # the trace's variant (the `variant` label of the judge's result)
 
 
 class LateResults(NamedTuple):
