@@ -33,7 +33,7 @@ def tally_of(outcomes: Iterable[TraceOutcome | TraceFailure]) -> MetricsTally:
         tally.add_trace(
             o.service, o.duration_seconds, o.has_error, o.trace_id, o.tokens, o.tools, o.llm_calls, o.last_seen
         )
-        tally.add_results(o.service, o.trace_id, o.results)
+        tally.add_results(o.service, o.trace_id, o.results, o.variant)
         if o.judge_jobs:
             tally.judge_jobs.extend(o.judge_jobs)
     return tally

@@ -115,7 +115,7 @@ class JudgeStage:
             if result.skip_reason is SkipReason.JUDGE_UNAVAILABLE:
                 self._unavailable.warning("judge_unavailable", "judge %s: %s", job.evaluator, result.explanation)
             row = result_row(job, result, seconds)
-            tally.add_results(job.service, job.trace_id, (row,))
+            tally.add_results(job.service, job.trace_id, (row,), job.variant)
             late.setdefault((job.trace_id, job.service), []).append(row)
             self.completed += 1
         try:

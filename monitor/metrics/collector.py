@@ -1,6 +1,6 @@
 """Scrape-time collector for the windowed gauges and the in-process alert state.
 
-Once an (evaluator, service) has recorded a result its window series stay: a window that empties reports
+Once an (evaluator, service, variant) has recorded a result its window series stay: a window that empties reports
 `agent_eval_window_samples` 0 and NaN ratio, mean, stddev and quantiles, so panels and alerts see "no data in
 the window" instead of a vanished series.
 """
@@ -18,7 +18,7 @@ from prometheus_client.registry import Collector
 from monitor.alerting.thresholds import AlertRule, AlertState, AlertTrack
 from monitor.metrics.windows import QUANTILES, WindowStore, score_stats
 
-WINDOW_LABELS = ["evaluator", "service", "window"]
+WINDOW_LABELS = ["evaluator", "service", "variant", "window"]
 THRESHOLD_LABELS = ["evaluator", "service"]
 ALERT_LABELS = ["evaluator", "service", "alert"]
 
@@ -81,10 +81,10 @@ class WindowCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         families = _families()
-        for evaluator, service in sorted(self.store.keys()):
+        for evaluator, service, variant in sorted(self.store.keys()):
             for label, seconds in self.windows:
-                window = self.store.snapshot(evaluator, service, seconds)
-                labels = [evaluator, service, label]
+                window = self.store.snapshot(evaluator, service, seconds, variant)
+                labels = [evaluator, service, variant, label]
                 families["samples"].add_metric(labels, window.verdicts)
                 ratio = window.pass_ratio
                 families["pass_ratio"].add_metric(labels, NAN if ratio is None else ratio)
@@ -100,21 +100,17 @@ class WindowCollector(Collector):
         yield from families.values()
 
     def window_totals(self, evaluator: str) -> list[tuple[str, int, int]]:
-        """(window label, passed, verdicts) of `evaluator` in each exported window, summed over its services."""
-        seen = self.store.keys()  # (evaluator, service) pairs
-        services = [service for name, service in seen if name == evaluator]
+        """(window label, passed, verdicts) of `evaluator` in each exported window, summed over its services and
+        variants."""
+        keys = [seen for seen in self.store.keys() if seen[0] == evaluator]  # noqa: SIM118 (a method, not a dict)
         totals = []
         for label, seconds in self.windows:
-            passed = verdicts = 0
-            for service in services:
-                window = self.store.snapshot(evaluator, service, seconds)
-                passed += window.passed
-                verdicts += window.verdicts
-            totals.append((label, passed, verdicts))
+            window = self.store.merged(keys, seconds)
+            totals.append((label, window.passed, window.verdicts))
         return totals
 
     def alert_states(self) -> list[AlertState]:
-        """One state per (evaluator with a rule, service seen for it).
+        """One state per (evaluator with a rule, service seen for it), over every variant.
 
         A window with fewer than `min_samples` verdicts (or none) does not decide: the alert keeps its last
         state (inactive at first), so it never resolves for lack of data. A breach fires once it has lasted
@@ -122,11 +118,13 @@ class WindowCollector(Collector):
         """
         states = []
         now = self._clock()
-        for evaluator, service in sorted(self.store.keys()):
-            rule = self.thresholds.get(evaluator)
-            if rule is None:
-                continue
-            window = self.store.snapshot(evaluator, service, rule.window_seconds)
+        by_service: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
+        for seen in sorted(self.store.keys()):
+            if seen[0] in self.thresholds:
+                by_service.setdefault((seen[0], seen[1]), []).append(seen)
+        for (evaluator, service), keys in by_service.items():
+            rule = self.thresholds[evaluator]
+            window = self.store.merged(keys, rule.window_seconds)
             key = (evaluator, service)
             with self._alerts_lock:
                 track = self._alerts.setdefault(key, AlertTrack())

@@ -25,7 +25,7 @@ DEFAULT_SCORE_BUCKETS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0
 DEFAULT_DURATION_BUCKETS: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 EVALUATION_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 MAX_RESOLVED = 20_000  # cached label resolutions (raw label values); beyond it results take the slow path
-RESULT_LABELS = ["evaluator", "level", "service", "agent"]
+RESULT_LABELS = ["evaluator", "level", "service", "agent", "variant"]
 
 # The daemon owns its process: counters and histograms expose no `*_created` series (a start time per label set
 # that only grows the scrape). prometheus_client reads this process-wide flag at every collection.
@@ -57,18 +57,19 @@ class ResultView(NamedTuple):
 
 
 class _ResultKey:
-    """The label values of one (evaluator, level, service, agent), resolved once, and the keys built from them."""
+    """The label values of one (evaluator, level, service, agent, variant), resolved once, and the keys built
+    from them."""
 
     __slots__ = ("failed", "labels", "name", "passed", "service", "skip", "window_key")
 
-    def __init__(self, labels: tuple[str, str, str, str]) -> None:
+    def __init__(self, labels: tuple[str, str, str, str, str]) -> None:
         self.labels = labels
         self.name = (labels[0],)
         self.service = labels[2]
         self.passed = (*labels, "pass")
         self.failed = (*labels, "fail")
         self.skip = (*labels, "skip")
-        self.window_key = (labels[0], labels[2])
+        self.window_key = (labels[0], labels[2], labels[4])
 
 
 RECEIVERS = ("grpc", "http")
@@ -202,7 +203,7 @@ class MetricsExporter:
             "1 while the result store works (the review can be used), 0 while it is failing or disabled.",
             registry=r,
         )
-        self._resolved: dict[tuple[str, str, str, str | None], _ResultKey] = {}
+        self._resolved: dict[ResultKey, _ResultKey] = {}
         self._capped_values: dict[tuple[str, object], str] = {}
         self.judges = JudgeMetrics(r)
         self.poll = PollMetrics(r)
@@ -264,21 +265,22 @@ class MetricsExporter:
         skip_reason: str | None,
         trace_id: str,
         duration_seconds: float,
+        variant: str = "",
     ) -> None:
         """Record one evaluation result (see `observe_results`: a skip without a reason counts as `no_verdict`)."""
         row = ResultView(agent, evaluator, level, score, None if skipped else passed, skip_reason, duration_seconds)
-        self.observe_results(service, trace_id, [row])
+        self.observe_results(service, trace_id, [row], variant)
 
-    def observe_results(self, service: str, trace_id: str, rows: Iterable[Any]) -> None:
+    def observe_results(self, service: str, trace_id: str, rows: Iterable[Any], variant: str = "") -> None:
         """Record the results of one trace; each row has the fields of `ResultView` (by name).
 
         A row with a skip_reason is a skip: it counts in results{outcome="skip"} and skips_total only. A row
         without a skip_reason and without a verdict counts as a skip with reason "no_verdict". Failures carry
         a trace_id exemplar. The `agent` label is the agent's name at agent level, empty at trace and llm
-        level.
+        level. `variant` is the trace's variant ("" when variants are off).
         """
         tally = MetricsTally()
-        tally.add_results(service, trace_id, rows)
+        tally.add_results(service, trace_id, rows, variant)
         self.apply_tally(tally)
 
     def apply_tally(self, tally: MetricsTally) -> None:
@@ -310,12 +312,12 @@ class MetricsExporter:
 
     def _apply_results(
         self, results: Mapping[ResultKey, ResultCounts], capped: Callable[[str, object], str]
-    ) -> list[tuple[tuple[str, str], Any, bool]]:
+    ) -> list[tuple[tuple[str, str, str], Any, bool]]:
         """Counters and histograms of every result label set (under the series lock); the window samples."""
-        window_samples: list[tuple[tuple[str, str], Any, bool]] = []
+        window_samples: list[tuple[tuple[str, str, str], Any, bool]] = []
         counters, score, skips, seconds = self.results, self.score, self.skips, self.evaluation_seconds
-        for (evaluator, level, service, agent), counts in results.items():
-            key = self._result_key(evaluator, level, service, agent)
+        for raw, counts in results.items():
+            key = self._result_key(raw)
             for elapsed in counts.durations:
                 seconds.observe(key.name, elapsed)
             skipped = sum(counts.skips.values())
@@ -334,20 +336,26 @@ class MetricsExporter:
                 window_samples.append((window_key, value, passed))
         return window_samples
 
-    def _result_key(self, evaluator: str, level: str, service: str, agent: str | None) -> _ResultKey:
-        raw = (evaluator, level, service, agent)
+    def _result_key(self, raw: ResultKey) -> _ResultKey:
         key = self._resolved.get(raw)
         if key is not None:
             return key
+        evaluator, level, service, agent, variant = raw
         name = sanitize_label_value(evaluator)
         svc = self._cap("service", service)
         lvl = sanitize_label_value(level)
         agent_label = self._agent_label(lvl, agent)
-        key = _ResultKey((name, lvl, svc, agent_label))
+        variant_label = self.variant_label(variant)
+        key = _ResultKey((name, lvl, svc, agent_label, variant_label))
         # A value folded into __other__ is resolved again each time, so every occurrence is counted as overflow.
-        if OTHER not in (svc, agent_label) and len(self._resolved) < MAX_RESOLVED:
+        if OTHER not in (svc, agent_label, variant_label) and len(self._resolved) < MAX_RESOLVED:
             self._resolved[raw] = key
         return key
+
+    def variant_label(self, variant: str) -> str:
+        """The capped variant; empty for no variant (variants off, or the trace lacks the attribute)."""
+        text = clean_label_text(variant)
+        return self._cap("variant", text) if text else ""
 
     def _agent_label(self, level: str, agent: str | None) -> str:
         """The capped agent name at agent level; empty at trace and llm level and for an unnamed agent."""

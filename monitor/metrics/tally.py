@@ -14,7 +14,7 @@ from typing import Any
 
 NO_VERDICT = "no_verdict"  # skip reason for an unskipped result that carries no pass/fail verdict
 
-ResultKey = tuple[str, str, str, str | None]  # (evaluator, level, service, agent), raw
+ResultKey = tuple[str, str, str, str | None, str]  # (evaluator, level, service, agent, variant), raw
 
 
 def finite(value: Any) -> float | None:
@@ -29,7 +29,7 @@ def finite(value: Any) -> float | None:
 
 
 class ResultCounts:
-    """The results of one (evaluator, level, service, agent) in a batch."""
+    """The results of one (evaluator, level, service, agent, variant) in a batch."""
 
     __slots__ = ("durations", "failed", "failed_trace", "passed", "samples", "skips")
 
@@ -126,13 +126,13 @@ class MetricsTally:
         if last_seen is not None:
             self.delays_from.append(last_seen)
 
-    def add_results(self, service: str, trace_id: str, rows: Any) -> None:
-        """The results of one trace; each row has agent, evaluator, level, score, passed, skip_reason and
-        duration_seconds (by name). A row with a skip_reason is a skip; one with neither a skip_reason nor a
-        verdict is a skip with reason `no_verdict`."""
+    def add_results(self, service: str, trace_id: str, rows: Any, variant: str = "") -> None:
+        """The results of one trace (of `variant`: "" when none); each row has agent, evaluator, level, score,
+        passed, skip_reason and duration_seconds (by name). A row with a skip_reason is a skip; one with neither
+        a skip_reason nor a verdict is a skip with reason `no_verdict`."""
         results = self.results
         for row in rows:
-            key = (row.evaluator, row.level, service, row.agent)
+            key = (row.evaluator, row.level, service, row.agent, variant)
             counts = results.get(key)
             if counts is None:
                 counts = results[key] = ResultCounts()

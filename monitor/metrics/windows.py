@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 QUANTILES: tuple[float, ...] = (0.05, 0.5, 0.95, 0.99)
 
-Key = tuple[str, str]  # (evaluator, service)
+Key = tuple[str, str, str]  # (evaluator, service, variant)
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -49,7 +49,7 @@ def score_stats(scores: Iterable[float], quantiles: Sequence[float] = QUANTILES)
 
 @dataclass(frozen=True, slots=True)
 class WindowSnapshot:
-    """The results inside one window of one (evaluator, service) at one moment."""
+    """The results inside one window of one (evaluator, service, variant), or several merged, at one moment."""
 
     passed: int
     verdicts: int  # results with a pass/fail verdict
@@ -58,6 +58,17 @@ class WindowSnapshot:
     @property
     def pass_ratio(self) -> float | None:
         return self.passed / self.verdicts if self.verdicts else None
+
+    @staticmethod
+    def merge(snapshots: Iterable[WindowSnapshot]) -> WindowSnapshot:
+        """The snapshots' results together (e.g. every service, or every variant, of an evaluator)."""
+        passed = verdicts = 0
+        scores: list[float] = []
+        for snapshot in snapshots:
+            passed += snapshot.passed
+            verdicts += snapshot.verdicts
+            scores.extend(snapshot.scores)
+        return WindowSnapshot(passed, verdicts, tuple(scores))
 
 
 class _Window:
@@ -108,7 +119,7 @@ class _Window:
 
 
 class WindowStore:
-    """Scored results per (evaluator, service) and window length, each window capped at `sample_cap`.
+    """Scored results per (evaluator, service, variant) and window length, each window capped at `sample_cap`.
 
     When a window is full the oldest sample is dropped; samples older than the window are evicted on every
     append and read. `extra_windows(evaluator)` lists window lengths needed beyond the exported ones (alert
@@ -143,12 +154,12 @@ class WindowStore:
             return self._windows
         return tuple(sorted(set(self._windows) | {float(s) for s in self._extra(evaluator) if s > 0}))
 
-    def add(self, evaluator: str, service: str, score: float | None, passed: bool | None) -> None:
+    def add(self, evaluator: str, service: str, score: float | None, passed: bool | None, variant: str = "") -> None:
         """Record one scored result now."""
-        self.add_many([((evaluator, service), score, passed)])
+        self.add_many([((evaluator, service, variant), score, passed)])
 
     def add_many(self, samples: Iterable[tuple[Key, float | None, bool | None]]) -> None:
-        """Record several scored results now, under one lock: ((evaluator, service), score, passed) each."""
+        """Record several scored results now, under one lock: ((evaluator, service, variant), score, passed)."""
         now = self._clock()
         cap = self.sample_cap
         with self._lock:
@@ -164,23 +175,27 @@ class WindowStore:
                     window.append(now, score, passed, cap)
 
     def keys(self) -> list[Key]:
-        """Every (evaluator, service) that has ever recorded a result."""
+        """Every (evaluator, service, variant) that has ever recorded a result."""
         with self._lock:
             return list(self._data)
 
-    def snapshot(self, evaluator: str, service: str, seconds: float) -> WindowSnapshot:
+    def snapshot(self, evaluator: str, service: str, seconds: float, variant: str = "") -> WindowSnapshot:
         """The results of the last `seconds` (must be an exported or extra window length)."""
         now = self._clock()
         with self._lock:
-            window = self._data.get((evaluator, service), {}).get(float(seconds))
+            window = self._data.get((evaluator, service, variant), {}).get(float(seconds))
             if window is None:
                 return WindowSnapshot(0, 0, ())
             cutoff = now - seconds
             window.evict(cutoff)
             return window.snapshot(cutoff if self._clock_stepped_back else None)
 
-    def sample_count(self, evaluator: str, service: str, seconds: float) -> int:
+    def merged(self, keys: Iterable[Key], seconds: float) -> WindowSnapshot:
+        """The results of the last `seconds` of every key in `keys`, together."""
+        return WindowSnapshot.merge(self.snapshot(e, s, seconds, v) for e, s, v in keys)
+
+    def sample_count(self, evaluator: str, service: str, seconds: float, variant: str = "") -> int:
         """How many samples the window currently holds, expired ones included until the next eviction."""
         with self._lock:
-            window = self._data.get((evaluator, service), {}).get(float(seconds))
+            window = self._data.get((evaluator, service, variant), {}).get(float(seconds))
             return len(window.stamps) if window is not None else 0

@@ -31,16 +31,28 @@ def samples(exporter: MetricsExporter, name: str) -> list[Any]:
 
 
 def value(exporter: MetricsExporter, name: str, **labels: str) -> float | None:
-    found = [s.value for s in samples(exporter, name) if s.labels == labels]
+    """The sample of `name` with exactly `labels`; a `variant` label left out means the empty variant."""
+    found = [s.value for s in samples(exporter, name) if s.labels == _with_variant(s.labels, labels)]
     assert len(found) <= 1, f"{name}{labels} exposed {len(found)} times"
     return found[0] if found else None
 
 
+def _with_variant(exposed: dict[str, str], wanted: dict[str, str]) -> dict[str, str]:
+    if "variant" in exposed and "variant" not in wanted:
+        return {**wanted, "variant": ""}
+    return wanted
+
+
 def result_labels(
-    outcome: str, evaluator: str = "relevance", service: str = "svc", level: str = "trace", agent: str = ""
+    outcome: str,
+    evaluator: str = "relevance",
+    service: str = "svc",
+    level: str = "trace",
+    agent: str = "",
+    variant: str = "",
 ) -> dict[str, str]:
     """The full label set of one agent_eval_results_total series."""
-    return dict(evaluator=evaluator, level=level, service=service, agent=agent, outcome=outcome)
+    return dict(evaluator=evaluator, level=level, service=service, agent=agent, variant=variant, outcome=outcome)
 
 
 def result(exporter: MetricsExporter, **overrides: Any) -> None:

@@ -12,14 +12,14 @@ from monitor.metrics import MetricsExporter
 from tests.unit.metrics_scrape import TRACE_ID, FakeClock, classic, result, result_labels, samples, scored, value
 
 CONTRACT: list[tuple[str, str, set[str]]] = [
-    ("agent_eval_score", "histogram", {"evaluator", "level", "service", "agent"}),
-    ("agent_eval_results_total", "counter", {"evaluator", "level", "service", "agent", "outcome"}),
+    ("agent_eval_score", "histogram", {"evaluator", "level", "service", "agent", "variant"}),
+    ("agent_eval_results_total", "counter", {"evaluator", "level", "service", "agent", "variant", "outcome"}),
     ("agent_eval_skips_total", "counter", {"evaluator", "service", "reason"}),
-    ("agent_eval_window_samples", "gauge", {"evaluator", "service", "window"}),
-    ("agent_eval_pass_ratio", "gauge", {"evaluator", "service", "window"}),
-    ("agent_eval_score_quantile", "gauge", {"evaluator", "service", "window", "quantile"}),
-    ("agent_eval_score_mean", "gauge", {"evaluator", "service", "window"}),
-    ("agent_eval_score_stddev", "gauge", {"evaluator", "service", "window"}),
+    ("agent_eval_window_samples", "gauge", {"evaluator", "service", "variant", "window"}),
+    ("agent_eval_pass_ratio", "gauge", {"evaluator", "service", "variant", "window"}),
+    ("agent_eval_score_quantile", "gauge", {"evaluator", "service", "variant", "window", "quantile"}),
+    ("agent_eval_score_mean", "gauge", {"evaluator", "service", "variant", "window"}),
+    ("agent_eval_score_stddev", "gauge", {"evaluator", "service", "variant", "window"}),
     ("agent_eval_threshold_ratio", "gauge", {"evaluator", "service"}),
     ("agent_eval_alert_active", "gauge", {"evaluator", "service", "alert"}),
     ("agent_traces_total", "counter", {"service", "status"}),
