@@ -71,6 +71,7 @@ class Daemon:
             score_buckets=config.metrics.score_buckets,
             duration_buckets=config.metrics.duration_buckets,
             thresholds=thresholds_of(evaluators),
+            variants=config.variants,
         )
         self.assembler = TraceAssembler(
             quiet_period=assembly.quiet_period,

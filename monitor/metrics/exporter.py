@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disa
 
 from monitor import __version__
 from monitor.alerting.thresholds import AlertRule, AlertState
+from monitor.config.variants import VariantsConfig
 from monitor.metrics.collector import WindowCollector
 from monitor.metrics.exposition import render
 from monitor.metrics.judges import JudgeMetrics
@@ -18,6 +19,7 @@ from monitor.metrics.labels import OTHER, LabelCapper, clean_label_text, sanitiz
 from monitor.metrics.poll import PollMetrics
 from monitor.metrics.series import CounterSeries, HistogramSeries, SeriesCollector
 from monitor.metrics.tally import MetricsTally, ResultCounts, ResultKey
+from monitor.metrics.variant_compare import VariantComparisons, specs_of
 from monitor.metrics.windows import WindowStore
 
 DEFAULT_WINDOWS: tuple[tuple[str, float], ...] = (("5m", 300.0), ("1h", 3600.0))
@@ -94,7 +96,10 @@ class MetricsExporter:
         duration_buckets: Sequence[float] = DEFAULT_DURATION_BUCKETS,
         thresholds: Mapping[str, AlertRule] | None = None,
         clock: Callable[[], float] = time.time,
+        variants: VariantsConfig | None = None,
     ) -> None:
+        """`variants`: the comparisons to export (agent_eval_variant_*); their variants are always admitted
+        under the `variant` label cap."""
         self.registry = CollectorRegistry()
         self.windows = [(str(label), float(seconds)) for label, seconds in windows]
         labels = [label for label, _ in self.windows]
@@ -219,10 +224,18 @@ class MetricsExporter:
         )
         self._collector = WindowCollector(self._store, self.windows, self.thresholds, clock)
         r.register(self._collector)
+        variants = variants or VariantsConfig()
+        for entry in [*variants.compare, *variants.pairwise]:
+            for value in (entry.baseline, entry.candidate):
+                self.variant_label(value)  # configured variants come first under the cap
+        self.comparisons = VariantComparisons(self._store, specs_of(variants, sanitize_label_value, self.variant_label))
+        r.register(self.comparisons)
 
     def _alert_windows(self, evaluator: str) -> list[float]:
+        """The windows `evaluator`'s results are kept for besides the exported ones: its alert rule's, and those
+        of its variant comparisons."""
         rule = self.thresholds.get(evaluator)
-        return [rule.window_seconds] if rule is not None else []
+        return ([rule.window_seconds] if rule is not None else []) + self.comparisons.windows_of(evaluator)
 
     def _capped(self, label: str, value: object) -> str:
         """`self._cap(label, value)`, remembered for admitted values (a folded value is counted every time)."""
