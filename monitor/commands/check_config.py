@@ -133,7 +133,24 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     judges = judges_line(config, prepared)
     if judges:
         print(judges, file=out)
+    for line in variant_lines(config):
+        print(line, file=out)
     return 0
+
+
+def variant_lines(config: MonitorConfig) -> list[str]:
+    """What the `variants` section does: the attribute, and each comparison (none when variants are off)."""
+    variants = config.variants
+    if not variants.enabled:
+        return []
+    lines = [f"variants: by {variants.attribute}"]
+    for entry in variants.compare:
+        alpha = variants.alpha if entry.alpha is None else entry.alpha
+        lines.append(
+            f"  compare {entry.evaluator}: {entry.candidate!r} against {entry.baseline!r} over "
+            f"{_duration(entry.window)}, at least {entry.min_samples} results a side, alpha {alpha:g}"
+        )
+    return lines
 
 
 def judges_line(config: MonitorConfig, prepared: Prepared) -> str | None:
