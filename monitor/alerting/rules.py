@@ -2,7 +2,8 @@
 
 `rule_groups(config)` gives the rule groups (plain dicts): `agent-monitor.quality` (one `AgentEvalPassRatioLow`
 per evaluator with `alert:`), one `agent-monitor.slo.<evaluator>` per evaluator with `slo:` (recording rules
-and the four `AgentEvalErrorBudgetBurn` alerts), and `agent-monitor.health` (the daemon's own alerts, when
+and the four `AgentEvalErrorBudgetBurn` alerts), `agent-monitor.canary` (one `AgentEvalVariantWorse` per
+`variants.compare` entry), and `agent-monitor.health` (the daemon's own alerts, when
 `alerting.health.enabled`). Disabled evaluators get no rules; empty groups are left out. `render` writes them
 as a Prometheus rule file (`groups:`) or as a `PrometheusRule` resource of the Prometheus Operator.
 """
@@ -16,6 +17,7 @@ import yaml
 
 from monitor.config import EvaluatorEntry, MonitorConfig
 
+from .canary_rules import canary_rules
 from .context import RuleContext, group
 from .health_rules import health_rules
 from .quality_rules import quality_rules
@@ -38,7 +40,7 @@ def labelled_entries(config: MonitorConfig) -> list[tuple[str, EvaluatorEntry]]:
 
 
 def rule_groups(config: MonitorConfig, evaluators: Labelled | None = None) -> list[dict[str, Any]]:
-    """The rule groups for this config, in a fixed order (quality, SLOs by evaluator, health); `evaluators`:
+    """The rule groups for this config, in a fixed order (quality, SLOs by evaluator, canary, health); `evaluators`:
     the (metric label, entry) pairs to write rules for, by default `labelled_entries(config)`."""
     context = RuleContext.of(config.alerting)
     interval = config.alerting.group_interval
@@ -49,6 +51,8 @@ def rule_groups(config: MonitorConfig, evaluators: Labelled | None = None) -> li
     if alerts:
         groups.append(group("agent-monitor.quality", interval, quality_rules(alerts, context)))
     groups += slo_groups(slos, context, interval)
+    if config.variants.compare:
+        groups.append(group("agent-monitor.canary", interval, canary_rules(config.variants.compare, context)))
     if health := health_rules(config.alerting.health, context):
         groups.append(group("agent-monitor.health", interval, health))
     return groups
