@@ -110,6 +110,7 @@ def test_an_unversioned_database_is_migrated_keeping_its_rows(tmp_path: Path, wi
     reader = store.reader()
     items = reader.results(ResultFilter(), 10).items
     got = {(i.trace_id, i.evaluator, i.outcome, i.evaluated_at) for i in items}
+    assert {i.variant for i in items} == {""}
     expected = {(T1, "error_free", "fail", then), (T1, "gt", "skip", then), (T2, "tone", "pass", then)}
     assert got == (expected | {(T1, "latency", "pass", then)} if with_passed else expected)
     detail = reader.trace(T1)
@@ -200,12 +201,22 @@ def test_a_version_2_database_gains_the_variant_column_and_keeps_its_rows(backen
         ],
     )
     assert backend.schema_version() == 2 and "variant" not in backend.trace_columns()
+    unmigrated = backend.reader()  # the CLI reads an older database as it is
+    assert len(unmigrated.results(ResultFilter(variant=""), 10).items) == 4
+    assert unmigrated.results(ResultFilter(variant="1.5"), 10).items == []
+    unmigrated.close()  # type: ignore[attr-defined]
     store = backend.store()
     assert store.available and backend.schema_version() == SCHEMA_VERSION == 3
     assert "variant" in backend.trace_columns() and "traces_variant" in backend.indexes()
     assert backend.rows("SELECT trace_id, variant FROM traces ORDER BY trace_id") == [(T1, ""), (T2, "")]
-    kept = {(i.trace_id, i.evaluator, i.outcome) for i in store.reader().results(ResultFilter(), 10).items}
-    assert kept == {(T1, "a", "fail"), (T1, "b", "pass"), (T2, "a", "pass"), (T2, "c", "skip")}
+    reader = store.reader()
+    kept = {(i.trace_id, i.evaluator, i.outcome, i.variant) for i in reader.results(ResultFilter(), 10).items}
+    assert kept == {(T1, "a", "fail", ""), (T1, "b", "pass", ""), (T2, "a", "pass", ""), (T2, "c", "skip", "")}
+    assert len(reader.results(ResultFilter(variant=""), 10).items) == 4
+    detail_1 = reader.trace(T1)
+    assert detail_1 is not None and detail_1.summary.variant == "" and detail_1.summary.agents == ["planner"]
     store.write([outcome("3" * 32, row("a", False), variant="1.5")])  # and new rows have their variant
-    assert backend.scalar("SELECT variant FROM traces WHERE trace_id = ?", ("3" * 32,)) == "1.5"
+    assert [i.trace_id for i in reader.results(ResultFilter(variant="1.5"), 10).items] == ["3" * 32]
+    groups = [(g.value, g.passed, g.failed, g.skipped) for g in reader.breakdown("variant").groups]
+    assert groups == [("", 2, 1, 1), ("1.5", 0, 1, 0)]
     store.close()
