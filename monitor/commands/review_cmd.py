@@ -22,8 +22,8 @@ from monitor.results.review_models import Breakdown, EvaluatorInfo, ResultsPage,
 
 TOKEN_ENV = "AGENT_MONITOR_API_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:9464"
-FILTERS = ("evaluator", "service", "agent", "model", "outcome", "since", "until", "limit")
-BREAKDOWN_FILTERS = ("evaluator", "since", "until")
+FILTERS = ("evaluator", "service", "variant", "agent", "model", "outcome", "since", "until", "limit")
+BREAKDOWN_FILTERS = ("evaluator", "variant", "since", "until")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -32,14 +32,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="list recent evaluation results, one trace, a breakdown or the evaluators",
         description="Show what the result store holds, from the daemon's review API (--url) or the store itself "
         "(--store: a SQLite file, or a PostgreSQL URL): recent results newest first (filtered), one trace with its "
-        "step tree and results (--trace), "
-        "verdict counts per service, agent, model or tool (--by), or the configured evaluators with their window "
-        "pass ratios and alert states (--evaluators, daemon only). Times: RFC 3339, Unix seconds, or a duration "
-        "before now (30m, 1h, 7d). Exit 1 when the source fails, 2 for bad arguments.",
+        "step tree and results (--trace), verdict counts per service, agent, model, tool or variant (--by), or the "
+        "configured evaluators with their window pass ratios and alert states (--evaluators, daemon only). Times: "
+        "RFC 3339, Unix seconds, or a duration before now (30m, 1h, 7d). Exit 1 when the source fails, 2 for bad "
+        "arguments.",
     )
-    what = parser.add_argument_group("filters (results; --by takes --evaluator, --since and --until)")
+    what = parser.add_argument_group("filters (results; --by takes --evaluator, --variant, --since and --until)")
     what.add_argument("--evaluator", help="only this evaluator (its metric label)")
     what.add_argument("--service", help="only this service")
+    what.add_argument("--variant", help="only traces of this variant (the agent version, variants.attribute)")
     what.add_argument("--agent", help="only this agent")
     what.add_argument("--model", help="only this model")
     what.add_argument("--outcome", metavar="fail|pass|skip", help="only this outcome")
@@ -48,7 +49,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     what.add_argument("--limit", metavar="N", help="at most N results (1 to 500, default 50)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--trace", metavar="ID", help="show one trace: summary, step tree, every result")
-    mode.add_argument("--by", metavar="service|agent|model|tool", help="verdict counts per value, most failures first")
+    mode.add_argument(
+        "--by", metavar="service|agent|model|tool|variant", help="verdict counts per value, most failures first"
+    )
     mode.add_argument("--evaluators", action="store_true", help="the configured evaluators (needs --url)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--url", help=f"the daemon's metrics port (default {DEFAULT_URL})")

@@ -56,9 +56,9 @@ def results_table(page: ResultsPage) -> str:
     """One row per result, newest first (the API's order)."""
     if not page.items:
         return "no results\n"
-    headers = ("TIME", "EVALUATOR", "OUTCOME", "SCORE", "SERVICE", "AGENT", "TRACE", "EXPLANATION")
+    headers = ["TIME", "EVALUATOR", "OUTCOME", "SCORE", "SERVICE", "AGENT", "TRACE", "EXPLANATION"]
     rows = [
-        (
+        [
             when(i.evaluated_at),
             clip(i.evaluator, 40),
             i.outcome,
@@ -67,9 +67,13 @@ def results_table(page: ResultsPage) -> str:
             clip(i.agent, 30) or "-",
             clip(i.trace_id, 32),
             _explanation(i),
-        )
+        ]
         for i in page.items
     ]
+    if any(i.variant for i in page.items):  # a VARIANT column only when there is one to show
+        headers.insert(5, "VARIANT")
+        for row, i in zip(rows, page.items, strict=True):
+            row.insert(5, clip(i.variant, 30) or "-")
     text = table(headers, rows)
     if page.next_cursor:
         text += f"({len(page.items)} shown; more match: raise --limit (up to 500) or narrow --since/--until)\n"
@@ -97,7 +101,8 @@ def trace_view(detail: TraceDetail, width: int = EXPLANATION_WIDTH) -> str:
     """The summary, the step tree indented as `agent-monitor inspect` prints it, then every result."""
     s = detail.summary
     lines = [
-        f"trace {clip(s.trace_id, 32)}  service={clip(s.service, 40) or '?'}  spans={s.span_count}  "
+        f"trace {clip(s.trace_id, 32)}  service={clip(s.service, 40) or '?'}"
+        f"{f'  variant={clip(s.variant, 40)}' if s.variant else ''}  spans={s.span_count}  "
         f"{s.duration_ms:.0f}ms  evaluated {when(s.evaluated_at)}  errors={'yes' if s.has_errors else 'no'}",
         f"  input:  {clip(s.input, width) or '(none)'}",
         f"  output: {clip(s.output, width) or '(none)'}",
@@ -137,6 +142,8 @@ def trace_view(detail: TraceDetail, width: int = EXPLANATION_WIDTH) -> str:
 
 def breakdown_table(breakdown: Breakdown) -> str:
     scope = f"evaluator {clip(breakdown.evaluator, 40)}" if breakdown.evaluator else "all evaluators"
+    if breakdown.variant is not None:
+        scope += f", variant {clip(breakdown.variant, 40) or '(none)'}"
     if breakdown.since is not None:
         span = f"from {when(breakdown.since)} to {when(breakdown.until) if breakdown.until is not None else 'now'}"
     else:

@@ -7,8 +7,9 @@ NAME). Short texts found clean are remembered (`mask`): rule explanations and de
 trace, and are not scanned again.
 
 One `traces` row per trace: its passing results (`results: all`) packed as a JSON array of `PASSED_FIELDS`, its
-agents, models and tools as JSON arrays of names, and the rest of its review detail as one JSON object
-(`DETAIL_KEYS`). One `results` row per failing result and per skip (not sampled_out).
+agents, models and tools as JSON arrays of names, the rest of its review detail as one JSON object
+(`DETAIL_KEYS`), its variant as it is (bounded where it is read, engine/variants.py). One `results` row per
+failing result and per skip (not sampled_out).
 """
 
 from __future__ import annotations
@@ -114,6 +115,7 @@ def _pack_trace(o: TraceOutcome, stored: list[ResultRow], passing: list[ResultRo
             models,
             tools,
             packed_detail,
+            o.variant,
         )
     )
 

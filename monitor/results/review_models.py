@@ -12,7 +12,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 Outcome = Literal["pass", "fail", "skip"]
-BreakdownBy = Literal["service", "agent", "model", "tool"]
+BreakdownBy = Literal["service", "agent", "model", "tool", "variant"]
 StepKind = Literal["agent", "llm", "tool", "retrieval", "handoff", "span"]
 
 
@@ -25,6 +25,7 @@ class ResultFilter(ReviewModel):
 
     evaluator: str | None = None
     service: str | None = None
+    variant: str | None = None  # the trace's variant ("": traces without one)
     agent: str | None = None
     model: str | None = None
     outcome: Outcome | None = None
@@ -46,6 +47,7 @@ class ResultItem(ReviewModel):
     explanation: str | None = None
     details: str | None = None  # JSON text, bounded
     service: str | None = None
+    variant: str = ""  # the trace's variant (variants.attribute); "" when it has none or is not stored
     agent: str | None = None
     model: str | None = None
     span_id: str | None = None
@@ -95,6 +97,7 @@ class TraceSummary(ReviewModel):
     trace_id: str
     evaluated_at: float
     service: str | None = None
+    variant: str = ""  # the agent version that produced it (variants.attribute); "" when it has none
     agents: list[str] = []
     input: str | None = None
     output: str | None = None
@@ -125,6 +128,7 @@ class BreakdownGroup(ReviewModel):
 
 class Breakdown(ReviewModel):
     evaluator: str | None = None
+    variant: str | None = None  # only the results of this variant's traces
     by: BreakdownBy
     since: float | None = None
     until: float | None = None
@@ -164,8 +168,14 @@ class ReviewReader(Protocol):
         ...
 
     def breakdown(
-        self, by: BreakdownBy, evaluator: str | None = None, since: float | None = None, until: float | None = None
+        self,
+        by: BreakdownBy,
+        evaluator: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        variant: str | None = None,
     ) -> Breakdown:
-        """Verdict counts per service, agent, model or tool over the range (a trace counts for every tool it
-        called, at trace level; agent and model come from the result's own dispatch unit when it has one)."""
+        """Verdict counts per service, agent, model, tool or variant over the range, of one variant's traces when
+        `variant` is given (a trace counts for every tool it called, at trace level; agent and model come from the
+        result's own dispatch unit when it has one)."""
         ...

@@ -9,8 +9,9 @@ traces in index order instead of sorting them all). The cursor is that key of th
 JSON: a page starts strictly after it, so rows stored while paging (newer) never shift the pages, and none is
 shown twice or skipped.
 
-Agent and model: a result's own (its dispatch unit's) when set, else the trace's first agent / model. A value
-that is missing altogether is "" (in breakdown groups, and as a filter value that selects those results).
+Agent and model: a result's own (its dispatch unit's) when set, else the trace's first agent / model. Variant: the
+trace's (a result row of a trace that was not stored has none). A value that is missing altogether is "" (in
+breakdown groups, and as a filter value that selects those results).
 """
 
 from __future__ import annotations
@@ -63,6 +64,11 @@ class Dialect:
         """A FROM item `tool` expanding a JSON array of names: tool.value."""
         return f"json_each({column}) tool"
 
+    def no_index(self, column: str) -> str:
+        """`column` as an expression no index serves: SQLite plans without statistics and would otherwise drive
+        a query on the `results` rows from an index on `traces` (PostgreSQL's planner weighs both itself)."""
+        return f"+{column}"
+
 
 SQLITE = Dialect()
 
@@ -82,6 +88,20 @@ class Columns:
         """The first name of a JSON array column (agents, models)."""
         return self.dialect.item(f"t.{name}", 0) if name in self.present else "NULL"
 
+    @property
+    def variant(self) -> str:
+        """The trace's variant, "" for none (a database from before schema version 3, a trace not stored)."""
+        return f"COALESCE({self('variant')}, '')"
+
+    def variant_is(self, value: str, indexed: bool = True) -> str:
+        """The condition (one `?`) that the trace's variant is `value`: the bare column unless "" is asked for,
+        so that the traces' (variant, created_at) index serves it; `indexed` False for the `results` rows, read
+        newest first by their own time index (a page then stops early whatever the variant's share)."""
+        if value == "":
+            return f"{self.variant} = ?"
+        column = self("variant")
+        return f"{column if indexed or column == 'NULL' else self.dialect.no_index(column)} = ?"
+
 
 def results_query(where: ResultFilter, after: OrderKey | None, limit: int, cols: Columns, excerpt: int) -> tuple:
     """(sql, params) of the `results` rows matching `where`, after the cursor, newest first."""
@@ -92,6 +112,8 @@ def results_query(where: ResultFilter, after: OrderKey | None, limit: int, cols:
         add("r.evaluator = ?", where.evaluator)
     if where.service is not None:
         add("r.service = ?", where.service)
+    if where.variant is not None:
+        add(cols.variant_is(where.variant, indexed=False), where.variant)
     if where.agent is not None:
         add(f"COALESCE(r.agent, {cols.first('agents')}, '') = ?", where.agent)
     if where.model is not None:
@@ -110,7 +132,8 @@ def results_query(where: ResultFilter, after: OrderKey | None, limit: int, cols:
     sql = (
         "SELECT r.created_at, r.id, r.trace_id, r.evaluator, r.level, r.passed, r.score, r.skip_reason,"
         f" r.explanation, r.details, r.service, r.agent, r.model, r.span_id, substr(t.input, 1, {excerpt + 1}),"
-        f" substr(t.output, 1, {excerpt + 1}) FROM results r LEFT JOIN traces t ON t.trace_id = r.trace_id"
+        f" substr(t.output, 1, {excerpt + 1}), {cols.variant} FROM results r"
+        " LEFT JOIN traces t ON t.trace_id = r.trace_id"
         f"{sql_where.sql} ORDER BY r.created_at DESC, r.id DESC LIMIT ?"
     )
     return sql, [*sql_where.params, limit]
@@ -126,6 +149,8 @@ def passing_query(where: ResultFilter, after: OrderKey | None, limit: int, cols:
         add(f"{d.item('j.value', 0)} = ?", where.evaluator)
     if where.service is not None:
         add("t.service = ?", where.service)
+    if where.variant is not None:
+        add(cols.variant_is(where.variant), where.variant)
     if where.agent is not None:
         add(f"COALESCE({d.item('j.value', 3)}, {cols.first('agents')}, '') = ?", where.agent)
     if where.model is not None:
@@ -148,33 +173,36 @@ def passing_query(where: ResultFilter, after: OrderKey | None, limit: int, cols:
             )
     sql = (
         f"SELECT t.created_at, t.{d.rowid}, j.key, t.trace_id, j.value, t.service, substr(t.input, 1,"
-        f" {excerpt + 1}), substr(t.output, 1, {excerpt + 1}) FROM traces t, {d.each_passed('t.passed')}"
+        f" {excerpt + 1}), substr(t.output, 1, {excerpt + 1}), {cols.variant} FROM traces t,"
+        f" {d.each_passed('t.passed')}"
         f"{sql_where.sql} ORDER BY t.created_at DESC, t.{d.rowid} DESC{d.passed_order} LIMIT ?"  # then array order
     )
     return sql, [*sql_where.params, limit]
 
 
-def breakdown_queries(
-    by: str, evaluator: str | None, since: float | None, until: float | None, cols: Columns
-) -> list[tuple[str, list[Any]]]:
+def breakdown_queries(by: str, where: ResultFilter, cols: Columns) -> list[tuple[str, list[Any]]]:
     """(sql, params) pairs, each giving rows (value, passed, failed, skipped): the `results` rows, then the
-    packed passing results (summed by array length when no evaluator is asked for and none need expanding)."""
+    packed passing results (summed by array length when no evaluator is asked for and none need expanding).
+    `where`: its evaluator, variant and time range."""
     d = cols.dialect
-    where = ResultFilter(evaluator=evaluator, since=since, until=until)
     queries = []
+    tools = f", {d.each_tool(cols('tools'))}" if by == "tool" else ""
     # results rows
     rows_where = Conditions()
-    if evaluator is not None:
-        rows_where.add("r.evaluator = ?", evaluator)
+    if where.evaluator is not None:
+        rows_where.add("r.evaluator = ?", where.evaluator)
+    if where.variant is not None:
+        rows_where.add(cols.variant_is(where.variant, indexed=False), where.variant)
     rows_where.time_range("r.created_at", where)
     group = {
         "service": "COALESCE(r.service, '')",
         "agent": f"COALESCE(r.agent, {cols.first('agents')}, '')",
         "model": f"COALESCE(r.model, {cols.first('models')}, '')",
         "tool": "tool.value",
+        "variant": cols.variant,
     }[by]
-    tools = f", {d.each_tool(cols('tools'))}" if by == "tool" else ""
-    join = "" if by == "service" else " LEFT JOIN traces t ON t.trace_id = r.trace_id"
+    traces_needed = by != "service" or where.variant is not None
+    join = " LEFT JOIN traces t ON t.trace_id = r.trace_id" if traces_needed else ""
     queries.append(
         (
             f"SELECT {group}, {_count_if('r.passed = 1')}, {_count_if('r.passed = 0')},"
@@ -185,18 +213,20 @@ def breakdown_queries(
     )
     # packed passing results
     packed_where = Conditions("t.passed IS NOT NULL")
+    if where.variant is not None:
+        packed_where.add(cols.variant_is(where.variant), where.variant)
     packed_where.time_range("t.created_at", where)
-    if by in ("service", "tool") and evaluator is None:
-        group = "COALESCE(t.service, '')" if by == "service" else "tool.value"
+    per_trace = {"service": "COALESCE(t.service, '')", "tool": "tool.value", "variant": cols.variant}
+    if by in per_trace and where.evaluator is None:
+        group = per_trace[by]
         count, source = f"SUM({d.array_length}(t.passed))", f"traces t{tools}"
     else:
-        if evaluator is not None:
-            packed_where.add(f"{d.item('j.value', 0)} = ?", evaluator)
+        if where.evaluator is not None:
+            packed_where.add(f"{d.item('j.value', 0)} = ?", where.evaluator)
         group = {
-            "service": "COALESCE(t.service, '')",
+            **per_trace,
             "agent": f"COALESCE({d.item('j.value', 3)}, {cols.first('agents')}, '')",
             "model": f"COALESCE({d.item('j.value', 4)}, {cols.first('models')}, '')",
-            "tool": "tool.value",
         }[by]
         count, source = "COUNT(*)", f"traces t, {d.each_passed('t.passed')}{tools}"
     queries.append((f"SELECT {group}, {count}, 0, 0 FROM {source}{packed_where.sql} GROUP BY 1", packed_where.params))

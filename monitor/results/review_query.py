@@ -56,12 +56,16 @@ class QueryParam:
 _TIME_SCHEMA = {"type": "string", "examples": ["2024-05-01T12:00:00Z", "1714564800", "1h"]}
 _TIME_HELP = "RFC 3339 timestamp, Unix seconds (or milliseconds), or a duration before now (30m, 1h, 7d)"
 EVALUATOR = QueryParam("evaluator", "Only this evaluator (its metric label).")
+VARIANT = QueryParam(
+    "variant", "Only results of traces of this variant (the agent version, `variants.attribute`; exact match)."
+)
 SINCE = QueryParam("since", f"Evaluated at or after: {_TIME_HELP}.", _TIME_SCHEMA)
 UNTIL = QueryParam("until", f"Evaluated before: {_TIME_HELP}.", _TIME_SCHEMA)
 
 RESULTS_PARAMS: tuple[QueryParam, ...] = (
     EVALUATOR,
     QueryParam("service", "Only results of traces from this service."),
+    VARIANT,
     QueryParam("agent", "Only results on this agent (agent-level results)."),
     QueryParam("model", "Only results on this model (llm-level results)."),
     QueryParam("outcome", "Only this outcome.", {"type": "string", "enum": list(OUTCOMES)}),
@@ -80,6 +84,7 @@ BREAKDOWN_PARAMS: tuple[QueryParam, ...] = (
         "by", "The dimension to group by.", {"type": "string", "enum": list(BREAKDOWN_BY), "default": "service"}
     ),
     EVALUATOR,
+    VARIANT,
     SINCE,
     UNTIL,
 )
@@ -168,6 +173,7 @@ def results_query(pairs: Iterable[tuple[str, str]], now: float) -> tuple[ResultF
     where = ResultFilter(
         evaluator=values.get("evaluator"),
         service=values.get("service"),
+        variant=values.get("variant"),
         agent=values.get("agent"),
         model=values.get("model"),
         outcome=outcome,  # type: ignore[arg-type]  # checked against OUTCOMES above
@@ -184,6 +190,7 @@ class BreakdownQuery:
     evaluator: str | None
     since: float | None
     until: float | None
+    variant: str | None = None
 
 
 def breakdown_query(pairs: Iterable[tuple[str, str]], now: float) -> BreakdownQuery:
@@ -193,4 +200,4 @@ def breakdown_query(pairs: Iterable[tuple[str, str]], now: float) -> BreakdownQu
     if by not in BREAKDOWN_BY:
         raise BadRequest(f"by must be one of {', '.join(BREAKDOWN_BY)}, got {by!r}")
     since, until = _time_range(values, now)
-    return BreakdownQuery(by, values.get("evaluator"), since, until)  # type: ignore[arg-type]  # checked above
+    return BreakdownQuery(by, values.get("evaluator"), since, until, values.get("variant"))  # type: ignore[arg-type]

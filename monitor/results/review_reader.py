@@ -10,7 +10,8 @@ StoreUnavailable (the API answers 503); a malformed cursor raises ValueError.
 Costs: `results` walks the `results` rows newest first by index and, unless `outcome` excludes them, the
 traces newest first expanding each one's packed passing results (json_each) until a page is full; a filter that
 matches few passing results (an evaluator that rarely passes, an agent seen rarely) reads every trace in the
-range for them: narrow it with since/until on big stores. `breakdown` reads every result in its range.
+range for them: narrow it with since/until on big stores (`variant` walks that variant's traces only, by their
+(variant, time) index). `breakdown` reads every result in its range.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, get_args
+from typing import Any, NamedTuple, Protocol, TypeVar, get_args
 
 from monitor.results.health import StoreHealth, StoreUnavailable
 from monitor.results.review_models import (
@@ -133,10 +134,9 @@ class StoreReviewReader(ABC):
         def read(db: Database) -> TraceDetail | None:
             cols = self._columns_of(db)
             names = ("created_at", "service", "input", "output", "span_count", "duration_ms", "has_errors")
-            extra = ("passed", "agents", "tools", "detail")
+            extra = ("passed", "agents", "tools", "detail", "variant")
             row = db.execute(
-                f"SELECT {', '.join(names)}, {', '.join(cols(c, 'traces') for c in extra)} FROM traces"
-                " WHERE trace_id = ?",
+                f"SELECT {', '.join(names)}, {', '.join(cols(c, 't') for c in extra)} FROM traces t WHERE trace_id = ?",
                 (trace_id,),
             ).fetchone()
             rows = db.execute(
@@ -152,14 +152,20 @@ class StoreReviewReader(ABC):
         return self._run(read)
 
     def breakdown(
-        self, by: BreakdownBy, evaluator: str | None = None, since: float | None = None, until: float | None = None
+        self,
+        by: BreakdownBy,
+        evaluator: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        variant: str | None = None,
     ) -> Breakdown:
         if by not in get_args(BreakdownBy):
             raise ValueError(f"cannot break down by {by!r}")
+        where = ResultFilter(evaluator=evaluator, variant=variant, since=since, until=until)
 
         def read(db: Database) -> list[BreakdownGroup]:
             counts: dict[str, list[int]] = {}
-            for sql, params in breakdown_queries(by, evaluator, since, until, self._columns_of(db)):
+            for sql, params in breakdown_queries(by, where, self._columns_of(db)):
                 for value, passed, failed, skipped in db.execute(sql, params):
                     group = counts.setdefault(str(value), [0, 0, 0])
                     group[0] += passed or 0
@@ -178,7 +184,8 @@ class StoreReviewReader(ABC):
             ]
             return sorted(groups, key=lambda g: (-g.failed, -(g.passed + g.failed + g.skipped), g.value))
 
-        return Breakdown(evaluator=evaluator, by=by, since=since, until=until, groups=self._run(read))
+        groups = self._run(read)
+        return Breakdown(evaluator=evaluator, variant=variant, by=by, since=since, until=until, groups=groups)
 
 
 class SQLiteReviewReader(StoreReviewReader):
@@ -276,34 +283,34 @@ def _excerpt(text: str | None) -> str | None:
 
 def _result_item(row: tuple) -> tuple[OrderKey, ResultItem]:
     at, ident, trace_id, evaluator, level, passed, score, skip, explanation, details = row[:10]
-    service, agent, model, span_id, given, answer = row[10:]
+    service, agent, model, span_id, given, answer, variant = row[10:]
     outcome = _OUTCOMES.get(passed, "fail")
     entry = [evaluator, level, span_id, agent, model, score, explanation, details]
     skip_reason = (skip or "no_verdict") if outcome == "skip" else None
-    return (at, RESULT_SOURCE, ident, 0), _item(trace_id, at, service, entry, given, answer, outcome, skip_reason)
+    trace = _Trace(trace_id, at, service, variant, given, answer)
+    return (at, RESULT_SOURCE, ident, 0), _item(trace, entry, outcome, skip_reason)
 
 
 def _passing_item(row: tuple) -> tuple[OrderKey, ResultItem]:
-    at, rowid, index, trace_id, packed, service, given, answer = row
-    return (at, PASSING_SOURCE, rowid, -index), _passed(trace_id, at, service, json.loads(packed), given, answer)
+    at, rowid, index, trace_id, packed, service, given, answer, variant = row
+    trace = _Trace(trace_id, at, service, variant, given, answer)
+    return (at, PASSING_SOURCE, rowid, -index), _item(trace, json.loads(packed), "pass", None)
 
 
-def _passed(trace_id: str, at: float, service: str | None, entry: list, given: Any, answer: Any) -> ResultItem:
-    """A packed passing result (PASSED_FIELDS) as an item."""
-    return _item(trace_id, at, service, entry, given, answer, "pass", None)
+class _Trace(NamedTuple):
+    """What a result item shows of its trace (`at`: the result's evaluation time)."""
+
+    trace_id: str
+    at: float
+    service: str | None
+    variant: str | None
+    given: str | None
+    answer: str | None
 
 
-def _item(
-    trace_id: str,
-    at: float,
-    service: str | None,
-    entry: list,
-    given: Any,
-    answer: Any,
-    outcome: str,
-    skip_reason: str | None,
-) -> ResultItem:
-    """An item from a result's PASSED_FIELDS-ordered values and its trace's excerpts."""
+def _item(trace: _Trace, entry: list, outcome: str, skip_reason: str | None) -> ResultItem:
+    """An item from a result's PASSED_FIELDS-ordered values and its trace's."""
+    trace_id, at, service, variant, given, answer = trace
     evaluator, level, span_id, agent, model, score, explanation, details = entry
     return ResultItem(
         trace_id=trace_id,
@@ -316,6 +323,7 @@ def _item(
         explanation=explanation,
         details=details,
         service=service,
+        variant=variant or "",
         agent=agent,
         model=model,
         span_id=span_id,
@@ -327,16 +335,17 @@ def _item(
 def _trace_detail(trace_id: str, row: tuple | None, rows: list[tuple]) -> TraceDetail:
     if row is None:  # results of a trace that was not stored (late judge results with `results: failing`)
         summary = TraceSummary(trace_id=trace_id, evaluated_at=min(r[0] for r in rows), service=rows[0][10])
-        given = answer = None
+        given = answer = variant = None
         passed: list = []
         steps: list[Step] = []
     else:
-        at, service, given, answer, span_count, duration_ms, has_errors, packed, agents, tools, detail = row
+        at, service, given, answer, span_count, duration_ms, has_errors, packed, agents, tools, detail, variant = row
         unpacked = json.loads(detail) if detail else {}
         summary = TraceSummary(
             trace_id=trace_id,
             evaluated_at=at,
             service=service,
+            variant=variant or "",
             agents=json.loads(agents) if agents else [],
             input=given,
             output=answer,
@@ -352,10 +361,9 @@ def _trace_detail(trace_id: str, row: tuple | None, rows: list[tuple]) -> TraceD
             steps_truncated=bool(unpacked.get("truncated")),
         )
         steps = [Step(**dict(zip(STEP_FIELDS, values))) for values in unpacked.get("steps", ())]
-        passed = [
-            _passed(trace_id, at, service, entry, given, answer) for entry in (json.loads(packed) if packed else ())
-        ]
-    stored = [_result_item((*r[:14], given, answer))[1] for r in rows]
+        trace = _Trace(trace_id, at, service, variant, given, answer)
+        passed = [_item(trace, entry, "pass", None) for entry in (json.loads(packed) if packed else ())]
+    stored = [_result_item((*r[:14], given, answer, variant))[1] for r in rows]
     rank = {"fail": 0, "skip": 1, "pass": 2}
     stored.sort(key=lambda item: rank[item.outcome])  # stable: evaluation order within each outcome
     return TraceDetail(summary=summary, steps=steps, results=[*stored, *passed])

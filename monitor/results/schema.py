@@ -12,6 +12,10 @@ oldest databases. New databases use `auto_vacuum=INCREMENTAL`, so deleting rows 
 
 Version 2: `poll_checkpoints` (per polled source: its time mark and its own state, e.g. file offsets) and
 `poll_seen` (the trace ids a source evaluated near its mark), for poll mode.
+
+Version 3: `traces.variant` (the agent version that produced the trace, `variants.attribute`; '' when variants are
+off, for the trace's lacking the attribute and for every row written before), with an index on (variant, time)
+for the review's variant filter.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ TRACE_COLUMNS = (
     "models",
     "tools",
     "detail",
+    "variant",
 )
 
 
@@ -118,7 +123,16 @@ def _to_v2(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1, _to_v2)
+# Version 3: the trace's variant, the same column on both databases (the indexes differ: see postgres/schema.py).
+VARIANT_COLUMN = "ALTER TABLE traces ADD COLUMN variant TEXT NOT NULL DEFAULT ''"
+
+
+def _to_v3(db: sqlite3.Connection) -> None:
+    db.execute(VARIANT_COLUMN)  # a constant default: SQLite rewrites no row
+    db.execute("CREATE INDEX IF NOT EXISTS traces_variant ON traces(variant, created_at)")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1, _to_v2, _to_v3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -102,7 +102,7 @@ def openapi_document() -> dict[str, Any]:
         ),
         f"{PREFIX}/breakdown": _operation(
             "getBreakdown",
-            "Verdict counts per service, agent, model or tool, most failures first.",
+            "Verdict counts per service, agent, model, tool or variant, most failures first.",
             _ref("Breakdown"),
             [_query(p) for p in BREAKDOWN_PARAMS],
             all_errors,

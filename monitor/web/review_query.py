@@ -1,5 +1,5 @@
-"""The review query parameters shared by /review and /api/v1/results: evaluator, service, agent, model, outcome,
-since, until, cursor, limit.
+"""The review query parameters shared by /review and /api/v1/results: evaluator, service, variant, agent, model,
+outcome, since, until, cursor, limit.
 
 `since` and `until` are either a duration back from now ("15m", "1h", "7d", "1h30m") or an absolute time:
 Unix seconds ("1735787045", milliseconds when it has 13 digits, as Grafana's `${__from}`) or ISO 8601
@@ -17,7 +17,7 @@ from monitor.results.review_models import BreakdownBy, Outcome, ResultFilter
 from monitor.results.review_query import BadRequest
 from monitor.results.review_query import parse_time as api_parse_time
 
-FILTER_KEYS = ("evaluator", "service", "agent", "model", "outcome", "since", "until")
+FILTER_KEYS = ("evaluator", "service", "variant", "agent", "model", "outcome", "since", "until")
 QUERY_KEYS = (*FILTER_KEYS, "cursor", "limit")
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 BREAKDOWN_BY: tuple[str, ...] = get_args(BreakdownBy)
@@ -70,6 +70,7 @@ def result_filter(
     return ResultFilter(
         evaluator=text_param(query, "evaluator"),
         service=text_param(query, "service"),
+        variant=text_param(query, "variant"),
         agent=text_param(query, "agent"),
         model=text_param(query, "model"),
         outcome=outcome,  # type: ignore[arg-type]  # checked against OUTCOMES above

@@ -4,11 +4,19 @@ SQLite (a file in the test's directory) and PostgreSQL (a fresh database on the 
 from __future__ import annotations
 
 import sqlite3
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 
+from monitor.results import schema
+from monitor.results import store as sqlite_store
+from monitor.results.packing import Written, pack
+from monitor.results.postgres import schema as pg_schema
+from monitor.results.postgres import store as pg_store
 from monitor.results.postgres.store import PostgresResultStore
 from monitor.results.readers import open_store_reader
 from monitor.results.review_models import ReviewReader
@@ -50,6 +58,52 @@ class Backend:
 
     def scalar(self, sql: str, params: tuple = ()) -> Any:
         return self.rows(sql, params)[0][0]
+
+    def at_version(self, version: int, outcomes: Sequence[Written] = ()) -> None:
+        """An older release's database: set up by this release's own migration code stopped at `version`, then
+        `outcomes` written as that release wrote them (the rows packed by the store, without the columns that
+        later versions added)."""
+        with pytest.MonkeyPatch.context() as patch:
+            if self.name == "postgres":
+                patch.setattr(pg_schema, "MIGRATIONS", pg_schema.MIGRATIONS[:version])
+                patch.setattr(pg_schema, "SCHEMA_VERSION", version)
+                with psycopg.connect(self.location, autocommit=True) as db:
+                    pg_schema.set_up(db, self.location)
+            else:
+                patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:version])
+                patch.setattr(schema, "SCHEMA_VERSION", version)
+                db = sqlite3.connect(self.location, isolation_level=None)
+                schema.set_up(db, self.location)
+                db.close()
+        packed = pack(outcomes, time.time(), failing_only=False)
+        present = self.trace_columns()
+        kept = [i for i, name in enumerate(schema.TRACE_COLUMNS) if name in present]
+        columns = ", ".join(schema.TRACE_COLUMNS[i] for i in kept)
+        for values in packed.traces:
+            marks = ", ".join("?" for _ in kept)
+            self.execute(f"INSERT INTO traces ({columns}) VALUES ({marks})", tuple(values[i] for i in kept))
+        if self.name == "postgres":
+            with psycopg.connect(self.location, autocommit=True) as db, db.cursor() as cursor:
+                cursor.executemany(pg_store._INSERT_RESULT, packed.results)
+        else:
+            with sqlite3.connect(self.location) as db:
+                db.executemany(sqlite_store._INSERT_RESULT, packed.results)
+
+    def schema_version(self) -> int:
+        if self.name == "postgres":
+            return int(self.scalar(f"SELECT MAX(version) FROM {pg_schema.SCHEMA_TABLE}"))
+        return int(self.scalar("PRAGMA user_version"))
+
+    def indexes(self) -> set[str]:
+        if self.name == "postgres":
+            return {name for (name,) in self.rows("SELECT indexname FROM pg_indexes WHERE schemaname = 'public'")}
+        return {name for (name,) in self.rows("SELECT name FROM sqlite_master WHERE type = 'index'")}
+
+    def trace_columns(self) -> set[str]:
+        if self.name == "postgres":
+            sql = "SELECT column_name FROM information_schema.columns WHERE table_name = 'traces'"
+            return {name for (name,) in self.rows(sql)}
+        return {row[1] for row in self.rows("PRAGMA table_info(traces)")}
 
 
 def sqlite_backend(directory: Path) -> Backend:

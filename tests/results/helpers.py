@@ -13,10 +13,11 @@ GOOGLE_KEY = "AIza" + "SyD4-abcdefghijklmnopqrstuvwxyz0123"  # 35 characters aft
 CARD = "4111 1111 1111 1111"  # Luhn-valid
 
 
-def agent_trace(trace_id: str = "ab" * 16, *, secret: bool = False) -> Trace:
-    """planner agent → retrieval, LLM call (gpt-4o) → search tool, failing calc tool, LLM call (gpt-4o-mini)."""
+def agent_trace(trace_id: str = "ab" * 16, *, secret: bool = False, version: str | None = None) -> Trace:
+    """planner agent → retrieval, LLM call (gpt-4o) → search tool, failing calc tool, LLM call (gpt-4o-mini);
+    `version`: its resource's service.version."""
     answer = f"Here is the key {OPENAI_KEY}" if secret else "Paris it is."
-    resource = {"service.name": "shop"}
+    resource = {"service.name": "shop", **({"service.version": version} if version else {})}
     agent = make_span(
         "invoke_agent planner",
         {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"},
@@ -96,7 +97,8 @@ def outcome(
     given: str | None = "in",
     answer: str | None = "out",
     detail: TraceDetailRow | None = None,
+    variant: str = "",
 ) -> TraceOutcome:
     return TraceOutcome(
-        trace_id, service, 1.0, False, (), (), (), given, answer, 3, 1000.0, 0.0, tuple(rows), (), detail
+        trace_id, service, 1.0, False, (), (), (), given, answer, 3, 1000.0, 0.0, tuple(rows), (), detail, variant
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from evaluators.sdk import builtin
+from monitor.config.variants import VariantsConfig
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.results.health import StoreUnavailable
@@ -32,9 +33,9 @@ from tests.results.helpers import CARD, GOOGLE_KEY, OPENAI_KEY, agent_trace, det
 EVALUATORS = ["error_free", "tool_success_rate", "latency"]
 
 
-def evaluator() -> TraceEvaluator:
+def evaluator(variants: VariantsConfig | None = None) -> TraceEvaluator:
     configured = [ConfiguredEvaluator(builtin(name), name) for name in EVALUATORS]
-    return TraceEvaluator(configured, store_results="all")
+    return TraceEvaluator(configured, store_results="all", variants=variants)
 
 
 def test_a_trace_goes_through_the_store_and_back_as_the_models_say(backend: Backend) -> None:
@@ -131,9 +132,27 @@ def test_long_text_is_cut_after_it_is_masked(backend: Backend) -> None:
     store.close()
 
 
+def test_the_variant_goes_through_the_store_with_the_trace_and_each_of_its_results(backend: Backend) -> None:
+    versions = VariantsConfig(attribute="service.version")
+    evaluated = [evaluator(versions).outcome(agent_trace(f"{n}" * 32, version=v)) for n, v in ((1, "1.5"), (2, None))]
+    assert [o.variant for o in evaluated] == ["1.5", ""]
+    store = backend.store()
+    store.write(evaluated)
+    store.close()
+    assert backend.rows("SELECT trace_id, variant FROM traces ORDER BY trace_id") == [("1" * 32, "1.5"), ("2" * 32, "")]
+    reader = backend.reader()
+    got = reader.trace("1" * 32)
+    assert got is not None and got.summary.variant == "1.5"
+    assert {r.variant for r in got.results} == {"1.5"} and {r.outcome for r in got.results} == {"pass", "fail"}
+    other = reader.trace("2" * 32)
+    assert other is not None and other.summary.variant == "" and {r.variant for r in other.results} == {""}
+    items = reader.results(ResultFilter(), 100).items
+    assert {(i.trace_id[0], i.variant) for i in items} == {("1", "1.5"), ("2", "")}
+
+
 def populate(store: ResultStore) -> None:
-    """T1 (shop: agents planner, coder; model gpt-4o; tools search, calc), T2 (bank: no agent or model; search),
-    T3 (shop: planner; gpt-4o-mini; no tool)."""
+    """T1 (shop, variant 1.5: agents planner, coder; model gpt-4o; tools search, calc), T2 (bank, variant 1.4: no
+    agent or model; search), T3 (shop, no variant: planner; gpt-4o-mini; no tool)."""
     store.write(
         [
             outcome(
@@ -145,8 +164,16 @@ def populate(store: ResultStore) -> None:
                 row("e", False, level="llm", model="claude", span_id="e" * 16),
                 service="shop",
                 detail=detail(("planner", "coder"), ("gpt-4o",), ("search", "calc")),
+                variant="1.5",
             ),
-            outcome("2" * 32, row("a", False), row("b", True), service="bank", detail=detail(tools=("search",))),
+            outcome(
+                "2" * 32,
+                row("a", False),
+                row("b", True),
+                service="bank",
+                detail=detail(tools=("search",)),
+                variant="1.4",
+            ),
             outcome(
                 "3" * 32,
                 row("a", True),
@@ -188,6 +215,12 @@ def test_every_filter_selects_the_results_it_names(backend: Backend) -> None:
     assert found(reader, model="gpt-4o") == {("1", "a", "pass"), ("1", "b", "fail"), ("1", "c", "skip"),
                                              ("1", "d", "pass")}  # fmt: skip
     assert found(reader, model="gpt-4o-mini", outcome="pass", evaluator="b") == {("3", "b", "pass")}
+    # variant: the trace's, failing and skipped results (rows) as well as passing ones (packed); "" for none
+    assert found(reader, variant="1.5") == {t for t in everything if t[0] == "1"}
+    assert found(reader, variant="1.4", outcome="pass") == {("2", "b", "pass")}
+    assert found(reader, variant="") == {("3", "a", "pass"), ("3", "b", "pass")}
+    assert found(reader, variant="1.5", service="bank") == set() and found(reader, variant="2.0") == set()
+    assert {i.variant for i in reader.results(ResultFilter(variant="1.4"), 10).items} == {"1.4"}
     # time: since inclusive, until exclusive, on the evaluation time
     backend.execute("UPDATE traces SET created_at = 1000 WHERE trace_id = ?", ("1" * 32,))
     backend.execute("UPDATE results SET created_at = 1000 WHERE trace_id = ?", ("1" * 32,))
@@ -217,6 +250,12 @@ def test_breakdowns_count_each_group_exactly(backend: Backend) -> None:
     assert groups("service", evaluator="a") == [("bank", 0, 1, 0), ("shop", 2, 0, 0)]
     assert groups("tool", evaluator="b") == [("search", 1, 1, 0), ("calc", 0, 1, 0)]
     assert groups("agent", evaluator="d") == [("coder", 1, 0, 0)]
+    assert groups("variant") == [("1.5", 2, 2, 1), ("1.4", 1, 1, 0), ("", 2, 0, 0)]
+    assert groups("variant", evaluator="a") == [("1.4", 0, 1, 0), ("", 1, 0, 0), ("1.5", 1, 0, 0)]
+    assert groups("service", variant="1.5") == [("shop", 2, 2, 1)]  # one variant's results only
+    assert groups("tool", variant="1.4") == [("search", 1, 1, 0)]
+    assert groups("model", variant="", evaluator="b") == [("gpt-4o-mini", 1, 0, 0)]
+    assert reader.breakdown("variant", variant="1.5").variant == "1.5"
     shop = reader.breakdown("service").groups[0]
     assert shop == BreakdownGroup(value="shop", passed=4, failed=2, skipped=1, pass_ratio=4 / 6)
     backend.execute("UPDATE traces SET created_at = 1000 WHERE trace_id != ?", ("1" * 32,))

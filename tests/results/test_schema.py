@@ -15,7 +15,8 @@ from monitor.results.review_models import ResultFilter
 from monitor.results.review_reader import SQLiteReviewReader
 from monitor.results.schema import SCHEMA_VERSION, StoreSchemaError
 from monitor.results.store import ResultStore
-from tests.results.helpers import outcome, row
+from tests.results.backends import Backend, sqlite_backend
+from tests.results.helpers import detail, outcome, row
 
 # The schema exactly as the store created it before versioning (user_version 0).
 UNVERSIONED = """
@@ -103,12 +104,13 @@ def test_an_unversioned_database_is_migrated_keeping_its_rows(tmp_path: Path, wi
     assert store.available and pragma(path, "user_version") == SCHEMA_VERSION
     with sqlite3.connect(path) as db:
         columns = {r[1] for r in db.execute("PRAGMA table_info(traces)")}
-    assert {"passed", "agents", "models", "tools", "detail"} <= columns
-    assert {"results_time", "results_passing", "results_trace", "traces_time"} <= set(objects(path))
+    assert {"passed", "agents", "models", "tools", "detail", "variant"} <= columns
+    assert {"results_time", "results_passing", "results_trace", "traces_time", "traces_variant"} <= set(objects(path))
     assert "results_failing_time" not in objects(path)
     reader = store.reader()
     items = reader.results(ResultFilter(), 10).items
     got = {(i.trace_id, i.evaluator, i.outcome, i.evaluated_at) for i in items}
+    assert {i.variant for i in items} == {""}
     expected = {(T1, "error_free", "fail", then), (T1, "gt", "skip", then), (T2, "tone", "pass", then)}
     assert got == (expected | {(T1, "latency", "pass", then)} if with_passed else expected)
     detail = reader.trace(T1)
@@ -179,16 +181,42 @@ def test_processes_opening_a_new_database_together_migrate_it_once(tmp_path: Pat
 
 
 def test_a_version_1_database_gains_the_poll_checkpoint_tables_and_keeps_its_rows(tmp_path: Path) -> None:
-    path = tmp_path / "r.db"
-    store = ResultStore(path)
-    store.write([outcome("1" * 32, row("a", False))])
-    store.close()
-    with sqlite3.connect(path) as db:  # as version 1 left it: no poll tables
-        db.execute("DROP TABLE poll_seen")
-        db.execute("DROP TABLE poll_checkpoints")
-        db.execute("PRAGMA user_version = 1")
-    store = ResultStore(path)
-    assert pragma(path, "user_version") == SCHEMA_VERSION == 2 and store.count("traces") == 1
+    backend = sqlite_backend(tmp_path)
+    backend.at_version(1, [outcome("1" * 32, row("a", False))])
+    assert not {"poll_seen", "poll_checkpoints"} & set(objects(Path(backend.location)))
+    store = backend.store()
+    assert backend.schema_version() == SCHEMA_VERSION and store.count("traces") == 1
     store.transaction(lambda db: db.execute("INSERT INTO poll_seen VALUES ('s', 't', 1.0)"))
     assert store.transaction(lambda db: db.execute("SELECT COUNT(*) FROM poll_checkpoints").fetchone()[0]) == 0
+    store.close()
+
+
+def test_a_version_2_database_gains_the_variant_column_and_keeps_its_rows(backend: Backend) -> None:
+    """On both databases: version 3 adds `traces.variant` ('' for every row already there) and its index."""
+    backend.at_version(
+        2,
+        [
+            outcome(T1, row("a", False), row("b", True), service="shop", detail=detail(("planner",))),
+            outcome(T2, row("a", True), row("c", None, "no_data"), service="bank"),
+        ],
+    )
+    assert backend.schema_version() == 2 and "variant" not in backend.trace_columns()
+    unmigrated = backend.reader()  # the CLI reads an older database as it is
+    assert len(unmigrated.results(ResultFilter(variant=""), 10).items) == 4
+    assert unmigrated.results(ResultFilter(variant="1.5"), 10).items == []
+    unmigrated.close()  # type: ignore[attr-defined]
+    store = backend.store()
+    assert store.available and backend.schema_version() == SCHEMA_VERSION == 3
+    assert "variant" in backend.trace_columns() and "traces_variant" in backend.indexes()
+    assert backend.rows("SELECT trace_id, variant FROM traces ORDER BY trace_id") == [(T1, ""), (T2, "")]
+    reader = store.reader()
+    kept = {(i.trace_id, i.evaluator, i.outcome, i.variant) for i in reader.results(ResultFilter(), 10).items}
+    assert kept == {(T1, "a", "fail", ""), (T1, "b", "pass", ""), (T2, "a", "pass", ""), (T2, "c", "skip", "")}
+    assert len(reader.results(ResultFilter(variant=""), 10).items) == 4
+    detail_1 = reader.trace(T1)
+    assert detail_1 is not None and detail_1.summary.variant == "" and detail_1.summary.agents == ["planner"]
+    store.write([outcome("3" * 32, row("a", False), variant="1.5")])  # and new rows have their variant
+    assert [i.trace_id for i in reader.results(ResultFilter(variant="1.5"), 10).items] == ["3" * 32]
+    groups = [(g.value, g.passed, g.failed, g.skipped) for g in reader.breakdown("variant").groups]
+    assert groups == [("", 2, 1, 1), ("1.5", 0, 1, 0)]
     store.close()

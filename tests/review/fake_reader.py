@@ -61,7 +61,7 @@ class FakeReader:
 
     @staticmethod
     def _matches(item: ResultItem, where: ResultFilter) -> bool:
-        for name in ("evaluator", "service", "agent", "model", "outcome", "trace_id"):
+        for name in ("evaluator", "service", "variant", "agent", "model", "outcome", "trace_id"):
             wanted = getattr(where, name)
             if wanted is not None and getattr(item, name) != wanted:
                 return False
@@ -90,10 +90,15 @@ class FakeReader:
         return self.traces.get(trace_id)
 
     def breakdown(
-        self, by: BreakdownBy, evaluator: str | None = None, since: float | None = None, until: float | None = None
+        self,
+        by: BreakdownBy,
+        evaluator: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        variant: str | None = None,
     ) -> Breakdown:
-        self._enter("breakdown", (by, evaluator, since, until))
-        where = ResultFilter(evaluator=evaluator, since=since, until=until)
+        self._enter("breakdown", (by, evaluator, since, until, variant))
+        where = ResultFilter(evaluator=evaluator, variant=variant, since=since, until=until)
         counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
         for item in self.items:
             if not self._matches(item, where):
@@ -110,7 +115,7 @@ class FakeReader:
             for v, (p, f, s) in counts.items()
         ]
         groups.sort(key=lambda g: (-g.failed, g.value))
-        return Breakdown(evaluator=evaluator, by=by, since=since, until=until, groups=groups)
+        return Breakdown(evaluator=evaluator, variant=variant, by=by, since=since, until=until, groups=groups)
 
 
 def item(n: int, **fields: Any) -> ResultItem:

@@ -61,6 +61,7 @@ def test_every_filter_reaches_the_reader_and_times_are_parsed(reader: FakeReader
     query = {
         "evaluator": "error_free",
         "service": "checkout",
+        "variant": "1.5",
         "agent": "planner",
         "model": "gpt-4o",
         "outcome": "fail",
@@ -76,6 +77,7 @@ def test_every_filter_reaches_the_reader_and_times_are_parsed(reader: FakeReader
         assert where == ResultFilter(
             evaluator="error_free",
             service="checkout",
+            variant="1.5",
             agent="planner",
             model="gpt-4o",
             outcome="fail",
@@ -141,7 +143,7 @@ def test_breakdown_passes_its_parameters_and_answers_the_readers_groups(reader: 
     with api(reader) as base:
         status, _, body = get(f"{base}/api/v1/breakdown?by=service&evaluator=error_free&since=1700000001")
         assert status == 200, body
-        assert reader.calls[-1] == ("breakdown", ("service", "error_free", 1_700_000_001.0, None))
+        assert reader.calls[-1] == ("breakdown", ("service", "error_free", 1_700_000_001.0, None, None))
         assert body["by"] == "service"
         assert [(g["value"], g["passed"], g["failed"]) for g in body["groups"]] == [
             ("checkout", 0, 23),
@@ -149,11 +151,44 @@ def test_breakdown_passes_its_parameters_and_answers_the_readers_groups(reader: 
         ]
 
         status, _, body = get(f"{base}/api/v1/breakdown")  # by defaults to service
-        assert status == 200 and reader.calls[-1] == ("breakdown", ("service", None, None, None))
+        assert status == 200 and reader.calls[-1] == ("breakdown", ("service", None, None, None, None))
         status, _, body = get(f"{base}/api/v1/breakdown?by=tool")
         assert status == 200 and body["groups"] == [
             {"value": "lookup", "passed": 0, "failed": 0, "skipped": 1, "pass_ratio": None}
         ]
+
+
+def test_variant_filters_results_and_breakdowns_and_every_item_carries_it(reader: FakeReader) -> None:
+    reader.items += [item(41, variant="1.5"), item(42, variant="1.5", outcome="pass", score=1.0)]
+    reader.items.append(item(43, variant="1.4"))
+    with api(reader) as base:
+        status, _, body = get(f"{base}/api/v1/results?variant=1.5&outcome=")
+        assert status == 200, body
+        assert reader.calls[-1][1][0] == ResultFilter(variant="1.5")
+        assert [(i["trace_id"], i["variant"], i["outcome"]) for i in body["items"]] == [
+            (f"{42:032x}", "1.5", "pass"),
+            (f"{41:032x}", "1.5", "fail"),
+        ]
+        status, _, body = get(f"{base}/api/v1/results?limit=2")
+        assert [i["variant"] for i in body["items"]] == ["1.4", "1.5"]  # always there, "" without a variant
+        status, _, body = get(f"{base}/api/v1/results?trace_id={TRACE}")
+        assert body["items"][0]["variant"] == ""
+
+        status, _, body = get(f"{base}/api/v1/breakdown?by=variant&evaluator=error_free")
+        assert status == 200, body
+        assert reader.calls[-1] == ("breakdown", ("variant", "error_free", None, None, None))
+        assert body["by"] == "variant" and body["variant"] is None
+        assert [(g["value"], g["passed"], g["failed"], g["skipped"]) for g in body["groups"]] == [
+            ("", 0, 23, 1),
+            ("1.4", 0, 1, 0),
+            ("1.5", 1, 1, 0),
+        ]
+        status, _, body = get(f"{base}/api/v1/breakdown?by=service&variant=1.5")
+        assert status == 200 and reader.calls[-1] == ("breakdown", ("service", None, None, None, "1.5"))
+        assert body["variant"] == "1.5" and [(g["value"], g["failed"]) for g in body["groups"]] == [("checkout", 1)]
+
+        status, _, body = get(f"{base}/api/v1/traces/{TRACE}")
+        assert status == 200 and body["summary"]["variant"] == ""
 
 
 def test_evaluators_answer_what_the_callable_lists(reader: FakeReader) -> None:
@@ -178,7 +213,8 @@ def test_evaluators_answer_what_the_callable_lists(reader: FakeReader) -> None:
         ("results?trace_id=xyz", "trace id must be 32 hex characters, got 'xyz'"),
         ("results?outcomes=fail", "unknown parameter 'outcomes' (known: evaluator, service"),
         ("results?outcome=fail&outcome=pass", "parameter 'outcome' given more than once"),
-        ("breakdown?by=region", "by must be one of service, agent, model, tool, got 'region'"),
+        ("breakdown?by=region", "by must be one of service, agent, model, tool, variant, got 'region'"),
+        ("results?variant=1.5&variant=1.4", "parameter 'variant' given more than once"),
         ("breakdown?by=tool&since=soon", "since: invalid time 'soon'"),
         ("breakdown?outcome=fail", "unknown parameter 'outcome'"),
         ("evaluators?service=x", "unknown parameter 'service'"),

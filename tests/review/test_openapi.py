@@ -63,7 +63,10 @@ def test_parameters_responses_and_security_are_described() -> None:
     assert results["outcome"]["schema"]["enum"] == ["pass", "fail", "skip"]
     assert results["limit"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}
     assert list(params(f"{PREFIX}/breakdown")) == [p.name for p in BREAKDOWN_PARAMS]
-    assert params(f"{PREFIX}/breakdown")["by"]["schema"]["enum"] == ["service", "agent", "model", "tool"]
+    assert params(f"{PREFIX}/breakdown")["by"]["schema"]["enum"] == ["service", "agent", "model", "tool", "variant"]
+    assert "variant" in results and "variant" in params(f"{PREFIX}/breakdown")
+    item_fields = document["components"]["schemas"]["ResultItem"]["properties"]
+    assert item_fields["variant"] == {"default": "", "title": "Variant", "type": "string"}
     trace_param = params(f"{PREFIX}/traces/{{trace_id}}")["trace_id"]
     assert trace_param["in"] == "path" and trace_param["required"] is True
     for path in ("results", "traces/{trace_id}", "breakdown"):

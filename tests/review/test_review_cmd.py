@@ -210,6 +210,50 @@ def test_store_file_written_by_the_store_is_read_directly(tmp_path: Path, capsys
     assert code == 0 and "tool search failed" in out
 
 
+def test_variant_filters_and_shows_in_the_tables(
+    base: str, reader: FakeReader, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reader.items += [item(41, variant="1.5.0"), item(42, variant="1.4.2", outcome="pass", score=1.0)]
+    url = ("--url", base, "--token", TOKEN)
+    code, out, err = review(capsys, *url, "--variant", "1.5.0")
+    assert (code, err) == (0, "")
+    assert reader.calls[-1][1][0] == ResultFilter(variant="1.5.0")
+    header, *rows = out.splitlines()
+    assert header.split() == ["TIME", "EVALUATOR", "OUTCOME", "SCORE", "SERVICE", "VARIANT", "AGENT", "TRACE",
+                              "EXPLANATION"]  # fmt: skip
+    assert [r.split()[5:7] for r in rows] == [["1.5.0", "-"]]
+    code, out, _ = review(capsys, *url, "--limit", "3")
+    assert [r.split()[5] for r in out.splitlines()[1:4]] == ["1.4.2", "1.5.0", "-"]  # "-": no variant
+    code, out, _ = review(capsys, *url, "--by", "variant", "--variant", "1.4.2", "--evaluator", "error_free")
+    assert code == 0 and reader.calls[-1] == ("breakdown", ("variant", "error_free", None, None, "1.4.2"))
+    head, columns, *groups = out.splitlines()
+    assert head == "results by variant (evaluator error_free, variant 1.4.2, everything stored)"
+    assert columns.split()[0] == "VARIANT" and [g.split() for g in groups] == [["1.4.2", "1", "0", "0", "1.000"]]
+    code, _, err = review(capsys, *url, "--trace", TRACE, "--variant", "1.5.0")
+    assert code == 2 and "--trace takes no --variant" in err
+
+
+def test_store_file_variants_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "results.db"
+    store = ResultStore(path)
+    store.write(
+        [
+            outcome("ab" * 16, row("error_free", False), variant="2.0.0-canary"),
+            outcome("cd" * 16, row("error_free", False), row("latency", True)),
+        ]
+    )
+    store.close()
+    code, out, _ = review(capsys, "--store", str(path), "--variant", "2.0.0-canary", "--json", "--outcome", "fail")
+    assert code == 0 and [(i["trace_id"], i["variant"]) for i in json.loads(out)["items"]] == [
+        ("ab" * 16, "2.0.0-canary")
+    ]
+    code, out, _ = review(capsys, "--store", str(path), "--by", "variant", "--json")
+    groups = {g["value"]: (g["passed"], g["failed"]) for g in json.loads(out)["groups"]}
+    assert code == 0 and groups == {"2.0.0-canary": (0, 1), "": (1, 1)}
+    code, out, _ = review(capsys, "--store", str(path), "--trace", "ab" * 16)
+    assert code == 0 and out.startswith(f"trace {'ab' * 16}  service=svc  variant=2.0.0-canary  spans=3")
+
+
 def test_store_source_answers_as_the_api_through_the_same_service(
     base: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from html.parser import HTMLParser
 
 from hypothesis import HealthCheck, given, settings
@@ -53,6 +54,10 @@ NASTY = [
 texts = st.lists(st.one_of(st.text(max_size=40), st.sampled_from(NASTY)), max_size=6).map("".join)
 data = texts.map(lambda t: SENTINEL + t)
 long_data = st.tuples(data, st.integers(0, 500)).map(lambda p: p[0] + "x" * p[1])  # past every clip length
+trace_id = st.text("0123456789abcdefABCDEF", min_size=32, max_size=32)
+partner_details = st.fixed_dictionaries(  # a pairwise judge's details: the partner's id becomes a link
+    {"partner_trace_id": data | trace_id, "partner_variant": data | st.integers()}
+).map(json.dumps)
 
 
 class Collector(HTMLParser):
@@ -95,8 +100,9 @@ result_items = st.builds(
     score=st.none() | st.floats(0, 1),
     skip_reason=st.none() | data,
     explanation=st.none() | long_data,
-    details=st.none() | data,
+    details=st.none() | data | partner_details,
     service=st.none() | data,
+    variant=st.just("") | data,
     agent=st.none() | data,
     model=st.none() | data,
     span_id=st.none() | data,
@@ -120,6 +126,7 @@ summaries = st.builds(
     trace_id=data,
     evaluated_at=st.floats(0, 2e9),
     service=st.none() | data,
+    variant=st.just("") | data,
     agents=st.lists(data, max_size=2),
     input=st.none() | long_data,
     output=st.none() | long_data,
@@ -131,7 +138,7 @@ summaries = st.builds(
     steps_truncated=st.booleans(),
 )  # fmt: skip
 query_values = st.dictionaries(
-    st.sampled_from(["evaluator", "service", "agent", "model", "since", "until", "cursor"]), data
+    st.sampled_from(["evaluator", "service", "variant", "agent", "model", "since", "until", "cursor"]), data
 )
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -145,7 +152,7 @@ def test_results_page_escapes_every_field(items, names, query, cursor) -> None:
                       windows=[EvaluatorWindow(window=n, samples=1, pass_ratio=0.5)])
         for n in names
     ]  # fmt: skip
-    where = ResultFilter(evaluator=evaluator, outcome="fail")
+    where = ResultFilter(evaluator=evaluator, variant=query.get("variant"), outcome="fail")
     page = ResultsPage(items=items, next_cursor=cursor)
     check(str(results_page(site(names), {**query, "cursor": cursor or ""}, where, page, infos)))
 
@@ -160,12 +167,12 @@ def test_trace_page_escapes_every_field(summary, step_list, items) -> None:
 @given(
     st.lists(st.builds(BreakdownGroup, value=data, passed=st.integers(0, 9), failed=st.integers(0, 9),
                        skipped=st.integers(0, 9), pass_ratio=st.none() | st.floats(0, 1)), max_size=4),
-    st.sampled_from(["service", "agent", "model", "tool"]),
+    st.sampled_from(["service", "agent", "model", "tool", "variant"]),
     query_values,
     st.lists(data, max_size=3),
 )  # fmt: skip
 def test_breakdown_page_escapes_every_field(groups, by, params, names) -> None:
-    result = Breakdown(by=by, groups=groups, evaluator=params.get("evaluator"))
+    result = Breakdown(by=by, groups=groups, evaluator=params.get("evaluator"), variant=params.get("variant"))
     check(str(breakdown_page(site(names), params, result)))
 
 

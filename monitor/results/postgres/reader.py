@@ -19,7 +19,7 @@ from monitor.results.postgres.connection import Connection, open_pool, redacted
 from monitor.results.postgres.schema import schema_version
 from monitor.results.review_queries import Columns, Dialect
 from monitor.results.review_reader import StoreReviewReader
-from monitor.results.schema import TRACE_COLUMNS, check_version
+from monitor.results.schema import SCHEMA_VERSION, TRACE_COLUMNS, check_version
 
 T = TypeVar("T")
 
@@ -37,6 +37,9 @@ class PostgresDialect(Dialect):
 
     def each_tool(self, column: str) -> str:
         return f"jsonb_array_elements_text({column}) AS tool(value)"
+
+    def no_index(self, column: str) -> str:
+        return column
 
 
 POSTGRES = PostgresDialect()
@@ -61,6 +64,7 @@ class PostgresReviewReader(StoreReviewReader):
         self.health = health if health is not None else StoreHealth(quiet=True)
         self.owned = owned
         self._checked = False
+        self._columns = _COLUMNS
 
     @classmethod
     def open(cls, url: str) -> PostgresReviewReader:
@@ -95,7 +99,13 @@ class PostgresReviewReader(StoreReviewReader):
         check_version(version, self.where)
         if version == 0:
             raise StoreUnavailable(f"{self.where} is not a result store (no agent-monitor schema in it yet)")
+        if version < SCHEMA_VERSION:  # an older release's database, read as it is (the CLI does not migrate)
+            present = db.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema()"
+                " AND table_name = 'traces'"
+            ).fetchall()
+            self._columns = Columns({name for (name,) in present}, POSTGRES)
         self._checked = True
 
     def _columns_of(self, db: Any) -> Columns:
-        return _COLUMNS
+        return self._columns

@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg
 
-from monitor.results.schema import POLL_TABLES, SCHEMA_VERSION, TRACE_COLUMNS, check_version
+from monitor.results.schema import POLL_TABLES, SCHEMA_VERSION, TRACE_COLUMNS, VARIANT_COLUMN, check_version
 
 SCHEMA_TABLE = "agent_monitor_schema"
 MIGRATION_LOCK = 0x61676D5F73636D61  # pg_advisory_xact_lock key: "agm_scma"
@@ -75,7 +75,14 @@ def _to_v2(db: psycopg.Connection[Any]) -> None:
         db.execute(statement)
 
 
-MIGRATIONS: tuple[Callable[[psycopg.Connection[Any]], None], ...] = (_to_v1, _to_v2)
+def _to_v3(db: psycopg.Connection[Any]) -> None:
+    """Version 3: the trace's variant, as on SQLite (a constant default: PostgreSQL rewrites no row), indexed
+    like `traces_time` within each variant."""
+    db.execute(VARIANT_COLUMN)
+    db.execute("CREATE INDEX traces_variant ON traces(variant, created_at, id)")
+
+
+MIGRATIONS: tuple[Callable[[psycopg.Connection[Any]], None], ...] = (_to_v1, _to_v2, _to_v3)
 assert len(MIGRATIONS) == SCHEMA_VERSION, "a schema version migrates both databases"
 JSON_COLUMNS = frozenset({"passed", "agents", "models", "tools", "detail"})
 assert set(TRACE_COLUMNS) > JSON_COLUMNS

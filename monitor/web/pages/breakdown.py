@@ -1,4 +1,5 @@
-"""GET /review/breakdown: verdict counts per service, agent, model or tool, each row linking to its results."""
+"""GET /review/breakdown: verdict counts per service, agent, model, tool or variant (of one variant's traces when
+asked), each row linking to its results."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import monitor.web.pages.fmt as fmt
 from monitor.results.review_models import Breakdown, BreakdownGroup
 from monitor.web.html import Html, el
 from monitor.web.pages.layout import ROOT, ReviewSite, link, shell
-from monitor.web.pages.results import field, select, time_fields
+from monitor.web.pages.results import field, select, text_input, time_fields
 from monitor.web.review_query import BREAKDOWN_BY
 
 PAGE = f"{ROOT}/breakdown"
-FILTERABLE = ("service", "agent", "model")  # ResultFilter has no tool: tool rows are not links
+FILTERABLE = ("service", "agent", "model", "variant")  # ResultFilter has no tool: tool rows are not links
 
 
 def bar(ratio: float | None) -> Html:
@@ -26,8 +27,8 @@ def bar(ratio: float | None) -> Html:
 def group_row(group: BreakdownGroup, by: str, params: Mapping[str, str | None]) -> Html:
     label = group.value or "(none)"
     if by in FILTERABLE and group.value:
-        target = {"evaluator": params.get("evaluator"), by: group.value, "outcome": "fail"}
-        target |= {"since": params.get("since"), "until": params.get("until")}
+        target = {"evaluator": params.get("evaluator"), "variant": params.get("variant")}
+        target |= {by: group.value, "outcome": "fail", "since": params.get("since"), "until": params.get("until")}
         value: Html = el("a", label, href=link(ROOT, target))
     else:
         value = el("span", label)
@@ -48,6 +49,7 @@ def breakdown_page(site: ReviewSite, params: Mapping[str, str | None], result: B
         "form",
         field("evaluator", select("evaluator", [("", "any"), *[(n, n) for n in names]], params.get("evaluator"))),
         field("by", select("by", [(b, b) for b in BREAKDOWN_BY], result.by)),
+        field("variant", text_input("variant", params.get("variant"), "any")),
         *time_fields(params),
         el("button", "show", type="submit"),
         method="get",
@@ -61,9 +63,10 @@ def breakdown_page(site: ReviewSite, params: Mapping[str, str | None], result: B
     else:
         table = el("p", "No results in this range.")
     note = el("p", "Tool rows count every trace that called the tool; the results list cannot filter by tool.")
+    title = f"Breakdown by {result.by}" + (f" of variant {result.variant}" if result.variant is not None else "")
     return shell(
         site,
         f"breakdown by {result.by}",
-        [el("h1", f"Breakdown by {result.by}"), form, table, note if result.by == "tool" else None],
+        [el("h1", title), form, table, note if result.by == "tool" else None],
         active="breakdown",
     )

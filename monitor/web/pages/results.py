@@ -28,7 +28,7 @@ def trace_href(trace_id: str, span_id: str | None = None) -> str:
 
 def state(query: Mapping[str, str], where: ResultFilter) -> dict[str, str | None]:
     """The page's parameters as links carry them: the text as typed, outcome always explicit ("any" for all)."""
-    params = {key: query.get(key, "").strip() or None for key in ("evaluator", "service", "agent", "model")}
+    params = {key: query.get(key, "").strip() or None for key in ("evaluator", "service", "variant", "agent", "model")}
     params["outcome"] = where.outcome or "any"
     params["since"] = query.get("since", "").strip() or None
     params["until"] = query.get("until", "").strip() or None
@@ -75,6 +75,7 @@ def filter_form(params: Mapping[str, str | None], evaluators: list[str]) -> Html
             select("outcome", [("fail", "fail"), ("skip", "skip"), ("pass", "pass"), ("any", "any")], outcome),
         ),
         field("service", text_input("service", params.get("service"))),
+        field("variant", text_input("variant", params.get("variant"), "version")),
         field("agent", text_input("agent", params.get("agent"))),
         field("model", text_input("model", params.get("model"))),
         *time_fields(params),
@@ -98,8 +99,11 @@ def evaluator_line(info: EvaluatorInfo, params: Mapping[str, str | None]) -> Htm
         parts.append(f" below {fmt.ratio(info.alert_min_pass_ratio)}")
     for window in info.windows:
         parts.append(f" · {window.window}: {fmt.ratio(window.pass_ratio)} of {window.samples}")
-    by = {"evaluator": info.name, "since": params.get("since"), "until": params.get("until")}
+    by = {"evaluator": info.name, "variant": params.get("variant"), "since": params.get("since")}
+    by["until"] = params.get("until")
     parts += [" · ", el("a", "breakdown", href=link(f"{ROOT}/breakdown", {**by, "by": "service"}))]
+    if not params.get("variant"):
+        parts += [" · ", el("a", "by variant", href=link(f"{ROOT}/breakdown", {**by, "by": "variant"}))]
     return el("p", parts, class_="evaluator")
 
 
@@ -113,7 +117,8 @@ def excerpt(text: str | None, limit: int) -> Html:
     return el("td", fmt.clip(text, limit), title=fmt.clip(text, TITLE_CHARS) or None, class_="text")
 
 
-def result_row(item: ResultItem) -> Html:
+def result_row(item: ResultItem, variants: bool = False) -> Html:
+    """A result's row; `variants`: with the variant column (some result of the page has a variant)."""
     who = join(item.agent or "", el("br") if item.agent and item.model else None, item.model or "")
     cells = [
         el("td", fmt.utc(item.evaluated_at), class_="nowrap"),
@@ -121,6 +126,7 @@ def result_row(item: ResultItem) -> Html:
         outcome_cell(item),
         el("td", fmt.score(item.score), class_="num"),
         el("td", item.service or ""),
+        el("td", item.variant, class_="variant") if variants else None,
         el("td", who),
         excerpt(item.explanation, EXPLANATION_CHARS),
         excerpt(item.input_excerpt, EXCERPT_CHARS),
@@ -134,10 +140,13 @@ HEADINGS = ("time (UTC)", "evaluator", "outcome", "score", "service", "agent / m
 
 
 def results_table(page: ResultsPage) -> Html:
+    """The results; a variant column after the service when one of them has a variant (variants are on)."""
     if not page.items:
         return el("p", "No results match. The outcome is fail unless you choose another; widen the time range.")
-    head = el("thead", el("tr", [el("th", h) for h in (*HEADINGS, "trace")]))
-    return el("table", head, el("tbody", [result_row(item) for item in page.items]), class_="results")
+    variants = any(item.variant for item in page.items)
+    headings = [*HEADINGS[:5], *(["variant"] if variants else []), *HEADINGS[5:], "trace"]
+    head = el("thead", el("tr", [el("th", h) for h in headings]))
+    return el("table", head, el("tbody", [result_row(item, variants) for item in page.items]), class_="results")
 
 
 def results_page(

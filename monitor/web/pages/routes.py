@@ -133,12 +133,13 @@ def review_page_routes(
     async def breakdown(request: web.Request, reader: ReviewReader) -> web.Response:
         query = request.query
         by = cast(BreakdownBy, breakdown_by(query))
-        evaluator, now = text_param(query, "evaluator"), time.time()
+        evaluator, variant, now = text_param(query, "evaluator"), text_param(query, "variant"), time.time()
         since, until = time_param(query, "since", now), time_param(query, "until", now)
         if since is not None and until is not None and since >= until:
             raise QueryError("since must be before until")
-        result = await _read(reader.breakdown, by, evaluator, since, until)
-        params = {"evaluator": evaluator, "since": text_param(query, "since"), "until": text_param(query, "until")}
+        result = await _read(reader.breakdown, by, evaluator, since, until, variant)
+        params = {"evaluator": evaluator, "variant": variant}
+        params |= {"since": text_param(query, "since"), "until": text_param(query, "until")}
         return respond(breakdown_page(site, params, result))
 
     async def css(request: web.Request) -> web.Response:

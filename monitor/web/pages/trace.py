@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import monitor.web.pages.fmt as fmt
 from monitor.results.review_models import ResultItem, Step, TraceDetail, TraceSummary
 from monitor.web.html import Child, Html, el, join
 from monitor.web.pages.layout import ROOT, ReviewSite, link, shell
-from monitor.web.pages.results import span_anchor
+from monitor.web.pages.results import span_anchor, trace_href
 
 MAX_INDENT = 16  # deeper steps share the last indentation class (review.css has .d0 … .d16)
 INLINE_CHARS = 160  # longer texts fold into <details>
 ORDER = {"fail": 0, "skip": 1, "pass": 2}
+TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
+PARTNER = (
+    "partner_trace_id"  # in a pairwise judge's details: the trace it was paired with (partner_variant: its variant)
+)
 
 
 def long_text(text: str | None, inline: int = INLINE_CHARS) -> Child:
@@ -38,6 +45,10 @@ def summary_block(summary: TraceSummary) -> Html:
         *_pair("errors", errors),
         *_pair("tools", ", ".join(summary.tools)),
     ]
+    if summary.variant:  # after the service
+        pairs[4:4] = _pair(
+            "variant", el("a", summary.variant, href=link(ROOT, {"variant": summary.variant, "outcome": "any"}))
+        )
     return el("dl", pairs, class_="summary")
 
 
@@ -81,6 +92,27 @@ def models_table(summary: TraceSummary) -> Html | None:
     return el("table", el("thead", head), el("tbody", rows), class_="compact")
 
 
+def partner(details: str | None) -> Html | None:
+    """A pairwise judge's partner trace (`partner_trace_id` in its details JSON) as a link to its page, with its
+    variant; an id that is not a trace id is shown as text. None when the details name no partner."""
+    try:
+        values = json.loads(details) if details else None
+    except ValueError:  # not JSON, or cut at the store's limit
+        return None
+    if not isinstance(values, dict):
+        return None
+    trace_id = values.get(PARTNER)
+    if not isinstance(trace_id, str) or not trace_id:
+        return None
+    if TRACE_ID.fullmatch(trace_id):
+        shown: Html = el("a", fmt.short_id(trace_id.lower()), href=trace_href(trace_id.lower()), class_="partner")
+    else:
+        shown = el("code", fmt.clip(trace_id, 64))
+    variant = values.get("partner_variant")
+    of = f" ({fmt.clip(variant, 64)})" if isinstance(variant, str) and variant else None
+    return el("div", "paired with ", shown, of, class_="pair")
+
+
 def verdict_row(item: ResultItem) -> Html:
     where = join(item.level, f" · {item.agent}" if item.agent else None, f" · {item.model}" if item.model else None)
     step = el("a", item.span_id, href=f"#{span_anchor(item.span_id)}") if item.span_id else ""
@@ -89,7 +121,7 @@ def verdict_row(item: ResultItem) -> Html:
         el("td", el("span", item.outcome, class_=f"badge {item.outcome}"), f" {item.skip_reason or ''}"),
         el("td", fmt.score(item.score), class_="num"),
         el("td", where),
-        el("td", long_text(item.explanation, 400), class_="text"),
+        el("td", long_text(item.explanation, 400), partner(item.details), class_="text"),
         el("td", step, class_="id"),
     ]
     return el("tr", cells, class_=f"row-{item.outcome}")
