@@ -23,6 +23,7 @@ from monitor.config import MonitorConfig
 from monitor.config.models import usable_cpus
 from monitor.engine.admission import Admission
 from monitor.engine.assembler import CompletedTrace, TraceAssembler
+from monitor.engine.comparison_info import comparison_infos
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.dispatcher import DueTraceDispatcher
 from monitor.engine.evaluator_info import evaluator_infos
@@ -162,6 +163,7 @@ class Daemon:
                 evaluators_info=lambda: evaluator_infos(evaluators, self.metrics),
                 unavailable=STORE_DISABLED,
                 review=config.review,
+                comparisons_info=comparison_infos(self.metrics.comparisons.states),
             ),
             config.metrics.host,
             config.metrics.port,

@@ -156,6 +156,44 @@ class EvaluatorInfo(ReviewModel):
     windows: list[EvaluatorWindow] = []
 
 
+class VariantSide(ReviewModel):
+    """One side of a live comparison over its window: results with a verdict, of which passed."""
+
+    variant: str
+    passed: int
+    total: int
+    pass_ratio: float | None  # None while the side has no result
+
+
+class PairwiseCounts(ReviewModel):
+    """The pairwise judge of the same two variants: the candidate's wins, ties and losses so far."""
+
+    evaluator: str
+    win: int = 0
+    tie: int = 0
+    loss: int = 0
+
+
+class VariantComparison(ReviewModel):
+    """A configured comparison (variants.compare) now: the candidate against the baseline over `window`
+    seconds, at significance level `alpha`; values that need both sides are None until both have results."""
+
+    evaluator: str
+    baseline: VariantSide
+    candidate: VariantSide
+    window: float
+    min_samples: int
+    alpha: float
+    delta: float | None  # candidate pass ratio - baseline's
+    delta_lower: float | None
+    delta_upper: float | None
+    p_value_pass_rate: float | None
+    p_value_scores: float | None  # None without scores on both sides
+    verdict: Literal[-1, 0, 1]
+    reason: Literal["worse", "better", "no_significant_difference", "insufficient_samples"]
+    pairwise: list[PairwiseCounts] = []  # the pairwise judges of the same two variants
+
+
 class ReviewReader(Protocol):
     """Read side of the result store, for the review API, page and CLI (`--store FILE`)."""
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from aiohttp import web
 from pydantic import BaseModel, TypeAdapter
 
-from monitor.results.review_models import EvaluatorInfo, ReviewReader
+from monitor.results.review_models import EvaluatorInfo, ReviewReader, VariantComparison
 from monitor.results.review_query import ReviewError, Unavailable
 from monitor.results.review_service import STORE_DISABLED, ReviewService
 from monitor.web.openapi import OPENAPI_PATH, PREFIX, openapi_document
@@ -26,7 +26,9 @@ from monitor.web.openapi import OPENAPI_PATH, PREFIX, openapi_document
 log = logging.getLogger(__name__)
 
 EvaluatorsInfo = Callable[[], list[EvaluatorInfo]]
+ComparisonsInfo = Callable[[], list[VariantComparison]]
 _EVALUATORS = TypeAdapter(list[EvaluatorInfo])
+_COMPARISONS = TypeAdapter(list[VariantComparison])
 
 
 def json_error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
@@ -56,9 +58,10 @@ def api_v1_routes(
     *,
     unavailable: str = STORE_DISABLED,
     clock: Callable[[], float] = time.time,
+    comparisons_info: ComparisonsInfo | None = None,
 ) -> list[web.RouteDef]:
     """GET routes of /api/v1; `unavailable` is the 503 reason while `reader` is None, `clock` the "now" of
-    relative times."""
+    relative times, `comparisons_info` the live variant comparisons (none configured: an empty list)."""
     review = ReviewService(reader, unavailable, clock)
     document = json.dumps(openapi_document(), ensure_ascii=False).encode()
 
@@ -88,6 +91,16 @@ def api_v1_routes(
             return json_error(500, "internal error (see the daemon's log)")
         return _json(_EVALUATORS.dump_json(infos))
 
+    async def comparisons(request: web.Request) -> web.Response:
+        if request.query:
+            return json_error(400, f"unknown parameter {next(iter(request.query))!r} (known: none)")
+        try:
+            found = comparisons_info() if comparisons_info is not None else []
+        except Exception:
+            log.exception("review API: cannot compute the variant comparisons")
+            return json_error(500, "internal error (see the daemon's log)")
+        return _json(_COMPARISONS.dump_json(found))
+
     async def openapi(request: web.Request) -> web.Response:
         return _json(document)
 
@@ -96,6 +109,7 @@ def api_v1_routes(
         web.get(f"{PREFIX}/traces/{{trace_id}}", trace),
         web.get(f"{PREFIX}/breakdown", breakdown),
         web.get(f"{PREFIX}/evaluators", evaluators),
+        web.get(f"{PREFIX}/comparisons", comparisons),
         web.get(OPENAPI_PATH, openapi),
     ]
 

@@ -10,7 +10,7 @@ from monitor.config.review import ReviewConfig
 from monitor.results.review_models import ReviewReader
 from monitor.results.review_service import STORE_DISABLED
 from monitor.results.writer import QueuedResultStore
-from monitor.web.api_v1 import EvaluatorsInfo, api_error_response, api_v1_routes
+from monitor.web.api_v1 import ComparisonsInfo, EvaluatorsInfo, api_error_response, api_v1_routes
 from monitor.web.health import OPEN_PATHS, OPEN_PREFIXES, Readiness, Render, health_routes
 from monitor.web.pages import login_redirect, review_headers, review_page_routes, wants_login_page
 from monitor.web.review import review_routes
@@ -69,17 +69,21 @@ def build_api_app(
     evaluators_info: EvaluatorsInfo | None = None,
     unavailable: str = STORE_DISABLED,
     review: ReviewConfig | None = None,
+    comparisons_info: ComparisonsInfo | None = None,
 ) -> web.Application:
     """The metrics port: what it serves is passed in (it reads, never drives, the engine). `reader` and
     `evaluators_info` serve /api/v1 (api_v1.py) and the review page /review (pages/); while `reader` is None both
-    answer 503 "review unavailable" with `unavailable` as the reason."""
+    answer 503 "review unavailable" with `unavailable` as the reason. `comparisons_info`: the live variant
+    comparisons, for /api/v1/comparisons and /review/canary."""
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[require_token(token)])
     app.add_routes(
         [
             *health_routes(render, readiness),
             *review_routes(store),
-            *api_v1_routes(reader, evaluators_info, unavailable=unavailable),
-            *review_page_routes(reader, evaluators_info, review, token, unavailable_reason=unavailable),
+            *api_v1_routes(reader, evaluators_info, unavailable=unavailable, comparisons_info=comparisons_info),
+            *review_page_routes(
+                reader, evaluators_info, review, token, unavailable_reason=unavailable, comparisons=comparisons_info
+            ),
         ]
     )
     app.on_response_prepare.append(review_headers)  # CSP, nosniff, no-referrer, no-store on every /review* answer

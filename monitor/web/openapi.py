@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from monitor import __version__
 from monitor.auth import SESSION_COOKIE
-from monitor.results.review_models import Breakdown, EvaluatorInfo, ResultsPage, TraceDetail
+from monitor.results.review_models import Breakdown, EvaluatorInfo, ResultsPage, TraceDetail, VariantComparison
 from monitor.results.review_query import BREAKDOWN_PARAMS, RESULTS_PARAMS, TRACE_ID_PATTERN, QueryParam
 
 PREFIX = "/api/v1"
@@ -40,7 +40,7 @@ _ERRORS = {
 
 def _schemas() -> dict[str, Any]:
     schemas: dict[str, Any] = {}
-    for model in (ResultsPage, TraceDetail, Breakdown, EvaluatorInfo, ApiError):
+    for model in (ResultsPage, TraceDetail, Breakdown, EvaluatorInfo, VariantComparison, ApiError):
         schema = model.model_json_schema(ref_template=REF, mode="serialization")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
@@ -84,6 +84,8 @@ def openapi_document() -> dict[str, Any]:
     }
     evaluators_list = TypeAdapter(list[EvaluatorInfo]).json_schema(ref_template=REF, mode="serialization")
     evaluators_list.pop("$defs", None)
+    comparisons_list = TypeAdapter(list[VariantComparison]).json_schema(ref_template=REF, mode="serialization")
+    comparisons_list.pop("$defs", None)
     all_errors = ("400", "401", "404", "503")
     paths = {
         f"{PREFIX}/results": _operation(
@@ -113,6 +115,14 @@ def openapi_document() -> dict[str, Any]:
             evaluators_list,
             [],
             ("401", "404", "503"),
+        ),
+        f"{PREFIX}/comparisons": _operation(
+            "listComparisons",
+            "The live variant comparisons (variants.compare): each candidate against its baseline over the entry's "
+            "window, with the delta, its interval, the p-values and the verdict; empty when none is configured.",
+            comparisons_list,
+            [],
+            ("400", "401", "404"),
         ),
         OPENAPI_PATH: {
             "get": {

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from monitor.config.review import ReviewConfig
-from monitor.results.review_models import EvaluatorInfo, ReviewReader
+from monitor.results.review_models import EvaluatorInfo, ReviewReader, VariantComparison
 from monitor.web.html import Child, Html, document, el
 
 ROOT = "/review"
@@ -28,6 +28,7 @@ SECURITY_HEADERS = {
 }
 
 EvaluatorSource = Callable[[], Sequence[EvaluatorInfo]]
+ComparisonSource = Callable[[], Sequence[VariantComparison]]
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class ReviewSite:
     config: ReviewConfig
     token: str | None
     unavailable: str = "the result store is disabled (store.enabled: false) or could not be opened"
+    comparisons: ComparisonSource | None = None  # the live variant comparisons (None: the daemon has none)
 
     def evaluator_names(self) -> list[str]:
         return sorted({info.name for info in self.evaluators()})
@@ -71,6 +73,8 @@ def _nav(site: ReviewSite, active: str) -> Html:
         el("a", "results", href=ROOT, class_="active" if active == "results" else None),
         el("a", "breakdown", href=f"{ROOT}/breakdown", class_="active" if active == "breakdown" else None),
     ]
+    if site.comparisons is not None:
+        items.append(el("a", "canary", href=f"{ROOT}/canary", class_="active" if active == "canary" else None))
     if site.token:
         session: Child = el("form", el("button", "log out", type="submit"), method="post", action=LOGOUT)
     else:

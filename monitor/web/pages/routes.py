@@ -23,7 +23,18 @@ from monitor.logutil import RateLimitedLogger
 from monitor.results.review_models import BreakdownBy, EvaluatorInfo, ReviewReader
 from monitor.web.pages.breakdown import PAGE as BREAKDOWN
 from monitor.web.pages.breakdown import breakdown_page
-from monitor.web.pages.layout import ROOT, STYLESHEET, EvaluatorSource, ReviewSite, error_page, respond, unavailable
+from monitor.web.pages.canary import PAGE as CANARY
+from monitor.web.pages.canary import canary_page
+from monitor.web.pages.layout import (
+    ROOT,
+    STYLESHEET,
+    ComparisonSource,
+    EvaluatorSource,
+    ReviewSite,
+    error_page,
+    respond,
+    unavailable,
+)
 from monitor.web.pages.login import login_routes
 from monitor.web.pages.results import results_page
 from monitor.web.pages.trace import trace_page
@@ -88,10 +99,13 @@ def review_page_routes(
     config: ReviewConfig | None,
     token: str | None,
     unavailable_reason: str | None = None,
+    comparisons: ComparisonSource | None = None,
 ) -> list[web.RouteDef]:
     """The review page's routes. `reader` None: every data page is a 503 saying `unavailable_reason`.
     Register `layout.review_headers` as the app's on_response_prepare too (build_api_app does)."""
-    site = ReviewSite(reader, evaluator_source(evaluators_info), config or ReviewConfig(), token)
+    site = ReviewSite(
+        reader, evaluator_source(evaluators_info), config or ReviewConfig(), token, comparisons=comparisons
+    )
     if unavailable_reason:
         site = replace(site, unavailable=unavailable_reason)
 
@@ -142,6 +156,15 @@ def review_page_routes(
         params |= {"since": text_param(query, "since"), "until": text_param(query, "until")}
         return respond(breakdown_page(site, params, result))
 
+    async def canary(request: web.Request) -> web.Response:
+        """Live figures from the metrics, not the store: shown even while the store is unavailable."""
+        try:
+            found = site.comparisons() if site.comparisons is not None else []
+        except Exception as exc:
+            _problems.warning("canary", "review page: computing the variant comparisons failed: %r", exc)
+            return error_page(site, 500, "canary unavailable", "Computing the comparisons failed (see the log).")
+        return respond(canary_page(site, found))
+
     async def css(request: web.Request) -> web.Response:
         return web.Response(body=stylesheet(), content_type="text/css", charset="utf-8")
 
@@ -157,6 +180,7 @@ def review_page_routes(
         web.get(f"{ROOT}/", slash),
         web.get(f"{ROOT}/traces/{{trace_id}}", guarded(trace)),
         web.get(BREAKDOWN, guarded(breakdown)),
+        web.get(CANARY, canary),
         web.get(STYLESHEET, css),
         *login_routes(site),
         web.get(f"{ROOT}/{{tail:.*}}", not_found),
