@@ -7,6 +7,7 @@ import google-genai.
 
 from .base import DATA_RULE, JudgeRequest, JudgeVerdict, LLMJudge
 from .decorator import FunctionJudge, llm_judge
+from .pairwise import PairwiseJudge, PairwiseReply, combine, judge_pair
 from .prepare import PreparedJudgement, prepare
 from .prompt import (
     ToolEvidence,
@@ -30,16 +31,20 @@ __all__ = [
     "JudgeSettings",
     "JudgeVerdict",
     "LLMJudge",
+    "PairwiseJudge",
+    "PairwiseReply",
     "PreparedJudgement",
     "RetrySettings",
     "ToolEvidence",
     "clip",
+    "combine",
     "compose",
     "conversation_block",
     "data_block",
     "documents_block",
     "escape_data",
     "instructions_block",
+    "judge_pair",
     "llm_judge",
     "prepare",
     "question",

@@ -24,6 +24,7 @@ class SkipReason(StrEnum):
     BUDGET_EXHAUSTED = "budget_exhausted"
     NOT_APPLICABLE = "not_applicable"
     SAMPLED_OUT = "sampled_out"
+    NO_PAIR = "no_pair"  # a pairwise judge found no trace of the other variant to compare with
     TIMEOUT = "timeout"
     ERROR = "error"
 

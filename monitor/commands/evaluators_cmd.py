@@ -95,7 +95,7 @@ def render(entries: list[tuple[str, EvaluatorInfo]]) -> str:
         truth = "ground truth" if info.needs_ground_truth else "no ground truth"
         origin = "" if source == "builtin" else f"  [{source.replace('_', ' ')}]"
         lines.append(
-            f"{clip(info.name, 40).ljust(width)}  {info.level:<5}  {clip(info.kind, 12):<9}  {truth:<15}  "
+            f"{clip(info.name, 40).ljust(width)}  {info.level:<5}  {clip(info.kind, 14):<9}  {truth:<15}  "
             f"{_membership(source, info):<12}  threshold {info.threshold:g}{origin}"
         )
         if info.description:

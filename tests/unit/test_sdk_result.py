@@ -88,6 +88,7 @@ def test_skip_reasons_are_the_documented_ones() -> None:
         "budget_exhausted",
         "not_applicable",
         "sampled_out",
+        "no_pair",
         "timeout",
         "error",
     }
