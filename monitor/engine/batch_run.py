@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from monitor.engine.assembler import CompletedTrace
+from monitor.engine.pairing import PairOffer
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
@@ -36,6 +37,8 @@ def tally_of(outcomes: Iterable[TraceOutcome | TraceFailure]) -> MetricsTally:
         tally.add_results(o.service, o.trace_id, o.results, o.variant)
         if o.judge_jobs:
             tally.judge_jobs.extend(o.judge_jobs)
+        if o.pair_keys:
+            tally.pair_offers.append(PairOffer(o.trace_id, o.service, o.variant, o.pair_keys, o.input, o.output))
     return tally
 
 

@@ -16,6 +16,7 @@ from monitor.metrics.collector import WindowCollector
 from monitor.metrics.exposition import render
 from monitor.metrics.judges import JudgeMetrics
 from monitor.metrics.labels import OTHER, LabelCapper, clean_label_text, sanitize_label_value
+from monitor.metrics.pairwise import PairwiseMetrics
 from monitor.metrics.poll import PollMetrics
 from monitor.metrics.series import CounterSeries, HistogramSeries, SeriesCollector
 from monitor.metrics.tally import MetricsTally, ResultCounts, ResultKey
@@ -230,6 +231,7 @@ class MetricsExporter:
                 self.variant_label(value)  # configured variants come first under the cap
         self.comparisons = VariantComparisons(self._store, specs_of(variants, sanitize_label_value, self.variant_label))
         r.register(self.comparisons)
+        self.pairwise = PairwiseMetrics(r, variants, self.variant_label)
 
     def _alert_windows(self, evaluator: str) -> list[float]:
         """The windows `evaluator`'s results are kept for besides the exported ones: its alert rule's, and those

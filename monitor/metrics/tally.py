@@ -62,6 +62,7 @@ class MetricsTally:
         "failures",
         "judge_jobs",
         "llm_calls",
+        "pair_offers",
         "results",
         "store",
         "tokens",
@@ -80,6 +81,7 @@ class MetricsTally:
         self.results: dict[ResultKey, ResultCounts] = {}
         self.failures: list[tuple[str, str]] = []  # (trace id, error) of traces not evaluated
         self.judge_jobs: list[Any] = []  # judgements to make (engine.judge_stage), passed through as they are
+        self.pair_offers: list[Any] = []  # traces the pairwise judge may pair (engine.pairing), passed through
         # The worker's result store after the batch (results.health.StoreReport: errors since its last report,
         # failing operations); None when the batch was not stored there.
         self.store: Any = None
@@ -171,6 +173,7 @@ class MetricsTally:
             self.failures,
             self.judge_jobs,
             self.store,
+            self.pair_offers,
         )
 
     @classmethod
@@ -188,6 +191,7 @@ class MetricsTally:
             tally.failures,
             tally.judge_jobs,
             tally.store,
+            tally.pair_offers,
         ) = wire
         tally.results = {key: ResultCounts.from_wire(counts) for key, counts in results.items()}
         return tally

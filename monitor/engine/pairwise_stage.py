@@ -1,0 +1,253 @@
+"""PairwiseStage: the traces workers offer → pairs of a baseline and a candidate → the pairwise judge, on the loop.
+
+For each `variants.pairwise` entry a PairingBook (pairing.py) pairs the offered traces by key. A pair that is
+sampled in (by the candidate's trace id, as judges sample traces) becomes an asyncio task that judges it in
+both orders through the shared judge engine (`evaluators.judges.judge_pair`; the engine's concurrency, rate
+and budget apply, under the entry's evaluator label). Its result is a result of the pairwise evaluator on the
+CANDIDATE's trace: counted in the metrics (on the candidate's variant), in agent_eval_pairwise_total, and added
+to the trace in the result store (`LateResults`), with the baseline partner in its details.
+
+Skips: a trace left unpaired after `window` (or given up beyond `max_waiting`, or waiting at shutdown) is a
+`no_pair` skip on its own trace and variant; a sampled-out pair is a `sampled_out` skip on the candidate; a
+pair whose judgement fails in either order has that skip. At most `max_pending` pairs are judged at once:
+beyond, a pair is a `judge_unavailable` skip at once. At shutdown, judgements still running after the grace
+period are cancelled, each counted as the same skip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from evaluators.judges import PairwiseJudge, judge_pair
+from evaluators.judges.control import judge_sampled_in
+from evaluators.sdk import EvalResult, SkipReason
+from monitor.config.variants import PairwiseConfig
+from monitor.engine.pairing import Pair, PairingBook, PairOffer
+from monitor.logutil import RateLimitedLogger
+from monitor.metrics.tally import MetricsTally
+from monitor.results.rows import LateResults, ResultRow, bounded
+
+log = logging.getLogger(__name__)
+
+Judge = Callable[..., Any]  # JudgeEngine.judge: (judge, request, *, name) -> awaitable EvalResult
+ApplyTally = Callable[[MetricsTally], None]
+StoreWrite = Callable[[Sequence[LateResults]], None]
+CountPair = Callable[[str, str, str, str], None]  # (evaluator, baseline, candidate, outcome)
+_DETAILS_JSON = json.JSONEncoder(default=str, ensure_ascii=False)
+
+
+class PairwiseStage:
+    def __init__(
+        self,
+        entries: Sequence[PairwiseConfig],
+        judges: Mapping[str, PairwiseJudge],
+        judge: Judge,
+        apply_tally: ApplyTally,
+        write: StoreWrite | None = None,
+        count_pair: CountPair | None = None,
+        *,
+        max_pending: int = 1000,
+        clock: Callable[[], float] = time.monotonic,
+        sweep_seconds: float = 1.0,
+        on_pending: Callable[[int], None] = lambda pending: None,
+    ) -> None:
+        """`judges`: a PairwiseJudge per entry's `evaluator`; `judge`: the engine's `judge` coroutine function;
+        `clock`: the monotonic clock of the windows; `sweep_seconds`: how often unpaired traces are given up."""
+        missing = sorted({e.evaluator for e in entries} - set(judges))
+        if missing:
+            raise ValueError(f"no pairwise judge for {', '.join(missing)}")
+        self.books = [PairingBook(entry, clock) for entry in entries]
+        self.judges = dict(judges)
+        self._judge = judge
+        self._apply = apply_tally
+        self._write = write
+        self._count_pair = count_pair
+        self.max_pending = max_pending
+        self.sweep_seconds = sweep_seconds
+        self._on_pending = on_pending
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._sweeper: asyncio.Task[None] | None = None
+        self._unavailable = RateLimitedLogger(log, per_minute=1)
+        self._closed = False
+        self.offered = 0
+        self.judged = 0
+
+    @property
+    def pending(self) -> int:
+        """Pairs being judged."""
+        return len(self._tasks)
+
+    @property
+    def waiting(self) -> int:
+        """Unpaired traces held, over every entry."""
+        return sum(book.waiting for book in self.books)
+
+    async def start(self) -> None:
+        """Start giving up unpaired traces every `sweep_seconds`."""
+        if self._sweeper is None and not self._closed:
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep_loop(), name="pairwise sweep")
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_seconds)
+            try:
+                self.sweep()
+            except Exception:
+                log.exception("pairwise: giving up unpaired traces failed")
+
+    # --- offers and pairs ---------------------------------------------------------------------------------
+    def submit(self, offers: Iterable[PairOffer]) -> None:
+        """Pair the offered traces (on the event loop thread); each pair is judged, sampled out or refused."""
+        done: list[tuple[PairOffer, ResultRow]] = []
+        for offer in offers:
+            self.offered += 1
+            for book in self.books:
+                if self._closed:
+                    if book.accepts(offer):
+                        done.append((offer, _no_pair(book, offer, "shutdown")))
+                    continue
+                pair, dropped = book.offer(offer)
+                done += [(o, _no_pair(book, o, "overflow")) for o in dropped]
+                if pair is not None:
+                    decided = self._start(book, pair)
+                    if decided is not None:
+                        done.append((pair.candidate, decided))
+        self._record(done)
+        self._on_pending(len(self._tasks))
+
+    def sweep(self) -> int:
+        """Give up the traces that waited their entry's `window` without a partner; returns how many."""
+        done = [(o, _no_pair(book, o, "expired")) for book in self.books for o in book.expire()]
+        self._record(done)
+        return len(done)
+
+    def _start(self, book: PairingBook, pair: Pair) -> ResultRow | None:
+        """Start judging `pair`; the candidate's row at once when it is sampled out or refused, else None."""
+        entry = book.entry
+        if not judge_sampled_in(pair.candidate.trace_id, entry.sampling):
+            return _row(book, pair, EvalResult.skip(SkipReason.SAMPLED_OUT, f"sampled out at rate {entry.sampling:g}"))
+        if len(self._tasks) >= self.max_pending:
+            return _row(book, pair, EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, "pairwise backlog full"))
+        task = asyncio.get_running_loop().create_task(self._run(book, pair), name=f"pairwise {entry.evaluator}")
+        self._tasks.add(task)
+        task.add_done_callback(self._finished)
+        return None
+
+    async def _run(self, book: PairingBook, pair: Pair) -> None:
+        entry = book.entry
+        baseline, candidate = pair
+        started = time.perf_counter()
+        question = baseline.input if baseline.input is not None else candidate.input
+        try:
+            result = await judge_pair(
+                self._judge, self.judges[entry.evaluator], question, baseline.output, candidate.output,
+                name=entry.evaluator,
+            )  # fmt: skip
+        except asyncio.CancelledError:
+            skip = EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, "cancelled at shutdown")
+            self._record([(candidate, _row(book, pair, skip))])
+            raise
+        except Exception as exc:  # the engine answers its own failures with skips: this is a bug, not an outage
+            log.exception("pairwise judge %s failed on traces %s and %s", entry.evaluator, *pair)
+            result = EvalResult.skip(SkipReason.ERROR, f"{type(exc).__name__}: {exc}"[:300])
+        if result.skip_reason is SkipReason.JUDGE_UNAVAILABLE:
+            self._unavailable.warning("unavailable", "pairwise judge %s: %s", entry.evaluator, result.explanation)
+        outcome = result.details.get("outcome") if not result.is_skipped else None
+        if outcome is not None and self._count_pair is not None:
+            self._count_pair(entry.evaluator, entry.baseline, entry.candidate, str(outcome))
+        self.judged += 1
+        self._record([(candidate, _row(book, pair, result, time.perf_counter() - started))])
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._on_pending(len(self._tasks))
+
+    def _record(self, done: list[tuple[PairOffer, ResultRow]]) -> None:
+        """Count every row on its trace's variant and add it to its trace in the store (sampled-out rows are
+        only counted, as everywhere)."""
+        if not done:
+            return
+        tally = MetricsTally()
+        late: dict[tuple[str, str], list[ResultRow]] = {}
+        for offer, row in done:
+            tally.add_results(offer.service, offer.trace_id, (row,), offer.variant)
+            if row.skip_reason != SkipReason.SAMPLED_OUT:
+                late.setdefault((offer.trace_id, offer.service), []).append(row)
+        try:
+            self._apply(tally)
+        except Exception:
+            log.exception("could not record %d pairwise results", len(done))
+        if self._write is not None and late:
+            self._write([LateResults(trace_id, service, tuple(rows)) for (trace_id, service), rows in late.items()])
+
+    # --- shutdown ------------------------------------------------------------------------------------------
+    async def drain(self, timeout: float) -> int:
+        """Wait up to `timeout` for the pairs being judged; returns how many are still pending."""
+        if self._tasks:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait(set(self._tasks), timeout=max(timeout, 0.0))
+        return len(self._tasks)
+
+    async def shutdown(self, grace: float = 5.0) -> None:
+        """Take no more offers; the unpaired traces are no_pair skips; wait up to `grace` for the pairs being
+        judged, then cancel the rest (each a judge_unavailable skip). Idempotent."""
+        if not self._closed:
+            self._closed = True
+            if self._sweeper is not None:
+                self._sweeper.cancel()
+                await asyncio.gather(self._sweeper, return_exceptions=True)
+            done = [(o, _no_pair(book, o, "shutdown")) for book in self.books for o in book.flush()]
+            self._record(done)
+        if await self.drain(grace):
+            tasks = set(self._tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _no_pair(book: PairingBook, offer: PairOffer, why: str) -> ResultRow:
+    """The `no_pair` skip of a trace that was not paired: it `expired`, was given up on `overflow`, or was
+    waiting at `shutdown`."""
+    entry = book.entry
+    partner = entry.candidate if offer.variant == entry.baseline else entry.baseline
+    wanted = f"a trace of variant {partner!r} with the same {entry.pair_by}"
+    explanation = {
+        "expired": f"no pair: {wanted} did not come within {entry.window:g} s",
+        "overflow": f"no pair: given up waiting for {wanted}, over max_waiting ({entry.max_waiting}) unpaired traces",
+        "shutdown": f"no pair: the daemon stopped before {wanted} came",
+    }[why]
+    details = _DETAILS_JSON.encode({"pair_by": entry.pair_by, "partner_variant": partner, "why": why})
+    return ResultRow(
+        None, None, None, entry.evaluator, "trace", None, None, "no_pair", bounded(explanation), details, 0.0
+    )
+
+
+def _row(book: PairingBook, pair: Pair, result: EvalResult, seconds: float = 0.0) -> ResultRow:
+    """The pair's result as a row of the pairwise evaluator on the candidate's trace, its partner in details."""
+    entry = book.entry
+    details = {
+        **result.details,
+        "partner_trace_id": pair.baseline.trace_id,
+        "partner_variant": pair.baseline.variant,
+        "partner_service": pair.baseline.service,
+        "pair_by": entry.pair_by,
+    }
+    return ResultRow(
+        span_id=None,
+        agent=None,
+        model=None,
+        evaluator=entry.evaluator,
+        level="trace",
+        score=result.score,
+        passed=None if result.is_skipped else result.passed,
+        skip_reason=str(result.skip_reason) if result.skip_reason is not None else None,
+        explanation=bounded(result.explanation) if result.explanation else result.explanation,
+        details=bounded(_DETAILS_JSON.encode(details)),
+        duration_seconds=seconds,
+    )
