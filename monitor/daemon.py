@@ -14,6 +14,7 @@ import logging
 import math
 import signal
 import time
+from collections.abc import Callable
 
 from evaluators.judges import LLMJudge
 from evaluators.judges.client import JudgeClient
@@ -24,13 +25,13 @@ from monitor.config.models import usable_cpus
 from monitor.engine.admission import Admission
 from monitor.engine.assembler import CompletedTrace, TraceAssembler
 from monitor.engine.comparison_info import comparison_infos
-from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.dispatcher import DueTraceDispatcher
 from monitor.engine.evaluator_info import evaluator_infos
 from monitor.engine.evaluator_setup import thresholds_of
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.ingest import Ingestor
 from monitor.engine.judge_stage import JudgeStage
+from monitor.engine.pairwise_stage import PairwiseStage
 from monitor.engine.poll_intake import DaemonSink
 from monitor.engine.pool import EvaluationPool, EvaluationStartError, process_slots, stall_limit, thread_slot
 from monitor.engine.recorder import ResultRecorder
@@ -108,7 +109,8 @@ class Daemon:
                 self.store.write if self.store is not None else None,
             )
         )
-        self.judge_engine, self.judge_stage = _judging(config, evaluators, self.metrics, self.store)
+        self.judge_engine, self.judge_stage = _judging(config, prepared, self.metrics, self.store, self._judges_pending)
+        self.pairwise = _pairwise(config, prepared, self.judge_engine, self.metrics, self.store, self._judges_pending)
         self.pool = EvaluationPool(
             slots,
             self._record,
@@ -179,7 +181,14 @@ class Daemon:
         self.recorder.record(tally)
         if tally.judge_jobs:
             self.judge_stage.submit(tally.judge_jobs)
+        if tally.pair_offers and self.pairwise is not None:
+            self.pairwise.submit(tally.pair_offers)
         self.metrics.queue_depth.set(self.pool.depth)
+
+    def _judges_pending(self, _: int = 0) -> None:
+        """agent_monitor_judge_pending: the judgements of both stages (called once both are built)."""
+        pairs = self.pairwise.pending if self.pairwise is not None else 0
+        self.metrics.judges.pending.set(self.judge_stage.pending + pairs)
 
     def _update_gauges(self) -> None:
         self.ingestor.update_gauges()
@@ -206,6 +215,8 @@ class Daemon:
             if self.http is not None:
                 await self.http.start()
             await self.dispatcher.start()
+            if self.pairwise is not None:
+                await self.pairwise.start()
             await self.polling.start()
         except BaseException:
             await self.shutdown()
@@ -275,7 +286,11 @@ class Daemon:
             log.warning("shutdown: %d traces could not be evaluated within the grace period", dropped)
         log.info("shutdown: evaluated %d traces in total (%d completed at shutdown)", self.evaluated, len(pending))
         self._update_gauges()
-        await self.judge_stage.shutdown(grace=max(deadline - time.monotonic(), 0.0))
+        judging = max(deadline - time.monotonic(), 0.0)  # both judge stages share what is left of the grace period
+        await asyncio.gather(
+            self.judge_stage.shutdown(grace=judging),
+            *([self.pairwise.shutdown(grace=judging)] if self.pairwise is not None else []),
+        )
         await self.pool.shutdown(grace=max(deadline - time.monotonic(), 1.0))
         await self.judge_engine.aclose()
         if self.store is not None:
@@ -294,20 +309,22 @@ class Daemon:
 
 def _judging(
     config: MonitorConfig,
-    evaluators: list[ConfiguredEvaluator],
+    prepared: Prepared,
     metrics: MetricsExporter,
     store: QueuedResultStore | None,
+    on_pending: Callable[[int], None],
 ) -> tuple[JudgeEngine, JudgeStage]:
     """The judge engine and the stage that feeds it; judges configured without a key skip, with one warning."""
     settings = config.judges.settings()
-    judges = {c.label: c.evaluator for c in evaluators if isinstance(c.evaluator, LLMJudge)}
-    if judges and not settings.enabled:
+    judges = {c.label: c.evaluator for c in prepared.evaluators if isinstance(c.evaluator, LLMJudge)}
+    names = [*judges, *prepared.pairwise_judges]  # the pairwise judges use the same engine
+    if names and not settings.enabled:
         log.warning(
             "LLM judges configured (%s) but no GEMINI_API_KEY / GOOGLE_API_KEY, judges.gemini_api_key or "
             "judges.vertex_project: every judgement is skipped as judge_unavailable",
-            ", ".join(judges),
+            ", ".join(names),
         )
-    client = JudgeClient(settings) if judges and settings.enabled else None
+    client = JudgeClient(settings) if names and settings.enabled else None
     engine = JudgeEngine(settings, client, observer=metrics.judges)
     stage = JudgeStage(
         judges,
@@ -315,6 +332,30 @@ def _judging(
         metrics.apply_tally,
         store.write if store is not None else None,
         max_pending=settings.max_pending,
-        on_pending=metrics.judges.pending.set,
+        on_pending=on_pending,
     )
     return engine, stage
+
+
+def _pairwise(
+    config: MonitorConfig,
+    prepared: Prepared,
+    engine: JudgeEngine,
+    metrics: MetricsExporter,
+    store: QueuedResultStore | None,
+    on_pending: Callable[[int], None],
+) -> PairwiseStage | None:
+    """The stage that pairs the variants' traces for the pairwise judges; None without `variants.pairwise`."""
+    entries = config.variants.pairwise
+    if not entries:
+        return None
+    return PairwiseStage(
+        entries,
+        prepared.pairwise_judges,
+        engine.judge,
+        metrics.apply_tally,
+        store.write if store is not None else None,
+        metrics.pairwise.count,
+        max_pending=config.judges.settings().max_pending,
+        on_pending=on_pending,
+    )

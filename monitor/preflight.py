@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evaluators.judges import PairwiseJudge
 from monitor.config import ConfigError, Loc, Locator, MonitorConfig, TlsConfig
 from monitor.engine.configured import ConfiguredEvaluator
-from monitor.engine.evaluator_setup import build_evaluators
+from monitor.engine.evaluator_setup import build_evaluators, build_pairwise_judges
 from monitor.results.schema import StoreSchemaError, check_version
 from monitor.sources.base import SpanFeed, TraceSource
 from monitor.sources.factory import make_source
@@ -35,13 +36,14 @@ Problems = list[tuple[Loc, str]]
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """What the daemon needs from the config that can fail to build: evaluators and TLS material."""
+    """What the daemon needs from the config that can fail to build: evaluators, pairwise judges, TLS material."""
 
     evaluators: list[ConfiguredEvaluator]
     receivers_tls: ServerTls | None
     api_tls: ServerTls | None
     store_warnings: tuple[str, ...] = ()  # why the store cannot be used now (the daemon starts without it)
     sources: tuple[TraceSource | SpanFeed, ...] = ()  # the enabled `sources:`, in config order
+    pairwise_judges: dict[str, PairwiseJudge] = field(default_factory=dict)  # by `variants.pairwise` evaluator
 
 
 def preflight(config: MonitorConfig, locator: Locator | None = None) -> Prepared:
@@ -49,6 +51,8 @@ def preflight(config: MonitorConfig, locator: Locator | None = None) -> Prepared
     problems: Problems = []
     evaluators, evaluator_problems = build_evaluators(config.evaluator_entries())
     problems += evaluator_problems
+    pairwise_judges, pairwise_problems = build_pairwise_judges(config.variants.pairwise)
+    problems += pairwise_problems
     receivers_tls = check_tls(config.receivers.tls, ("receivers", "tls"), problems)
     api_tls = check_tls(config.api.tls, ("api", "tls"), problems)
     warnings: tuple[str, ...] = ()
@@ -58,7 +62,7 @@ def preflight(config: MonitorConfig, locator: Locator | None = None) -> Prepared
     sources = build_sources(config, problems)
     if problems:
         raise (locator or Locator()).error(problems)
-    return Prepared(evaluators, receivers_tls, api_tls, warnings, sources)
+    return Prepared(evaluators, receivers_tls, api_tls, warnings, sources, pairwise_judges)
 
 
 def build_sources(config: MonitorConfig, problems: Problems) -> tuple[TraceSource | SpanFeed, ...]:

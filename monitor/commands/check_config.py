@@ -139,7 +139,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
 
 def variant_lines(config: MonitorConfig) -> list[str]:
-    """What the `variants` section does: the attribute, and each comparison (none when variants are off)."""
+    """What the `variants` section does: the attribute, each comparison and each pairwise judge (none when
+    variants are off)."""
     variants = config.variants
     if not variants.enabled:
         return []
@@ -150,12 +151,19 @@ def variant_lines(config: MonitorConfig) -> list[str]:
             f"  compare {entry.evaluator}: {entry.candidate!r} against {entry.baseline!r} over "
             f"{_duration(entry.window)}, at least {entry.min_samples} results a side, alpha {alpha:g}"
         )
+    for pairwise in variants.pairwise:
+        lines.append(
+            f"  pairwise {pairwise.evaluator}: {pairwise.candidate!r} against {pairwise.baseline!r}, paired by "
+            f"{pairwise.pair_by} within {_duration(pairwise.window)}, sampling {pairwise.sampling:g}, "
+            f"at most {pairwise.max_waiting} unpaired traces"
+        )
     return lines
 
 
 def judges_line(config: MonitorConfig, prepared: Prepared) -> str | None:
     """Where the configured LLM judges go, or that they will only skip (None when no judge is configured)."""
     names = [c.label for c in prepared.evaluators if isinstance(c.evaluator, LLMJudge)]
+    names += list(prepared.pairwise_judges)  # the pairwise judges use the same engine
     if not names:
         return None
     judges = config.judges

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from evaluators.sdk import BaseEvaluator, EvaluatorConfigError, builtin, load_evaluator
+from evaluators.judges import PairwiseJudge
+from evaluators.sdk import BaseEvaluator, EvaluatorConfigError, builtin, list_builtins, load_evaluator
 from monitor.alerting.thresholds import AlertRule
 from monitor.config import Loc, Locator, MonitorConfig, Resolved, dotted
 from monitor.engine.configured import ConfiguredEvaluator
@@ -44,6 +45,11 @@ def build_evaluators(resolved: Sequence[Resolved]) -> tuple[list[ConfiguredEvalu
         except Exception as exc:  # an evaluator module may raise anything while it is imported or built
             problems.append(_failure(item, exc))
             continue
+        if isinstance(evaluator, PairwiseJudge):
+            where = (*item.loc, "name" if entry.name else "module") if _is_entry(item.loc) else item.loc
+            problems.append((where, f"{evaluator.name} judges pairs of traces, not traces: configure it under "
+                             "variants.pairwise"))  # fmt: skip
+            continue
         label = label_for(entry, evaluator)
         if label in first:
             where = (*item.loc, "id") if _is_entry(item.loc) else item.loc
@@ -52,6 +58,27 @@ def build_evaluators(resolved: Sequence[Resolved]) -> tuple[list[ConfiguredEvalu
         first[label] = item.loc
         built.append(ConfiguredEvaluator(evaluator, label, entry.sampling, entry))
     return built, problems
+
+
+def build_pairwise_judges(entries: Sequence[Any]) -> tuple[dict[str, PairwiseJudge], list[tuple[Loc, str]]]:
+    """The pairwise judge of each `variants.pairwise` entry, by its `evaluator` (a builtin pairwise judge), and
+    (location, message) for every entry that names none."""
+    judges: dict[str, PairwiseJudge] = {}
+    problems: list[tuple[Loc, str]] = []
+    for index, entry in enumerate(entries):
+        name = entry.evaluator
+        if name in judges:
+            continue
+        try:
+            judge = builtin(name)
+        except ValueError:
+            judge = None
+        if isinstance(judge, PairwiseJudge):
+            judges[name] = judge
+            continue
+        known = ", ".join(i.name for i in list_builtins() if i.kind == PairwiseJudge.kind)
+        problems.append((("variants", "pairwise", index, "evaluator"), f"{name!r} is not a pairwise judge ({known})"))
+    return judges, problems
 
 
 def _is_entry(loc: Loc) -> bool:
