@@ -154,13 +154,16 @@ class PairwiseStage:
             self._record([(candidate, _row(book, pair, skip))])
             raise
         except Exception as exc:  # the engine answers its own failures with skips: this is a bug, not an outage
-            log.exception("pairwise judge %s failed on traces %s and %s", entry.evaluator, *pair)
+            log.exception("pairwise judge %s failed on traces %s and %s", entry.evaluator, *(o.trace_id for o in pair))
             result = EvalResult.skip(SkipReason.ERROR, f"{type(exc).__name__}: {exc}"[:300])
         if result.skip_reason is SkipReason.JUDGE_UNAVAILABLE:
             self._unavailable.warning("unavailable", "pairwise judge %s: %s", entry.evaluator, result.explanation)
         outcome = result.details.get("outcome") if not result.is_skipped else None
         if outcome is not None and self._count_pair is not None:
-            self._count_pair(entry.evaluator, entry.baseline, entry.candidate, str(outcome))
+            try:
+                self._count_pair(entry.evaluator, entry.baseline, entry.candidate, str(outcome))
+            except Exception:
+                log.exception("could not count a pair of %s", entry.evaluator)
         self.judged += 1
         self._record([(candidate, _row(book, pair, result, time.perf_counter() - started))])
 

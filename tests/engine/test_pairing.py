@@ -275,3 +275,18 @@ def test_shutdown_gives_up_the_waiting_and_cancels_what_the_grace_period_did_not
     rows = recorder.rows()
     assert rows[pair[1].trace_id][0]["explanation"] == "cancelled at shutdown"
     assert rows[waiting.trace_id][0]["details"]["why"] == "shutdown"
+
+
+def test_an_engine_bug_is_an_error_skip_and_the_stage_goes_on() -> None:
+    config = variants(ENTRY)
+
+    async def broken(judge, request, *, name):
+        if "crash" in request.prompt:
+            raise RuntimeError("bug")
+        return await FakeJudgeModel()(judge, request, name=name)
+
+    recorder = Recorder()
+    traces = offers(config, ("1.4", "Q1", "crash"), ("1.5", "Q1", "b"), ("1.4", "Q2", "c"), ("1.5", "Q2", "d"))
+    run(stage_for(config, broken, recorder), traces)
+    assert recorder.outcomes("1.5") == {"error": 1, "pass": 1}
+    assert recorder.pairs == [("pairwise_quality", "1.4", "1.5", "tie")]
