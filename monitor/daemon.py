@@ -25,6 +25,7 @@ from monitor.config.models import usable_cpus
 from monitor.engine.admission import Admission
 from monitor.engine.assembler import CompletedTrace, TraceAssembler
 from monitor.engine.comparison_info import comparison_infos
+from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.dispatcher import DueTraceDispatcher
 from monitor.engine.evaluator_info import evaluator_infos
 from monitor.engine.evaluator_setup import thresholds_of
@@ -155,6 +156,7 @@ class Daemon:
                 inflight=self.inflight,
             )
         api_context = prepared.api_tls.ssl_context() if prepared.api_tls is not None else None
+        listed = [*evaluators, *_pairwise_listed(config, prepared)]  # what the review lists
         self.api = WebServer(
             build_api_app(
                 self.metrics.render,
@@ -162,7 +164,7 @@ class Daemon:
                 self.store,
                 config.api_token(),
                 reader=self.review,
-                evaluators_info=lambda: evaluator_infos(evaluators, self.metrics),
+                evaluators_info=lambda: evaluator_infos(listed, self.metrics),
                 unavailable=STORE_DISABLED,
                 review=config.review,
                 comparisons_info=comparison_infos(self.metrics.comparisons.states),
@@ -359,3 +361,11 @@ def _pairwise(
         max_pending=config.judges.settings().max_pending,
         on_pending=on_pending,
     )
+
+
+def _pairwise_listed(config: MonitorConfig, prepared: Prepared) -> list[ConfiguredEvaluator]:
+    """The pairwise judges as the review lists evaluators (the sampling of each one's first entry)."""
+    sampling: dict[str, float] = {}
+    for entry in config.variants.pairwise:
+        sampling.setdefault(entry.evaluator, entry.sampling)
+    return [ConfiguredEvaluator(judge, label, sampling[label]) for label, judge in prepared.pairwise_judges.items()]
