@@ -11,6 +11,7 @@ Prints one line `exported N` per export call result and exits non-zero when an e
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -129,9 +130,21 @@ class CountingExporter:
         return True
 
 
-def send_synthetic(exporter, traces: int, service: str, fail_every: int, max_queue: int = 2048) -> int:
+def send_synthetic(
+    exporter,
+    traces: int,
+    service: str,
+    fail_every: int,
+    max_queue: int = 2048,
+    version: str | None = None,
+    question: str = "Weather in Paris?",
+    answer: str = "It is sunny in Paris.",
+) -> int:
+    """`traces` agent traces; `question` and `answer` may hold `{i}`, the trace's index; `version` is the
+    resource's service.version."""
     exporter = CountingExporter(exporter)
-    provider = TracerProvider(resource=Resource({"service.name": service}))
+    resource = {"service.name": service, **({"service.version": version} if version else {})}
+    provider = TracerProvider(resource=Resource(resource))
     processor = BatchSpanProcessor(
         exporter, max_queue_size=max_queue, max_export_batch_size=256, schedule_delay_millis=200
     )
@@ -148,14 +161,15 @@ def send_synthetic(exporter, traces: int, service: str, fail_every: int, max_que
                     llm.set_attribute("gen_ai.request.model", "gpt-4o-mini")
                     llm.set_attribute("gen_ai.usage.input_tokens", 100 + step)
                     llm.set_attribute("gen_ai.usage.output_tokens", 20)
+                    text = question.format(i=index)
                     llm.set_attribute(
                         "gen_ai.input.messages",
-                        '[{"role":"user","parts":[{"type":"text","content":"Weather in Paris?"}]}]',
+                        json.dumps([{"role": "user", "parts": [{"type": "text", "content": text}]}]),
                     )
+                    reply = {"type": "text", "content": answer.format(i=index)}
                     llm.set_attribute(
                         "gen_ai.output.messages",
-                        '[{"role":"assistant","parts":[{"type":"text","content":"It is sunny in Paris."}],'
-                        '"finish_reason":"stop"}]',
+                        json.dumps([{"role": "assistant", "parts": [reply], "finish_reason": "stop"}]),
                     )
                 with tracer.start_as_current_span("execute_tool get_weather") as tool:
                     tool.set_attribute("gen_ai.operation.name", "execute_tool")
@@ -185,6 +199,9 @@ def main() -> int:
     synthetic.add_argument("--max-queue", type=int, default=2048, help="the SDK's span queue (it drops beyond)")
     synthetic.add_argument("--service", default="synthetic-agent")
     synthetic.add_argument("--fail-every", type=int, default=0)
+    synthetic.add_argument("--version", help="the resource's service.version")
+    synthetic.add_argument("--question", default="Weather in Paris?", help="the user's question; {i}: the index")
+    synthetic.add_argument("--answer", default="It is sunny in Paris.", help="the agent's answer; {i}: the index")
     args = parser.parse_args()
     headers = {"authorization": f"Bearer {args.token}"} if args.token else {}
     exporter = make_exporter(args.protocol, args.endpoint, headers, args.compression)
@@ -194,7 +211,10 @@ def main() -> int:
             print(f"sent {send_logs(args.protocol, args.endpoint, headers, args.dirs)} log exports", flush=True)
         failures = send_corpus(exporter, args.dirs, args.batch)
     else:
-        failures = send_synthetic(exporter, args.traces, args.service, args.fail_every, args.max_queue)
+        failures = send_synthetic(
+            exporter, args.traces, args.service, args.fail_every, args.max_queue,
+            args.version, args.question, args.answer,
+        )  # fmt: skip
     print(f"done in {time.monotonic() - started:.2f}s failures={failures}", flush=True)
     return 1 if failures else 0
 
