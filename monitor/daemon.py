@@ -45,6 +45,7 @@ from monitor.receivers.grpc_receiver import GrpcReceiver
 from monitor.receivers.http_receiver import HttpReceiver
 from monitor.receivers.inflight import InflightBytes
 from monitor.results.health import StoreHealth
+from monitor.results.review_models import PairwiseCounts
 from monitor.results.review_reader import StoreReviewReader
 from monitor.results.review_service import STORE_DISABLED
 from monitor.results.schema import StoreSchemaError
@@ -167,7 +168,7 @@ class Daemon:
                 evaluators_info=lambda: evaluator_infos(listed, self.metrics),
                 unavailable=STORE_DISABLED,
                 review=config.review,
-                comparisons_info=comparison_infos(self.metrics.comparisons.states),
+                comparisons_info=comparison_infos(self.metrics.comparisons.states, self._pairwise_counts),
             ),
             config.metrics.host,
             config.metrics.port,
@@ -186,6 +187,11 @@ class Daemon:
         if tally.pair_offers and self.pairwise is not None:
             self.pairwise.submit(tally.pair_offers)
         self.metrics.queue_depth.set(self.pool.depth)
+
+    def _pairwise_counts(self, baseline: str, candidate: str) -> list[PairwiseCounts]:
+        """The pairwise judges' outcomes of these two variants so far, for the canary view."""
+        totals = self.metrics.pairwise.totals(baseline, candidate)
+        return [PairwiseCounts(evaluator=evaluator, **counts) for evaluator, counts in totals]
 
     def _judges_pending(self, _: int = 0) -> None:
         """agent_monitor_judge_pending: the judgements of both stages (called once both are built)."""

@@ -30,6 +30,7 @@ class PairwiseMetrics:
             registry=registry,
         )
         self._labels: dict[tuple[str, str, str], tuple[str, str, str]] = {}
+        self._counts: dict[tuple[str, str, str], dict[str, int]] = {}  # the same counts, for the canary view
         for entry in variants.pairwise:
             key = (entry.evaluator, entry.baseline, entry.candidate)
             labels = (
@@ -38,6 +39,7 @@ class PairwiseMetrics:
                 variant_label(entry.candidate),
             )
             self._labels[key] = labels
+            self._counts[key] = dict.fromkeys(OUTCOMES, 0)
             for outcome in OUTCOMES:
                 self.pairs.labels(*labels, outcome)
 
@@ -46,3 +48,8 @@ class PairwiseMetrics:
         labels = self._labels.get((evaluator, baseline, candidate))
         if labels is not None and outcome in OUTCOMES:
             self.pairs.labels(*labels, outcome).inc()
+            self._counts[(evaluator, baseline, candidate)][outcome] += 1
+
+    def totals(self, baseline: str, candidate: str) -> list[tuple[str, dict[str, int]]]:
+        """(evaluator, {outcome: pairs}) of every configured entry of these two variants, in config order."""
+        return [(e, dict(counts)) for (e, b, c), counts in self._counts.items() if (b, c) == (baseline, candidate)]

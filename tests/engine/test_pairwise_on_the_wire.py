@@ -78,6 +78,8 @@ def test_two_calls_per_pair_one_in_each_order_and_the_outcomes_they_dictate() ->
         assert seen == [("base", "cand"), ("cand", "base")], question  # exactly one call in each order
     assert fake.errors == []
     assert [pairwise_total(exporter, o) for o in ("win", "tie", "loss")] == [1.0, 2.0, 1.0]
+    assert exporter.pairwise.totals("1.4", "1.5") == [("pairwise_quality", {"win": 1, "tie": 2, "loss": 1})]
+    assert exporter.pairwise.totals("1.5", "1.4") == []
     results = {o: value(exporter, "agent_eval_results_total", evaluator="pairwise_quality", level="trace",
                         service="geo-agent", agent="", variant="1.5", outcome=o) for o in ("pass", "fail")}  # fmt: skip
     assert results == {"pass": 3.0, "fail": 1.0}  # on the candidate's variant: win and ties pass, the loss fails

@@ -61,6 +61,7 @@ def test_two_versions_answering_the_same_questions_are_judged_pair_by_pair(daemo
                 "judges": {"gemini_api_key": "test-key", "base_url": fake.url, "retry": FAST_RETRY,
                            "requests_per_minute": 0, "cache_size": 0},
                 "variants": {"attribute": "service.version",
+                             "compare": [{"evaluator": "error_free", "baseline": "1.4", "candidate": "1.5"}],
                              "pairwise": [{"baseline": "1.4", "candidate": "1.5", "pair_by": "input", "window": "8s"}]},
                 "evaluation": {"workers": 2},
             },
@@ -104,6 +105,8 @@ def test_two_versions_answering_the_same_questions_are_judged_pair_by_pair(daemo
     listed = {e["name"]: e for e in get_json(daemon, "/api/v1/evaluators")}  # the review's evaluator list
     assert (listed["pairwise_quality"]["kind"], listed["pairwise_quality"]["level"]) == ("pairwise_judge", "trace")
     assert [w["samples"] for w in listed["pairwise_quality"]["windows"]] == [4, 4]  # the judged pairs
+    [canary] = get_json(daemon, "/api/v1/comparisons")  # the canary view of the same two versions
+    assert canary["pairwise"] == [{"evaluator": "pairwise_quality", "win": 1, "tie": 2, "loss": 1}]
     assert daemon.stop() == 0
 
 
