@@ -2,6 +2,7 @@
 
     python otel_sender.py --protocol grpc --endpoint 127.0.0.1:4317 corpus DIR [DIR...]
     python otel_sender.py --protocol http --endpoint http://127.0.0.1:4318 synthetic --traces 5
+    python otel_sender.py --protocol grpc --endpoint 127.0.0.1:4317 variant DIR --copies 50 --version 1.5 --fail-tools
 
 `corpus` re-exports saved corpus spans through the exporter (converted to SDK ReadableSpans);
 `synthetic` creates agent traces with a real TracerProvider and BatchSpanProcessor.
@@ -11,7 +12,9 @@ Prints one line `exported N` per export call result and exits non-zero when an e
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import secrets
 import sys
 import time
 from pathlib import Path
@@ -24,7 +27,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from evaluators.traces import read_paths
+from evaluators.traces import build_trace, read_paths
 from evaluators.traces.records import SpanRecord
 
 
@@ -107,6 +110,46 @@ def send_corpus(exporter, directories: list[str], batch: int) -> int:
         result = exporter.export(spans[start : start + batch])
         print(f"exported {len(spans[start : start + batch])} {result.name}", flush=True)
         failures += result is not SpanExportResult.SUCCESS
+    return failures
+
+
+def variant_copies(records: list[SpanRecord], copies: int, version: str, fail_tools: bool) -> list[SpanRecord]:
+    """`copies` copies of every trace of `records` under fresh trace and span ids, with the resource's
+    service.version set to `version`; with `fail_tools`, every tool call's span (as the views find them) fails."""
+    by_trace: dict[str, list[SpanRecord]] = {}
+    for record in records:
+        by_trace.setdefault(record.trace_id, []).append(record)
+    tools = {
+        trace_id: {tool.span_id for tool in build_trace(spans, trace_id).get_tool_calls()}
+        for trace_id, spans in by_trace.items()
+    }
+    out = []
+    for _ in range(copies):
+        for trace_id, spans in by_trace.items():
+            new_trace = secrets.token_hex(16)
+            ids = {span.span_id: secrets.token_hex(8) for span in spans}
+            for span in spans:
+                copy = dataclasses.replace(
+                    span,
+                    trace_id=new_trace,
+                    span_id=ids[span.span_id],
+                    parent_span_id=ids.get(span.parent_span_id, ""),
+                    resource_attributes={**span.resource_attributes, "service.version": version},
+                )
+                if fail_tools and span.span_id in tools[trace_id]:
+                    copy.status_code, copy.status_message = 2, "tool failed (injected)"
+                out.append(copy)
+    return out
+
+
+def send_variant(exporter, directories: list[str], copies: int, version: str, fail_tools: bool) -> int:
+    """The corpus traces of `directories` as `copies` traces each of the agent version `version`."""
+    spans = [readable(s) for s in variant_copies(read_paths(directories).spans, copies, version, fail_tools)]
+    failures = 0
+    for start in range(0, len(spans), 512):
+        result = exporter.export(spans[start : start + 512])
+        failures += result is not SpanExportResult.SUCCESS
+    print(f"exported {len(spans)} spans of version {version} failures={failures}", flush=True)
     return failures
 
 
@@ -194,6 +237,11 @@ def main() -> int:
     corpus.add_argument("dirs", nargs="+")
     corpus.add_argument("--batch", type=int, default=512)
     corpus.add_argument("--with-logs", action="store_true", help="send the corpus log records first")
+    variant = sub.add_parser("variant", help="copies of corpus traces as one agent version")
+    variant.add_argument("dirs", nargs="+")
+    variant.add_argument("--copies", type=int, default=10)
+    variant.add_argument("--version", required=True, help="the resource's service.version")
+    variant.add_argument("--fail-tools", action="store_true", help="every tool call's span fails")
     synthetic = sub.add_parser("synthetic")
     synthetic.add_argument("--traces", type=int, default=5)
     synthetic.add_argument("--max-queue", type=int, default=2048, help="the SDK's span queue (it drops beyond)")
@@ -210,6 +258,8 @@ def main() -> int:
         if args.with_logs:
             print(f"sent {send_logs(args.protocol, args.endpoint, headers, args.dirs)} log exports", flush=True)
         failures = send_corpus(exporter, args.dirs, args.batch)
+    elif args.mode == "variant":
+        failures = send_variant(exporter, args.dirs, args.copies, args.version, args.fail_tools)
     else:
         failures = send_synthetic(
             exporter, args.traces, args.service, args.fail_every, args.max_queue,
