@@ -123,14 +123,11 @@ class JudgeStage:
         except Exception:
             log.exception("could not record %d judge results", len(done))
         if self._write is not None:
-            self._write([LateResults(trace_id, service, tuple(rows)) for (trace_id, service), rows in late.items()])
+            self._write(late_results(late))
 
     async def drain(self, timeout: float) -> int:
         """Wait up to `timeout` for the judgements in flight; returns how many are still pending."""
-        if self._tasks:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait(set(self._tasks), timeout=max(timeout, 0.0))
-        return len(self._tasks)
+        return await drain_tasks(self._tasks, timeout)
 
     async def shutdown(self, grace: float = 5.0) -> None:
         """Take no more jobs; wait up to `grace`, then cancel the rest (each counted as a skip). Idempotent."""
@@ -140,6 +137,19 @@ class JudgeStage:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def late_results(rows: Mapping[tuple[str, str], list[ResultRow]]) -> list[LateResults]:
+    """{(trace id, service): rows} as the store's LateResults, one per trace."""
+    return [LateResults(trace_id, service, tuple(found)) for (trace_id, service), found in rows.items()]
+
+
+async def drain_tasks(tasks: set[asyncio.Task[None]], timeout: float) -> int:
+    """Wait up to `timeout` for `tasks` (a live set: finished tasks leave it); how many are still running."""
+    if tasks:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait(set(tasks), timeout=max(timeout, 0.0))
+    return len(tasks)
 
 
 def result_row(job: JudgeJob, result: EvalResult, seconds: float) -> ResultRow:

@@ -17,7 +17,6 @@ period are cancelled, each counted as the same skip.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -28,6 +27,7 @@ from evaluators.judges import PairwiseJudge, judge_pair
 from evaluators.judges.control import judge_sampled_in
 from evaluators.sdk import EvalResult, SkipReason
 from monitor.config.variants import PairwiseConfig
+from monitor.engine.judge_stage import drain_tasks, late_results
 from monitor.engine.pairing import Pair, PairingBook, PairOffer
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
@@ -187,15 +187,12 @@ class PairwiseStage:
         except Exception:
             log.exception("could not record %d pairwise results", len(done))
         if self._write is not None and late:
-            self._write([LateResults(trace_id, service, tuple(rows)) for (trace_id, service), rows in late.items()])
+            self._write(late_results(late))
 
     # --- shutdown ------------------------------------------------------------------------------------------
     async def drain(self, timeout: float) -> int:
         """Wait up to `timeout` for the pairs being judged; returns how many are still pending."""
-        if self._tasks:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait(set(self._tasks), timeout=max(timeout, 0.0))
-        return len(self._tasks)
+        return await drain_tasks(self._tasks, timeout)
 
     async def shutdown(self, grace: float = 5.0) -> None:
         """Take no more offers; the unpaired traces are no_pair skips; wait up to `grace` for the pairs being

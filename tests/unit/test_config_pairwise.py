@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 
-from monitor.commands import check_config
 from monitor.config import load_located
 from monitor.preflight import preflight
 from tests.unit.test_config import write
@@ -17,17 +15,6 @@ PAIRWISE = (
     '    - {baseline: "1.4", candidate: "1.5"}\n'
     '    - {baseline: "1.4", candidate: "1.6", pair_by: task.id, window: 2m, sampling: 0.5, max_waiting: 50}\n'
 )
-
-
-@pytest.fixture
-def check(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    def run(text: str) -> tuple[int, str, str, Path]:
-        path = write(tmp_path, text)
-        code = check_config.run(argparse.Namespace(path=str(path), no_env=True))
-        out, err = capsys.readouterr()
-        return code, out, err, path
-
-    return run
 
 
 def test_check_config_lists_each_pairwise_entry_and_says_the_judge_needs_a_key(check) -> None:

@@ -2,29 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 import pytest
-
-from monitor.commands import check_config
-from tests.unit.test_config import write
 
 V = "variants:\n  attribute: v\n"
 COMPARE = '{evaluator: error_free, baseline: "1.4", candidate: "1.5"}'
-
-
-@pytest.fixture
-def check(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    """check-config on a config text: (exit code, stdout, stderr, path)."""
-
-    def run(text: str) -> tuple[int, str, str, Path]:
-        path = write(tmp_path, text)
-        code = check_config.run(argparse.Namespace(path=str(path), no_env=True))
-        out, err = capsys.readouterr()
-        return code, out, err, path
-
-    return run
 
 
 def test_check_config_lists_the_attribute_and_each_comparison(check) -> None:
