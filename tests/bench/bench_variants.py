@@ -1,0 +1,67 @@
+"""Benchmark: the cost of live variant comparisons at scrape time.
+
+Two exporters hold the same results (5 evaluators x 2 versions, full windows of 10,000 results each, scores
+included); one also compares each evaluator's versions (variants.compare). Prints the /metrics render time of
+each, interleaved, and their ratio: what the comparisons (two-proportion test, interval, Mann-Whitney on 20,000
+scores each) add to a scrape.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from monitor.config.variants import VariantsConfig
+from monitor.metrics import MetricsExporter
+from monitor.metrics.tally import MetricsTally
+from monitor.results.rows import ResultRow
+
+EVALUATORS = [f"evaluator_{i}" for i in range(5)]
+PER_SIDE = 10_000
+ROUNDS = 7
+
+
+def filled(variants: VariantsConfig | None) -> MetricsExporter:
+    m = MetricsExporter(variants=variants, window_sample_cap=PER_SIDE)
+    rng = random.Random(7)
+    for version, pass_rate in (("1.4", 0.95), ("1.5", 0.9)):
+        tally = MetricsTally()
+        rows = []
+        for evaluator in EVALUATORS:
+            for _ in range(PER_SIDE):
+                score = rng.random()
+                rows.append(ResultRow(None, None, None, evaluator, "trace", score, score < pass_rate, None, None,
+                                      None, 0.001))  # fmt: skip
+        tally.add_results("svc", "0" * 31 + "1", rows, version)
+        m.apply_tally(tally)
+    return m
+
+
+def render_seconds(m: MetricsExporter) -> float:
+    started = time.perf_counter()
+    m.render(None)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    compare = [{"evaluator": e, "baseline": "1.4", "candidate": "1.5", "min_samples": 100} for e in EVALUATORS]
+    variants = VariantsConfig.model_validate({"attribute": "service.version", "compare": compare})
+    plain, compared = filled(None), filled(variants)
+    times: dict[str, list[float]] = {"plain": [], "compared": []}
+    for _ in range(ROUNDS):  # interleaved: a slow moment of the host hits both
+        times["plain"].append(render_seconds(plain))
+        times["compared"].append(render_seconds(compared))
+    base, with_compare = statistics.median(times["plain"]), statistics.median(times["compared"])
+    print(f"variants: /metrics render, {len(EVALUATORS)} evaluators x 2 versions x {PER_SIDE} results")
+    print(f"  without comparisons       {1000 * base:8.1f} ms (median of {ROUNDS})")
+    print(f"  with {len(compare)} comparisons        {1000 * with_compare:8.1f} ms")
+    print(f"  ratio                     {with_compare / base:8.2f}x  (the comparisons' share of a scrape)")
+
+
+if __name__ == "__main__":
+    main()
