@@ -4,7 +4,10 @@ Retries are the client's own (`types.HttpRetryOptions` from `JudgeSettings.retry
 jitter on the configured HTTP statuses, on timeouts and on failed connects. It does not read Retry-After.
 Whatever still fails after them is a `JudgeUnavailable` with a short status word for metric labels.
 
-The HTTP transport is an `httpx2.AsyncClient` the JudgeClient owns (httpx2 is a google-genai dependency).
+The HTTP transport is an `httpx2.AsyncClient` the JudgeClient owns (httpx2 is a google-genai dependency), built
+by `transport.http_client`: it follows no redirect (a 3xx is the status "redirect", never retried: the API key
+stays with `base_url`'s origin), and it awaits the caller's `before_attempt` before every HTTP attempt, the
+client's retries included (where the judge engine takes its rate tokens).
 Left to itself, google-genai sends async requests through aiohttp whenever aiohttp is installed (it is: the
 daemon uses it), and then a client-side timeout is never retried, and an error body labelled JSON that does
 not parse surfaces as a JSONDecodeError instead of an APIError with its status code (and is not retried).
@@ -25,6 +28,7 @@ from google.genai import errors, types
 
 from .replies import JudgeReply, JudgeUnavailable
 from .settings import JudgeSettings
+from .transport import AttemptHook, RedirectRefused, attempt_hook, http_client
 
 MAX_MESSAGE_CHARS = 500
 
@@ -59,7 +63,7 @@ class JudgeClient:
         self.settings = settings
         self._secret = settings.api_key or ""
         # The per-attempt timeout also on the transport, in case a request reaches it without one.
-        self._http = httpx2.AsyncClient(timeout=settings.request_timeout, follow_redirects=True)
+        self._http = http_client(settings.request_timeout)
         options = http_options(settings, self._http)
         if settings.api_key:
             self._client = genai.Client(vertexai=False, api_key=settings.api_key, http_options=options)
@@ -77,10 +81,17 @@ class JudgeClient:
         return bool(self._client.vertexai)
 
     async def generate(
-        self, *, model: str, system: str, prompt: str, response_schema: type[pydantic.BaseModel]
+        self,
+        *,
+        model: str,
+        system: str,
+        prompt: str,
+        response_schema: type[pydantic.BaseModel],
+        before_attempt: AttemptHook | None = None,
     ) -> JudgeReply:
         """One judgement: `prompt` as the user turn, `system` as the system instruction, temperature 0, JSON
-        constrained by `response_schema`. `model` "" means the settings' model. Raises JudgeUnavailable."""
+        constrained by `response_schema`. `model` "" means the settings' model; `before_attempt` is awaited
+        before each HTTP attempt (the first and every retry). Raises JudgeUnavailable."""
         config = types.GenerateContentConfig(
             system_instruction=system,
             temperature=0.0,
@@ -91,9 +102,12 @@ class JudgeClient:
         )
         # `from None`: the SDK's exception (an APIError prints the whole error body) stays out of tracebacks.
         try:
-            response = await self._client.aio.models.generate_content(
-                model=model or self.settings.model, contents=prompt, config=config
-            )
+            with attempt_hook(before_attempt):
+                response = await self._client.aio.models.generate_content(
+                    model=model or self.settings.model, contents=prompt, config=config
+                )
+        except RedirectRefused as exc:
+            raise self._unavailable("redirect", str(exc)) from None
         except errors.APIError as exc:
             detail = f"{exc.status or ''} {exc.message or ''}".strip() or str(exc)
             code = f"http_{exc.code}" if isinstance(exc.code, int) else "http_error"

@@ -1,7 +1,8 @@
 """JudgeEngine: sends JudgeRequests to the judge model under the engine's and each judge's limits.
 
 One judgement: no client → skip; redact the prompt; reply cache; daily token budgets; then `num_samples`
-requests, each through the judge's own concurrency and rate limits and then the global ones, each reply
+requests, each through the judge's own concurrency and rate limits and then the global ones (every HTTP
+attempt takes its rate tokens, the client's retries included), each reply
 validated against the judge's response schema (asked again once when it does not validate), and the
 samples combined by the judge's vote. The whole judgement is bounded by `judgement_timeout`. A failure
 of the model or of the judge is a skip, never an exception (cancellation still propagates).
@@ -34,10 +35,17 @@ RETRY_NOTE = "Your previous reply did not validate: {error}; answer again with J
 
 
 class GenerateClient(Protocol):
-    """What the engine needs of a judge client (`client.JudgeClient`); its retries are its own."""
+    """What the engine needs of a judge client (`client.JudgeClient`); its retries are its own, but it awaits
+    `before_attempt` before every HTTP attempt (where the engine takes the rate tokens of the retries)."""
 
     async def generate(
-        self, *, model: str, system: str, prompt: str, response_schema: type[BaseModel]
+        self,
+        *,
+        model: str,
+        system: str,
+        prompt: str,
+        response_schema: type[BaseModel],
+        before_attempt: Callable[[], Awaitable[None]] | None = None,
     ) -> JudgeReply: ...
 
     async def aclose(self) -> None: ...
@@ -255,7 +263,11 @@ class JudgeEngine:
             self._in_flight += 1
             try:
                 reply = await self._client.generate(
-                    model=job.model, system=job.request.system, prompt=prompt, response_schema=schema
+                    model=job.model,
+                    system=job.request.system,
+                    prompt=prompt,
+                    response_schema=schema,
+                    before_attempt=_RetryTokens((job.limits.limiter, self._limiter)),
                 )
             except JudgeUnavailable as exc:  # a reply without content may still have cost tokens
                 cost = JudgeReply("", exc.input_tokens, exc.output_tokens)
@@ -302,6 +314,24 @@ class JudgeEngine:
             self._observer.request(name, model, status, max(0.0, seconds), tokens_in, tokens_out)
         except Exception:
             log.warning("judge observer failed on request()", exc_info=True)
+
+
+class _RetryTokens:
+    """The client's `before_attempt`: the first attempt's tokens were taken in `_slot` (so that any client is
+    rate limited), each later attempt (a retry of the client's) takes one of each limiter, the judge's first."""
+
+    __slots__ = ("_limiters", "_prepaid")
+
+    def __init__(self, limiters: tuple[RateLimiter, ...]) -> None:
+        self._limiters = limiters
+        self._prepaid = True
+
+    async def __call__(self) -> None:
+        if self._prepaid:
+            self._prepaid = False
+            return
+        for limiter in self._limiters:
+            await limiter.acquire()
 
 
 def _parse(schema: type[BaseModel], text: str) -> BaseModel | str:

@@ -22,8 +22,8 @@ class JudgeUnavailable(Exception):
 
     `status` is a short word safe for a metric label: "http_429", "http_503", "http_400", ..., "timeout",
     "connection", "no_content" (no candidate text, e.g. a safety block), "bad_response" (a reply that is not
-    the API's JSON), "auth" (Vertex AI credentials). `input_tokens`/`output_tokens` are what a reply without
-    content still cost (0 when nothing came back).
+    the API's JSON), "auth" (Vertex AI credentials), "redirect" (a 3xx answer: redirects are never followed).
+    `input_tokens`/`output_tokens` are what a reply without content still cost (0 when nothing came back).
     """
 
     def __init__(self, status: str, message: str, *, input_tokens: int = 0, output_tokens: int = 0) -> None:

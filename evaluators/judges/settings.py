@@ -12,7 +12,8 @@ DEFAULT_RETRY_STATUS_CODES = (408, 429, 500, 502, 503, 504)
 
 
 class RetrySettings(BaseModel):
-    """The client's own retries (`types.HttpRetryOptions`): exponential back-off with jitter."""
+    """The client's own retries (`types.HttpRetryOptions`): exponential back-off with jitter; each attempt takes
+    a rate token of the engine's limiters like the first one."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -299,7 +299,8 @@ class StoreConfig(Section):
 
 
 class JudgeRetryConfig(Section):
-    """The judge client's own retries (google-genai HttpRetryOptions): exponential back-off with jitter."""
+    """The judge client's own retries (google-genai HttpRetryOptions): exponential back-off with jitter; every
+    attempt counts against `requests_per_minute`."""
 
     attempts: Annotated[int, Field(ge=1, le=10)] = 4
     initial_delay: Duration = 1.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +56,17 @@ class StubClient:
     closed: bool = False
     clock: Callable[[], float] | None = None
 
-    async def generate(self, *, model: str, system: str, prompt: str, response_schema: type[BaseModel]) -> JudgeReply:
+    async def generate(
+        self,
+        *,
+        model: str,
+        system: str,
+        prompt: str,
+        response_schema: type[BaseModel],
+        before_attempt: Callable[[], Awaitable[None]] | None = None,
+    ) -> JudgeReply:
+        if before_attempt is not None:  # one attempt: the engine took its tokens already
+            await before_attempt()
         at = self.clock() if self.clock is not None else 0.0
         self.calls.append(Call(model, system, prompt, response_schema, at))
         step = self.script.pop(0) if self.script else self.default

@@ -142,6 +142,25 @@ def test_503_every_time_gives_up_after_the_attempts(fake: FakeGemini) -> None:
     assert len(fake.requests) == ATTEMPTS
 
 
+def test_before_attempt_is_awaited_before_every_attempt_retries_included(fake: FakeGemini) -> None:
+    fake.default = status(503)
+    arrived_before: list[int] = []
+
+    async def before_attempt() -> None:
+        arrived_before.append(len(fake.requests))
+
+    async def scenario() -> None:
+        async with JudgeClient(settings_for(fake.url)) as client:
+            with pytest.raises(JudgeUnavailable):
+                await client.generate(
+                    model=MODEL, system="S", prompt="P", response_schema=JudgeVerdict, before_attempt=before_attempt
+                )
+
+    asyncio.run(scenario())
+    assert arrived_before == list(range(ATTEMPTS))  # once before each request, none after the last
+    assert len(fake.requests) == ATTEMPTS
+
+
 def test_a_proxy_error_page_is_still_an_http_status(fake: FakeGemini) -> None:
     fake.default = status(502, body="<html><body>Bad Gateway</body></html>")
     error = unavailable(settings_for(fake.url))
