@@ -53,6 +53,7 @@ from monitor.results.stores import open_result_store
 from monitor.results.writer import QueuedResultStore
 from monitor.sources.pollers import build_pollers
 from monitor.sources.scheduler import PollScheduler
+from monitor.web.access import Access
 from monitor.web.app import build_api_app
 from monitor.web.server import WebServer
 
@@ -158,6 +159,7 @@ class Daemon:
             )
         api_context = prepared.api_tls.ssl_context() if prepared.api_tls is not None else None
         listed = [*evaluators, *_pairwise_listed(config, prepared)]  # what the review lists
+        self.access = Access(config.api_token(), config.api.allow_unauthenticated)
         self.api = WebServer(
             build_api_app(
                 self.metrics.render,
@@ -169,6 +171,7 @@ class Daemon:
                 unavailable=STORE_DISABLED,
                 review=config.review,
                 comparisons_info=comparison_infos(self.metrics.comparisons.states, self._pairwise_counts),
+                access=self.access,
             ),
             config.metrics.host,
             config.metrics.port,
@@ -242,6 +245,8 @@ class Daemon:
             self.api.bound_port,
             ("PostgreSQL " if store.url else "SQLite ") + store.location if store.enabled else "no store",
         )
+        where = f"{'https' if self.api.ssl_context else 'http'}://{self.config.metrics.host}:{self.api.bound_port}"
+        log.info("%s", self.access.summary(where))
 
     def readiness(self) -> dict[str, bool]:
         """The checks behind /readyz."""

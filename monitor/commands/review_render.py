@@ -111,7 +111,8 @@ def trace_view(detail: TraceDetail, width: int = EXPLANATION_WIDTH) -> str:
         lines.append(f"  agents: {', '.join(clip(a, 40) for a in s.agents)}")
     for usage in s.models:
         lines.append(
-            f"  model:  {clip(usage.model, 60)}  {usage.calls} calls  {usage.input_tokens}→{usage.output_tokens} tok"
+            f"  model:  {clip(usage.model, 60)}  {usage.calls} calls  "
+            + (f"{usage.input_tokens}→{usage.output_tokens} tok" if usage.input_tokens is not None else "no usage")
         )
     if s.tools:
         lines.append(f"  tools:  {', '.join(clip(t, 40) for t in s.tools)}")

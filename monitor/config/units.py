@@ -29,10 +29,28 @@ def parse_duration(value: object) -> float:
         return parse_duration(float(text))
     except ValueError:
         pass
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(_DURATION_PART.sub("#", text).split()) != "#" * len(parts):
-        raise ValueError(f"invalid duration {value!r}: use seconds or a number with ms, s, m, h or d (e.g. 5s, 2m)")
+    parts = _duration_parts(text)
+    if not parts:
+        shown = value if len(value) <= 40 else value[:40] + "…"
+        raise ValueError(f"invalid duration {shown!r}: use seconds or a number with ms, s, m, h or d (e.g. 5s, 2m)")
     return sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts)
+
+
+def _duration_parts(text: str) -> list[tuple[str, str]]:
+    """The (number, unit) parts of `text` ("1h 30m"), [] unless all of it is such parts. One left-to-right
+    pass, so linear in the text's length (a search from every position, as `findall`, is quadratic on a run of
+    digits without a unit)."""
+    parts: list[tuple[str, str]] = []
+    position, end = 0, len(text)
+    while position < end:
+        match = _DURATION_PART.match(text, position)
+        if match is None:
+            return []
+        parts.append((match[1], match[2]))
+        position = match.end()
+        while position < end and text[position].isspace():
+            position += 1
+    return parts
 
 
 def parse_size(value: object) -> int:

@@ -21,10 +21,8 @@ def evaluator_infos(evaluators: Sequence[ConfiguredEvaluator], metrics: MetricsE
         alert = getattr(entry, "alert", None)
         slo = getattr(entry, "slo", None)
         threshold = getattr(evaluator, "threshold", None)
-        windows = [
-            EvaluatorWindow(window=label, samples=verdicts, pass_ratio=passed / verdicts if verdicts else None)
-            for label, passed, verdicts in metrics.window_totals(configured.label)
-        ]
+        windows = _windows(metrics.window_totals(configured.label))
+        by_variant = {v: _windows(totals) for v, totals in metrics.window_totals_by_variant(configured.label).items()}
         infos.append(
             EvaluatorInfo(
                 name=name,
@@ -37,6 +35,14 @@ def evaluator_infos(evaluators: Sequence[ConfiguredEvaluator], metrics: MetricsE
                 alert_state=levels.get(name, "inactive") if alert is not None else None,  # type: ignore[arg-type]
                 slo_objective=slo.objective if slo is not None else None,
                 windows=windows,
+                variant_windows=by_variant,
             )
         )
     return infos
+
+
+def _windows(totals: list[tuple[str, int, int]]) -> list[EvaluatorWindow]:
+    return [
+        EvaluatorWindow(window=label, samples=verdicts, pass_ratio=passed / verdicts if verdicts else None)
+        for label, passed, verdicts in totals
+    ]

@@ -109,6 +109,18 @@ class WindowCollector(Collector):
             totals.append((label, window.passed, window.verdicts))
         return totals
 
+    def window_totals_by_variant(self, evaluator: str) -> dict[str, list[tuple[str, int, int]]]:
+        """`window_totals` of each variant (the `variant` label) `evaluator` has results of; "" (none) left out."""
+        by_variant: dict[str, list[tuple[str, str, str]]] = {}
+        for seen in self.store.keys():  # noqa: SIM118 (a method, not a dict)
+            if seen[0] == evaluator and seen[2]:
+                by_variant.setdefault(seen[2], []).append(seen)
+        totals: dict[str, list[tuple[str, int, int]]] = {}
+        for variant, keys in sorted(by_variant.items()):
+            windows = [(label, self.store.merged(keys, seconds)) for label, seconds in self.windows]
+            totals[variant] = [(label, window.passed, window.verdicts) for label, window in windows]
+        return totals
+
     def alert_states(self) -> list[AlertState]:
         """One state per (evaluator with a rule, service seen for it), over every variant.
 

@@ -393,6 +393,10 @@ class MetricsExporter:
         """(window label, passed, verdicts) of `evaluator` (its configured label) per window, over all services."""
         return self._collector.window_totals(sanitize_label_value(evaluator))
 
+    def window_totals_by_variant(self, evaluator: str) -> dict[str, list[tuple[str, int, int]]]:
+        """`window_totals` per variant (its label value) of `evaluator`, for the variants it has results of."""
+        return self._collector.window_totals_by_variant(sanitize_label_value(evaluator))
+
     def alert_levels(self) -> dict[str, str]:
         """The worst alert state over services of every evaluator with a rule, by metric label: "firing",
         "pending" or "inactive" (also before any result). Advances the `for` bookkeeping as a scrape does."""

@@ -82,8 +82,8 @@ class Step(ReviewModel):
 class ModelUsage(ReviewModel):
     model: str
     calls: int
-    input_tokens: int
-    output_tokens: int
+    input_tokens: int | None  # None: unknown (no call of the model recorded its usage, e.g. failed calls)
+    output_tokens: int | None
 
 
 class ErrorSpan(ReviewModel):
@@ -153,7 +153,8 @@ class EvaluatorInfo(ReviewModel):
     alert_window: float | None = None
     alert_state: Literal["inactive", "pending", "firing"] | None = None  # worst over services; None: no alert
     slo_objective: float | None = None
-    windows: list[EvaluatorWindow] = []
+    windows: list[EvaluatorWindow] = []  # over every variant
+    variant_windows: dict[str, list[EvaluatorWindow]] = {}  # the same windows per variant (`variant` label value)
 
 
 class VariantSide(ReviewModel):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from typing import Any
 
 from monitor.results.review_models import ResultFilter
@@ -31,15 +32,24 @@ def encode_cursor(key: OrderKey) -> str:
     return base64.urlsafe_b64encode(json.dumps(list(key), separators=(",", ":")).encode()).decode().rstrip("=")
 
 
+MAX_CURSOR_CHARS = 128  # an encoded order key is about 60 characters
+_INT64 = 2**63  # the store's integers (SQLite INTEGER, PostgreSQL bigint) are signed 64-bit
+
+
 def decode_cursor(cursor: str) -> OrderKey:
-    """The order key of a cursor from `encode_cursor`; ValueError for anything else."""
+    """The order key of a cursor from `encode_cursor`; ValueError for anything else (too long, not base64 JSON
+    of four numbers, a time that is not finite, an integer the store's 64-bit columns cannot hold)."""
+    if len(cursor) > MAX_CURSOR_CHARS:
+        raise ValueError("invalid cursor")
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         at, source, ident, index = json.loads(raw)
     except (ValueError, TypeError, binascii.Error) as exc:
         raise ValueError("invalid cursor") from exc
-    numbers = isinstance(at, int | float) and not isinstance(at, bool)
+    numbers = isinstance(at, int | float) and not isinstance(at, bool) and math.isfinite(at)
     if not numbers or source not in (0, 1) or not all(type(v) is int for v in (source, ident, index)):
+        raise ValueError("invalid cursor")
+    if not all(-_INT64 <= v < _INT64 for v in (ident, index)) or abs(at) > 1e15:
         raise ValueError("invalid cursor")
     return float(at), source, ident, index
 

@@ -3,7 +3,9 @@ specs, so the document and what the handlers accept cannot drift), and their par
 
 Times (`since`, `until`) are RFC 3339 timestamps (a timestamp without an offset is UTC), Unix seconds, or a
 duration such as `30m`, `1h`, `7d` or `1h30m` meaning that long before now. Empty values mean "not given".
-Every problem is a `BadRequest` whose message names the parameter.
+Every problem is a `BadRequest` whose message names the parameter. This is the one place query text is read:
+each value is bounded (MAX_PARAM_CHARS) before it is parsed, and every parse is linear in its length (integers
+are ASCII digits of bounded count, never `int()` of arbitrary text), so no request can hold the event loop.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from monitor.results.review_models import BreakdownBy, Outcome, ResultFilter
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
+MAX_PARAM_CHARS = 256  # longest query value read (names and values); a longer one is a 400
+MAX_INT_DIGITS = 18  # a whole-number parameter fits a signed 64-bit integer
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 BREAKDOWN_BY: tuple[str, ...] = get_args(BreakdownBy)
 _TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
@@ -90,19 +94,47 @@ BREAKDOWN_PARAMS: tuple[QueryParam, ...] = (
 )
 
 
+def shown(text: str, keep: int = 40) -> str:
+    """`text` cut for an error message (its repr stays short however long the input)."""
+    return text if len(text) <= keep else text[:keep] + "…"
+
+
+def bounded(name: str, text: str) -> str:
+    """`text` stripped; BadRequest when it is longer than MAX_PARAM_CHARS (checked before any parsing)."""
+    if len(text) > MAX_PARAM_CHARS:
+        raise BadRequest(f"{shown(name)}: longer than {MAX_PARAM_CHARS} characters")
+    return text.strip()
+
+
+def parse_int(name: str, text: str, minimum: int, maximum: int | None = None) -> int:
+    """A whole number of ASCII digits, at least `minimum` (and at most `maximum` when given); BadRequest
+    otherwise. The digit count is bounded before `int()`, whose cost grows faster than the text."""
+    text = bounded(name, text)
+    digits = text.lstrip("0") or "0"
+    upper = f" to {maximum}" if maximum is not None else ""
+    if not (text.isascii() and text.isdigit()) or len(digits) > MAX_INT_DIGITS:
+        raise BadRequest(f"{name} must be a number from {minimum}{upper}, got {shown(text)!r}")
+    value = int(digits)
+    if value < minimum or (maximum is not None and value > maximum):
+        raise BadRequest(f"{name} must be from {minimum}{upper}, got {value}")
+    return value
+
+
 def query_values(pairs: Iterable[tuple[str, str]], params: Iterable[QueryParam]) -> dict[str, str]:
-    """The non-empty values of `pairs` by name; BadRequest for an unknown or repeated parameter."""
+    """The non-empty values of `pairs` by name, each at most MAX_PARAM_CHARS long; BadRequest for an unknown,
+    repeated or overlong parameter."""
     known = [p.name for p in params]
     values: dict[str, str] = {}
     seen: set[str] = set()
-    for name, value in pairs:
+    for name, raw in pairs:
         if name not in known:
-            raise BadRequest(f"unknown parameter {name!r} (known: {', '.join(known)})")
+            raise BadRequest(f"unknown parameter {shown(name)!r} (known: {', '.join(known)})")
+        value = bounded(name, raw)
         if name in seen:
             raise BadRequest(f"parameter {name!r} given more than once")
         seen.add(name)
-        if value.strip():
-            values[name] = value.strip()
+        if value:
+            values[name] = value
     return values
 
 
@@ -112,13 +144,14 @@ MS_EPOCH = 1e11  # larger Unix times are milliseconds (Grafana's ${__from}); in 
 def parse_time(name: str, text: str, now: float) -> float:
     """Unix seconds from RFC 3339, Unix seconds (milliseconds above MS_EPOCH) or a duration before `now`;
     BadRequest otherwise."""
+    text = bounded(name, text)
     try:
         number = float(text)
     except ValueError:
         number = None
     if number is not None:
         if not math.isfinite(number) or number < 0:
-            raise BadRequest(f"{name}: Unix seconds must be a finite number >= 0, got {text!r}")
+            raise BadRequest(f"{name}: Unix seconds must be a finite number >= 0, got {shown(text)!r}")
         return number / 1000 if number > MS_EPOCH else number
     if text[:1].isdigit() and text[-1:].isalpha() and "-" not in text and ":" not in text:
         try:
@@ -128,29 +161,20 @@ def parse_time(name: str, text: str, now: float) -> float:
     try:
         stamp = datetime.fromisoformat(text.upper())
     except ValueError:
-        raise BadRequest(f"{name}: invalid time {text!r}: use {_TIME_HELP}") from None
+        raise BadRequest(f"{name}: invalid time {shown(text)!r}: use {_TIME_HELP}") from None
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=UTC)
     return stamp.timestamp()
 
 
 def parse_limit(text: str | None) -> int:
-    if text is None:
-        return DEFAULT_LIMIT
-    try:
-        limit = int(text)
-    except ValueError:
-        raise BadRequest(f"limit must be a number from 1 to {MAX_LIMIT}, got {text!r}") from None
-    if not 1 <= limit <= MAX_LIMIT:
-        raise BadRequest(f"limit must be from 1 to {MAX_LIMIT}, got {limit}")
-    return limit
+    return DEFAULT_LIMIT if text is None else parse_int("limit", text, 1, MAX_LIMIT)
 
 
 def parse_trace_id(text: str) -> str:
     """The trace id in lower case; BadRequest unless it is 32 hex characters."""
     if not _TRACE_ID.fullmatch(text):
-        shown = text if len(text) <= 40 else text[:40] + "…"
-        raise BadRequest(f"trace id must be 32 hex characters, got {shown!r}")
+        raise BadRequest(f"trace id must be 32 hex characters, got {shown(text)!r}")
     return text.lower()
 
 
@@ -167,7 +191,7 @@ def results_query(pairs: Iterable[tuple[str, str]], now: float) -> tuple[ResultF
     values = query_values(pairs, RESULTS_PARAMS)
     outcome = values.get("outcome")
     if outcome is not None and outcome not in OUTCOMES:
-        raise BadRequest(f"outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}")
+        raise BadRequest(f"outcome must be one of {', '.join(OUTCOMES)}, got {shown(outcome)!r}")
     since, until = _time_range(values, now)
     trace_id = parse_trace_id(values["trace_id"]) if "trace_id" in values else None
     where = ResultFilter(
@@ -198,6 +222,6 @@ def breakdown_query(pairs: Iterable[tuple[str, str]], now: float) -> BreakdownQu
     values = query_values(pairs, BREAKDOWN_PARAMS)
     by = values.get("by", "service")
     if by not in BREAKDOWN_BY:
-        raise BadRequest(f"by must be one of {', '.join(BREAKDOWN_BY)}, got {by!r}")
+        raise BadRequest(f"by must be one of {', '.join(BREAKDOWN_BY)}, got {shown(by)!r}")
     since, until = _time_range(values, now)
     return BreakdownQuery(by, values.get("evaluator"), since, until, values.get("variant"))  # type: ignore[arg-type]

@@ -64,7 +64,8 @@ class TraceDetailRow(NamedTuple):
     """A trace's steps and summary for the review (`trace_detail.py`), bounded; the store masks its text."""
 
     agents: tuple[str, ...]  # agent names, in order of first appearance
-    models: tuple[tuple[str | None, int, int, int], ...]  # (model, calls, input tokens, output tokens), by first call
+    # (model, calls, input tokens, output tokens), by first call; tokens None: no call of the model recorded usage
+    models: tuple[tuple[str | None, int, int | None, int | None], ...]
     tools: tuple[str, ...]  # the tools called, in order of first call
     errors: tuple[tuple[str, str, str, str], ...]  # (span_id, name, kind, error) of every failed span (capped)
     steps: tuple[tuple, ...]  # the step tree, depth-first, as STEP_FIELDS

@@ -123,20 +123,27 @@ def _step(span: Span, depth: int, kind: str, failed: bool, trace_start: int) -> 
             input_tokens, output_tokens, text)  # fmt: skip
 
 
-def _models(trace: Trace) -> tuple[tuple[str | None, int, int, int], ...]:
-    usage: dict[str | None, list[int]] = {}
+def _models(trace: Trace) -> tuple[tuple[str | None, int, int | None, int | None], ...]:
+    """(model, calls, input tokens, output tokens) per model; the tokens None when no call of the model recorded
+    its usage (a failed call), not 0."""
+    usage: dict[str | None, list[int]] = {}  # calls, input, output, calls with usage
     for call in trace.get_llm_calls():  # by start time: the first model first
         model = _name(call.model) if call.model is not None else None
         counts = usage.get(model)
         if counts is None:
             if len(usage) >= MAX_LISTED:
                 continue
-            counts = usage[model] = [0, 0, 0]
+            counts = usage[model] = [0, 0, 0, 0]
         metrics = call.metrics
         counts[0] += 1
-        counts[1] += metrics.input_tokens
-        counts[2] += metrics.output_tokens
-    return tuple((model, *counts) for model, counts in usage.items())  # type: ignore[misc]
+        if metrics.has_usage:
+            counts[1] += metrics.input_tokens
+            counts[2] += metrics.output_tokens
+            counts[3] += 1
+    return tuple(
+        (model, calls, tokens_in if known else None, tokens_out if known else None)
+        for model, (calls, tokens_in, tokens_out, known) in usage.items()
+    )
 
 
 def _as_text(value: Any) -> str | None:

@@ -8,6 +8,7 @@ import json
 
 from aiohttp import web
 
+from monitor.results.review_query import BadRequest, bounded, parse_int
 from monitor.results.writer import QueuedResultStore
 
 MAX_LIMIT = 500
@@ -25,11 +26,11 @@ def review_routes(store: QueuedResultStore | None) -> list[web.RouteDef]:
     async def _failing(request: web.Request) -> web.Response:
         if store is None:
             return web.Response(status=404, text="the result store is disabled\n")
-        evaluator = request.query.get("evaluator")
         try:
-            limit = min(max(int(request.query.get("limit", "50")), 1), MAX_LIMIT)
-        except ValueError:
-            return web.Response(status=400, text="limit must be a number\n")
+            evaluator = bounded("evaluator", request.query.get("evaluator", "")) or None
+            limit = min(parse_int("limit", request.query.get("limit", "50"), 0), MAX_LIMIT) or 1
+        except BadRequest as exc:
+            return web.Response(status=400, text=f"{exc}\n")
         rows = store.failing(evaluator, limit)
         return web.Response(body=json.dumps(rows, ensure_ascii=False).encode(), content_type="application/json")
 

@@ -8,22 +8,19 @@ Unix seconds ("1735787045", milliseconds when it has 13 digits, as Grafana's `${
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping
 from typing import get_args
 
 from monitor.results.review_models import BreakdownBy, Outcome, ResultFilter
-from monitor.results.review_query import BadRequest
+from monitor.results.review_query import MAX_PARAM_CHARS, BadRequest, bounded, parse_int
 from monitor.results.review_query import parse_time as api_parse_time
 
 FILTER_KEYS = ("evaluator", "service", "variant", "agent", "model", "outcome", "since", "until")
 QUERY_KEYS = (*FILTER_KEYS, "cursor", "limit")
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 BREAKDOWN_BY: tuple[str, ...] = get_args(BreakdownBy)
-MAX_TEXT = 200  # longest filter value taken
-_NUMBER = re.compile(r"\d+(\.\d+)?")
-_MS_EPOCH = 1e11  # larger Unix times are milliseconds (year 5138 in seconds)
+MAX_TEXT = MAX_PARAM_CHARS  # longest value taken: the API's bound (monitor/results/review_query.py)
 
 
 class QueryError(ValueError):
@@ -32,10 +29,10 @@ class QueryError(ValueError):
 
 def text_param(query: Mapping[str, str], key: str) -> str | None:
     """The parameter's value, stripped; None when missing or empty."""
-    value = query.get(key, "").strip()
-    if len(value) > MAX_TEXT:
-        raise QueryError(f"{key}: longer than {MAX_TEXT} characters")
-    return value or None
+    try:
+        return bounded(key, query.get(key, "")) or None
+    except BadRequest as exc:
+        raise QueryError(str(exc)) from None
 
 
 def parse_time(value: str, now: float, key: str = "since") -> float:
@@ -84,9 +81,10 @@ def limit_param(query: Mapping[str, str], default: int, maximum: int) -> int:
     value = text_param(query, "limit")
     if value is None:
         return default
-    if not value.isdigit() or int(value) < 1:
-        raise QueryError(f"limit: {value!r} is not a positive whole number")
-    return min(int(value), maximum)
+    try:
+        return min(parse_int("limit", value, 1), maximum)
+    except BadRequest as exc:
+        raise QueryError(str(exc)) from None
 
 
 def breakdown_by(query: Mapping[str, str], default: str = "service") -> str:

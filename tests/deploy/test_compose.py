@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from monitor.config import load_config
 from monitor.config.units import parse_duration
 from tests.deploy import otelcol
 from tests.deploy.support import (
@@ -151,6 +152,20 @@ def test_daemon_builds_from_the_repository_and_mounts_the_deploy_config() -> Non
 
 
 # --- Prometheus --------------------------------------------------------------------------------------------------
+
+
+def test_the_daemon_reads_the_api_token_from_a_compose_secret(tmp_path: Path) -> None:
+    """Browsers reach :9464 through Docker's port mapping (not loopback): the review needs a token, which the
+    daemon reads from the compose secret's file (api.auth.bearer_token_file)."""
+    daemon = services()[DAEMON]
+    token_file = daemon["environment"]["AGENT_MONITOR_API__AUTH__BEARER_TOKEN_FILE"]
+    [secret] = daemon["secrets"]
+    assert token_file == f"/run/secrets/{secret}"  # where compose mounts a secret given by name
+    assert compose()["secrets"][secret] == {"environment": "AGENT_MONITOR_API_TOKEN"}
+    local = tmp_path / "token"
+    local.write_text("s3cret\n")
+    config = load_config(MONITOR_YAML, env={"AGENT_MONITOR_API__AUTH__BEARER_TOKEN_FILE": str(local)})
+    assert config.api_token() == "s3cret"
 
 
 def prometheus_yml() -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from monitor.config import load_config
 from tests.deploy import otelcol
 from tests.deploy.support import (
     KUBE_DIR,
@@ -261,6 +262,27 @@ def test_judge_key_comes_from_an_optional_secret() -> None:
     env = {e["name"]: e for e in daemon_container()["env"]}
     ref = env["GEMINI_API_KEY"]["valueFrom"]["secretKeyRef"]
     assert ref["optional"] is True and ref["name"] and ref["key"]
+
+
+def test_the_api_token_comes_from_a_mounted_secret_the_config_reads(tmp_path: Path) -> None:
+    """The review page and API need a token in a cluster (without one they answer loopback clients only): the
+    daemon reads it from the Secret agent-monitor-api, mounted as a file, through api.auth.bearer_token_file."""
+    env = {e["name"]: e for e in daemon_container()["env"]}
+    token_file = env["AGENT_MONITOR_API__AUTH__BEARER_TOKEN_FILE"]["value"]
+    mounts = {m["name"]: m for m in daemon_container()["volumeMounts"]}
+    volumes = {v["name"]: v for v in daemon()["spec"]["template"]["spec"]["volumes"]}
+    [(name, mount)] = [(n, m) for n, m in mounts.items() if posixpath.dirname(token_file) == m["mountPath"]]
+    assert mount["readOnly"] is True
+    secret = volumes[name]["secret"]
+    assert secret["secretName"] == "agent-monitor-api" and not secret.get("optional", False)
+    assert {"key": "token", "path": posixpath.basename(token_file)} in secret["items"]
+    assert secret["defaultMode"] & 0o040  # the image's group (fsGroup) reads it
+    assert daemon()["spec"]["template"]["spec"]["securityContext"]["fsGroup"] == IMAGE_UID
+    local = tmp_path / "token"
+    local.write_text("s3cret\n")
+    config = load_config(MONITOR_YAML, env={"AGENT_MONITOR_API__AUTH__BEARER_TOKEN_FILE": str(local)})
+    assert config.api_token() == "s3cret"
+    assert "create secret generic agent-monitor-api" in (KUBE_DIR / "kustomization.yaml").read_text()
 
 
 # --- prometheus-operator kinds ---------------------------------------------------------------------------------------

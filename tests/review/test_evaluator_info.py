@@ -54,3 +54,27 @@ def test_windows_sum_services_and_the_alert_reports_its_worst_state() -> None:
     info = evaluator_infos([alerted], metrics)[0]
     assert info.alert_state == "firing"
     assert [(w.window, w.samples, w.pass_ratio) for w in info.windows] == [("5m", 0, None), ("1h", 4, 0.25)]
+
+
+def test_window_figures_per_variant_beside_those_of_every_variant() -> None:
+    plain = ConfiguredEvaluator(builtin("error_free"), "error_free", 1.0, None)
+    metrics = MetricsExporter()
+    for variant, passed in (("v1", True), ("v1", True), ("v2", False), ("", True)):
+        metrics.observe_result(
+            evaluator="error_free",
+            level="trace",
+            service="checkout",
+            agent=None,
+            score=float(passed),
+            passed=passed,
+            skipped=False,
+            skip_reason=None,
+            trace_id="ab" * 16,
+            duration_seconds=0.001,
+            variant=variant,
+        )
+    [info] = evaluator_infos([plain], metrics)
+    assert next((w.window, w.samples, w.pass_ratio) for w in info.windows) == ("5m", 4, 0.75)
+    assert set(info.variant_windows) == {"v1", "v2"}  # results without a variant are in `windows` only
+    assert next((w.samples, w.pass_ratio) for w in info.variant_windows["v1"]) == (2, 1.0)
+    assert next((w.samples, w.pass_ratio) for w in info.variant_windows["v2"]) == (1, 0.0)

@@ -11,7 +11,7 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
-from monitor.auth import SESSION_COOKIE, session_value
+from monitor.auth import SESSION_COOKIE, SESSION_TTL, session_authorized, session_value
 from monitor.web.pages.login import safe_next
 from tests.review.fake_reader import FakeReader
 from tests.review_page.conftest import TOKEN, Site
@@ -48,8 +48,10 @@ def test_login_sets_the_session_cookie_and_returns_to_next(review_site: Site) ->
     answer = login(review_site, f"  {TOKEN}\n", "/review?evaluator=latency")
     assert answer.status == 303 and answer.location == "/review?evaluator=latency"
     morsel = session_cookie(answer)[SESSION_COOKIE]
-    assert morsel.value == session_value(TOKEN) and TOKEN not in str(answer.headers)
+    assert session_authorized(morsel.value, TOKEN) and TOKEN not in str(answer.headers)
+    assert not session_authorized(morsel.value, "other-token")
     assert morsel["httponly"] and morsel["samesite"] == "Strict" and morsel["path"] == "/"
+    assert morsel["max-age"] == str(int(SESSION_TTL))
     assert not morsel["secure"]  # plain HTTP: a Secure cookie would never come back
     page = fetch(review_site.base, "/review", {"Cookie": f"{SESSION_COOKIE}={morsel.value}"})
     assert page.status == 200 and "log out" in page.body

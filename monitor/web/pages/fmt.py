@@ -49,3 +49,18 @@ def clip(text: str | None, limit: int) -> str:
 
 def short_id(trace_id: str, keep: int = 12) -> str:
     return trace_id if len(trace_id) <= keep else trace_id[:keep] + ELLIPSIS
+
+
+def clip_words(text: str | None, limit: int) -> str:
+    """`clip`, but cut at the last space (or `,;` in JSON-like text) before `limit` when there is one in its last
+    third, so no word, number or quoted value is cut in the middle; an ellipsis marks the cut."""
+    if not text:
+        return ""
+    folded = " ".join(text.split())
+    if len(folded) <= limit:
+        return folded
+    head = folded[: max(limit - 1, 0)]
+    cut = max(head.rfind(" "), head.rfind(","), head.rfind(";"))
+    if cut >= limit * 2 // 3:
+        head = head[: cut + 1] if head[cut] in ",;" else head[:cut]
+    return head.rstrip() + ELLIPSIS

@@ -10,6 +10,7 @@ from aiohttp import web
 
 from monitor.config.review import ReviewConfig
 from monitor.results.review_models import EvaluatorInfo, ReviewReader, VariantComparison
+from monitor.web.access import Access
 from monitor.web.html import Child, Html, document, el
 
 ROOT = "/review"
@@ -41,6 +42,7 @@ class ReviewSite:
     token: str | None
     unavailable: str = "the result store is disabled (store.enabled: false) or could not be opened"
     comparisons: ComparisonSource | None = None  # the live variant comparisons (None: the daemon has none)
+    access: Access | None = None  # the port's policy: sessions, guess limiter, who reads without a token
 
     def evaluator_names(self) -> list[str]:
         return sorted({info.name for info in self.evaluators()})
@@ -77,8 +79,10 @@ def _nav(site: ReviewSite, active: str) -> Html:
         items.append(el("a", "canary", href=f"{ROOT}/canary", class_="active" if active == "canary" else None))
     if site.token:
         session: Child = el("form", el("button", "log out", type="submit"), method="post", action=LOGOUT)
-    else:
+    elif site.access is not None and site.access.unauthenticated == "any":
         session = el("span", "no token configured: open to anyone who reaches this port", class_="warn")
+    else:
+        session = el("span", "no token configured: open to clients on this host only", class_="warn")
     return el("header", el("strong", "agent-monitor review"), el("nav", items), session, class_="top")
 
 

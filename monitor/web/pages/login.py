@@ -1,7 +1,9 @@
 """The login form (the API token in, an HttpOnly session cookie out), logout, and the redirect to the form.
 
-The cookie holds `session_value(token)` (an HMAC of the token, monitor/auth.py), never the token; the metrics
-port's auth middleware accepts it on every non-open path. `next` only ever leads back under /review on this
+The cookie holds a session of the token (a nonce, an expiry and their HMAC keyed by the token, monitor/auth.py),
+never the token; the metrics port's auth middleware (access.py) accepts it on every non-open path until it expires
+or its owner logs out (revoked: a replayed cookie is refused). Wrong tokens count towards the client's guess
+limit (429 with Retry-After). `next` only ever leads back under /review on this
 site: anything else (another host, `//host`, a backslash, `..`) goes to /review instead.
 """
 
@@ -12,7 +14,8 @@ from urllib.parse import quote, urlsplit
 
 from aiohttp import web
 
-from monitor.auth import SESSION_COOKIE, session_authorized, session_value
+from monitor.auth import SESSION_COOKIE, SESSION_TTL, session_value
+from monitor.web.access import Access
 from monitor.web.html import Html, el
 from monitor.web.pages.layout import LOGIN, LOGOUT, ROOT, STATIC_PREFIX, ReviewSite, error_page, is_review_path, respond
 from monitor.web.pages.layout import shell as page_shell
@@ -94,29 +97,42 @@ def login_form(next_path: str, message: str | None = None) -> Html:
 
 
 def login_routes(site: ReviewSite) -> list[web.RouteDef]:
-    token = site.token
+    access = site.access if site.access is not None else Access(site.token)
+    token = access.token
+
+    def throttled(wait: int) -> web.Response:
+        message = f"Too many wrong tokens from this client: try again in {wait} s."
+        page = error_page(None, 429, "too many attempts", message)
+        page.headers["Retry-After"] = str(wait)
+        return page
 
     async def show(request: web.Request) -> web.Response:
         next_path = safe_next(request.query.get("next"))
-        if not token or session_authorized(request.cookies.get(SESSION_COOKIE), token):
-            return _redirect(next_path)  # no token configured (the page is open), or already logged in
+        if not token or access.session(request.cookies.get(SESSION_COOKIE)) is not None:
+            return _redirect(next_path)  # no token configured (access.py decides), or already logged in
         return respond(login_form(next_path))
 
     async def submit(request: web.Request) -> web.Response:
         if _cross_site(request):
             return error_page(None, 403, "forbidden", "This form only accepts posts from this site.")
+        wait = access.too_many(request.remote)
+        if wait:
+            return throttled(wait)
         form = await request.post()
         next_path = safe_next(_text(form.get("next")))
         if not token:
             return _redirect(next_path)
         offered = _text(form.get("token")).strip()
         if not hmac.compare_digest(offered.encode("utf-8", "surrogateescape"), token.encode()):
-            return respond(login_form(next_path, "That is not the API token."), 401)
+            wait = access.wrong_token(request.remote)
+            return throttled(wait) if wait else respond(login_form(next_path, "That is not the API token."), 401)
+        access.right_token(request.remote)
         response = _redirect(next_path)
         response.set_cookie(
             SESSION_COOKIE,
             session_value(token),
             path="/",
+            max_age=int(SESSION_TTL),
             httponly=True,
             samesite="Strict",
             secure=True if request.secure else None,
@@ -124,8 +140,12 @@ def login_routes(site: ReviewSite) -> list[web.RouteDef]:
         return response
 
     async def logout(request: web.Request) -> web.Response:
+        """Ends the session here and now: its cookie is refused from then on, even when replayed."""
         if _cross_site(request):
             return error_page(None, 403, "forbidden", "This form only accepts posts from this site.")
+        nonce = access.session(request.cookies.get(SESSION_COOKIE))
+        if nonce is not None:
+            access.revoked.revoke(nonce)
         response = _redirect(LOGIN if token else ROOT)
         response.del_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="Strict")
         return response

@@ -16,6 +16,9 @@ EXCERPT_CHARS = 120
 TITLE_CHARS = 2000
 
 
+VERDICTS = "verdicts"  # the trace page's verdicts heading: where a clipped explanation is read whole
+
+
 def span_anchor(span_id: str) -> str:
     """The id of a step's row on the trace page."""
     return "span-" + quote(span_id, safe="")
@@ -97,7 +100,13 @@ def evaluator_line(info: EvaluatorInfo, params: Mapping[str, str | None]) -> Htm
         state_text = info.alert_state or "unknown"
         parts += [", alert ", el("span", state_text, class_=f"alert-{state_text}")]
         parts.append(f" below {fmt.ratio(info.alert_min_pass_ratio)}")
-    for window in info.windows:
+    variant = params.get("variant")
+    if variant:  # the figures of that variant only: the in-process windows keep one per variant
+        windows = info.variant_windows.get(variant, [])
+        parts.append(f" · variant {variant}:" if windows else f" · no result of variant {variant} in the windows")
+    else:
+        windows = info.windows
+    for window in windows:
         parts.append(f" · {window.window}: {fmt.ratio(window.pass_ratio)} of {window.samples}")
     by = {"evaluator": info.name, "variant": params.get("variant"), "since": params.get("since")}
     by["until"] = params.get("until")
@@ -113,8 +122,12 @@ def outcome_cell(item: ResultItem) -> Html:
     return el("td", badge, reason)
 
 
-def excerpt(text: str | None, limit: int) -> Html:
-    return el("td", fmt.clip(text, limit), title=fmt.clip(text, TITLE_CHARS) or None, class_="text")
+def excerpt(text: str | None, limit: int, whole: str | None = None) -> Html:
+    """`text` clipped at a word boundary; `whole`: where a clipped text is read in full (a "full text" link)."""
+    clipped = fmt.clip_words(text, limit)
+    cut = clipped.endswith(fmt.ELLIPSIS) and len(" ".join((text or "").split())) > limit
+    more = el("a", "full text", href=whole, class_="more") if whole and cut else None
+    return el("td", clipped, " " if more else None, more, title=fmt.clip(text, TITLE_CHARS) or None, class_="text")
 
 
 def result_row(item: ResultItem, variants: bool = False) -> Html:
@@ -128,7 +141,7 @@ def result_row(item: ResultItem, variants: bool = False) -> Html:
         el("td", item.service or ""),
         el("td", item.variant, class_="variant") if variants else None,
         el("td", who),
-        excerpt(item.explanation, EXPLANATION_CHARS),
+        excerpt(item.explanation, EXPLANATION_CHARS, f"{trace_href(item.trace_id)}#{VERDICTS}"),
         excerpt(item.input_excerpt, EXCERPT_CHARS),
         excerpt(item.output_excerpt, EXCERPT_CHARS),
         el("td", el("a", fmt.short_id(item.trace_id), href=trace_href(item.trace_id, item.span_id)), class_="id"),

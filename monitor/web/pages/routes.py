@@ -21,6 +21,7 @@ from aiohttp import web
 from monitor.config.review import MAX_PAGE_SIZE, ReviewConfig
 from monitor.logutil import RateLimitedLogger
 from monitor.results.review_models import BreakdownBy, EvaluatorInfo, ReviewReader
+from monitor.web.access import Access
 from monitor.web.pages.breakdown import PAGE as BREAKDOWN
 from monitor.web.pages.breakdown import breakdown_page
 from monitor.web.pages.canary import PAGE as CANARY
@@ -100,11 +101,18 @@ def review_page_routes(
     token: str | None,
     unavailable_reason: str | None = None,
     comparisons: ComparisonSource | None = None,
+    access: Access | None = None,
 ) -> list[web.RouteDef]:
-    """The review page's routes. `reader` None: every data page is a 503 saying `unavailable_reason`.
+    """The review page's routes. `reader` None: every data page is a 503 saying `unavailable_reason`. `access`:
+    the port's policy (its sessions and guess limiter; default: one of `token`'s own).
     Register `layout.review_headers` as the app's on_response_prepare too (build_api_app does)."""
     site = ReviewSite(
-        reader, evaluator_source(evaluators_info), config or ReviewConfig(), token, comparisons=comparisons
+        reader,
+        evaluator_source(evaluators_info),
+        config or ReviewConfig(),
+        token,
+        comparisons=comparisons,
+        access=access if access is not None else Access(token),
     )
     if unavailable_reason:
         site = replace(site, unavailable=unavailable_reason)

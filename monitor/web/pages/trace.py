@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 
 import monitor.web.pages.fmt as fmt
 from monitor.results.review_models import ResultItem, Step, TraceDetail, TraceSummary
 from monitor.web.html import Child, Html, el, join
 from monitor.web.pages.layout import ROOT, ReviewSite, link, shell
-from monitor.web.pages.results import span_anchor, trace_href
+from monitor.web.pages.results import VERDICTS, span_anchor, trace_href
 
 MAX_INDENT = 16  # deeper steps share the last indentation class (review.css has .d0 … .d16)
 INLINE_CHARS = 160  # longer texts fold into <details>
@@ -85,7 +86,8 @@ def models_table(summary: TraceSummary) -> Html | None:
         el(
             "tr",
             el("td", m.model),
-            *[el("td", str(n), class_="num") for n in (m.calls, m.input_tokens, m.output_tokens)],
+            el("td", str(m.calls), class_="num"),
+            *[el("td", count(n), class_="num") for n in (m.input_tokens, m.output_tokens)],
         )
         for m in summary.models
     ]
@@ -113,9 +115,18 @@ def partner(details: str | None) -> Html | None:
     return el("div", "paired with ", shown, of, class_="pair")
 
 
-def verdict_row(item: ResultItem) -> Html:
+def step_link(span_id: str | None, names: Mapping[str, str]) -> Child:
+    """The verdict's step by name (its kind and name as the step list shows them), linking to its row; a step not
+    in the stored list (cut at the cap) by its short span id."""
+    if not span_id:
+        return ""
+    shown = names.get(span_id) or f"span {fmt.short_id(span_id, 8)}"
+    return el("a", shown, href=f"#{span_anchor(span_id)}", title=f"span {span_id}")
+
+
+def verdict_row(item: ResultItem, names: Mapping[str, str] | None = None) -> Html:
     where = join(item.level, f" · {item.agent}" if item.agent else None, f" · {item.model}" if item.model else None)
-    step = el("a", item.span_id, href=f"#{span_anchor(item.span_id)}") if item.span_id else ""
+    step = step_link(item.span_id, names or {})
     cells = [
         el("td", item.evaluator),
         el("td", el("span", item.outcome, class_=f"badge {item.outcome}"), f" {item.skip_reason or ''}"),
@@ -127,18 +138,24 @@ def verdict_row(item: ResultItem) -> Html:
     return el("tr", cells, class_=f"row-{item.outcome}")
 
 
-def verdicts_table(results: list[ResultItem]) -> Html:
+def verdicts_table(results: list[ResultItem], steps: Sequence[Step] = ()) -> Html:
     if not results:
         return el("p", "No results stored for this trace.")
+    names = {step.span_id: f"{step.kind} {step.name}".strip() for step in steps}
     ordered = sorted(results, key=lambda r: (ORDER.get(r.outcome, 3), r.evaluator, r.span_id or ""))
     head = el("tr", [el("th", h) for h in ("evaluator", "outcome", "score", "level", "explanation", "step")])
-    return el("table", el("thead", head), el("tbody", [verdict_row(r) for r in ordered]), class_="verdicts")
+    return el("table", el("thead", head), el("tbody", [verdict_row(r, names) for r in ordered]), class_="verdicts")
+
+
+def count(tokens: int | None) -> str:
+    """A token count; "unknown" when the usage was not recorded (never a made-up 0)."""
+    return "unknown" if tokens is None else str(tokens)
 
 
 def tokens(step: Step) -> str:
     if step.input_tokens is None and step.output_tokens is None:
-        return ""
-    return f"{step.input_tokens or 0} → {step.output_tokens or 0} tok"
+        return "usage unknown" if step.kind == "llm" else ""
+    return f"{count(step.input_tokens)} → {count(step.output_tokens)} tok"
 
 
 def step_row(step: Step) -> Html:
@@ -173,8 +190,8 @@ def trace_page(site: ReviewSite, detail: TraceDetail) -> Html:
         el("h1", "Trace ", el("code", summary.trace_id), " ", ui),
         summary_block(summary),
         errors_list(summary),
-        el("h2", "Verdicts"),
-        verdicts_table(detail.results),
+        el("h2", "Verdicts", id=VERDICTS),
+        verdicts_table(detail.results, detail.steps),
         el("h2", "Steps"),
         steps_table(detail),
         io_block(summary),
