@@ -2,6 +2,11 @@
 thread that inserts them in batches (so the event loop never waits on the database), keep the retention by age and
 by size when due, report every failure to the store's StoreHealth and never raise it to the daemon.
 
+The queue is bounded (MAX_QUEUED_TRACES): behind a database that is slow or hangs, what does not fit is dropped
+and counted, so neither the event loop nor an evaluation worker (`write(wait=...)`) is ever held by it. A batch
+that fails because the database refuses a row is written again in halves, so that row costs only itself; what is
+lost is counted per result and by reason (StoreHealth.lost).
+
 A subclass (store.ResultStore: SQLite; postgres.store.PostgresResultStore) gives the database side: `_store`
 (one transaction of packed rows), `_ensure_open` (reopen when due), `prune`, `enforce_size`, `_fetch`, `reader`
 and `_close_database`.
