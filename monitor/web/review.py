@@ -33,9 +33,10 @@ def review_routes(store: QueuedResultStore | None) -> list[web.RouteDef]:
             limit = min(max(int(request.query.get("limit", "50")), 1), MAX_LIMIT)
         except ValueError:
             return web.Response(status=400, text="limit must be a number\n")
+        unavailable: tuple[type[Exception], ...] = (StoreUnavailable, *store.DATABASE_ERRORS)
         try:
             rows = await asyncio.to_thread(store.failing, evaluator, limit)
-        except (StoreUnavailable, *store.DATABASE_ERRORS) as exc:  # counted by the store's health
+        except unavailable as exc:  # counted by the store's health
             return web.Response(status=503, text=f"the result store is unavailable: {type(exc).__name__}\n")
         return web.Response(body=json.dumps(rows, ensure_ascii=False).encode(), content_type="application/json")
 
