@@ -95,7 +95,11 @@ class Daemon:
         )
         self.store: QueuedResultStore | None = None
         self.review: StoreReviewReader | None = None  # the review's read side (connections of its own)
-        self.store_health = StoreHealth(self.metrics.count_store_errors, self.metrics.set_review_available)
+        self.store_health = StoreHealth(
+            self.metrics.count_store_errors,
+            self.metrics.set_review_available,
+            on_lost=self.metrics.count_store_results_lost,
+        )
         store = config.store
         if store.enabled:  # one that cannot be opened starts unavailable (and is retried): the daemon runs on
             self.store = open_result_store(store, health=self.store_health)

@@ -265,12 +265,17 @@ class StoreConfig(Section):
     """The result store: what the review reads. SQLite at `path` (the embedded default: one file per replica), or
     PostgreSQL at `url` (`postgresql://user@host:5432/db`: one database every replica writes and reads; `path` is
     then unused; the password from the URL or $PGPASSWORD). `retention` and `max_size` bound it (the oldest go
-    first); `max_steps` bounds the step tree kept per trace; `pool_size`: PostgreSQL connections per process."""
+    first); `max_steps` bounds the step tree kept per trace; `pool_size`: PostgreSQL connections per process;
+    `connect_timeout`, `statement_timeout`, `lock_timeout`: PostgreSQL's bounds on a connection attempt, a
+    statement and a wait for a lock (a server that hangs is given up on too: results/postgres/connection.py)."""
 
     enabled: bool = True
     path: str = "data/results.db"
     url: str | None = Field(default=None, repr=False)
     pool_size: Annotated[int, Field(ge=1, le=100)] = 4
+    connect_timeout: Duration = 5.0
+    statement_timeout: Duration = 10.0
+    lock_timeout: Duration = 5.0
     retention: Duration = 7 * 86400.0
     max_size: Size = 1024 * MiB
     results: Literal["all", "failing"] = "all"

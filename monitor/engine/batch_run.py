@@ -1,9 +1,10 @@
 """BatchRun: evaluate a batch of completed traces, store its result rows, and tally its metrics.
 
 It runs where the evaluation runs: in a worker process, with the worker's own connection to the result store
-(SQLite in WAL mode takes writers from several processes), or on the in-process evaluation thread, with the
-daemon's store. Only the metrics tally (metrics/tally.py) goes back to the process that owns the registry,
-so that process does no per-result work: it applies one tally per batch.
+(SQLite in WAL mode takes writers from several processes) and its own writer thread (worker_process.py: a batch
+waits a little for its rows, never for a database that hangs), or on the in-process evaluation thread, with the
+daemon's store (queued for its writer thread). Only the metrics tally (metrics/tally.py) goes back to the process
+that owns the registry, so that process does no per-result work: it applies one tally per batch.
 """
 
 from __future__ import annotations

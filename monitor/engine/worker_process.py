@@ -7,11 +7,13 @@ process is gone.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import threading
 import time
 from collections.abc import Callable
+from multiprocessing import util
 
 from monitor.config import MonitorConfig
 from monitor.engine.batch_run import BatchRun
@@ -26,6 +28,11 @@ from monitor.results.schema import StoreSchemaError
 from monitor.results.stores import open_result_store
 
 PARENT_POLL_SECONDS = 1.0
+# How long a batch waits for its rows to be written before its tally goes back (so they are there when it is
+# counted); past it, batches stop waiting until the store's writer thread has caught up: a database that is slow
+# or hangs never holds evaluation up (nor trips the worker stall limit).
+WRITE_WAIT_SECONDS = 2.0
+EXIT_WRITE_SECONDS = 5.0  # at exit, how long the rows still queued may take to be written
 
 _evaluator: TraceEvaluator | None = None
 _run: BatchRun | None = None
@@ -48,9 +55,10 @@ def initialize(config: MonitorConfig, parent_pid: int) -> None:
 
 
 def _store_writer(config: MonitorConfig) -> tuple[Callable | None, Callable[[], StoreReport] | None]:
-    """This worker's connection to the result store: its `write` (synchronous, no writer thread; the main process
-    keeps the retention) and its health report for the tallies. A store that cannot be opened here is reported
-    through them, and retried, like any store failure: the worker evaluates all the same."""
+    """This worker's connection to the result store: its `write` (through the store's bounded queue and writer
+    thread, waiting WRITE_WAIT_SECONDS at most; the main process keeps the retention) and its health report for
+    the tallies. A store that cannot be opened here is reported through them, and retried, like any store failure:
+    the worker evaluates all the same."""
     store = config.store
     if not store.enabled:
         return None, None
@@ -60,7 +68,9 @@ def _store_writer(config: MonitorConfig) -> tuple[Callable | None, Callable[[], 
     except StoreSchemaError as exc:  # preflight refuses such a database: it changed since
         health.failed("open", exc)
         return None, health.take_report
-    return writer.write, health.take_report
+    writer.start_writer()
+    util.Finalize(None, writer.close, kwargs={"timeout": EXIT_WRITE_SECONDS}, exitpriority=10)  # at worker exit
+    return functools.partial(writer.write, wait=WRITE_WAIT_SECONDS), health.take_report
 
 
 def evaluate_batch(wire: list[WireTrace]) -> tuple[tuple, float]:

@@ -79,6 +79,7 @@ RECEIVERS = ("grpc", "http")
 REFUSAL_REASONS = ("throttled", "too_large", "malformed", "per_trace_cap", "invalid_id", "unauthenticated")
 DROP_REASONS = ("shutdown_timeout", "evaluation_error", "worker_crash", "worker_stalled")
 STORE_OPERATIONS = ("write", "prune", "read", "open")
+STORE_LOSS_REASONS = ("rejected", "failed", "unavailable", "timeout", "queue_full")
 
 
 class MetricsExporter:
@@ -204,6 +205,14 @@ class MetricsExporter:
         )
         for operation in STORE_OPERATIONS:
             self.store_errors.labels(operation=operation)
+        self.store_results_lost = Counter(
+            "agent_monitor_store_results_lost",
+            "Evaluation results the result store could not keep (their metrics are counted all the same).",
+            ["reason"],
+            registry=r,
+        )
+        for reason in STORE_LOSS_REASONS:
+            self.store_results_lost.labels(reason=reason)
         self.review_available = Gauge(
             "agent_monitor_review_available",
             "1 while the result store works (the review can be used), 0 while it is failing or disabled.",
@@ -380,6 +389,10 @@ class MetricsExporter:
     def count_store_errors(self, operation: str, count: int = 1) -> None:
         """A result store failure (StoreHealth's `on_error`)."""
         self.store_errors.labels(operation=operation).inc(count)
+
+    def count_store_results_lost(self, reason: str, count: int) -> None:
+        """Results the result store could not keep (StoreHealth's `on_lost`)."""
+        self.store_results_lost.labels(reason=reason).inc(count)
 
     def set_review_available(self, available: bool) -> None:
         """The result store's state (StoreHealth's `on_change`)."""

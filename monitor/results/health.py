@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 log = logging.getLogger("monitor.results.store")
@@ -23,8 +24,11 @@ OPERATIONS = ("write", "prune", "read", "open")
 LOCAL = "daemon"
 WORKERS = "workers"
 
-# A worker's report: (errors by operation since the last report, failing operations and why)
-StoreReport = tuple[dict[str, int], dict[str, str]]
+FLAP_SECONDS = 60.0  # a failure this soon after a recovery line is not logged until this long after that line
+
+# A worker's report: (errors by operation since the last report, failing operations and why, results lost by
+# reason since the last report)
+StoreReport = tuple[dict[str, int], dict[str, str], dict[str, int]]
 
 
 class StoreUnavailable(RuntimeError):
@@ -38,15 +42,25 @@ class StoreHealth:
         on_change: Callable[[bool], None] | None = None,
         *,
         quiet: bool = False,
+        on_lost: Callable[[str, int], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """`on_error(operation, count)`: count failures; `on_change(available)`: the state changed; `quiet`: log
-        nothing (a worker process: the daemon logs what its reports say)."""
+        nothing (a worker process: the daemon logs what its reports say); `on_lost(reason, results)`: count the
+        results that could not be stored."""
         self._on_error = on_error
         self._on_change = on_change
+        self._on_lost = on_lost
         self._quiet = quiet
+        self._clock = clock
         self._lock = threading.Lock()
         self._failing: dict[tuple[str, str], str] = {}  # (source, operation) → the error
         self._errors: dict[str, int] = {}  # errors not yet taken into a report
+        self._lost: dict[str, int] = {}  # results lost not yet taken into a report
+        self._logged_available = True  # the state the last log line told
+        self._line_at = -FLAP_SECONDS  # when the last state line was logged
+        self._recovered_at = -FLAP_SECONDS  # when the last "available again" line was logged
+        self._held = 0  # state changes not logged since the last line (flapping)
 
     @property
     def available(self) -> bool:
@@ -70,19 +84,36 @@ class StoreHealth:
     def succeeded(self, operation: str) -> None:
         if (LOCAL, operation) in self._failing:
             self._set(LOCAL, operation, None)
+        elif self._held:
+            self._log_state("", "")
+
+    def lost(self, reason: str, results: int) -> None:
+        """`results` results could not be stored, for `reason` (docs/metrics.md)."""
+        if results <= 0:
+            return
+        with self._lock:
+            self._lost[reason] = self._lost.get(reason, 0) + results
+        if self._on_lost is not None:
+            self._on_lost(reason, results)
 
     def take_report(self) -> StoreReport:
-        """The errors since the last report and what is failing now (a worker, after each batch)."""
+        """The errors and lost results since the last report and what is failing now (a worker, after each
+        batch)."""
         with self._lock:
             errors, self._errors = self._errors, {}
-            return errors, {operation: error for (_, operation), error in self._failing.items()}
+            lost, self._lost = self._lost, {}
+            return errors, {operation: error for (_, operation), error in self._failing.items()}, lost
 
     def apply_report(self, report: StoreReport) -> None:
-        """A worker's report: its errors are counted, its failing operations replace the workers' previous ones."""
-        errors, failing = report
+        """A worker's report: its errors and lost results are counted, its failing operations replace the
+        workers' previous ones."""
+        errors, failing, lost = report
         if self._on_error is not None:
             for operation, count in errors.items():
                 self._on_error(operation, count)
+        if self._on_lost is not None:
+            for reason, count in lost.items():
+                self._on_lost(reason, count)
         for operation in OPERATIONS:
             self._set(WORKERS, operation, failing.get(operation))
 
@@ -95,22 +126,52 @@ class StoreHealth:
             else:
                 self._failing.setdefault(key, error)
             after = not self._failing
-        if before == after:
-            return
-        if not self._quiet:
-            if after:
-                log.warning("result store available again: the review is back (%s recovered)", operation)
-            else:
-                where = "in an evaluation worker" if source == WORKERS else "in the daemon"
-                log.error(
-                    "result store unavailable: %s failed %s: %s; evaluation and metrics go on, results are not "
-                    "stored and the review is unavailable until it recovers",
-                    operation,
-                    where,
-                    error,
-                )
-        if self._on_change is not None:
+        if before != after and self._on_change is not None:
             self._on_change(after)
+        if before != after or self._held:
+            self._log_state(operation, error or "", source)
+
+    def _log_state(self, operation: str, error: str, source: str = LOCAL) -> None:
+        """Log the state when the log does not tell it yet: at once, except a failure within FLAP_SECONDS of the
+        last recovery line, held (and counted) until FLAP_SECONDS after the last line."""
+        if self._quiet:
+            return
+        now = self._clock()
+        with self._lock:
+            available = not self._failing
+            if available == self._logged_available:
+                if self._held and now - self._line_at >= FLAP_SECONDS:
+                    held, self._held, self._line_at = self._held, 0, now
+                    if available:
+                        log.warning(
+                            "result store available, after %d more failures in the last %.0fs (some operations "
+                            "failed, others worked: see agent_monitor_store_errors_total)",
+                            held,
+                            FLAP_SECONDS,
+                        )
+                return
+            if not available and now - self._recovered_at < FLAP_SECONDS:
+                self._held += 1
+                return
+            held, self._held = self._held, 0
+            self._logged_available, self._line_at = available, now
+            if available:
+                self._recovered_at = now
+            if not error and not available:
+                (source, operation), error = next(iter(self._failing.items()))
+        flapping = f" ({held} more failures since the last line)" if held else ""
+        if available:
+            log.warning("result store available again: the review is back (%s recovered)%s", operation, flapping)
+        else:
+            where = "in an evaluation worker" if source == WORKERS else "in the daemon"
+            log.error(
+                "result store unavailable: %s failed %s: %s; evaluation and metrics go on, results are not "
+                "stored and the review is unavailable until it recovers%s",
+                operation,
+                where,
+                error,
+                flapping,
+            )
 
 
 def _describe(error: object) -> str:

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from evaluators.builtins.pii import redact_texts
 from monitor.results.rows import MAX_TEXT, LateResults, ResultRow, TraceDetailRow, TraceOutcome
+from monitor.results.storable import storable, storable_json, storable_values
 from monitor.results.trace_detail import NAME, STEP_TEXT
 
 Written = TraceOutcome | LateResults
@@ -54,29 +55,55 @@ class Packed(NamedTuple):
     results: list[tuple]  # created_at, trace_id, service, span_id, agent, model, evaluator, level, score, passed,
     # skip_reason, explanation, details
     appended: list[tuple[str, str]]  # (a late passing result packed, its trace id)
+    kept: int = 0  # the results these rows hold (what is lost when they cannot be written)
 
 
 def pack(outcomes: Sequence[Written], now: float, failing_only: bool) -> Packed:
-    packed = Packed([], [], [])
-    for o in outcomes:
-        stored: list[ResultRow] = []
-        passing: list[ResultRow] = []
-        for r in o.results:
-            if r.passed:
-                if not failing_only:
-                    passing.append(r)
-            elif r.skip_reason != SAMPLED_OUT:  # sampled-out skips are counted in the metrics, not stored
-                stored.append(r)
-        if isinstance(o, LateResults):
-            texts = _result_texts(stored + passing)
-            masked = iter(mask(texts, [MAX_TEXT] * len(texts)))
-            packed.results.extend(_result_row(now, o.trace_id, o.service, r, masked) for r in stored)
-            packed.appended.extend((_PACK.encode(_passed_entry(r, masked)), o.trace_id) for r in passing)
-            continue
-        if failing_only and not stored:
-            continue
+    """The rows of `outcomes`, in one Packed."""
+    return merged([pack_one(o, now, failing_only) for o in outcomes])
+
+
+def merged(parts: Sequence[Packed]) -> Packed:
+    """Several outcomes' rows as one Packed (one transaction)."""
+    if len(parts) == 1:
+        return parts[0]
+    packed = Packed([], [], [], sum(p.kept for p in parts))
+    for part in parts:
+        packed.traces.extend(part.traces)
+        packed.results.extend(part.results)
+        packed.appended.extend(part.appended)
+    return packed
+
+
+def pack_one(o: Written, now: float, failing_only: bool) -> Packed:
+    """One evaluated trace's rows (or one trace's late results), every text in them `storable`."""
+    stored: list[ResultRow] = []
+    passing: list[ResultRow] = []
+    for r in o.results:
+        if r.passed:
+            if not failing_only:
+                passing.append(r)
+        elif r.skip_reason != SAMPLED_OUT:  # sampled-out skips are counted in the metrics, not stored
+            stored.append(r)
+    packed = Packed([], [], [], len(stored) + len(passing))
+    if isinstance(o, LateResults):
+        texts = _result_texts(stored + passing)
+        masked = iter(mask(texts, [MAX_TEXT] * len(texts)))
+        packed.results.extend(_result_row(now, o.trace_id, o.service, r, masked) for r in stored)
+        trace_id = storable(o.trace_id)
+        packed.appended.extend((_json(_passed_entry(r, masked)), trace_id) for r in passing)
+    elif stored or not failing_only:
         _pack_trace(o, stored, passing, now, packed)
     return packed
+
+
+def kept_results(o: Written, failing_only: bool) -> int:
+    """How many of `o`'s results the store keeps (`pack_one(o).kept`, without packing)."""
+    return sum(1 for r in o.results if ((not failing_only) if r.passed else r.skip_reason != SAMPLED_OUT))
+
+
+def _json(value: object) -> str:
+    return storable_json(_PACK.encode(value))
 
 
 def _pack_trace(o: TraceOutcome, stored: list[ResultRow], passing: list[ResultRow], now: float, into: Packed) -> None:
@@ -95,27 +122,28 @@ def _pack_trace(o: TraceOutcome, stored: list[ResultRow], passing: list[ResultRo
     passed = [_passed_entry(r, masked) for r in passing]
     agents = models = tools = packed_detail = None
     if detail is not None:
-        agents = _PACK.encode(detail.agents) if detail.agents else None
+        agents = _json(detail.agents) if detail.agents else None
         names = [model for model, *_ in detail.models if model is not None]
-        models = _PACK.encode(names) if names else None
-        tools = _PACK.encode(detail.tools) if detail.tools else None
-        packed_detail = _PACK.encode(_detail(detail, masked))
+        models = _json(names) if names else None
+        tools = _json(detail.tools) if detail.tools else None
+        packed_detail = _json(_detail(detail, masked))
+    text = storable_values((o.trace_id, o.service, given, answer, o.variant))
     into.traces.append(
         (
-            o.trace_id,
+            text[0],
             now,
-            o.service,
-            given,
-            answer,
+            text[1],
+            text[2],
+            text[3],
             o.span_count,
             _number(o.duration_ms),
             int(o.has_error),
-            _PACK.encode(passed) if passed else None,
+            _json(passed) if passed else None,
             agents,
             models,
             tools,
             packed_detail,
-            o.variant,
+            text[4],
         )
     )
 
@@ -129,8 +157,8 @@ def _result_texts(rows: list[ResultRow]) -> list[str | None]:
 
 
 def _result_row(now: float, trace_id: str, service: str, r: ResultRow, texts: Iterator[str | None]) -> tuple:
-    return (now, trace_id, service, r.span_id, r.agent, r.model, r.evaluator, r.level, r.score, r.passed,
-            r.skip_reason, next(texts), next(texts))  # fmt: skip
+    return storable_values((now, trace_id, service, r.span_id, r.agent, r.model, r.evaluator, r.level, r.score,
+                            r.passed, r.skip_reason, next(texts), next(texts)))  # fmt: skip
 
 
 def _passed_entry(r: ResultRow, texts: Iterator[str | None]) -> tuple:

@@ -4,8 +4,10 @@ Several processes write it: each evaluation worker process opens its own `Result
 the rows of every batch it evaluates synchronously, in one transaction (WAL mode, `BEGIN IMMEDIATE` with a
 busy timeout). In the daemon's own process, once started, `write(outcomes)` only queues: a writer thread
 inserts everything queued in one transaction, so the event loop never waits on the disk; that thread also keeps
-the retention by age and by size (retention.py). Text arrives bounded and is masked before it is written
-(packing.py). Readers use their own connections (review_reader.py, `reader()`): WAL readers never block it.
+the retention by age and by size (retention.py). Text arrives bounded and is masked and made storable before
+it is written (packing.py, storable.py); a batch a row of which is refused is written again in halves, so that
+row costs only itself (writer.py). Readers use their own connections (review_reader.py, `reader()`): WAL
+readers never block it.
 
 Two tables (schema.py, versioned and migrated at open). `results` has one row per failing result and per skip
 (sampled-out skips are only counted in the metrics). `traces` has one row per evaluated trace (`results:
@@ -62,6 +64,18 @@ class ResultStore(QueuedResultStore):
     """The SQLite result store (the embedded default)."""
 
     DATABASE_ERRORS = (sqlite3.Error,)
+    ROW_ERRORS = (
+        *QueuedResultStore.ROW_ERRORS,
+        sqlite3.IntegrityError,
+        sqlite3.DataError,
+        sqlite3.InterfaceError,
+        sqlite3.ProgrammingError,
+    )
+
+    def _lost_reason(self, error: BaseException) -> str:
+        if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
+            return "timeout"  # the busy timeout: another process held the database too long
+        return super()._lost_reason(error)
 
     def __init__(
         self,

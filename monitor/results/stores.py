@@ -13,6 +13,7 @@ def open_result_store(
     """The configured store (StoreSchemaError for a database from a newer release). `prune`: whether this process
     keeps the retention (the daemon's store; not the evaluation workers'); `pool_size` overrides the config's."""
     if store.url is not None:
+        from monitor.results.postgres.connection import Timeouts
         from monitor.results.postgres.store import PostgresResultStore
 
         return PostgresResultStore(
@@ -23,6 +24,7 @@ def open_result_store(
             max_size=store.max_size,
             health=health,
             pool_size=pool_size or store.pool_size,
+            timeouts=Timeouts(store.connect_timeout, store.statement_timeout, store.lock_timeout),
         )
     from monitor.results.store import ResultStore
 

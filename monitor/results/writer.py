@@ -2,6 +2,11 @@
 thread that inserts them in batches (so the event loop never waits on the database), keep the retention by age and
 by size when due, report every failure to the store's StoreHealth and never raise it to the daemon.
 
+The queue is bounded (MAX_QUEUED_TRACES): behind a database that is slow or hangs, what does not fit is dropped
+and counted, so neither the event loop nor an evaluation worker (`write(wait=...)`) is ever held by it. A batch
+that fails because the database refuses a row is written again in halves, so that row costs only itself; what is
+lost is counted per result and by reason (StoreHealth.lost).
+
 A subclass (store.ResultStore: SQLite; postgres.store.PostgresResultStore) gives the database side: `_store`
 (one transaction of packed rows), `_ensure_open` (reopen when due), `prune`, `enforce_size`, `_fetch`, `reader`
 and `_close_database`.
@@ -21,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from monitor.results.health import StoreHealth, StoreUnavailable
-from monitor.results.packing import PASSED_FIELDS, Packed, Written, pack
+from monitor.results.packing import PASSED_FIELDS, Packed, Written, kept_results, merged, pack_one
 
 if TYPE_CHECKING:
     from monitor.results.review_reader import StoreReviewReader
@@ -29,6 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_TRACES_PER_TRANSACTION = 2000
+MAX_QUEUED_TRACES = 4096  # traces waiting for the writer thread; more are dropped (counted) while it is behind
 PRUNE_EVERY_SECONDS = 300.0  # retention by age
 SIZE_CHECK_EVERY_SECONDS = 10.0  # retention by size
 REOPEN_SECONDS = 30.0  # between attempts to open a store that could not be opened
@@ -56,6 +62,9 @@ class QueuedResultStore(ABC):
         self._last_prune = 0.0
         self._last_size_check = 0.0
         self._queue: queue.Queue[list[Written | _FlushMarker] | None] = queue.Queue()
+        self._queued = 0  # traces in the queue (bounded by MAX_QUEUED_TRACES)
+        self._queued_lock = threading.Lock()
+        self._behind = False  # a `write(wait=...)` gave up waiting: no more waits until the writer catches up
         self._writer: threading.Thread | None = None
         self._closed = False
 
@@ -81,6 +90,16 @@ class QueuedResultStore(ABC):
         """Hold the database under `max_size`, the oldest traces first; the traces deleted. Raises when it fails."""
 
     DATABASE_ERRORS: tuple[type[Exception], ...] = ()  # what the database driver raises (counted as read errors)
+    # What one row can cause (a value the database or its driver refuses): a batch that fails with one of these is
+    # written again in halves, so that the rows it refuses are lost alone. Anything else (the database is not open,
+    # full, read-only, gone) fails the whole batch at once.
+    ROW_ERRORS: tuple[type[Exception], ...] = (ValueError, TypeError, OverflowError)
+
+    def _lost_reason(self, error: BaseException) -> str:
+        """The `reason` label of results lost to `error` (`rejected`: a row refused; see docs/metrics.md)."""
+        if isinstance(error, StoreUnavailable):
+            return "unavailable"
+        return "rejected" if isinstance(error, self.ROW_ERRORS) else "failed"
 
     @abstractmethod
     def _fetch(self, query: str, params: Sequence[Any]) -> list[tuple]:
@@ -112,6 +131,10 @@ class QueuedResultStore(ABC):
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
         """Start the writer thread (before it, `write` inserts synchronously)."""
+        self.start_writer()
+
+    def start_writer(self) -> None:
+        """Start the writer thread, from any thread (an evaluation worker process starts its own)."""
         if self._writer is None and not self._closed:
             self._writer = threading.Thread(target=self._write_loop, name="result-store", daemon=True)
             self._writer.start()
@@ -122,27 +145,46 @@ class QueuedResultStore(ABC):
             return
         await asyncio.to_thread(self.close)
 
-    def close(self) -> None:
+    def close(self, timeout: float | None = None) -> None:
+        """Write what is queued, stop the writer and close the database; `timeout`: wait that long at most for the
+        writer (a worker process exiting while its database hangs), what it has not written is lost."""
         if self._closed:
             return
         writer, self._writer = self._writer, None
         if writer is not None:
             self._queue.put(None)
-            writer.join()
+            writer.join(timeout)
+            if writer.is_alive():
+                self._closed = True
+                self._count_dropped(self._take_queued(), "failed", "the writer did not finish before the exit")
+                return
         self._drain_synchronously()
         self._closed = True
         self._close_database()
 
     # --- writing --------------------------------------------------------------------------------
-    def write(self, outcomes: Sequence[Written]) -> None:
+    def write(self, outcomes: Sequence[Written], wait: float = 0.0) -> None:
         """Queue evaluated traces for the writer thread (written at once when it is not running). Never raises:
-        a failure is reported to the store's health and the rows are dropped."""
+        a failure is reported to the store's health and the rows are dropped, and so are traces the queue has no
+        room for (MAX_QUEUED_TRACES: the database is slow or hangs). `wait`: seconds to wait for them to be
+        written (a worker process, so that its rows are there when its batch is reported), given up, until the
+        writer has caught up, once it took longer."""
         if not outcomes or self._closed:
             return
         if self._writer is None:
             self._insert(outcomes)
-        else:
-            self._queue.put(list(outcomes))
+            return
+        with self._queued_lock:
+            room = self._queued + len(outcomes) <= MAX_QUEUED_TRACES
+            if room:
+                self._queued += len(outcomes)
+        if not room:
+            self._count_dropped(outcomes, "queue_full", "the writer is behind (the database is slow or hangs)")
+            return
+        done = threading.Event() if wait > 0 and not self._behind else None
+        self._queue.put([*outcomes, _FlushMarker(done)] if done is not None else list(outcomes))
+        if done is not None and not done.wait(wait):
+            self._behind = True
 
     def flush(self, timeout: float = 30.0) -> None:
         """Block until everything queued so far is written (tests, shutdown)."""
@@ -172,33 +214,80 @@ class QueuedResultStore(ABC):
                     break
                 batch.extend(more)
             self._insert(batch)
+            if self._queue.empty():
+                self._behind = False
 
-    def _drain_synchronously(self) -> None:
-        pending: list[Written | _FlushMarker] = []
+    def _take_queued(self) -> list[Written]:
+        pending: list[Written] = []
         while True:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
-                break
-            if item is not None:
-                pending.extend(item)
-        self._insert(pending)
+                return pending
+            for o in item or ():
+                if isinstance(o, _FlushMarker):
+                    o.done.set()
+                else:
+                    pending.append(o)
+
+    def _drain_synchronously(self) -> None:
+        self._insert(self._take_queued())
+
+    def _count_dropped(self, outcomes: Sequence[Written], reason: str, why: str) -> None:
+        if outcomes:
+            self.write_errors += 1
+            self.health.lost(reason, sum(kept_results(o, self.failing_only) for o in outcomes))
+            self.health.failed("write", f"{len(outcomes)} evaluated traces dropped: {why}")
 
     def _insert(self, batch: Sequence[Written | _FlushMarker]) -> None:
         markers = [o for o in batch if isinstance(o, _FlushMarker)]
         outcomes = [o for o in batch if not isinstance(o, _FlushMarker)]
+        with self._queued_lock:
+            self._queued = max(self._queued - len(outcomes), 0)
         try:
             if outcomes:
-                self._store(pack(outcomes, time.time(), self.failing_only))
-                self.health.succeeded("write")
-        except Exception as exc:
-            self.write_errors += 1
-            log.debug("could not write %d evaluated traces to the result store", len(outcomes), exc_info=True)
-            self.health.failed("write", exc)
+                self._write_all(outcomes)
         finally:
             for marker in markers:
                 marker.done.set()
         self._maintain()
+
+    def _write_all(self, outcomes: Sequence[Written]) -> None:
+        """Write the outcomes, one transaction when they all go in; a failure is reported, never raised."""
+        now = time.time()
+        parts: list[Packed] = []
+        failures: list[tuple[BaseException, int]] = []
+        for o in outcomes:
+            try:
+                parts.append(pack_one(o, now, self.failing_only))
+            except Exception as exc:  # a value packing cannot take (a bug): that trace only
+                failures.append((exc, kept_results(o, self.failing_only)))
+        written = self._write_parts(parts, failures) if parts else 0
+        for error, lost in failures:
+            self.write_errors += 1
+            log.debug("could not write evaluated traces to the result store: %r", error)
+            self.health.lost(self._lost_reason(error), lost)
+        if not failures:
+            self.health.succeeded("write")
+            return
+        for error, _ in failures[:-1]:
+            self.health.failed("write", error, counted_only=True)
+        self.health.failed("write", failures[-1][0], counted_only=bool(written))
+        if written:  # some rows refused, the others written: counted, and the store works
+            self.health.succeeded("write")
+
+    def _write_parts(self, parts: list[Packed], failures: list[tuple[BaseException, int]]) -> int:
+        """Write `parts` in one transaction; when the database refuses a row (ROW_ERRORS), each half again, until
+        the rows it refuses are alone: a bad row costs only itself. The parts written; the failures appended."""
+        try:
+            self._store(merged(parts))
+        except Exception as exc:
+            if len(parts) == 1 or not isinstance(exc, self.ROW_ERRORS):
+                failures.append((exc, sum(p.kept for p in parts)))
+                return 0
+            half = len(parts) // 2
+            return self._write_parts(parts[:half], failures) + self._write_parts(parts[half:], failures)
+        return len(parts)
 
     # --- retention ------------------------------------------------------------------------------
     def _maintain(self) -> None:

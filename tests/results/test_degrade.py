@@ -175,11 +175,11 @@ def test_a_worker_whose_store_fails_still_returns_its_batch_metrics(tmp_path: Pa
     def sample(name: str, **labels: str) -> float | None:
         return metrics.registry.get_sample_value(name, labels)
 
-    assert batch(3).store == ({}, {}) and sample("agent_monitor_review_available") == 1
+    assert batch(3).store == ({}, {}, {}) and sample("agent_monitor_review_available") == 1
     set_pragma(store, "query_only=ON")
     failed = batch(4)
     assert failed.evaluated == 4 and failed.traces  # the batch's metrics are all there
-    errors, failing = failed.store
+    errors, failing, _ = failed.store
     assert errors == {"write": 1} and "readonly" in failing["write"]
     assert sample("agent_monitor_store_errors_total", operation="write") == 1
     assert sample("agent_monitor_review_available") == 0
@@ -188,7 +188,7 @@ def test_a_worker_whose_store_fails_still_returns_its_batch_metrics(tmp_path: Pa
     assert sample("agent_monitor_store_errors_total", operation="write") == 2
     set_pragma(store, "query_only=OFF")
     recovered_at = time.time()
-    assert batch(1).store == ({}, {})
+    assert batch(1).store == ({}, {}, {})
     assert sample("agent_monitor_review_available") == 1
     with sqlite3.connect(tmp_path / "r.db") as db:  # the batch after the recovery is stored
         assert db.execute("SELECT COUNT(*) FROM traces WHERE created_at >= ?", (recovered_at,)).fetchone()[0] == 1

@@ -1,42 +1,97 @@
 """Connections to the PostgreSQL result store: a psycopg pool, the `?` placeholders of the shared SQL, jsonb read as
-the JSON text SQLite gives, and the URL without its password for every message."""
+the JSON text SQLite gives, and the URL without its password for every message.
+
+Every connection is bounded in time (`Timeouts`, from `store.connect_timeout`, `statement_timeout` and
+`lock_timeout`): connecting by libpq's connect_timeout, each statement by the server's statement_timeout and
+lock_timeout, and each use of a connection, server or no server, by a client-side deadline (deadline.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool
 
+from monitor.results.postgres.deadline import DEADLINES, Lease
 from monitor.text import redact_url as redacted
 
-__all__ = ["CONNECTION_ERRORS", "Connection", "json_text", "open_pool", "redacted", "text"]
+__all__ = ["CONNECTION_ERRORS", "Connection", "Timeouts", "open_pool", "redacted"]
 
 CONNECT_TIMEOUT_SECONDS = 5.0  # a connection attempt; also how long a write or read waits for a pooled connection
+STATEMENT_TIMEOUT_SECONDS = 10.0
+LOCK_TIMEOUT_SECONDS = 5.0
+DEADLINE_GRACE_SECONDS = 5.0  # past the statement timeout, for the server to answer before it is given up on
 # What a lost or refused connection raises (PoolClosed, PoolTimeout included: they are OperationalErrors).
 CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, OSError)
 APPLICATION_NAME = "agent-monitor"
 
-_NUL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """How long a connection attempt, a statement and a wait for a lock may take (seconds; 0: no limit for the
+    statement and lock timeouts)."""
+
+    connect: float = CONNECT_TIMEOUT_SECONDS
+    statement: float = STATEMENT_TIMEOUT_SECONDS
+    lock: float = LOCK_TIMEOUT_SECONDS
+
+    def deadline(self, statement_seconds: float | None = None) -> float:
+        """The client-side bound on one statement (taking `statement_seconds` at most; default the timeout)."""
+        return (self.statement if statement_seconds is None else statement_seconds) + DEADLINE_GRACE_SECONDS
+
+    def options(self) -> str:
+        """The libpq `options` that set the server-side timeouts on every connection."""
+        return f"-c statement_timeout={_ms(self.statement)} -c lock_timeout={_ms(self.lock)}"
+
+
+def _ms(seconds: float) -> int:
+    return max(int(seconds * 1000), 0)
 
 
 class Connection:
-    """A pooled psycopg connection seen as the review SQL expects: `execute(sql with ?, params)`."""
+    """A pooled psycopg connection seen as the review SQL expects: `execute(sql with ?, params)`; each statement
+    bounded by a client-side deadline when the connection came with a lease (`bounded`)."""
 
-    __slots__ = ("conn",)
+    __slots__ = ("conn", "lease", "timeouts")
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    def __init__(
+        self, conn: psycopg.Connection[Any], lease: Lease | None = None, timeouts: Timeouts | None = None
+    ) -> None:
         self.conn = conn
+        self.lease = lease
+        self.timeouts = timeouts or Timeouts()
 
     def execute(self, sql: str, params: Any = ()) -> psycopg.Cursor[Any]:
+        self.renew()
         return self.conn.execute(placeholders(sql), params)
 
     def executemany(self, sql: str, rows: Any) -> None:
+        self.renew()
         with self.conn.cursor() as cursor:
             cursor.executemany(placeholders(sql), rows)
+
+    def renew(self, statement_seconds: float | None = None) -> None:
+        """A statement starts: the deadline is set again (for one of `statement_seconds`, default the timeout)."""
+        if self.lease is not None:
+            self.lease.renew(self.timeouts.deadline(statement_seconds))
+
+    @contextlib.contextmanager
+    def long_statements(self, seconds: float) -> Iterator[None]:
+        """The statements in the block may take, and wait for locks, `seconds` each (VACUUM, migrations), on the
+        server and here."""
+        self.conn.execute(f"SET statement_timeout = {_ms(seconds)}")
+        self.conn.execute(f"SET lock_timeout = {_ms(seconds)}")
+        try:
+            self.renew(seconds)
+            yield
+        finally:
+            self.conn.execute("RESET statement_timeout")
+            self.conn.execute("RESET lock_timeout")
 
     def scalar(self, sql: str, params: Any = ()) -> Any:
         """The first column of the first row (None when there is no row)."""
@@ -49,27 +104,30 @@ def placeholders(sql: str) -> str:
     return sql.replace("?", "%s")
 
 
-def open_pool(url: str, size: int, name: str) -> ConnectionPool:
-    """A pool of autocommit connections to `url`, open with its first connection made (PoolTimeout after
-    CONNECT_TIMEOUT_SECONDS otherwise: the pool is closed then). A request for a connection waits as long at most.
-    The pool's own log lines (one per failed attempt) are kept to errors: the store's health says it once."""
+def open_pool(url: str, size: int, name: str, timeouts: Timeouts | None = None) -> ConnectionPool:
+    """A pool of autocommit connections to `url`, open with its first connection made (PoolTimeout after the
+    connect timeout otherwise: the pool is closed then). A request for a connection waits as long at most. Every
+    connection has the `timeouts` (default: the module's). The pool's own log lines (one per failed attempt) are
+    kept to errors: the store's health says it once."""
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+    timeouts = timeouts or Timeouts(connect=CONNECT_TIMEOUT_SECONDS)
     pool = ConnectionPool(
         url,
         min_size=1,
         max_size=max(size, 1),
         open=False,
         name=name,
-        timeout=CONNECT_TIMEOUT_SECONDS,
+        timeout=timeouts.connect,
         kwargs={
             "autocommit": True,
-            "connect_timeout": int(CONNECT_TIMEOUT_SECONDS),
+            "connect_timeout": max(int(timeouts.connect), 1),
             "application_name": APPLICATION_NAME,
+            "options": timeouts.options(),
         },
         configure=_configure,
     )
     try:
-        pool.open(wait=True, timeout=CONNECT_TIMEOUT_SECONDS)
+        pool.open(wait=True, timeout=timeouts.connect)
     except BaseException:
         pool.close(timeout=0)
         raise
@@ -80,13 +138,10 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     conn.adapters.register_loader("jsonb", TextLoader)  # JSON text, as SQLite returns it
 
 
-def text(value: Any) -> Any:
-    """A text value PostgreSQL accepts: NUL characters (SQLite keeps them, PostgreSQL refuses them) as U+FFFD."""
-    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
-
-
-def json_text(value: str | None) -> str | None:
-    """JSON text jsonb accepts: `\\u0000` escapes (refused by jsonb) as `\\ufffd`."""
-    if value is None or "\\u0000" not in value:
-        return value
-    return _NUL_ESCAPE.sub(lambda m: m.group(1) + "\\ufffd", value)
+@contextlib.contextmanager
+def bounded(pool: ConnectionPool, timeouts: Timeouts | None = None) -> Iterator[Connection]:
+    """A pooled connection (waited for up to the connect timeout) whose every statement is bounded by a client-side
+    deadline (deadline.py) besides the server's timeouts."""
+    timeouts = timeouts or Timeouts(connect=CONNECT_TIMEOUT_SECONDS)
+    with pool.connection(timeout=timeouts.connect) as conn, DEADLINES.bounded(conn, timeouts.deadline()) as lease:
+        yield Connection(conn, lease, timeouts)

@@ -15,7 +15,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from monitor.results.health import StoreHealth, StoreUnavailable
-from monitor.results.postgres.connection import Connection, open_pool, redacted
+from monitor.results.postgres.connection import Connection, Timeouts, bounded, open_pool, redacted
 from monitor.results.postgres.schema import schema_version
 from monitor.results.review_queries import Columns, Dialect
 from monitor.results.review_reader import StoreReviewReader
@@ -56,6 +56,7 @@ class PostgresReviewReader(StoreReviewReader):
         *,
         health: StoreHealth | None = None,
         owned: ConnectionPool | None = None,
+        timeouts: Timeouts | None = None,
     ) -> None:
         """`pool`: the current pool (the store's, which replaces it after a lost connection); StoreUnavailable
         when there is none. `owned`: a pool of the reader's own, closed with it (the CLI's)."""
@@ -63,6 +64,7 @@ class PostgresReviewReader(StoreReviewReader):
         self._where = where
         self.health = health if health is not None else StoreHealth(quiet=True)
         self.owned = owned
+        self.timeouts = timeouts
         self._checked = False
         self._columns = _COLUMNS
 
@@ -88,8 +90,7 @@ class PostgresReviewReader(StoreReviewReader):
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[Connection]:
-        with self.pool().connection() as conn:
-            db = Connection(conn)
+        with bounded(self.pool(), self.timeouts) as db:
             if not self._checked:
                 self._check(db)
             yield db

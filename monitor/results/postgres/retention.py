@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 RETENTION_LOCK = 0x61676D5F72746E6E  # pg_try_advisory_lock key: "agm_rtnn"
 SIZE_TARGET = retention.SIZE_TARGET
 MAX_CHUNK_TRACES = retention.MAX_CHUNK_TRACES
+LONG_STATEMENT_SECONDS = 300.0  # VACUUM and migrations may take longer than `store.statement_timeout`
 
 
 @dataclass(slots=True)
@@ -76,8 +77,9 @@ def enforce_size(db: Connection, max_size: int, budget: SizeBudget) -> int:
             if not chunk:
                 break
             deleted += chunk
-        db.execute("VACUUM (ANALYZE) results")
-        db.execute("VACUUM (ANALYZE) traces")
+        with db.long_statements(LONG_STATEMENT_SECONDS):
+            db.execute("VACUUM (ANALYZE) results")
+            db.execute("VACUUM (ANALYZE) traces")
         log.info("result store over store.max_size: deleted the %d oldest traces", deleted)
         return deleted
 

@@ -6,7 +6,9 @@ pool that opens, and reconnects, in the background: a server that is down, refus
 unavailable (counted and logged once by its StoreHealth, the rows of those batches dropped) and never stops
 evaluation; the schema is set up (migrated once, see schema.py) at the first connection, retried every
 REOPEN_SECONDS. A trace stored again (evaluated again, or by two replicas) replaces its row, as SQLite's `INSERT
-OR REPLACE` does.
+OR REPLACE` does. Every connection has a connect timeout, a statement and a lock timeout (`store.*_timeout`), and
+every statement a client-side deadline (connection.py, deadline.py): a server that hangs fails the call instead of
+holding the writer thread, and never holds evaluation (worker processes write through their store's bounded queue).
 """
 
 from __future__ import annotations
@@ -18,14 +20,21 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import psycopg
+import psycopg_pool
 from psycopg_pool import ConnectionPool
 
 from monitor.results import writer
 from monitor.results.health import StoreHealth, StoreUnavailable
 from monitor.results.packing import Packed
 from monitor.results.postgres import retention
-from monitor.results.postgres.connection import CONNECTION_ERRORS, Connection, json_text, open_pool, redacted
-from monitor.results.postgres.connection import text as pg_text
+from monitor.results.postgres.connection import (
+    CONNECTION_ERRORS,
+    Connection,
+    Timeouts,
+    bounded,
+    open_pool,
+    redacted,
+)
 from monitor.results.postgres.reader import PostgresReviewReader
 from monitor.results.postgres.schema import JSON_COLUMNS, set_up
 from monitor.results.schema import TRACE_COLUMNS
@@ -45,11 +54,27 @@ _APPEND_PASSED = (
     "UPDATE traces SET passed = COALESCE(passed, '[]'::jsonb) || jsonb_build_array(%s::jsonb) WHERE trace_id = %s"
 )
 T = TypeVar("T")
-_TRACE_JSON = tuple(c in JSON_COLUMNS for c in TRACE_COLUMNS)
+_TIMEOUTS = (
+    psycopg.errors.QueryCanceled,
+    psycopg.errors.LockNotAvailable,
+    psycopg.errors.ConnectionTimeout,
+    psycopg_pool.PoolTimeout,
+)
 
 
 class PostgresResultStore(writer.QueuedResultStore):
     DATABASE_ERRORS = (psycopg.Error,)
+    ROW_ERRORS = (*writer.QueuedResultStore.ROW_ERRORS, psycopg.DataError, psycopg.IntegrityError)
+
+    def _lost_reason(self, error: BaseException) -> str:
+        if isinstance(error, _TIMEOUTS) or self._cut(error):
+            return "timeout"
+        return super()._lost_reason(error)
+
+    @staticmethod
+    def _cut(error: BaseException) -> bool:
+        """A connection the client-side deadline shut down (libpq: the server closed it)."""
+        return isinstance(error, psycopg.OperationalError) and "closed the connection" in str(error)
 
     def __init__(
         self,
@@ -61,11 +86,13 @@ class PostgresResultStore(writer.QueuedResultStore):
         max_size: int = writer.GiB,
         health: StoreHealth | None = None,
         pool_size: int = 4,
+        timeouts: Timeouts | None = None,
     ) -> None:
-        """Connect and set up the schema; when the server cannot be reached (within CONNECT_TIMEOUT_SECONDS) the
+        """Connect and set up the schema; when the server cannot be reached (within the connect timeout) the
         store starts unavailable and retries. StoreSchemaError for a database from a newer agent-monitor."""
         super().__init__(retention_seconds, results, prune=prune, max_size=max_size, health=health)
         self.url = url
+        self.timeouts = timeouts
         self.where = redacted(url)
         self.pool_size = pool_size
         self._pool: ConnectionPool | None = None
@@ -80,9 +107,9 @@ class PostgresResultStore(writer.QueuedResultStore):
         self._next_open = time.monotonic() + writer.REOPEN_SECONDS
         pool: ConnectionPool | None = None
         try:
-            pool = open_pool(self.url, self.pool_size, "agent-monitor-results")
-            with pool.connection() as conn:
-                set_up(conn, self.where)
+            pool = open_pool(self.url, self.pool_size, "agent-monitor-results", self.timeouts)
+            with bounded(pool, self.timeouts) as db, db.long_statements(retention.LONG_STATEMENT_SECONDS):
+                set_up(db.conn, self.where)
         except BaseException as exc:
             if pool is not None:
                 pool.close(timeout=0)
@@ -114,8 +141,8 @@ class PostgresResultStore(writer.QueuedResultStore):
         reopen, every REOPEN_SECONDS: writes meanwhile fail at once instead of waiting for the server)."""
         pool = self.current_pool()
         try:
-            with pool.connection() as conn:
-                yield Connection(conn)
+            with bounded(pool, self.timeouts) as db:
+                yield db
         except CONNECTION_ERRORS as exc:
             self._lost(pool, exc)
             raise
@@ -136,19 +163,13 @@ class PostgresResultStore(writer.QueuedResultStore):
 
     # --- writing --------------------------------------------------------------------------------
     def _store(self, packed: Packed) -> None:
-        traces = [
-            tuple(json_text(v) if is_json else pg_text(v) for v, is_json in zip(row, _TRACE_JSON, strict=True))
-            for row in packed.traces
-        ]
-        results = [tuple(pg_text(v) for v in row) for row in packed.results]
-        appended = [(json_text(entry), trace_id) for entry, trace_id in packed.appended]
+        """The rows (made storable where they were packed: packing.py) in one transaction."""
         with self._connection() as db, db.conn.transaction(), db.conn.cursor() as cursor:
-            if traces:
-                cursor.executemany(_INSERT_TRACE, traces)
-            if results:
-                cursor.executemany(_INSERT_RESULT, results)
-            if appended:
-                cursor.executemany(_APPEND_PASSED, appended)
+            for sql, rows in ((_INSERT_TRACE, packed.traces), (_INSERT_RESULT, packed.results),
+                              (_APPEND_PASSED, packed.appended)):  # fmt: skip
+                if rows:
+                    db.renew()
+                    cursor.executemany(sql, rows)
 
     def transaction(self, work: Callable[[Any], T]) -> T:
         with self._connection() as db, db.conn.transaction():
@@ -166,7 +187,7 @@ class PostgresResultStore(writer.QueuedResultStore):
 
     # --- reading --------------------------------------------------------------------------------
     def reader(self) -> PostgresReviewReader:
-        return PostgresReviewReader(self.current_pool, self.where, health=self.health)
+        return PostgresReviewReader(self.current_pool, self.where, health=self.health, timeouts=self.timeouts)
 
     def _fetch(self, query: str, params: Sequence[Any]) -> list[tuple]:
         with self._connection() as db:
