@@ -37,7 +37,7 @@ class Store:
         self.calls: list[tuple[float, float]] = []
         self.fail: SourceError | None = None
 
-    async def pages(self, since: float, until: float) -> AsyncIterator[list[PolledTrace]]:
+    async def pages(self, since: float, until: float, guard: Any = None) -> AsyncIterator[list[PolledTrace]]:
         self.calls.append((since, until))
         if self.fail is not None:
             raise self.fail
