@@ -79,18 +79,18 @@ class RunGuard:
                                              "requests: the store does not advance; the run stopped")  # fmt: skip
         self._cursors.add((chain, key))
 
-    def left(self) -> int | None:
-        """The response bytes the run may still read (None: no bound)."""
-        return None if self.limits.bytes is None else max(self.limits.bytes - self.bytes, 0)
-
     def read(self, size: int, what: str) -> None:
         """Count `size` more response bytes: `byte_limit` once the run is over its bound."""
         self.bytes += size
+        self.expect(0, what)
+
+    def expect(self, size: int, what: str) -> None:
+        """`byte_limit` when `size` more bytes (an answer's Content-Length) would take the run over its bound."""
         bound = self.limits.bytes
-        if bound is not None and self.bytes > bound:
+        if bound is not None and self.bytes + size > bound:
             raise SourceError(
                 "byte_limit",
-                f"{what}: the run read more than {bound} response bytes (max_bytes_per_run); stopped",
+                f"{what}: the run would read more than {bound} response bytes (max_bytes_per_run); stopped",
             )
 
     def keep(self, trace_id: str, kept: list[SpanRecord], spans: Iterable[SpanRecord]) -> list[SpanRecord]:

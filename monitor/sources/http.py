@@ -128,9 +128,8 @@ class SourceHttp:
 async def _whole_body(response: aiohttp.ClientResponse, what: str, guard: RunGuard | None) -> bytes:
     """The body to its end (StreamReader.read(n) stops at what has arrived so far), at most MAX_BODY_BYTES and
     what the run's guard has left: reading stops at the bound, not after the whole answer is in memory."""
-    left = guard.left() if guard is not None else None
-    if guard is not None and left is not None and (response.content_length or 0) > left:
-        guard.read(response.content_length or 0, what)  # over the run's budget: raises before reading
+    if guard is not None:
+        guard.expect(response.content_length or 0, what)  # over the run's budget: refused before it is read
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.content.iter_chunked(1 << 16):

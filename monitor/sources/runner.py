@@ -296,8 +296,8 @@ class Poller:
             self.metrics.errors.labels(source=self.name, kind="span_limit").inc()
         more = {key: count - 1 for key, count in guard.warnings.items() if count > 1}
         if more:
-            counts = ", ".join(f"{count} {key}" for key, count in more.items())
-            log.warning("source %s: %s more warnings like the ones above in this run (logged once per run)",
+            counts = ", ".join(f"{count} more {key}" for key, count in more.items())
+            log.warning("source %s: %s warning(s) in this run (the first of each kind is logged, once a run)",
                         self.name, counts)  # fmt: skip
 
     def _report(self, kind: str | None, message: str, report: RunReport, seconds: float) -> None:
