@@ -1,4 +1,5 @@
-"""RunGuard: the bounds of one run of a paginating source, shared by every HTTP source (one guard per run).
+"""RunGuard: the bounds of one run of a paginating source, shared by every source (one guard per run; the runner
+makes it, and also counts a span feed's reads as its pages).
 
 A trace store can misbehave without failing: a cursor that repeats, a page that is empty but says there is more,
 an endless stream of fresh cursors, one huge answer, a trace whose spans never end. The guard stops each of them
@@ -12,8 +13,8 @@ with a SourceError the runner counts once per run (agent_monitor_poll_errors_tot
   in, so one huge answer stops at the bound instead of filling memory).
 
 Spans beyond `max_spans_per_trace` (the assembly's bound) are dropped from their trace and counted (kind
-`span_limit`, the run goes on). Warnings that a source would repeat per request are collected with `warn()` and
-logged by the runner once per run.
+`span_limit`, the run goes on). A warning a source would repeat per request goes through `warn()`: its first is
+logged, the others counted (the runner logs how many, once per run).
 """
 
 from __future__ import annotations
