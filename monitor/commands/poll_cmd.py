@@ -109,8 +109,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         print(f"{PROG}: --until must be after --since", file=err)
         return 2
     sink = CollectingSink()
+    poller = Poller(entry, source, MemoryCheckpoints(), sink, max_spans_per_trace=config.assembly.max_spans_per_trace)
     try:
-        report = asyncio.run(_pull(Poller(entry, source, MemoryCheckpoints(), sink), since, until))
+        report = asyncio.run(_pull(poller, since, until))
     except SourceError as exc:
         print(f"{PROG}: {entry.name}: {exc}", file=err)
         return 1

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PositiveInt, model_validator
 
-from .units import Duration, Label, NonNegativeDuration, Section
+from .units import Duration, Label, MiB, NonNegativeDuration, Section, Size
 
 SourceType = Literal["jaeger", "tempo", "phoenix", "amp", "otlp_files"]
 
@@ -43,6 +43,9 @@ class SourceConfig(Section):
     settle_delay: NonNegativeDuration = 30.0  # a run reads traces up to now - settle_delay (still being written)
     overlap: NonNegativeDuration = 60.0  # each run reads again this much before its checkpoint (late arrivals)
     max_traces_per_run: PositiveInt = 10_000  # the rest waits for the next run (the checkpoint says where)
+    # page requests a run makes at most (listings, searches, span pages; reads of otlp_files): past it the run
+    # stops, counted as kind page_limit, and the next run goes on
+    max_pages_per_run: PositiveInt = 2_000
 
 
 class HttpSourceConfig(SourceConfig):
@@ -57,6 +60,7 @@ class HttpSourceConfig(SourceConfig):
     retries: Annotated[int, Field(ge=0, le=10)] = 3  # more attempts on 5xx, 429, timeouts and refused connections
     backoff: Duration = 1.0  # the first retry's delay, doubled for each next one (with jitter)
     page_size: Annotated[int, Field(ge=1, le=10_000)] = 100
+    max_bytes_per_run: Size = 512 * MiB  # response bytes a run reads at most (kind byte_limit past it)
     tls: SourceTlsConfig = Field(default_factory=SourceTlsConfig)
 
     @model_validator(mode="after")

@@ -9,6 +9,7 @@ DURATION_BUCKETS = (0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600
 RUN_STATUSES = ("ok", "error")
 ERROR_KINDS = (
     "auth", "client", "server", "timeout", "connection", "decode", "io", "checkpoint", "writeback", "internal",
+    "cursor_loop", "page_limit", "byte_limit", "span_limit",
 )  # fmt: skip
 
 
@@ -27,10 +28,12 @@ class PollMetrics:
         )  # fmt: skip
         self.lag = Gauge(
             "agent_monitor_poll_lag_seconds",
-            "How far behind now a polled source's checkpoint is (now - mark); 0 for a span feed that is caught up.",
+            "How far behind now a polled source's checkpoint is (now - mark; grows while runs fail); 0 for a span "
+            "feed that is caught up.",
             ["source"], registry=r,
         )  # fmt: skip
-        self.errors = Counter("agent_monitor_poll_errors", "Failed runs of a polled source, by kind.",
+        self.errors = Counter("agent_monitor_poll_errors", "Failed runs of a polled source, by kind (span_limit, "
+                              "writeback: runs that went on).",
                               ["source", "kind"], registry=r)  # fmt: skip
 
     def add_source(self, source: str) -> None:

@@ -35,6 +35,7 @@ from evaluators.traces.otlp_json import decode_id, json_object, json_string
 from evaluators.traces.records import SPAN_KIND_NAMES, STATUS_NAMES, SpanRecord
 from monitor.config.sources import AmpSourceConfig
 from monitor.sources.base import PolledTrace, SourceError
+from monitor.sources.guard import RunGuard
 from monitor.sources.http import HttpSource, SourceHttp
 
 MAX_LIMIT = 1000  # the service's cap on `limit` (MaxTracesPerRequest)
@@ -117,9 +118,9 @@ def amp_span(raw: Any, trace_id: str, where: str) -> SpanRecord:
     )
 
 
-def amp_trace(raw: Any, where: str) -> tuple[int, PolledTrace]:
+def amp_trace(raw: Any, where: str, guard: RunGuard | None = None) -> tuple[int, PolledTrace]:
     """(start in Unix nanoseconds, the trace) of one FullTrace: its start is the service's `startTime`, else its
-    earliest span start."""
+    earliest span start; at most the guard's spans_per_trace spans."""
     raw = json_object(raw, where)
     trace_id = decode_id(raw.get("traceId"), 16, f"{where}.traceId")
     if not trace_id:
@@ -128,6 +129,8 @@ def amp_trace(raw: Any, where: str) -> tuple[int, PolledTrace]:
     if not isinstance(spans_raw, list):
         raise TraceDecodeError("expected an array of spans", f"{where}.spans")
     spans = [amp_span(s, trace_id, f"{where}.spans[{i}]") for i, s in enumerate(spans_raw)]
+    if guard is not None:
+        spans = guard.keep(trace_id, [], spans)
     starts = [s.start_time_unix_nano for s in spans if s.start_time_unix_nano > 0]
     ends = [s.end_time_unix_nano for s in spans if s.end_time_unix_nano > 0]
     start = parse_time(raw.get("startTime"), f"{where}.startTime") or min(starts, default=0)
@@ -154,13 +157,17 @@ class AmpSource(HttpSource):
             names = ("organization", "project", "agent", "environment")
             self.filters = [(key, value) for key in names if (value := getattr(config, key))]
 
-    async def pages(self, since: float, until: float) -> AsyncIterator[list[PolledTrace]]:
+    async def pages(
+        self, since: float, until: float, guard: RunGuard | None = None
+    ) -> AsyncIterator[list[PolledTrace]]:
+        guard = guard if guard is not None else RunGuard()
         known: dict[str, int] = {}  # every trace id the service returned in this call: its start
         cursor = max(int(since * 1e9) - MARGIN_NS, 0)
         end = format_time(int(until * 1e9) + MARGIN_NS)
         offset = 0
+        guard.start("export", (cursor, offset))
         while True:
-            page = await self._page(cursor, end, offset)
+            page = await self._page(cursor, end, offset, guard)
             new = [(start, trace) for start, trace in page if trace.trace_id not in known]
             known.update((trace.trace_id, start) for start, trace in new)
             fresh = [trace for _, trace in new if since <= trace.start < until]
@@ -169,12 +176,16 @@ class AmpSource(HttpSource):
             if len(page) < self.limit:
                 return
             latest = max(start for start, _ in page)
+            if latest > until * 1e9 + MARGIN_NS:  # past the range (a service that ignores endTime): done
+                return
             if latest > cursor:
                 cursor, offset = latest, 0
+                guard.advance(self._describe(), "export", (cursor, offset), len(page))
             else:  # a full page at one instant: step over the traces seen there, if that moves on
                 step = sum(1 for start in known.values() if start == cursor)
                 if step > offset:
                     offset = step
+                    guard.advance(self._describe(), "export", (cursor, offset), len(page))
                     continue
                 raise SourceError(
                     "client",
@@ -183,7 +194,7 @@ class AmpSource(HttpSource):
                     f"most {MAX_LIMIT})",
                 )
 
-    async def _page(self, cursor: int, end: str, offset: int) -> list[tuple[int, PolledTrace]]:
+    async def _page(self, cursor: int, end: str, offset: int, guard: RunGuard) -> list[tuple[int, PolledTrace]]:
         params: list[tuple[str, str | int | float]] = [
             *self.filters,
             ("startTime", format_time(cursor)),
@@ -193,12 +204,13 @@ class AmpSource(HttpSource):
         ]
         if offset:
             params.append(("offset", offset))
-        document = await self.http.get_json(self.path, params)
+        guard.page(self._describe())
+        document = await self.http.get_json(self.path, params, guard=guard)
         try:
             traces = json_object(document, "response").get("traces")
             if not isinstance(traces, list):
                 raise TraceDecodeError("expected an array of traces", "traces")
-            return [amp_trace(raw, f"traces[{i}]") for i, raw in enumerate(traces)]
+            return [amp_trace(raw, f"traces[{i}]", guard) for i, raw in enumerate(traces)]
         except TraceDecodeError as exc:
             raise SourceError("decode", f"{self._describe()}: unexpected response: {exc}") from None
 

@@ -11,6 +11,10 @@ Two kinds of source:
   spans and the source's new state (JSON-serialisable, e.g. file offsets); the runner hands the spans to the
   assembler like received spans (it completes traces after their quiet period) and stores the state.
 
+A source is `ordered` (an attribute, False when absent) when its pages come in ascending start time, so that
+after a page every trace that started before that page's latest start has been yielded: a run stopped early can
+then move its checkpoint to that start instead of reading the same pages again.
+
 Errors: a source raises SourceError with a `kind` (the `kind` label of agent_monitor_poll_errors_total) and a
 message that names the request, never a token.
 """
@@ -18,14 +22,21 @@ message that names the request, never a token.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from evaluators.traces.records import LogRecord, SpanRecord
 from monitor.consumer import PolledTrace
 
-__all__ = ["ErrorKind", "PolledTrace", "SourceError", "SpanFeed", "TraceSource", "span_time_range"]
+if TYPE_CHECKING:
+    from monitor.sources.guard import RunGuard
 
-ErrorKind = Literal["auth", "client", "server", "timeout", "connection", "decode", "io", "checkpoint"]
+__all__ = ["BOUND_KINDS", "ErrorKind", "PolledTrace", "SourceError", "SpanFeed", "TraceSource", "span_time_range"]
+
+ErrorKind = Literal[
+    "auth", "client", "server", "timeout", "connection", "decode", "io", "checkpoint",
+    "cursor_loop", "page_limit", "byte_limit",
+]  # fmt: skip
+BOUND_KINDS = frozenset({"cursor_loop", "page_limit", "byte_limit"})  # a RunGuard stopped the run (guard.py)
 
 
 class SourceError(Exception):
@@ -40,8 +51,10 @@ class SourceError(Exception):
 class TraceSource(Protocol):
     name: str
 
-    def pages(self, since: float, until: float) -> AsyncIterator[list[PolledTrace]]:
-        """The traces that started in [since, until), page by page, each once; SourceError when it fails."""
+    def pages(self, since: float, until: float, guard: RunGuard | None = None) -> AsyncIterator[list[PolledTrace]]:
+        """The traces that started in [since, until), page by page, each once; SourceError when it fails.
+        `guard` (the run's bounds; None: no bound) counts every page request and response byte, stops a cursor
+        that does not advance, and cuts traces at its spans_per_trace."""
         ...
 
     async def close(self) -> None: ...

@@ -15,6 +15,7 @@ import aiohttp
 
 from monitor.config.sources import HttpSourceConfig, SourceTlsConfig
 from monitor.sources.base import SourceError
+from monitor.sources.guard import RunGuard
 
 Params = Mapping[str, str | int | float] | Sequence[tuple[str, str | int | float]]
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -65,21 +66,33 @@ class SourceHttp:
             await self._session.close()
             self._session = None
 
-    async def get_json(self, path: str, params: Params = (), *, accept: str = "application/json") -> Any:
-        body = await self.request("GET", path, params, accept=accept)
+    async def get_json(
+        self, path: str, params: Params = (), *, accept: str = "application/json", guard: RunGuard | None = None
+    ) -> Any:
+        body = await self.request("GET", path, params, accept=accept, guard=guard)
         return _json(body, self._describe("GET", path))
 
-    async def get_bytes(self, path: str, params: Params = (), *, accept: str = "*/*") -> bytes:
-        return await self.request("GET", path, params, accept=accept)
+    async def get_bytes(
+        self, path: str, params: Params = (), *, accept: str = "*/*", guard: RunGuard | None = None
+    ) -> bytes:
+        return await self.request("GET", path, params, accept=accept, guard=guard)
 
     async def post_json(self, path: str, document: Any, params: Params = ()) -> Any:
         body = await self.request("POST", path, params, json_body=document)
         return _json(body, self._describe("POST", path)) if body.strip() else None
 
     async def request(
-        self, method: str, path: str, params: Params = (), *, accept: str = "application/json", json_body: Any = None
+        self,
+        method: str,
+        path: str,
+        params: Params = (),
+        *,
+        accept: str = "application/json",
+        json_body: Any = None,
+        guard: RunGuard | None = None,
     ) -> bytes:
-        """The response body of a 2xx; retried on RETRIED_STATUSES, timeouts and connection errors."""
+        """The response body of a 2xx; retried on RETRIED_STATUSES, timeouts and connection errors. `guard`:
+        the run's byte budget, which the body is read against (SourceError "byte_limit" past it)."""
         what = self._describe(method, path)
         attempt = 0
         while True:
@@ -89,7 +102,7 @@ class SourceHttp:
                     method, self.base + path, params=params, json=json_body, headers={"Accept": accept}
                 ) as response:
                     if 200 <= response.status < 300:
-                        return await _whole_body(response, what)
+                        return await _whole_body(response, what, guard)
                     text = (await response.content.read(500)).decode("utf-8", "replace").strip()
                     status = response.status
             except TimeoutError:
@@ -112,14 +125,19 @@ class SourceHttp:
         return f"{method} {self.base}{path}"
 
 
-async def _whole_body(response: aiohttp.ClientResponse, what: str) -> bytes:
-    """The body to its end (StreamReader.read(n) stops at what has arrived so far), at most MAX_BODY_BYTES."""
+async def _whole_body(response: aiohttp.ClientResponse, what: str, guard: RunGuard | None) -> bytes:
+    """The body to its end (StreamReader.read(n) stops at what has arrived so far), at most MAX_BODY_BYTES and
+    what the run's guard has left: reading stops at the bound, not after the whole answer is in memory."""
+    if guard is not None:
+        guard.expect(response.content_length or 0, what)  # over the run's budget: refused before it is read
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.content.iter_chunked(1 << 16):
         size += len(chunk)
         if size > MAX_BODY_BYTES:
             raise SourceError("decode", f"{what}: the response is larger than {MAX_BODY_BYTES} bytes")
+        if guard is not None:
+            guard.read(len(chunk), what)
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -127,6 +145,8 @@ async def _whole_body(response: aiohttp.ClientResponse, what: str) -> bytes:
 class HttpSource:
     """What every HTTP source shares: its config, its name (the metrics' `source`) and its SourceHttp (`http`:
     one given by a test)."""
+
+    ordered = True  # pages come in ascending start time (base.py)
 
     def __init__(self, config: HttpSourceConfig, *, http: SourceHttp | None = None) -> None:
         self.name = config.name

@@ -29,6 +29,7 @@ from evaluators.traces.otlp_json import decode_traces_object
 from evaluators.traces.records import DecodedBatch, SpanRecord
 from monitor.config.sources import JaegerSourceConfig
 from monitor.sources.base import PolledTrace, SourceError, span_time_range
+from monitor.sources.guard import RunGuard
 from monitor.sources.http import HttpSource, SourceHttp
 
 log = logging.getLogger(__name__)
@@ -46,11 +47,12 @@ def rfc3339(ns: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{fraction:09d}Z"
 
 
-def group_traces(spans: list[SpanRecord]) -> list[PolledTrace]:
-    """Spans grouped by trace id; a trace starts at its earliest span."""
+def group_traces(spans: list[SpanRecord], guard: RunGuard | None = None) -> list[PolledTrace]:
+    """Spans grouped by trace id (at most the guard's spans_per_trace each); a trace starts at its earliest span."""
+    guard = guard if guard is not None else RunGuard()
     by_id: dict[str, list[SpanRecord]] = {}
     for span in spans:
-        by_id.setdefault(span.trace_id, []).append(span)
+        guard.keep(span.trace_id, by_id.setdefault(span.trace_id, []), (span,))
     traces = []
     for trace_id, members in by_id.items():
         start, end = span_time_range(members)
@@ -65,34 +67,37 @@ class JaegerSource(HttpSource):
         super().__init__(config, http=http)
         self.config = config
 
-    async def pages(self, since: float, until: float) -> AsyncIterator[list[PolledTrace]]:
-        """The traces that started in [since, until): one page per window answered in full, each trace once."""
+    async def pages(
+        self, since: float, until: float, guard: RunGuard | None = None
+    ) -> AsyncIterator[list[PolledTrace]]:
+        """The traces that started in [since, until): one page per window answered in full, each trace once.
+        A store that answers `num_traces` traces whatever the window is split down to MIN_WINDOW_NS, until the
+        guard's page bound stops the run."""
         if until <= since:
             return
+        guard = guard if guard is not None else RunGuard()
         seen: set[str] = set()
         windows = [(math.floor(since * 1e9) - SLACK_NS, math.ceil(until * 1e9) + SLACK_NS)]
         while windows:
             lo, hi = windows.pop()
             limit = self.config.page_size
-            traces = await self._find(lo, hi, limit)
+            traces = await self._find(lo, hi, limit, guard)
             if len(traces) >= limit and hi - lo > MIN_WINDOW_NS:
                 middle = (lo + hi) // 2
                 windows += [(middle, hi), (lo, middle)]  # the earlier half first
                 continue
             while len(traces) >= limit and limit < MAX_NUM_TRACES:
                 limit = min(limit * 4, MAX_NUM_TRACES)
-                traces = await self._find(lo, hi, limit)
+                traces = await self._find(lo, hi, limit, guard)
             if len(traces) >= limit:
-                log.warning(
-                    "source %s: %d traces between %s and %s, more may have been left out",
-                    self.name, len(traces), rfc3339(lo), rfc3339(hi),
-                )  # fmt: skip
+                guard.warn(log, "truncated", f"source {self.name}: {len(traces)} traces between {rfc3339(lo)} and "
+                                             f"{rfc3339(hi)}, more may have been left out")  # fmt: skip
             page = [t for t in traces if since <= t.start < until and t.trace_id not in seen]
             seen.update(t.trace_id for t in page)
             if page:
                 yield page
 
-    async def _find(self, lo: int, hi: int, limit: int) -> list[PolledTrace]:
+    async def _find(self, lo: int, hi: int, limit: int, guard: RunGuard) -> list[PolledTrace]:
         """The traces with a span of the service starting in [lo, hi) ns, at most `limit` of them."""
         params: list[tuple[str, str | int | float]] = [
             ("query.service_name", self.config.service),
@@ -103,16 +108,17 @@ class JaegerSource(HttpSource):
         if self.config.operation:
             params.append(("query.operation_name", self.config.operation))
         what = f"GET {self.http.base}{PATH}"
+        guard.page(what)
         try:
-            document = await self.http.get_json(PATH, params)
+            document = await self.http.get_json(PATH, params, guard=guard)
         except SourceError as exc:
             if str(exc).startswith(f"{what}: 404") and NO_TRACES.search(str(exc)):  # "<what>: <status>: <body>"
                 return []
             raise
-        return group_traces(decode_result(document, what).spans)
+        return group_traces(decode_result(document, what, guard).spans, guard)
 
 
-def decode_result(document: Any, what: str) -> DecodedBatch:
+def decode_result(document: Any, what: str, guard: RunGuard | None = None) -> DecodedBatch:
     """The DecodedBatch of a `{"result": TracesData}` answer (SourceError "decode" when it is not one)."""
     if not isinstance(document, dict) or not isinstance(document.get("result"), dict):
         raise SourceError("decode", f'{what}: expected {{"result": {{"resourceSpans": [...]}}}}, got {document!r:.100}')
@@ -121,5 +127,9 @@ def decode_result(document: Any, what: str) -> DecodedBatch:
     except TraceDecodeError as exc:
         raise SourceError("decode", str(exc)) from None
     if batch.rejected:
-        log.warning("%s: %d spans left out: %s", what, len(batch.rejected), batch.rejected[0].where)
+        message = f"{what}: {len(batch.rejected)} spans left out: {batch.rejected[0].where}"
+        if guard is not None:
+            guard.warn(log, "rejected", message)
+        else:
+            log.warning("%s", message)
     return batch

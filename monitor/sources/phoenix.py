@@ -32,6 +32,7 @@ from evaluators.traces.otlp_json import decode_traces_object
 from evaluators.traces.records import Attributes, SpanRecord
 from monitor.config.sources import PhoenixSourceConfig
 from monitor.sources.base import PolledTrace, SourceError, span_time_range
+from monitor.sources.guard import RunGuard
 from monitor.sources.http import HttpSource, SourceHttp
 
 log = logging.getLogger(__name__)
@@ -52,8 +53,11 @@ class PhoenixSource(HttpSource):
         self.span_limit = MAX_LIMIT  # spans per request (tests lower it to exercise the cursor)
         self._base = f"/v1/projects/{quote(config.project, safe='')}"
 
-    async def pages(self, since: float, until: float) -> AsyncIterator[list[PolledTrace]]:
+    async def pages(
+        self, since: float, until: float, guard: RunGuard | None = None
+    ) -> AsyncIterator[list[PolledTrace]]:
         """One page per traces page (config.page_size traces, at most 1000), with all their spans."""
+        guard = guard if guard is not None else RunGuard()
         params: list[tuple[str, str | int | float]] = [
             ("start_time", _iso(math.floor(since * 1e6) / 1e6)),
             ("end_time", _iso(math.ceil(until * 1e6) / 1e6)),
@@ -63,17 +67,20 @@ class PhoenixSource(HttpSource):
         ]
         seen: set[str] = set()
         cursor: str | None = None
+        what = f"GET {self.http.base}{self._base}/traces"
+        guard.start("traces")
         while True:
-            document = await self.http.get_json(f"{self._base}/traces", params + _cursor(cursor))
-            what = f"GET {self.http.base}{self._base}/traces"
+            guard.page(what)
+            document = await self.http.get_json(f"{self._base}/traces", params + _cursor(cursor), guard=guard)
             rows, cursor = _page(document, what)
+            guard.advance(what, "traces", cursor, len(rows))
             starts: dict[str, tuple[str, float]] = {}
             for row in rows:
                 trace_id, start = _trace_row(row, what)
                 if since <= start < until and trace_id.lower() not in seen:
                     starts[trace_id.lower()] = (trace_id, start)
             seen.update(starts)
-            spans = await self._spans([raw for raw, _ in starts.values()])
+            spans = await self._spans([raw for raw, _ in starts.values()], guard)
             page = []
             for trace_id, (_, start) in starts.items():
                 if trace_spans := spans.get(trace_id):
@@ -83,8 +90,9 @@ class PhoenixSource(HttpSource):
             if not cursor:
                 return
 
-    async def _spans(self, trace_ids: list[str]) -> dict[str, list[SpanRecord]]:
-        """The spans of `trace_ids` by trace id, every page of every batch."""
+    async def _spans(self, trace_ids: list[str], guard: RunGuard) -> dict[str, list[SpanRecord]]:
+        """The spans of `trace_ids` by trace id, every page of every batch (at most the guard's spans_per_trace
+        of each)."""
         found: dict[str, list[SpanRecord]] = {}
         path = f"{self._base}/spans/otlpv1"
         for first in range(0, len(trace_ids), TRACE_IDS_PER_REQUEST):
@@ -93,11 +101,15 @@ class PhoenixSource(HttpSource):
             ]
             batch.append(("limit", self.span_limit))
             cursor: str | None = None
+            what = f"GET {self.http.base}{path}"
+            chain = ("spans", trace_ids[first])
+            guard.start(chain)
             while True:
-                what = f"GET {self.http.base}{path}"
-                rows, cursor = _page(await self.http.get_json(path, batch + _cursor(cursor)), what)
+                guard.page(what)
+                rows, cursor = _page(await self.http.get_json(path, batch + _cursor(cursor), guard=guard), what)
+                guard.advance(what, chain, cursor, len(rows))
                 for span in self._decode(rows, what):
-                    found.setdefault(span.trace_id, []).append(span)
+                    guard.keep(span.trace_id, found.setdefault(span.trace_id, []), (span,))
                 if not cursor:
                     break
         for spans in found.values():

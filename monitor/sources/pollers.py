@@ -51,5 +51,6 @@ def build_pollers(
                             entry.name)  # fmt: skip
             else:
                 write_back = PhoenixWriteBack(PhoenixAnnotations(entry), store, set(judges))
-        pollers.append(Poller(entry, source, checkpoints, sink, metrics, after_evaluated=write_back))
+        pollers.append(Poller(entry, source, checkpoints, sink, metrics, after_evaluated=write_back,
+                              max_spans_per_trace=config.assembly.max_spans_per_trace))  # fmt: skip
     return pollers

@@ -40,6 +40,7 @@ from evaluators.traces.otlp_proto import decode_traces_protobuf
 from evaluators.traces.records import DecodedBatch, SpanRecord
 from monitor.config.sources import TempoSourceConfig
 from monitor.sources.base import PolledTrace, SourceError, span_time_range
+from monitor.sources.guard import RunGuard
 from monitor.sources.http import HttpSource, SourceHttp
 
 log = logging.getLogger(__name__)
@@ -97,10 +98,14 @@ class TempoSource(HttpSource):
         super().__init__(config, http=http)
         self.config = config
 
-    async def pages(self, since: float, until: float) -> AsyncIterator[list[PolledTrace]]:
-        """The traces that started in [since, until): one page per search answered in full, each trace once."""
+    async def pages(
+        self, since: float, until: float, guard: RunGuard | None = None
+    ) -> AsyncIterator[list[PolledTrace]]:
+        """The traces that started in [since, until): one page per search answered in full, each trace once.
+        Each search is a page of the guard; the fetch of a trace by id is not (its bytes count)."""
         if until <= since:
             return
+        guard = guard if guard is not None else RunGuard()
         first, last = max(math.floor(since), 0), math.ceil(until)
         starts = range(first, last, MAX_SEARCH_SECONDS)
         windows = [(lo, min(lo + MAX_SEARCH_SECONDS, last)) for lo in reversed(starts)]  # popped earliest first
@@ -108,42 +113,44 @@ class TempoSource(HttpSource):
         while windows:
             lo, hi = windows.pop()
             limit = self.config.page_size
-            hits = await self._search(lo, hi, limit)
+            hits = await self._search(lo, hi, limit, guard)
             if len(hits) >= limit and hi - lo > 1:
                 middle = (lo + hi) // 2
                 windows += [(middle, hi), (lo, middle)]
                 continue
             while len(hits) >= limit and limit < MAX_LIMIT:
                 try:
-                    more = await self._search(lo, hi, min(limit * 4, MAX_LIMIT))
+                    more = await self._search(lo, hi, min(limit * 4, MAX_LIMIT), guard)
                 except SourceError as exc:
                     if exc.kind != "client":  # over the server's max_limit: keep what came back
                         raise
                     break
                 hits, limit = more, min(limit * 4, MAX_LIMIT)
             if len(hits) >= limit:
-                log.warning("source %s: %d traces between %d and %d s, more may have been left out",
-                            self.name, len(hits), lo, hi)  # fmt: skip
+                guard.warn(log, "truncated", f"source {self.name}: {len(hits)} traces between {lo} and {hi} s, "
+                                             "more may have been left out")  # fmt: skip
             fresh = {i: start for i, start in hits if since <= start / 1e9 < until and i not in seen}
             seen.update(fresh)
-            page = await self._fetch_all(fresh)
+            page = await self._fetch_all(fresh, guard)
             if page:
                 yield page
 
-    async def _search(self, lo: int, hi: int, limit: int) -> list[tuple[str, int]]:
+    async def _search(self, lo: int, hi: int, limit: int, guard: RunGuard) -> list[tuple[str, int]]:
         params: list[tuple[str, str | int | float]] = [
             ("q", self.config.query), ("start", lo), ("end", hi), ("limit", limit),
         ]  # fmt: skip
-        document = await self.http.get_json(SEARCH_PATH, params)
-        return search_hits(document, f"GET {self.http.base}{SEARCH_PATH}")
+        what = f"GET {self.http.base}{SEARCH_PATH}"
+        guard.page(what)
+        document = await self.http.get_json(SEARCH_PATH, params, guard=guard)
+        return search_hits(document, what)
 
-    async def _fetch_all(self, starts: dict[str, int]) -> list[PolledTrace]:
+    async def _fetch_all(self, starts: dict[str, int], guard: RunGuard) -> list[PolledTrace]:
         """The traces by id, FETCH_CONCURRENCY at a time (the first failure cancels the rest)."""
         gate = asyncio.Semaphore(FETCH_CONCURRENCY)
 
         async def fetch(trace_id: str) -> list[SpanRecord]:
             async with gate:
-                return await self._fetch(trace_id)
+                return await self._fetch(trace_id, guard)
 
         try:
             async with asyncio.TaskGroup() as group:
@@ -157,12 +164,12 @@ class TempoSource(HttpSource):
                 traces.append(PolledTrace(trace_id, starts[trace_id] / 1e9, span_time_range(spans)[1], spans))
         return traces
 
-    async def _fetch(self, trace_id: str) -> list[SpanRecord]:
-        """One trace's spans ([] when Tempo no longer has it)."""
+    async def _fetch(self, trace_id: str, guard: RunGuard) -> list[SpanRecord]:
+        """One trace's spans ([] when Tempo no longer has it), at most the guard's spans_per_trace."""
         path = TRACE_PATH + trace_id
         what = f"GET {self.http.base}{path}"
         try:
-            body = await self.http.get_bytes(path, accept="application/protobuf")
+            body = await self.http.get_bytes(path, accept="application/protobuf", guard=guard)
         except SourceError as exc:
             if str(exc).startswith(f"{what}: 404"):  # SourceHttp's message: "<what>: <status>: <body>"
                 log.info("source %s: trace %s is gone (404)", self.name, trace_id)
@@ -173,10 +180,10 @@ class TempoSource(HttpSource):
         except TraceDecodeError as exc:
             raise SourceError("decode", str(exc)) from None
         if status in (PARTIAL, "PARTIAL"):
-            log.warning("source %s: trace %s is partial: %s", self.name, trace_id, message)
+            guard.warn(log, "partial", f"source {self.name}: trace {trace_id} is partial: {message}")
         if batch.rejected:
-            log.warning("%s: %d spans left out: %s", what, len(batch.rejected), batch.rejected[0].where)
-        return batch.spans
+            guard.warn(log, "rejected", f"{what}: {len(batch.rejected)} spans left out: {batch.rejected[0].where}")
+        return guard.keep(trace_id, [], batch.spans)
 
 
 def decode_trace(body: bytes, what: str) -> tuple[DecodedBatch, Any, str]:

@@ -37,7 +37,7 @@ class Store:
         self.calls: list[tuple[float, float]] = []
         self.fail: SourceError | None = None
 
-    async def pages(self, since: float, until: float) -> AsyncIterator[list[PolledTrace]]:
+    async def pages(self, since: float, until: float, guard: Any = None) -> AsyncIterator[list[PolledTrace]]:
         self.calls.append((since, until))
         if self.fail is not None:
             raise self.fail
@@ -266,3 +266,68 @@ def test_a_stop_in_the_middle_of_a_page_remembers_what_was_handed_over_and_nothi
     again = poller(store, checkpoints, Sink(), clock)  # the next start
     asyncio.run(again.run())
     assert sorted(sink.evaluated + again.sink.evaluated) == sorted(t.trace_id for t in store.traces)  # type: ignore[attr-defined]
+
+
+def test_the_lag_grows_while_a_source_fails() -> None:
+    store, sink, clock = Store(), Sink(), Clock(T0)
+    p = poller(store, MemoryCheckpoints(), sink, clock)
+    store.fail = SourceError("connection", "GET http://jaeger/api/v3/traces: refused")
+    asyncio.run(p.run())  # failing from the start: behind since the first run's start, now - backfill
+    assert value(p, "lag") == 3600
+    clock.now += 60
+    asyncio.run(p.run())
+    assert value(p, "lag") == 3660
+    store.fail = None
+    asyncio.run(p.run())
+    assert value(p, "lag") == 30  # caught up: the settle delay
+    store.fail = SourceError("server", "GET http://jaeger/api/v3/traces: 503")
+    for _ in range(3):
+        clock.now += 60
+        asyncio.run(p.run())
+    assert value(p, "lag") == 30 + 180  # since the last saved checkpoint
+
+
+def test_the_lag_of_a_failing_span_feed_grows_from_its_last_good_read(tmp_path: Any) -> None:
+    entry = OtlpFilesSourceConfig.model_validate({"type": "otlp_files", "name": "files", "directory": str(tmp_path)})
+    clock = Clock(T0)
+    from monitor.sources.otlp_files import OtlpFilesFeed
+
+    p = Poller(entry, OtlpFilesFeed(entry), MemoryCheckpoints(), Sink(), PollMetrics(CollectorRegistry()), clock)
+    asyncio.run(p.run())
+    assert value(p, "lag") == 0
+    tmp_path.rmdir()  # the directory is gone: every run fails (kind io)
+    for _ in range(2):
+        clock.now += 5
+        asyncio.run(p.run())
+    assert value(p, "errors", kind="io") == 2 and value(p, "lag") == 10
+
+
+class OrderedStore(Store):
+    """A store that pages in ascending start time, each page a page request of the run's guard."""
+
+    ordered = True
+
+    async def pages(self, since: float, until: float, guard: Any = None) -> AsyncIterator[list[PolledTrace]]:
+        self.calls.append((since, until))
+        found = sorted((t for t in self.traces if since <= t.start < until), key=lambda t: (t.start, t.trace_id))
+        for i in range(0, len(found), self.page):
+            if guard is not None:
+                guard.page("GET store")
+            yield found[i : i + self.page]
+
+
+def test_a_run_stopped_at_its_page_bound_keeps_what_it_covered_and_the_next_run_goes_on() -> None:
+    store, sink, clock = OrderedStore(page=4), Sink(), Clock(T0)
+    store.traces = [trace(n, T0 - 3000 + 10 * n) for n in range(50)]
+    checkpoints = MemoryCheckpoints()
+    p = poller(store, checkpoints, sink, clock, max_pages_per_run=3)
+    first = asyncio.run(p.run())
+    assert first.error is not None and first.error.kind == "page_limit" and len(sink.evaluated) == 12
+    mark = checkpoints.load("store")
+    assert mark is not None and mark.mark == T0 - 3000 + 110  # the latest start it covered, not where it began
+    for _ in range(20):  # each run re-reads the overlap (6 traces) and then moves on
+        clock.now += 1
+        if asyncio.run(p.run()).error is None:
+            break
+    assert sorted(sink.evaluated) == sorted(t.trace_id for t in store.traces)  # each once, none twice
+    assert len(store.calls) <= 10 and store.calls[1][0] == T0 - 3000 + 110 - 60  # from the mark, less the overlap
