@@ -51,8 +51,9 @@ class GrpcReceiverConfig(Section):
     port: Port = 4317
     max_message_bytes: Size = 16 * MiB
     # Calls whose message is still arriving, at once (gRPC assembles each one, up to max_message_bytes, in
-    # memory before the receiver sees it); beyond it calls are refused unread with the throttling answer.
-    max_concurrent_reads: PositiveInt = 16
+    # memory before the receiver sees it). With all taken, the oldest call still without its message after
+    # 1s is cut to make room; if none is, the new call is refused unread with the throttling answer.
+    max_concurrent_reads: PositiveInt = 8
 
 
 class HttpReceiverConfig(Section):

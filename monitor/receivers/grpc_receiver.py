@@ -3,9 +3,10 @@
 Memory before authentication: an interceptor checks the bearer token from the call's metadata and
 refuses with UNAUTHENTICATED before the request message is read. grpc.aio shows a message only once
 it has arrived whole, so an Export handler bounds what it cannot see by a count: it takes one of the
-`CallSlots` of calls being read (refused unread beyond them), reads the message within
-`read_timeout` (a call whose message does not arrive in time is cut with DEADLINE_EXCEEDED and
-counted as `timeout`), gives the slot back, and only then reserves the message's real size in the
+`ReadSlots` of calls being read (with all taken, the oldest call still without its message after
+PREEMPT_AFTER_SECONDS is cut to make room; if none is that old, the new call is refused unread),
+reads the message within `read_timeout` (a call whose message does not arrive in time, or that was
+cut, gets DEADLINE_EXCEEDED and is counted as `timeout`), gives the slot back, and only then reserves the message's real size in the
 shared `InflightBytes` budget, released when the call is answered. A call waiting for its message
 reserves no bytes, so idle callers cannot starve the others. Refusals (no slot, no room in the
 budget) are the OTLP throttling answer: UNAVAILABLE with a RetryInfo (both the
@@ -29,7 +30,7 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from monitor.consumer import Outcome, TraceConsumer
-from monitor.receivers.inflight import CallSlots, InflightBytes
+from monitor.receivers.inflight import InflightBytes, ReadSlots
 from monitor.receivers.memory import MemoryReturner
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,8 @@ EXPORT_METHODS = frozenset(f"/{name}/Export" for name in SERVICE_NAMES)
 INFLIGHT_RETRY_SECONDS = 1.0  # requests in flight are answered within milliseconds; retry soon
 MAX_CONCURRENT_STREAMS = 100  # per connection (HTTP/2 SETTINGS): further calls wait at the client
 DEFAULT_READ_TIMEOUT = 10.0
-DEFAULT_CONCURRENT_READS = 16
+DEFAULT_CONCURRENT_READS = 8
+PREEMPT_AFTER_SECONDS = 1.0  # with every read slot taken, a call still without its message after this is cut
 
 
 def _retry_trailers(message: str, seconds: float) -> tuple[tuple[str, bytes], ...]:
@@ -103,7 +105,7 @@ class ExportHandler:
         consumer: TraceConsumer,
         signal: str,
         inflight: InflightBytes,
-        reads: CallSlots,
+        reads: ReadSlots,
         read_timeout: float = DEFAULT_READ_TIMEOUT,
         memory: MemoryReturner | None = None,
     ) -> None:
@@ -141,23 +143,26 @@ class ExportHandler:
     async def _read(self, context: grpc.aio.ServicerContext) -> bytes:
         """The request message, read in one of the read slots within `read_timeout` (or the call is aborted)."""
         consumer = self.consumer
-        if not self.reads.try_take():
+        slot = self.reads.take()
+        if slot is None:
             consumer.refuse(RECEIVER, "throttled")
             await self._throttle(context, "too many requests arriving at once; retry later", INFLIGHT_RETRY_SECONDS)
         try:
             # context.read(), not the request iterator: the iterator's generator frame would keep the
             # message alive after the call, as long as grpc.aio keeps the call's state.
-            async with asyncio.timeout(self.read_timeout):
+            async with asyncio.timeout(self.read_timeout) as slot.timer:
                 request = await context.read()
         except TimeoutError:
             request = None
         finally:
-            self.reads.give_back()
+            self.reads.give_back(slot)
         if request is None:
             consumer.refuse(RECEIVER, "timeout")
             consumer.count_request(RECEIVER, "DEADLINE_EXCEEDED")
+            waited = f"{self.reads.preempt_after:g}s while other calls waited" if slot.preempted else ""
             await context.abort(
-                grpc.StatusCode.DEADLINE_EXCEEDED, f"request message not received within {self.read_timeout:g}s"
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"request message not received within {waited or f'{self.read_timeout:g}s'}",
             )
         if not isinstance(request, bytes):  # grpc.aio.EOF: the client sent no message
             consumer.count_request(RECEIVER, "INVALID_ARGUMENT")
@@ -198,6 +203,7 @@ class GrpcReceiver:
         inflight: InflightBytes | None = None,
         read_timeout: float = DEFAULT_READ_TIMEOUT,
         max_concurrent_reads: int = DEFAULT_CONCURRENT_READS,
+        preempt_after: float = PREEMPT_AFTER_SECONDS,
     ) -> None:
         self.consumer = consumer
         self.host = host
@@ -206,7 +212,7 @@ class GrpcReceiver:
         self.tls = tls
         self.inflight = inflight or InflightBytes(4 * max_message_bytes)
         self.read_timeout = read_timeout
-        self.reads = CallSlots(max_concurrent_reads)  # calls whose message is still arriving
+        self.reads = ReadSlots(max_concurrent_reads, preempt_after)  # calls whose message is still arriving
         self.memory = MemoryReturner()
         self.bound_port = port
         self._server: grpc.aio.Server | None = None

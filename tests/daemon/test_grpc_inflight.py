@@ -9,6 +9,7 @@ asserted: waits are bounded polls on the server's own state.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import grpc
@@ -84,6 +85,7 @@ def run() -> Callable[[Callable[[Server], Awaitable[None]]], None]:
         max_pending_spans: int = 1000,
         read_timeout: float = 20.0,
         max_concurrent_reads: int = 16,
+        preempt_after: float = 1.0,
     ) -> None:
         async def main() -> None:
             metrics = MetricsExporter()
@@ -97,6 +99,7 @@ def run() -> Callable[[Callable[[Server], Awaitable[None]]], None]:
                 inflight=InflightBytes(LIMIT),
                 read_timeout=read_timeout,
                 max_concurrent_reads=max_concurrent_reads,
+                preempt_after=preempt_after,
             )
             await receiver.start()
             try:
@@ -154,6 +157,29 @@ def test_calls_beyond_the_read_slots_get_unavailable_with_retry_info(run):
         assert server.reading == 0 and server.in_use == 0
 
     run(body, max_concurrent_reads=2)
+
+
+def test_with_every_read_slot_taken_the_oldest_idle_call_is_cut_to_make_room(run):
+    async def body(server: Server) -> None:
+        never = asyncio.Event()
+        idle = [server.held_call(never, valid_request()) for _ in range(2)]
+        await server.until(lambda: server.reading == 2)
+        # Bounded poll on the slots' own age: both have waited past preempt_after.
+        await server.until(lambda: all(time.monotonic() - s.started > 0.25 for s in server.receiver.reads._slots))
+        assert await server.export(valid_request()) is grpc.StatusCode.OK  # took the slot of the oldest
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await idle[0]
+        assert caught.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+        assert "while other calls waited" in (caught.value.details() or "")
+        assert server.reading == 1 and not idle[1].done()  # a slot is free again: the other one keeps waiting
+        assert await server.export(valid_request()) is grpc.StatusCode.OK
+        assert server.receiver.reads.preempted == 1 and not idle[1].done()
+        assert server.count("agent_monitor_spans_refused_total", reason="timeout") == 1
+        assert server.count("agent_monitor_spans_refused_total", reason="throttled") == 0
+        idle[1].cancel()
+        await server.until(lambda: server.reading == 0)
+
+    run(body, max_concurrent_reads=2, preempt_after=0.2)
 
 
 def test_a_message_the_budget_cannot_take_gets_unavailable_and_a_lone_large_one_is_admitted(run):
