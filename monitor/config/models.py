@@ -155,7 +155,7 @@ class AssemblyConfig(Section):
     quiet_period: Duration = 5.0
     max_trace_wait: Duration = 120.0
     max_pending_spans: PositiveInt = 500_000
-    max_pending_bytes: Size = 256 * MiB
+    max_pending_bytes: Size = 128 * MiB
     max_spans_per_trace: PositiveInt = 10_000
     evaluated_trace_memory: PositiveInt = 100_000
     late_span_window: NonNegativeDuration = 600.0

@@ -82,7 +82,7 @@ class TraceAssembler:
         quiet_period: float = 5.0,
         max_trace_wait: float = 120.0,
         max_pending_spans: int = 500_000,
-        max_pending_bytes: int = 256 * 1024 * 1024,
+        max_pending_bytes: int = 128 * 1024 * 1024,
         max_spans_per_trace: int = 10_000,
         evaluated_trace_memory: int = 100_000,
         late_span_window: float = 600.0,
