@@ -6,10 +6,10 @@ it has arrived whole, so an Export handler bounds what it cannot see by a count:
 `ReadSlots` of calls being read (with all taken, the oldest call still without its message after
 PREEMPT_AFTER_SECONDS is cut to make room; if none is that old, the new call is refused unread),
 reads the message within `read_timeout` (a call whose message does not arrive in time, or that was
-cut, gets DEADLINE_EXCEEDED and is counted as `timeout`), gives the slot back, and only then reserves the message's real size in the
-shared `InflightBytes` budget, released when the call is answered. A call waiting for its message
-reserves no bytes, so idle callers cannot starve the others. Refusals (no slot, no room in the
-budget) are the OTLP throttling answer: UNAVAILABLE with a RetryInfo (both the
+cut, gets DEADLINE_EXCEEDED and is counted as `timeout`), gives the slot back, and only then
+reserves the message's real size in the shared `InflightBytes` budget, released when the call is
+answered. A call waiting for its message reserves no bytes, so idle callers cannot starve the
+others. Refusals (no slot, no room in the budget) are the OTLP throttling answer: UNAVAILABLE with a RetryInfo (both the
 `google.rpc.retryinfo-bin` trailer the Python exporter reads and the standard
 `grpc-status-details-bin`), so exporters back off and retry. Messages over the size limit get
 RESOURCE_EXHAUSTED from gRPC itself; gzip is accepted.

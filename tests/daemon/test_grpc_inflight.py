@@ -156,27 +156,29 @@ def test_calls_beyond_the_read_slots_get_unavailable_with_retry_info(run):
         assert await server.export(valid_request()) is grpc.StatusCode.OK  # slots free again
         assert server.reading == 0 and server.in_use == 0
 
-    run(body, max_concurrent_reads=2)
+    run(body, max_concurrent_reads=2, preempt_after=60)
 
 
 def test_with_every_read_slot_taken_the_oldest_idle_call_is_cut_to_make_room(run):
     async def body(server: Server) -> None:
         never = asyncio.Event()
-        idle = [server.held_call(never, valid_request()) for _ in range(2)]
+        idle = [asyncio.ensure_future(server.held_call(never, valid_request())) for _ in range(2)]
         await server.until(lambda: server.reading == 2)
         # Bounded poll on the slots' own age: both have waited past preempt_after.
         await server.until(lambda: all(time.monotonic() - s.started > 0.25 for s in server.receiver.reads._slots))
         assert await server.export(valid_request()) is grpc.StatusCode.OK  # took the slot of the oldest
+        done, waiting = await asyncio.wait(idle, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+        [cut], [other] = done, waiting  # whichever of the two reached the server first
         with pytest.raises(grpc.aio.AioRpcError) as caught:
-            await idle[0]
+            await cut
         assert caught.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
         assert "while other calls waited" in (caught.value.details() or "")
-        assert server.reading == 1 and not idle[1].done()  # a slot is free again: the other one keeps waiting
+        assert server.reading == 1  # a slot is free again: the other one keeps waiting
         assert await server.export(valid_request()) is grpc.StatusCode.OK
-        assert server.receiver.reads.preempted == 1 and not idle[1].done()
+        assert server.receiver.reads.preempted == 1 and not other.done()
         assert server.count("agent_monitor_spans_refused_total", reason="timeout") == 1
         assert server.count("agent_monitor_spans_refused_total", reason="throttled") == 0
-        idle[1].cancel()
+        other.cancel()
         await server.until(lambda: server.reading == 0)
 
     run(body, max_concurrent_reads=2, preempt_after=0.2)

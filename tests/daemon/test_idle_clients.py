@@ -29,7 +29,9 @@ from monitor.daemon import Daemon
 
 IDLE = 4
 METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
-HEAD = b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Length: 16777216\r\n\r\n"
+HEAD = (
+    b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Length: 16777216\r\n\r\n"
+)
 CONFIG = """\
 receivers:
   grpc: {host: 127.0.0.1, port: 0}
