@@ -82,6 +82,7 @@ class Daemon:
             quiet_period=assembly.quiet_period,
             max_trace_wait=assembly.max_trace_wait,
             max_pending_spans=assembly.max_pending_spans,
+            max_pending_bytes=assembly.max_pending_bytes,
             max_spans_per_trace=assembly.max_spans_per_trace,
             evaluated_trace_memory=assembly.evaluated_trace_memory,
             late_span_window=assembly.late_span_window,
@@ -151,6 +152,8 @@ class Daemon:
                 max_message_bytes=config.receivers.grpc.max_message_bytes,
                 tls=key_cert,
                 inflight=self.inflight,
+                read_timeout=config.receivers.read_timeout,
+                max_concurrent_reads=config.receivers.grpc.max_concurrent_reads,
             )
         if config.receivers.http.enabled:
             self.http = HttpReceiver(
@@ -160,6 +163,8 @@ class Daemon:
                 max_body_bytes=config.receivers.http.max_body_bytes,
                 ssl_context=tls.ssl_context() if tls is not None else None,
                 inflight=self.inflight,
+                read_timeout=config.receivers.read_timeout,
+                idle_timeout=config.receivers.read_idle_timeout,
             )
         api_context = prepared.api_tls.ssl_context() if prepared.api_tls is not None else None
         listed = [*evaluators, *_pairwise_listed(config, prepared)]  # what the review lists

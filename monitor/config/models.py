@@ -50,6 +50,10 @@ class GrpcReceiverConfig(Section):
     host: str = "0.0.0.0"
     port: Port = 4317
     max_message_bytes: Size = 16 * MiB
+    # Calls whose message is still arriving, at once (gRPC assembles each one, up to max_message_bytes, in
+    # memory before the receiver sees it). With all taken, the oldest call still without its message after
+    # 1s is cut to make room; if none is, the new call is refused unread with the throttling answer.
+    max_concurrent_reads: PositiveInt = 8
 
 
 class HttpReceiverConfig(Section):
@@ -118,9 +122,13 @@ class ReceiversConfig(Section):
     http: HttpReceiverConfig = Field(default_factory=HttpReceiverConfig)
     tls: TlsConfig = Field(default_factory=TlsConfig)
     auth: AuthConfig = Field(default_factory=AuthConfig)
-    # Request bytes both receivers hold at once (a gRPC call counts its max size until its message has
-    # arrived); beyond it, requests get the OTLP throttling answer. Four maximum-size requests by default.
+    # Request bytes both receivers hold at once, counted as they arrive (an HTTP body chunk by chunk, a gRPC
+    # message once whole); beyond it, requests get the OTLP throttling answer. Four maximum-size requests.
     max_inflight_bytes: Size = 64 * MiB
+    # A request's body or message must arrive within read_timeout of its headers, with no gap longer than
+    # read_idle_timeout without a byte (HTTP; gRPC shows no bytes before the whole message).
+    read_timeout: Duration = 10.0
+    read_idle_timeout: Duration = 5.0
 
     @model_validator(mode="after")
     def _inflight_fits_one_request(self) -> ReceiversConfig:
@@ -150,6 +158,7 @@ class AssemblyConfig(Section):
     quiet_period: Duration = 5.0
     max_trace_wait: Duration = 120.0
     max_pending_spans: PositiveInt = 500_000
+    max_pending_bytes: Size = 128 * MiB
     max_spans_per_trace: PositiveInt = 10_000
     evaluated_trace_memory: PositiveInt = 100_000
     late_span_window: NonNegativeDuration = 600.0

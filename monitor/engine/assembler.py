@@ -5,8 +5,10 @@ A trace is complete when its root span has ended and no span arrived for `quiet_
 tick costs O(k log n) for k due traces, never a scan of every pending trace.
 
 Completed traces move to a due queue (`collect_due`) and stay counted against `max_pending_spans`
-until the evaluation engine takes them (`take_due`); `due_count` is the evaluation backlog that
-admission control looks at. Traces still in their quiet period are never part of it.
+and `max_pending_bytes` until the evaluation engine takes them (`take_due`); `due_count` is the
+evaluation backlog that admission control looks at. Traces still in their quiet period are never
+part of it. Bytes are an estimate of what the decoded records hold (`span_size`): a few large spans
+of a trace whose root never ends are bounded by bytes long before they reach the span count.
 
 A root is a span with no parent id, or a SERVER/CONSUMER span whose parent is not in the trace
 (the entry point of a service called by a remote parent). A span whose parent merely has not
@@ -23,7 +25,8 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from evaluators.traces.records import LogRecord, SpanRecord
+from evaluators.traces.records import Attributes, LogRecord, SpanRecord
+from monitor.engine.span_size import log_bytes, resource_bytes, span_bytes
 
 _ENTRY_KINDS = (2, 5)  # SERVER, CONSUMER
 
@@ -36,6 +39,7 @@ class PendingTrace:
     spans: dict[str, SpanRecord] = field(default_factory=dict)
     logs: list[LogRecord] = field(default_factory=list)
     root_ended: bool = False
+    size_bytes: int = 0  # estimated memory of its spans and log records (span_size)
 
     def deadline(self, quiet_period: float, max_wait: float) -> float:
         hard = self.first_seen + max_wait
@@ -68,6 +72,7 @@ class CompletedTrace:
     logs: list[LogRecord] = field(default_factory=list)
     last_seen: float = 0.0
     on_done: Callable[[], None] | None = None  # called once the pool is done with it (a polled trace's waiter)
+    size_bytes: int = 0  # what it counted against max_pending_bytes while in the assembler
 
 
 class TraceAssembler:
@@ -77,6 +82,7 @@ class TraceAssembler:
         quiet_period: float = 5.0,
         max_trace_wait: float = 120.0,
         max_pending_spans: int = 500_000,
+        max_pending_bytes: int = 128 * 1024 * 1024,
         max_spans_per_trace: int = 10_000,
         evaluated_trace_memory: int = 100_000,
         late_span_window: float = 600.0,
@@ -85,6 +91,7 @@ class TraceAssembler:
         self.quiet_period = quiet_period
         self.max_trace_wait = max_trace_wait
         self.max_pending_spans = max_pending_spans
+        self.max_pending_bytes = max_pending_bytes
         self.max_spans_per_trace = max_spans_per_trace
         self.evaluated_trace_memory = evaluated_trace_memory
         self.late_span_window = late_span_window
@@ -97,6 +104,8 @@ class TraceAssembler:
         self.spans_pending = 0
         self.spans_closing = 0  # spans of pending traces whose root has ended: due within the quiet period
         self.logs_pending = 0
+        self.bytes_pending = 0  # estimated bytes of the pending traces...
+        self.bytes_due = 0  # ...and of the traces in the due queue
         self.late_spans = 0
         self.duplicate_spans = 0
 
@@ -115,20 +124,41 @@ class TraceAssembler:
         """Complete traces waiting for the evaluation engine (as of the last `collect_due`)."""
         return len(self._due)
 
-    def has_room_for(self, span_count: int) -> bool:
-        """Backpressure: False when accepting `span_count` more spans would pass max_pending_spans.
+    @property
+    def bytes_held(self) -> int:
+        """Estimated bytes held: of traces still assembling and of complete traces in the due queue."""
+        return self.bytes_pending + self.bytes_due
+
+    def limit_crossed(self, span_count: int, size_bytes: int = 0) -> str | None:
+        """Backpressure: the limit ("spans" or "bytes") that accepting `span_count` more spans or log records
+        of `size_bytes` (estimated) would pass; None when they fit.
 
         An empty assembler takes any one request (its size is capped by the receivers), so a
-        request larger than the whole limit is not refused forever.
+        request larger than a whole limit is not refused forever.
         """
         held = self.spans_pending + self.logs_pending + self.spans_due
-        return held == 0 or held + span_count <= self.max_pending_spans
+        if held == 0:
+            return None
+        if held + span_count > self.max_pending_spans:
+            return "spans"
+        if self.bytes_held + size_bytes > self.max_pending_bytes:
+            return "bytes"
+        return None
 
-    def add(self, spans: list[SpanRecord]) -> AddResult:
-        """Take the spans of one request (any order, any traces). The caller checks has_room_for first."""
+    def has_room_for(self, span_count: int, size_bytes: int = 0) -> bool:
+        """True when neither max_pending_spans nor max_pending_bytes would be passed (see `limit_crossed`)."""
+        return self.limit_crossed(span_count, size_bytes) is None
+
+    def add(self, spans: list[SpanRecord], sizes: list[int] | None = None) -> AddResult:
+        """Take the spans of one request (any order, any traces). The caller checks has_room_for first.
+
+        `sizes`: each span's `span_bytes`, when the caller has them already."""
         now = self.clock()
         result = AddResult()
-        for span in spans:
+        charge = _ResourceCharge()
+        if sizes is None:
+            sizes = [span_bytes(span) for span in spans]
+        for span, size in zip(spans, sizes, strict=True):
             trace_id = span.trace_id
             pending = self._pending_for(trace_id, now)
             if pending is None:
@@ -144,6 +174,9 @@ class TraceAssembler:
                 continue
             pending.spans[span.span_id] = span
             pending.last_seen = now
+            size += charge(trace_id, span.resource_attributes)
+            pending.size_bytes += size
+            self.bytes_pending += size
             self.spans_pending += 1
             result.accepted += 1
             if pending.root_ended:
@@ -154,14 +187,20 @@ class TraceAssembler:
                 heapq.heappush(self._heap, (pending.deadline(self.quiet_period, self.max_trace_wait), trace_id))
         return result
 
-    def add_logs(self, logs: list[LogRecord]) -> int:
+    def add_logs(self, logs: list[LogRecord], sizes: list[int] | None = None) -> int:
         """Hold log records (GenAI content and usage events) until their trace completes."""
         now = self.clock()
         held = 0
-        for record in logs:
+        charge = _ResourceCharge()
+        if sizes is None:
+            sizes = [log_bytes(record) for record in logs]
+        for record, size in zip(logs, sizes, strict=True):
             pending = self._pending_for(record.trace_id, now)
             if pending is not None:
                 pending.logs.append(record)
+                size += charge(record.trace_id, record.resource_attributes)
+                pending.size_bytes += size
+                self.bytes_pending += size
                 self.logs_pending += 1
                 held += 1
         return held
@@ -221,6 +260,7 @@ class TraceAssembler:
             reason = "quiet" if pending.root_ended and not hard else "max_wait"
             completed = self._complete(pending, reason, now)
             self.spans_due += len(completed.spans) + len(completed.logs)
+            self.bytes_due += completed.size_bytes
             self._due.append(completed)
         return len(self._due)
 
@@ -229,6 +269,7 @@ class TraceAssembler:
         count = len(self._due) if limit is None else max(min(limit, len(self._due)), 0)
         taken = [self._due.popleft() for _ in range(count)]
         self.spans_due -= sum(len(c.spans) + len(c.logs) for c in taken)
+        self.bytes_due -= sum(c.size_bytes for c in taken)
         return taken
 
     def pop_due(self, now: float | None = None, limit: int | None = None) -> list[CompletedTrace]:
@@ -250,9 +291,19 @@ class TraceAssembler:
         if pending.root_ended:
             self.spans_closing -= len(pending.spans)
         self.logs_pending -= len(pending.logs)
+        self.bytes_pending -= pending.size_bytes
         self._remember(pending.trace_id, now)
         spans = list(pending.spans.values())
-        return CompletedTrace(pending.trace_id, spans, reason, pending.first_seen, now, pending.logs, pending.last_seen)
+        return CompletedTrace(
+            pending.trace_id,
+            spans,
+            reason,
+            pending.first_seen,
+            now,
+            pending.logs,
+            pending.last_seen,
+            size_bytes=pending.size_bytes,
+        )
 
     def _remember(self, trace_id: str, now: float) -> None:
         evaluated = self._evaluated
@@ -266,3 +317,33 @@ class TraceAssembler:
             if now - seen <= self.late_span_window:
                 break
             evaluated.popitem(last=False)
+
+
+class _ResourceCharge:
+    """The bytes of a resource's attributes, charged once per trace within one `add` call.
+
+    The spans of one resource in one request share one attributes dict, kept alive by each trace that holds
+    one of them. Consecutive spans mostly share trace and resource: those cost one identity check."""
+
+    __slots__ = ("_charged", "_last", "_sizes")
+
+    def __init__(self) -> None:
+        self._charged: set[tuple[str, int]] = set()
+        self._sizes: dict[int, int] = {}
+        self._last: tuple[str, Attributes | None] = ("", None)
+
+    def __call__(self, trace_id: str, resource: Attributes) -> int:
+        if not resource:
+            return 0
+        last_trace, last_resource = self._last
+        if resource is last_resource and trace_id == last_trace:
+            return 0
+        self._last = (trace_id, resource)
+        key = (trace_id, id(resource))
+        if key in self._charged:
+            return 0
+        self._charged.add(key)
+        size = self._sizes.get(id(resource))
+        if size is None:
+            size = self._sizes[id(resource)] = resource_bytes(resource)
+        return size

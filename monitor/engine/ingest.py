@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from itertools import chain
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -20,6 +21,7 @@ from evaluators.traces.records import DecodedBatch
 from monitor.auth import bearer_authorized
 from monitor.consumer import IngestOutcome, Outcome
 from monitor.engine.assembler import TraceAssembler
+from monitor.engine.span_size import log_bytes, resource_bytes, span_bytes
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics import MetricsExporter
 
@@ -81,12 +83,19 @@ class Ingestor:
             self.problems.warning("malformed_request", "%s receiver: malformed %s request: %s", receiver, signal, exc)
             return IngestOutcome(Outcome.MALFORMED, message=str(exc)[:500])
         incoming = len(batch.spans) + len(batch.logs)
-        if not self.assembler.has_room_for(incoming):
+        sizes = [span_bytes(span) for span in batch.spans]
+        log_sizes = [log_bytes(record) for record in batch.logs]
+        crossed = self.assembler.limit_crossed(incoming, _batch_bytes(batch, sizes, log_sizes))
+        if crossed is not None:
+            if crossed == "bytes":
+                reason, limit = "pending_bytes", f"pending-byte limit ({self.assembler.max_pending_bytes} bytes)"
+            else:
+                reason, limit = "throttled", f"pending-span limit ({self.assembler.max_pending_spans})"
             if batch.spans:
-                self.refuse(receiver, "throttled", len(batch.spans))
+                self.refuse(receiver, reason, len(batch.spans))
             return IngestOutcome(
                 Outcome.THROTTLED,
-                message=f"over the pending-span limit ({self.assembler.max_pending_spans}); retry later",
+                message=f"over the {limit}; retry later",
                 retry_after_seconds=self.retry_after_seconds,
             )
         if batch.dropped_attributes:
@@ -103,8 +112,8 @@ class Ingestor:
             self.refuse(receiver, "invalid_id", rejected)
             self.problems.warning("invalid_id", "%s receiver: %s", receiver, batch.rejected[0].where)
         if batch.logs:
-            self.assembler.add_logs(batch.logs)
-        result = self.assembler.add(batch.spans)
+            self.assembler.add_logs(batch.logs, log_sizes)
+        result = self.assembler.add(batch.spans, sizes)
         if result.over_trace_cap:
             self.refuse(receiver, "per_trace_cap", result.over_trace_cap)
         if result.duplicates:
@@ -129,6 +138,7 @@ class Ingestor:
     def update_gauges(self) -> None:
         self.metrics.traces_pending.set(self.assembler.traces_pending)
         self.metrics.spans_pending.set(self.assembler.spans_held)
+        self.metrics.bytes_pending.set(self.assembler.bytes_held)
 
     @staticmethod
     def _decode(payload: bytes, encoding: str, signal: str, receiver: str) -> DecodedBatch:
@@ -141,6 +151,17 @@ class Ingestor:
         if signal == "logs":
             return decode_logs_protobuf(payload, where)
         return decode_traces_protobuf(payload, where)
+
+
+def _batch_bytes(batch: DecodedBatch, sizes: list[int], log_sizes: list[int]) -> int:
+    """The estimated bytes a batch would add: its records and each distinct resource once."""
+    total = sum(sizes) + sum(log_sizes)
+    last = None
+    for resource in chain((s.resource_attributes for s in batch.spans), (r.resource_attributes for r in batch.logs)):
+        if resource is not last:
+            last = resource
+            total += resource_bytes(resource)
+    return total
 
 
 def _count_spans(payload: bytes, encoding: str, signal: str) -> int:

@@ -76,7 +76,16 @@ class _ResultKey:
 
 
 RECEIVERS = ("grpc", "http")
-REFUSAL_REASONS = ("throttled", "too_large", "malformed", "per_trace_cap", "invalid_id", "unauthenticated")
+REFUSAL_REASONS = (
+    "throttled",
+    "pending_bytes",
+    "timeout",
+    "too_large",
+    "malformed",
+    "per_trace_cap",
+    "invalid_id",
+    "unauthenticated",
+)
 DROP_REASONS = ("shutdown_timeout", "evaluation_error", "worker_crash", "worker_stalled")
 STORE_OPERATIONS = ("write", "prune", "read", "open")
 STORE_LOSS_REASONS = ("rejected", "failed", "unavailable", "timeout", "queue_full")
@@ -157,6 +166,9 @@ class MetricsExporter:
         )
         self.traces_pending = Gauge("agent_monitor_traces_pending", "Traces held by the assembler.", registry=r)
         self.spans_pending = Gauge("agent_monitor_spans_pending", "Spans held by the assembler.", registry=r)
+        self.bytes_pending = Gauge(
+            "agent_monitor_bytes_pending", "Estimated bytes of the spans held by the assembler.", registry=r
+        )
         self.late_spans = Counter(
             "agent_monitor_late_spans", "Spans arriving after their trace was evaluated.", registry=r
         )

@@ -1,11 +1,15 @@
 """OTLP/gRPC receiver (grpc.aio): TraceService/Export, LogsService/Export, gRPC health.
 
 Memory before authentication: an interceptor checks the bearer token from the call's metadata and
-refuses with UNAUTHENTICATED before the request message is read. Export handlers then reserve the
-worst-case message size in the shared `InflightBytes` budget *before* reading the message (the real
-size is unknown until it has arrived), shrink the reservation to the real size once it has, and
-release it when the call is answered, on every exit path. A call the budget cannot take is refused
-unread with the OTLP throttling answer: UNAVAILABLE with a RetryInfo (both the
+refuses with UNAUTHENTICATED before the request message is read. grpc.aio shows a message only once
+it has arrived whole, so an Export handler bounds what it cannot see by a count: it takes one of the
+`ReadSlots` of calls being read (with all taken, the oldest call still without its message after
+PREEMPT_AFTER_SECONDS is cut to make room; if none is that old, the new call is refused unread),
+reads the message within `read_timeout` (a call whose message does not arrive in time, or that was
+cut, gets DEADLINE_EXCEEDED and is counted as `timeout`), gives the slot back, and only then
+reserves the message's real size in the shared `InflightBytes` budget, released when the call is
+answered. A call waiting for its message reserves no bytes, so idle callers cannot starve the
+others. Refusals (no slot, no room in the budget) are the OTLP throttling answer: UNAVAILABLE with a RetryInfo (both the
 `google.rpc.retryinfo-bin` trailer the Python exporter reads and the standard
 `grpc-status-details-bin`), so exporters back off and retry. Messages over the size limit get
 RESOURCE_EXHAUSTED from gRPC itself; gzip is accepted.
@@ -13,9 +17,10 @@ RESOURCE_EXHAUSTED from gRPC itself; gzip is accepted.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import grpc
 from google.protobuf import any_pb2, duration_pb2
@@ -25,7 +30,7 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from monitor.consumer import Outcome, TraceConsumer
-from monitor.receivers.inflight import InflightBytes
+from monitor.receivers.inflight import InflightBytes, ReadSlots
 from monitor.receivers.memory import MemoryReturner
 
 log = logging.getLogger(__name__)
@@ -39,6 +44,9 @@ SERVICE_NAMES = (
 EXPORT_METHODS = frozenset(f"/{name}/Export" for name in SERVICE_NAMES)
 INFLIGHT_RETRY_SECONDS = 1.0  # requests in flight are answered within milliseconds; retry soon
 MAX_CONCURRENT_STREAMS = 100  # per connection (HTTP/2 SETTINGS): further calls wait at the client
+DEFAULT_READ_TIMEOUT = 10.0
+DEFAULT_CONCURRENT_READS = 8
+PREEMPT_AFTER_SECONDS = 1.0  # with every read slot taken, a call still without its message after this is cut
 
 
 def _retry_trailers(message: str, seconds: float) -> tuple[tuple[str, bytes], ...]:
@@ -90,43 +98,38 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
 
 
 class ExportHandler:
-    """One OTLP Export method: budget, read, ingest, answer."""
+    """One OTLP Export method: read slot, read (timed), budget, ingest, answer."""
 
     def __init__(
         self,
         consumer: TraceConsumer,
         signal: str,
         inflight: InflightBytes,
-        max_message_bytes: int,
+        reads: ReadSlots,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
         memory: MemoryReturner | None = None,
     ) -> None:
         self.consumer = consumer
         self.signal = signal
         self.inflight = inflight
-        self.max_message_bytes = max_message_bytes
+        self.reads = reads
+        self.read_timeout = read_timeout
         self.memory = memory
 
     async def export(self, request_iterator: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
         consumer, inflight = self.consumer, self.inflight
-        held = self.max_message_bytes  # the worst case until the message has arrived
-        if not inflight.try_acquire(held):
-            consumer.refuse(RECEIVER, "throttled")
-            await self._throttle(context, "too many request bytes in flight; retry later", INFLIGHT_RETRY_SECONDS)
-        size = 0
+        request = await self._read(context)
+        size = len(request)
         try:
-            # context.read(), not the request iterator: the iterator's generator frame would keep the
-            # message alive after the call, as long as grpc.aio keeps the call's state.
-            request = await context.read()
-            if not isinstance(request, bytes):  # grpc.aio.EOF: the client sent no message
-                consumer.count_request(RECEIVER, "INVALID_ARGUMENT")
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no request message")
-            size = len(request)
-            inflight.release(held - size)
-            held = size
-            outcome = consumer.ingest(request, receiver=RECEIVER, encoding="protobuf", signal=self.signal)
-            del request
+            if not inflight.try_acquire(size):
+                consumer.refuse(RECEIVER, "throttled")
+                await self._throttle(context, "too many request bytes in flight; retry later", INFLIGHT_RETRY_SECONDS)
+            try:
+                outcome = consumer.ingest(request, receiver=RECEIVER, encoding="protobuf", signal=self.signal)
+            finally:
+                inflight.release(size)
         finally:
-            inflight.release(held)
+            del request
             if self.memory is not None:
                 self.memory.freed(size)
         if outcome.outcome is Outcome.MALFORMED:
@@ -137,7 +140,36 @@ class ExportHandler:
         consumer.count_request(RECEIVER, "OK")
         return self._response(outcome.rejected, outcome.message)
 
-    async def _throttle(self, context: grpc.aio.ServicerContext, message: str, seconds: float) -> None:
+    async def _read(self, context: grpc.aio.ServicerContext) -> bytes:
+        """The request message, read in one of the read slots within `read_timeout` (or the call is aborted)."""
+        consumer = self.consumer
+        slot = self.reads.take()
+        if slot is None:
+            consumer.refuse(RECEIVER, "throttled")
+            await self._throttle(context, "too many requests arriving at once; retry later", INFLIGHT_RETRY_SECONDS)
+        try:
+            # context.read(), not the request iterator: the iterator's generator frame would keep the
+            # message alive after the call, as long as grpc.aio keeps the call's state.
+            async with asyncio.timeout(self.read_timeout) as slot.timer:
+                request = await context.read()
+        except TimeoutError:
+            request = None
+        finally:
+            self.reads.give_back(slot)
+        if request is None:
+            consumer.refuse(RECEIVER, "timeout")
+            consumer.count_request(RECEIVER, "DEADLINE_EXCEEDED")
+            waited = f"{self.reads.preempt_after:g}s while other calls waited" if slot.preempted else ""
+            await context.abort(
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"request message not received within {waited or f'{self.read_timeout:g}s'}",
+            )
+        if not isinstance(request, bytes):  # grpc.aio.EOF: the client sent no message
+            consumer.count_request(RECEIVER, "INVALID_ARGUMENT")
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no request message")
+        return request
+
+    async def _throttle(self, context: grpc.aio.ServicerContext, message: str, seconds: float) -> NoReturn:
         self.consumer.count_request(RECEIVER, "UNAVAILABLE")
         await context.abort(grpc.StatusCode.UNAVAILABLE, message, trailing_metadata=_retry_trailers(message, seconds))
 
@@ -169,6 +201,9 @@ class GrpcReceiver:
         max_message_bytes: int = 16 * 1024 * 1024,
         tls: tuple[bytes, bytes] | None = None,
         inflight: InflightBytes | None = None,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        max_concurrent_reads: int = DEFAULT_CONCURRENT_READS,
+        preempt_after: float = PREEMPT_AFTER_SECONDS,
     ) -> None:
         self.consumer = consumer
         self.host = host
@@ -176,6 +211,8 @@ class GrpcReceiver:
         self.max_message_bytes = max_message_bytes
         self.tls = tls
         self.inflight = inflight or InflightBytes(4 * max_message_bytes)
+        self.read_timeout = read_timeout
+        self.reads = ReadSlots(max_concurrent_reads, preempt_after)  # calls whose message is still arriving
         self.memory = MemoryReturner()
         self.bound_port = port
         self._server: grpc.aio.Server | None = None
@@ -198,7 +235,7 @@ class GrpcReceiver:
             compression=None,
         )
         handlers = {
-            name: ExportHandler(self.consumer, signal, self.inflight, self.max_message_bytes, self.memory)
+            name: ExportHandler(self.consumer, signal, self.inflight, self.reads, self.read_timeout, self.memory)
             for name, signal in zip(SERVICE_NAMES, ("traces", "logs"), strict=True)
         }
         server.add_generic_rpc_handlers(

@@ -2,13 +2,16 @@
 
 Answers as the OTLP/HTTP spec says: 200 with an Export*ServiceResponse (partial_success when
 spans were dropped), 400 with a google.rpc.Status on malformed input, 401 without the bearer
-token, 413 over the size limit, 415 for an unknown content type or encoding, 503 with
-Retry-After when over the pending-span limit or the in-flight byte budget. Bodies use the
-request's encoding.
+token, 408 (and the connection closed) when the body does not arrive in time, 413 over the size
+limit, 415 for an unknown content type or encoding, 503 with Retry-After when over the assembler's
+limits or the in-flight byte budget. Bodies use the request's encoding.
 
 Everything that can be decided from the headers (path, method, token, content type and encoding,
-declared length, in-flight budget) is decided before a byte of the body is read, and
-`100 Continue` is sent only once those checks pass. aiohttp (monitor/web/server.py) parses HTTP.
+declared length, room in the in-flight budget) is decided before a byte of the body is read, and
+`100 Continue` is sent only once those checks pass. The body's bytes are then reserved in the shared
+in-flight budget as they arrive, never the declared length up front: a client that declares 16 MiB
+and sends nothing holds nothing, and is cut after `idle_timeout` without a byte (or `read_timeout`
+in all). aiohttp (monitor/web/server.py) parses HTTP.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 TEXT = "text/plain; charset=utf-8"
 SIGNALS = {"/v1/traces": "traces", "/v1/logs": "logs"}
-READ_TIMEOUT = 30.0  # a body must arrive within this long once its headers are in
+READ_TIMEOUT = 10.0  # a body must arrive within this long once its headers are in...
+IDLE_TIMEOUT = 5.0  # ...with no gap this long without a byte
 THROTTLE_RETRY_SECONDS = 1
 
 
@@ -51,6 +55,10 @@ class BodyTooLargeAfterDecompression(Exception):
 
 
 class _BodyTooLarge(Exception):
+    pass
+
+
+class _OverBudget(Exception):
     pass
 
 
@@ -90,27 +98,68 @@ def _status_response(status: int, code: int, message: str, encoding: str, **head
     return _response(status, message_obj.SerializeToString(), PROTOBUF, **headers)
 
 
-async def _read_body(request: web.BaseRequest, limit: int) -> bytes:
-    """The whole body, refusing (without holding) more than `limit` bytes; within READ_TIMEOUT."""
-    chunks: list[bytes] = []
-    total = 0
-    async with asyncio.timeout(READ_TIMEOUT):
-        while chunk := await request.content.readany():
-            total += len(chunk)
-            if total > limit:
-                raise _BodyTooLarge
-            chunks.append(chunk)
-    return b"".join(chunks)
+class _Body:
+    """A request body read chunk by chunk, each chunk reserved in the in-flight budget as it arrives.
+
+    `reserved` is what this request holds; the caller releases it when the request is answered."""
+
+    def __init__(self, inflight: InflightBytes | None, limit: int, read_timeout: float, idle_timeout: float) -> None:
+        self.inflight = inflight
+        self.limit = limit
+        self.read_timeout = read_timeout
+        self.idle_timeout = idle_timeout
+        self.reserved = 0
+        self.size = 0  # the largest body held at once (for the memory returner)
+
+    def reserve(self, size: int) -> None:
+        """Hold `size` more bytes; _OverBudget when the in-flight budget cannot take them."""
+        if self.inflight is not None and not self.inflight.try_acquire(size, held=self.reserved):
+            raise _OverBudget
+        self.reserved += size
+        self.size = max(self.size, self.reserved)
+
+    def shrink_to(self, size: int) -> None:
+        """Hold only `size` bytes (the earlier form of the body was dropped)."""
+        if self.inflight is not None and size < self.reserved:
+            self.inflight.release(self.reserved - size)
+        self.reserved = min(self.reserved, size)
+
+    async def read(self, request: web.BaseRequest) -> bytes:
+        """The whole body; _BodyTooLarge past `limit`, _OverBudget, TimeoutError (idle or in all)."""
+        chunks: list[bytes] = []
+        total = 0
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.read_timeout
+        async with asyncio.timeout_at(min(deadline, loop.time() + self.idle_timeout)) as timer:
+            while chunk := await request.content.readany():
+                total += len(chunk)
+                if total > self.limit:
+                    raise _BodyTooLarge
+                self.reserve(len(chunk))
+                chunks.append(chunk)
+                timer.reschedule(min(deadline, loop.time() + self.idle_timeout))
+        return b"".join(chunks)
 
 
 class OtlpHttpHandler:
     """The aiohttp low-level handler for every request on the OTLP/HTTP port."""
 
-    def __init__(self, consumer: TraceConsumer, max_body_bytes: int, inflight: InflightBytes | None = None) -> None:
+    def __init__(
+        self,
+        consumer: TraceConsumer,
+        max_body_bytes: int,
+        inflight: InflightBytes | None = None,
+        *,
+        read_timeout: float = READ_TIMEOUT,
+        idle_timeout: float = IDLE_TIMEOUT,
+    ) -> None:
         self.consumer = consumer
         self.max_body_bytes = max_body_bytes
         self.inflight = inflight
+        self.read_timeout = read_timeout
+        self.idle_timeout = idle_timeout
         self.memory = MemoryReturner()
+        self.reading = 0  # requests whose body is being read
 
     def _answer(self, response: web.Response) -> web.Response:
         self.consumer.count_request(RECEIVER, grpc_code_of_http(response.status))
@@ -141,37 +190,50 @@ class OtlpHttpHandler:
         declared = request.content_length
         if declared is not None and declared > self.max_body_bytes:
             return self._refuse("too_large", _response(413, "request body too large\n"))
-        reserved = declared if declared is not None else self.max_body_bytes
-        if self.inflight is not None and not self.inflight.try_acquire(reserved):
-            refusal = _status_response(
-                503, 14, "too many request bytes in flight; retry later", encoding, **{"Retry-After": "1"}
-            )
-            return self._refuse("throttled", refusal)
+        if self.inflight is not None and declared is not None and not self.inflight.has_room(declared):
+            return self._refuse("throttled", self._over_budget(encoding))
+        body = _Body(self.inflight, self.max_body_bytes, self.read_timeout, self.idle_timeout)
         try:
             if headers.get("Expect", "").lower() == "100-continue" and request.version >= (1, 1):
                 await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-            return await self._receive(request, signal, encoding, content_encoding == "gzip")
+            return await self._receive(request, body, signal, encoding, content_encoding == "gzip")
         finally:
             if self.inflight is not None:
-                self.inflight.release(reserved)
-            self.memory.freed(reserved)
+                self.inflight.release(body.reserved)
+            self.memory.freed(body.size)
 
-    async def _receive(self, request: web.BaseRequest, signal: str, encoding: str, gzipped: bool) -> web.Response:
+    @staticmethod
+    def _over_budget(encoding: str) -> web.Response:
+        message = "too many request bytes in flight; retry later"
+        return _status_response(503, 14, message, encoding, **{"Retry-After": str(THROTTLE_RETRY_SECONDS)})
+
+    async def _receive(
+        self, request: web.BaseRequest, body: _Body, signal: str, encoding: str, gzipped: bool
+    ) -> web.StreamResponse:
+        self.reading += 1
         try:
-            payload = await _read_body(request, self.max_body_bytes)
+            payload = await body.read(request)
         except _BodyTooLarge:
             return self._refuse("too_large", _response(413, "request body too large\n"))
+        except _OverBudget:
+            return self._refuse("throttled", self._over_budget(encoding))
         except TimeoutError:
-            return self._refuse("malformed", _response(408, "request body not received in time\n"))
+            return await self._cut(request)
         except Exception as exc:  # a broken chunked encoding or a short body: aiohttp's payload errors
             return self._refuse("malformed", _status_response(400, 3, f"unreadable request body: {exc}", encoding))
+        finally:
+            self.reading -= 1
         if gzipped:
             try:
                 payload = gunzip(payload, self.max_body_bytes)
+                body.reserve(len(payload))  # the inflated body; the compressed one is dropped just below
+                body.shrink_to(len(payload))
             except BodyTooLargeAfterDecompression:
                 return self._refuse("too_large", _response(413, "request body too large after decompression\n"))
             except DecompressionError as exc:
                 return self._refuse("malformed", _status_response(400, 3, str(exc), encoding))
+            except _OverBudget:
+                return self._refuse("throttled", self._over_budget(encoding))
         outcome = self.consumer.ingest(payload, receiver=RECEIVER, encoding=encoding, signal=signal)
         if outcome.outcome is Outcome.MALFORMED:
             return self._answer(_status_response(400, 3, outcome.message, encoding))
@@ -179,6 +241,20 @@ class OtlpHttpHandler:
             retry = str(max(THROTTLE_RETRY_SECONDS, math.ceil(outcome.retry_after_seconds)))
             return self._answer(_status_response(503, 14, outcome.message, encoding, **{"Retry-After": retry}))
         return self._answer(self._success(signal, encoding, outcome.rejected, outcome.message))
+
+    async def _cut(self, request: web.BaseRequest) -> web.StreamResponse:
+        """408 for a body that did not arrive in time, and the connection closed (not drained: the client
+        stalls, so draining would only keep it open)."""
+        response = self._refuse("timeout", _response(408, "request body not received in time\n", Connection="close"))
+        try:
+            await response.prepare(request)
+            await response.write_eof()
+        except ConnectionError:
+            pass
+        finally:
+            if request.protocol is not None:
+                request.protocol.force_close()
+        return response
 
     @staticmethod
     def _success(signal: str, encoding: str, rejected: int, message: str) -> web.Response:
@@ -205,8 +281,12 @@ class HttpReceiver:
         max_body_bytes: int = 16 * 1024 * 1024,
         ssl_context: ssl.SSLContext | None = None,
         inflight: InflightBytes | None = None,
+        read_timeout: float = READ_TIMEOUT,
+        idle_timeout: float = IDLE_TIMEOUT,
     ) -> None:
-        self.handler = OtlpHttpHandler(consumer, max_body_bytes, inflight)
+        self.handler = OtlpHttpHandler(
+            consumer, max_body_bytes, inflight, read_timeout=read_timeout, idle_timeout=idle_timeout
+        )
         # auto_decompress off: gzip is inflated by our own bounded gunzip, never by the parser.
         self.server = WebServer(
             self.handler, host, port, name="otlp-http", ssl_context=ssl_context, auto_decompress=False

@@ -4,8 +4,8 @@ Starts the real daemon on 127.0.0.1 with a bearer token and the default receiver
 ROUNDS rounds of CONCURRENCY concurrent exports of just under 16 MiB: first unauthenticated ones,
 then authenticated malformed ones. Samples the daemon's RSS (VmRSS) every 20 ms and reads its
 high-water mark (VmHWM); prints idle, peak and after-flood RSS per phase, in MB and as a ratio to
-the idle RSS, against the bound documented in docs/configuration.md: idle RSS + 6 x
-receivers.max_inflight_bytes (default 64 MiB), at peak and after.
+the idle RSS, against the bound documented in docs/configuration.md: idle RSS + 4 x
+receivers.grpc.max_concurrent_reads x max_message_bytes (defaults 8 x 16 MiB), at peak and after.
 Exits 0 when the bound is missed (a measurement), non-zero when something broke.
 """
 
@@ -32,8 +32,8 @@ PAYLOAD_BYTES = 16 * 1024 * 1024 - 64 * 1024  # under the default 16 MiB message
 TOKEN = "bench-token"
 SETTLE_SECONDS = 3.0
 CALL_TIMEOUT = 60.0
-MAX_INFLIGHT_BYTES = 64 * 1024 * 1024  # the default receivers.max_inflight_bytes
-RSS_PER_INFLIGHT_BYTE = 6  # gRPC's receive path: one 16 MiB message alone peaks at about +100 MB of RSS
+READ_SLOT_BYTES = 8 * 16 * 1024 * 1024  # the default receivers.grpc.max_concurrent_reads x max_message_bytes
+RSS_PER_READ_BYTE = 4  # gRPC's receive path: measured about 3 bytes of RSS per byte being read
 METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 MB = 1e6
 
@@ -139,10 +139,10 @@ def main() -> int:
             ]
         hwm = rss_bytes(pid, "VmHWM")
         alive = daemon.get("/readyz")[0] == 200
-    bound = idle + RSS_PER_INFLIGHT_BYTE * MAX_INFLIGHT_BYTES
+    bound = idle + RSS_PER_READ_BYTE * READ_SLOT_BYTES
     print(
         f"flood: {ROUNDS} rounds x {CONCURRENCY} concurrent OTLP/gRPC exports of {PAYLOAD_BYTES / MB:.1f} MB; "
-        f"bound = idle + {RSS_PER_INFLIGHT_BYTE} x max_inflight_bytes = {bound / MB:.0f} MB"
+        f"bound = idle + {RSS_PER_READ_BYTE} x max_concurrent_reads x max_message_bytes = {bound / MB:.0f} MB"
     )
     print(f"idle RSS: {idle / MB:.0f} MB")
     for result in results:

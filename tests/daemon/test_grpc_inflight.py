@@ -1,13 +1,15 @@
-"""The gRPC receiver's in-flight byte budget and its early token check, against a real grpc.aio server.
+"""The gRPC receiver's bounds (read slots, read timeout, in-flight byte budget) and its early token check,
+against a real grpc.aio server.
 
 A blocked client stream stands for a request whose message is still arriving: the server has taken
-the call (and reserved its worst-case size) but not its message yet. No timing is asserted: waits
-are bounded polls on the server's own state.
+the call (and one read slot) but not its message yet, and reserves no bytes for it. No timing is
+asserted: waits are bounded polls on the server's own state.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import grpc
@@ -44,6 +46,10 @@ class Server:
     def in_use(self) -> int:
         return self.receiver.inflight.in_use
 
+    @property
+    def reading(self) -> int:
+        return self.receiver.reads.in_use
+
     def count(self, name: str, **labels: str) -> float:
         return self.metrics.registry.get_sample_value(name, {"receiver": "grpc", **labels}) or 0.0
 
@@ -73,13 +79,27 @@ class Server:
 
 @pytest.fixture
 def run() -> Callable[[Callable[[Server], Awaitable[None]]], None]:
-    def runner(body: Callable[[Server], Awaitable[None]], *, max_pending_spans: int = 1000) -> None:
+    def runner(
+        body: Callable[[Server], Awaitable[None]],
+        *,
+        max_pending_spans: int = 1000,
+        read_timeout: float = 20.0,
+        max_concurrent_reads: int = 16,
+        preempt_after: float = 1.0,
+    ) -> None:
         async def main() -> None:
             metrics = MetricsExporter()
             assembler = TraceAssembler(max_pending_spans=max_pending_spans, max_spans_per_trace=max_pending_spans)
             ingestor = Ingestor(assembler, metrics, bearer_token=TOKEN)
             receiver = GrpcReceiver(
-                ingestor, "127.0.0.1", 0, max_message_bytes=MAX_MESSAGE, inflight=InflightBytes(LIMIT)
+                ingestor,
+                "127.0.0.1",
+                0,
+                max_message_bytes=MAX_MESSAGE,
+                inflight=InflightBytes(LIMIT),
+                read_timeout=read_timeout,
+                max_concurrent_reads=max_concurrent_reads,
+                preempt_after=preempt_after,
             )
             await receiver.start()
             try:
@@ -93,29 +113,110 @@ def run() -> Callable[[Callable[[Server], Awaitable[None]]], None]:
     return runner
 
 
-def test_calls_beyond_the_budget_get_unavailable_with_retry_info_and_a_lone_large_one_is_admitted(run):
+def assert_throttled(error: grpc.aio.AioRpcError) -> None:
+    """UNAVAILABLE with a RetryInfo in both trailers: the OTLP throttling answer."""
+    assert error.code() is grpc.StatusCode.UNAVAILABLE
+    trailers = dict(error.trailing_metadata() or ())
+    retry = error_details_pb2.RetryInfo.FromString(trailers["google.rpc.retryinfo-bin"])
+    assert retry.retry_delay.seconds + retry.retry_delay.nanos > 0
+    assert "grpc-status-details-bin" in trailers
+
+
+def test_a_call_waiting_for_its_message_holds_no_bytes_and_the_others_go_through(run):
     async def body(server: Server) -> None:
         release = asyncio.Event()
-        first = server.held_call(release, valid_request())
-        await server.until(lambda: server.in_use == MAX_MESSAGE)  # admitted alone although over the limit
-        refused = server.channel.unary_unary(METHOD)(valid_request(), metadata=AUTH, timeout=10)
+        calls = [server.held_call(release, valid_request()) for _ in range(4)]
+        await server.until(lambda: server.reading == 4)
+        assert server.in_use == 0  # nothing reserved for messages not yet arrived
+        for _ in range(3):
+            assert await server.export(valid_request()) is grpc.StatusCode.OK
+        release.set()
+        for call in calls:
+            await call  # the held calls complete normally once their message arrives
+        assert server.reading == 0 and server.in_use == 0
+        assert server.count("agent_monitor_requests_total", code="OK") == 7
+        assert server.count("agent_monitor_spans_refused_total", reason="throttled") == 0
+
+    run(body)
+
+
+def test_calls_beyond_the_read_slots_get_unavailable_with_retry_info(run):
+    async def body(server: Server) -> None:
+        release = asyncio.Event()
+        held = [server.held_call(release, valid_request()) for _ in range(2)]
+        await server.until(lambda: server.reading == 2)
         with pytest.raises(grpc.aio.AioRpcError) as caught:
-            await refused
-        assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
-        trailers = dict(caught.value.trailing_metadata() or ())
-        retry = error_details_pb2.RetryInfo.FromString(trailers["google.rpc.retryinfo-bin"])
-        assert retry.retry_delay.seconds + retry.retry_delay.nanos > 0
-        assert "grpc-status-details-bin" in trailers
+            await server.channel.unary_unary(METHOD)(valid_request(), metadata=AUTH, timeout=10)
+        assert_throttled(caught.value)
         assert server.count("agent_monitor_spans_refused_total", reason="throttled") == 1
         assert server.count("agent_monitor_requests_total", code="UNAVAILABLE") == 1
         release.set()
-        await first  # the held call completes normally once its message arrives
-        assert server.in_use == 0
-        assert await server.export(valid_request()) is grpc.StatusCode.OK  # budget free again
-        assert server.count("agent_monitor_requests_total", code="OK") == 2
+        for call in held:
+            await call
+        assert await server.export(valid_request()) is grpc.StatusCode.OK  # slots free again
+        assert server.reading == 0 and server.in_use == 0
+
+    run(body, max_concurrent_reads=2, preempt_after=60)
+
+
+def test_with_every_read_slot_taken_the_oldest_idle_call_is_cut_to_make_room(run):
+    async def body(server: Server) -> None:
+        never = asyncio.Event()
+        idle = [asyncio.ensure_future(server.held_call(never, valid_request())) for _ in range(2)]
+        await server.until(lambda: server.reading == 2)
+        # Bounded poll on the slots' own age: both have waited past preempt_after.
+        await server.until(lambda: all(time.monotonic() - s.started > 0.25 for s in server.receiver.reads._slots))
+        assert await server.export(valid_request()) is grpc.StatusCode.OK  # took the slot of the oldest
+        done, waiting = await asyncio.wait(idle, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+        [cut], [other] = done, waiting  # whichever of the two reached the server first
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await cut
+        assert caught.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+        assert "while other calls waited" in (caught.value.details() or "")
+        assert server.reading == 1  # a slot is free again: the other one keeps waiting
+        assert await server.export(valid_request()) is grpc.StatusCode.OK
+        assert server.receiver.reads.preempted == 1 and not other.done()
+        assert server.count("agent_monitor_spans_refused_total", reason="timeout") == 1
+        assert server.count("agent_monitor_spans_refused_total", reason="throttled") == 0
+        other.cancel()
+        await server.until(lambda: server.reading == 0)
+
+    run(body, max_concurrent_reads=2, preempt_after=0.2)
+
+
+def test_a_message_the_budget_cannot_take_gets_unavailable_and_a_lone_large_one_is_admitted(run):
+    async def body(server: Server) -> None:
+        budget = server.receiver.inflight
+        assert budget.try_acquire(LIMIT)  # another request's bytes (an HTTP body arriving) fill the budget
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await server.channel.unary_unary(METHOD)(valid_request(), metadata=AUTH, timeout=10)
+        assert_throttled(caught.value)
+        assert server.count("agent_monitor_spans_refused_total", reason="throttled") == 1
+        assert server.in_use == LIMIT and server.reading == 0
+        budget.release(LIMIT)
+        large = ExportTraceServiceRequest.FromString(valid_request())
+        large.resource_spans[0].scope_spans[0].spans[0].name = "x" * (2 * LIMIT)
+        assert await server.export(large.SerializeToString()) is grpc.StatusCode.OK  # alone, over the limit
         assert server.in_use == 0
 
     run(body)
+
+
+def test_a_call_whose_message_does_not_arrive_in_time_is_cut_and_counted(run):
+    async def body(server: Server) -> None:
+        never = asyncio.Event()
+        calls = [server.held_call(never, valid_request()) for _ in range(3)]
+        for call in calls:
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await call
+            assert caught.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+            assert "not received" in (caught.value.details() or "")
+        assert server.reading == 0 and server.in_use == 0
+        assert server.count("agent_monitor_spans_refused_total", reason="timeout") == 3
+        assert server.count("agent_monitor_requests_total", code="DEADLINE_EXCEEDED") == 3
+        assert await server.export(valid_request()) is grpc.StatusCode.OK
+
+    run(body, read_timeout=0.3)
 
 
 def test_unauthenticated_call_is_refused_before_its_message_is_read(run):
@@ -164,7 +265,7 @@ def test_the_budget_returns_to_zero_when_ingest_throttles(run):
     run(body, max_pending_spans=1)
 
 
-def test_the_budget_returns_to_zero_when_the_client_sends_no_message_or_gives_up(run):
+def test_slots_and_budget_return_to_zero_when_the_client_sends_no_message_or_gives_up(run):
     async def body(server: Server) -> None:
         async def no_messages() -> AsyncIterator[bytes]:
             return
@@ -176,8 +277,9 @@ def test_the_budget_returns_to_zero_when_the_client_sends_no_message_or_gives_up
         assert server.in_use == 0
         never = asyncio.Event()
         call = server.held_call(never, valid_request())
-        await server.until(lambda: server.in_use == MAX_MESSAGE)
+        await server.until(lambda: server.reading == 1)
         call.cancel()
-        await server.until(lambda: server.in_use == 0)
+        await server.until(lambda: server.reading == 0)
+        assert server.in_use == 0
 
     run(body)

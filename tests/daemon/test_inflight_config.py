@@ -48,3 +48,23 @@ def test_the_daemon_gives_the_grpc_receiver_its_one_budget(tmp_path: Path) -> No
     daemon = Daemon(config)
     assert daemon.grpc is not None and daemon.grpc.inflight is daemon.inflight
     assert daemon.inflight.limit_bytes == 20 << 20
+
+
+def test_read_timeouts_read_slots_and_pending_bytes_reach_the_receivers_and_the_assembler(tmp_path: Path) -> None:
+    defaults = load_config(env={})
+    assert defaults.receivers.read_timeout == 10 and defaults.receivers.read_idle_timeout == 5
+    assert defaults.receivers.grpc.max_concurrent_reads == 8
+    assert defaults.assembly.max_pending_bytes == 128 << 20
+    text = """\
+        receivers:
+          grpc: {max_concurrent_reads: 3}
+          read_timeout: 7s
+          read_idle_timeout: 2s
+        assembly: {max_pending_bytes: 64MiB}
+        store: {enabled: false}
+        """
+    daemon = Daemon(load(tmp_path, text))
+    assert daemon.grpc is not None and daemon.http is not None
+    assert daemon.grpc.read_timeout == 7 and daemon.grpc.reads.limit == 3
+    assert daemon.http.handler.read_timeout == 7 and daemon.http.handler.idle_timeout == 2
+    assert daemon.assembler.max_pending_bytes == 64 << 20

@@ -2,7 +2,8 @@
 
 Keep-alive, chunked uploads, 413 before the body (and readable by a client that writes the whole body
 first), 400/415 answers, gzip, refusals decided from the headers before the body is read (token, type,
-length, in-flight budget) with `100 Continue` only after them, and the requests_total code vocabulary.
+length, room in the in-flight budget) with `100 Continue` only after them, body bytes reserved as they
+arrive, 408 for a body that stalls or trickles, and the requests_total code vocabulary.
 """
 
 from __future__ import annotations
@@ -48,12 +49,27 @@ async def _cancel_remaining_tasks() -> None:
 class Receiver:
     """HttpReceiver with a real Ingestor, serving from an event loop in a thread (so tests may block)."""
 
-    def __init__(self, *, token: str | None = None, inflight: InflightBytes | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        token: str | None = None,
+        inflight: InflightBytes | None = None,
+        read_timeout: float = 20.0,
+        idle_timeout: float = 20.0,
+    ) -> None:
         self.metrics = MetricsExporter()
         self.ingestor = Ingestor(TraceAssembler(), self.metrics, bearer_token=token)
         self.inflight = inflight
         self.loop = asyncio.new_event_loop()
-        self.receiver = HttpReceiver(self.ingestor, "127.0.0.1", 0, max_body_bytes=LIMIT, inflight=inflight)
+        self.receiver = HttpReceiver(
+            self.ingestor,
+            "127.0.0.1",
+            0,
+            max_body_bytes=LIMIT,
+            inflight=inflight,
+            read_timeout=read_timeout,
+            idle_timeout=idle_timeout,
+        )
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
 
     def __enter__(self) -> Receiver:
@@ -262,31 +278,90 @@ def test_declared_length_over_the_limit_is_refused_before_the_body():
         assert data.startswith(b"HTTP/1.1 413") and b"100 Continue" not in data, data
 
 
-def test_bytes_in_flight_are_bounded_and_answered_with_the_throttling_response():
+def wait_for(condition, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return condition()
+
+
+def test_body_bytes_are_reserved_as_they_arrive_and_refused_past_the_budget():
     inflight = InflightBytes(LIMIT)
     with Receiver(inflight=inflight) as receiver:
         body = payload()
+        idle = socket.create_connection(("127.0.0.1", receiver.port), timeout=5)
         slow = socket.create_connection(("127.0.0.1", receiver.port), timeout=5)
         try:
-            # A request whose body is still on its way holds its declared length...
-            slow.sendall(HEAD + b"Content-Length: %d\r\n\r\n" % LIMIT + body[:5])
-            deadline = time.monotonic() + 5
-            while inflight.in_use != LIMIT and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert inflight.in_use == LIMIT
-            # ...so the next one is refused with 503 + Retry-After, before its body is read.
-            status, answer, response = receiver.post(body)
+            # A request that declares the whole budget and sends nothing holds nothing...
+            idle.sendall(HEAD + b"Content-Length: %d\r\n\r\n" % LIMIT)
+            assert wait_for(lambda: receiver.receiver.handler.reading == 1)
+            assert inflight.in_use == 0
+            assert receiver.post(body)[0] == 200  # ...so the others go on exporting
+            # One whose body is on its way holds what has arrived.
+            slow.sendall(HEAD + b"Content-Length: %d\r\n\r\n" % LIMIT + b"\0" * (LIMIT - 100))
+            assert wait_for(lambda: inflight.in_use == LIMIT - 100)
+            # A declared length the budget cannot take is refused before its body: 503 + Retry-After.
+            status, answer, response = receiver.post(b"\0" * 200)
             assert status == 503 and response.getheader("Retry-After") == "1"
             assert status_pb2.Status.FromString(answer).code == 14
-            assert receiver.refused("throttled") == 1 and receiver.requests("UNAVAILABLE") == 1
+            # A chunked body (no declared length) is refused at the chunk the budget cannot take.
+            conn = receiver.connection()
+            try:
+                conn.request("POST", "/v1/traces", body=iter([b"\0" * 4096]), headers=PROTOBUF, encode_chunked=True)
+                response = conn.getresponse()
+                assert response.status == 503 and response.getheader("Retry-After") == "1"
+            finally:
+                conn.close()
+            assert receiver.refused("throttled") == 2 and receiver.requests("UNAVAILABLE") == 2
+            assert inflight.in_use == LIMIT - 100
         finally:
-            slow.close()  # the held request ends with its connection: its reservation is given back
-        deadline = time.monotonic() + 5
-        while inflight.in_use and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert inflight.in_use == 0
+            idle.close()
+            slow.close()  # the held requests end with their connections: their reservations are given back
+        assert wait_for(lambda: inflight.in_use == 0 and receiver.receiver.handler.reading == 0)
         assert receiver.post(body)[0] == 200
         assert inflight.in_use == 0
+
+
+def test_a_body_that_stalls_is_cut_with_408_and_the_connection_closed():
+    inflight = InflightBytes(LIMIT)
+    with Receiver(inflight=inflight, idle_timeout=0.3) as receiver:
+        for sent in (b"", b"\0" * 1000):  # nothing at all, or a part and then nothing
+            sock, data = receiver.raw(HEAD + b"Content-Length: %d\r\n\r\n" % LIMIT + sent)
+            try:
+                assert data.startswith(b"HTTP/1.1 408"), data
+                assert read_until(sock, b"never") == b""  # closed, not drained
+            finally:
+                sock.close()
+        assert receiver.refused("timeout") == 2 and receiver.requests("DEADLINE_EXCEEDED") == 2
+        assert inflight.in_use == 0 and receiver.receiver.handler.reading == 0
+        assert receiver.post(payload())[0] == 200
+
+
+def test_a_body_that_trickles_is_cut_after_the_read_timeout():
+    with Receiver(inflight=InflightBytes(LIMIT), read_timeout=0.5, idle_timeout=5) as receiver:
+        sock = socket.create_connection(("127.0.0.1", receiver.port), timeout=5)
+        stop = threading.Event()
+
+        def trickle() -> None:
+            try:
+                sock.sendall(HEAD + b"Content-Length: %d\r\n\r\n" % LIMIT)
+                for _ in range(200):  # one byte every 20 ms: never idle, never done
+                    if stop.wait(0.02):
+                        return
+                    sock.sendall(b"\0")
+            except OSError:
+                pass
+
+        sender = threading.Thread(target=trickle)
+        sender.start()
+        try:
+            assert read_until(sock, b"\r\n\r\n").startswith(b"HTTP/1.1 408")
+        finally:
+            stop.set()
+            sender.join(10)
+            sock.close()
+        assert receiver.refused("timeout") == 1
+        assert wait_for(lambda: receiver.inflight.in_use == 0)
 
 
 @pytest.mark.parametrize(
