@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from monitor.results.review_models import Breakdown, EvaluatorInfo, ResultItem, ResultsPage, Step, TraceDetail
-from monitor.text import clip
+from monitor.text import clip, clip_at_boundary
 
-EXPLANATION_WIDTH = 80
+EXPLANATION_WIDTH = 80  # of the results table; cut at a boundary (`clip_at_boundary`)
+FULL_EXPLANATION = 4000  # of the trace view, which shows an explanation whole (up to this bound)
 
 
 def when(stamp: float | None) -> str:
@@ -44,8 +45,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def _explanation(item: ResultItem, width: int = EXPLANATION_WIDTH) -> str:
-    """The explanation; a skip's reason first."""
-    text = clip(item.explanation, width)
+    """The explanation, cut at a boundary (never inside a JSON value) past `width`; a skip's reason first."""
+    text = clip_at_boundary(item.explanation, width)
     if item.skip_reason:
         reason = f"skipped: {clip(item.skip_reason, 40)}"
         return f"{reason} - {text}" if text else reason
@@ -133,7 +134,7 @@ def trace_view(detail: TraceDetail, width: int = EXPLANATION_WIDTH) -> str:
             _number(r.score),
             clip(r.agent, 30) or "-",
             clip(r.model, 30) or "-",
-            _explanation(r, width),
+            _explanation(r, FULL_EXPLANATION),  # the whole explanation: the table's are cut
         )
         for r in detail.results
     ]
