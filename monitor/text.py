@@ -23,6 +23,14 @@ def clip(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
 
 
+def shown(value: str | None, limit: int = 80) -> str:
+    """A trace's input or answer for a terminal: clipped; `(empty)` when it was recorded empty (or blank),
+    `(none)` when nothing recorded one."""
+    if value is None:
+        return "(none)"
+    return clip(value, limit) or "(empty)"
+
+
 _OPENERS = {"{": "}", "[": "]"}
 _QUOTES = "\"'"
 
