@@ -1,8 +1,11 @@
 # agent-monitor: `make run` starts the daemon, `make test` runs the whole suite from nothing.
-PYTHON ?= python3
-VENV   := .venv
-PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
+PYTHON    ?= python3
+VENV      := .venv
+PY        := $(VENV)/bin/python
+# The package and its runtime dependencies only (`make run`, `make rules`)...
+STAMP     := $(VENV)/.installed
+# ...plus the dev extras (`make test`, `lint`, `bench`): pytest, ruff, mypy, the OTel SDK, playwright, hadolint, ...
+DEV_STAMP := $(VENV)/.installed-dev
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -11,8 +14,12 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e .
 	touch $(STAMP)
+
+$(DEV_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(DEV_STAMP)
 
 venv: $(STAMP)
 
@@ -40,7 +47,7 @@ phoenix-venv:
 	  $(PHOENIX_VENV)/bin/pip install --quiet --upgrade pip && \
 	  $(PHOENIX_VENV)/bin/pip install --quiet 'arize-phoenix==20.26.1'; }
 
-test: $(STAMP) system-deps phoenix-venv
+test: $(DEV_STAMP) system-deps phoenix-venv
 	$(VENV)/bin/ruff check evaluators monitor tests
 	$(VENV)/bin/mypy evaluators monitor
 	$(PY) -m pytest
@@ -52,10 +59,10 @@ rules: $(STAMP)
 	$(VENV)/bin/agent-monitor rules --no-env --config deploy/monitor.yaml --format prometheus-operator \
 	  --namespace agent-monitor --output deploy/kubernetes/prometheusrule.yaml
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(PY) tests/bench/run_all.py
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check evaluators monitor tests
 	$(VENV)/bin/ruff format --check evaluators monitor tests
 	$(VENV)/bin/mypy evaluators monitor

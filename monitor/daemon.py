@@ -59,6 +59,7 @@ from monitor.web.server import WebServer
 
 log = logging.getLogger(__name__)
 STARTUP_ERRORS = (OSError, EvaluationStartError, StoreSchemaError)
+STOP_SIGNAL_WAIT = 0.5  # seconds a failed worker start waits for the stop signal that may have caused it
 
 
 class Daemon:
@@ -188,6 +189,7 @@ class Daemon:
             ssl_context=api_context,
         )
         self._stopping = asyncio.Event()
+        self.stop_requested = False  # SIGTERM or SIGINT received (request_stop)
         self._stopped = False
         self.started = False
 
@@ -271,6 +273,7 @@ class Daemon:
         return self.started and not self._stopping.is_set() and self.pool.free_slots > 0
 
     def request_stop(self) -> None:
+        self.stop_requested = True
         self._stopping.set()
 
     async def run_until_stopped(self) -> int:
@@ -278,11 +281,26 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.request_stop)
-        await self.start()  # a port that cannot be bound or workers that cannot start: raised after cleanup
+        try:
+            await self.start()  # a port that cannot be bound or workers that cannot start: raised after cleanup
+        except EvaluationStartError:
+            # SIGTERM or SIGINT sent to the process group (Ctrl-C, `kill -- -PGID`) during start-up also stops
+            # the workers being started: that is a stop, not a failure. The signal reaches this process at the
+            # same time; its handler runs within a loop iteration or two.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop_signalled(), STOP_SIGNAL_WAIT)
+            if not self.stop_requested:
+                raise
+            log.info("stop requested during start-up: exiting")
+            return 0
         await self._stopping.wait()
         log.info("stop requested: completing pending traces")
         await self.shutdown()
         return 0
+
+    async def _stop_signalled(self) -> None:
+        while not self.stop_requested:
+            await asyncio.sleep(0.02)
 
     async def shutdown(self, grace: float | None = None) -> None:
         """Ordered, idempotent stop within `grace` (default: the configured grace period)."""

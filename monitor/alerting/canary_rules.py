@@ -32,6 +32,8 @@ def variant_alert(entry: ComparisonConfig, context: RuleContext) -> Rule:
         severity="warning",
         for_seconds=FOR_SECONDS,
         evaluator=entry.evaluator,
+        window=entry.window,
+        by_service=False,  # compared over every service
         labels={"baseline": template_text(entry.baseline), "candidate": template_text(entry.candidate)},
         annotations={
             "summary": "{{ $labels.candidate }} is worse than {{ $labels.baseline }} on {{ $labels.evaluator }}",

@@ -6,6 +6,7 @@ with their keys in that conventional order and labels and annotations sorted.
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,8 @@ from monitor.config import AlertingConfig
 from .promql import duration
 
 Rule = dict[str, Any]
+SERVICE_QUERY = "{{ $labels.service | urlquery }}"  # {service} of a URL template: the alert's service
+_SERVICE_PARAM = re.compile(r"([?&])[^?&=#]+=\{service\}(&?)")  # a query parameter that is only {service}
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,13 +40,21 @@ class RuleContext:
             traces_url_template=alerting.traces_url_template,
         )
 
-    def fill(self, template: str, alert: str, evaluator: str = "") -> str | None:
-        """`template` with {alert} and {evaluator} replaced literally (the evaluator URL-quoted, so no `{{` of
-        its own reaches Prometheus' templating); Go templates such as {{ $labels.service }} are kept. None
-        when the template is empty."""
+    def fill(
+        self, template: str, alert: str, evaluator: str = "", window: float | None = None, service: bool = True
+    ) -> str | None:
+        """`template` with {alert}, {evaluator} (URL-quoted, so no `{{` of its own reaches Prometheus' templating)
+        and {window} (the alert's own window, e.g. 30m) replaced literally, and {service} by the Go template of
+        the alert's URL-quoted `service` label (for an alert without one, `service=false`, a query parameter
+        `x={service}` is left out); Go templates such as {{ $labels.service }} are kept. None when the template
+        is empty."""
         if not template:
             return None
-        return template.replace("{alert}", alert).replace("{evaluator}", urllib.parse.quote(evaluator, safe=":"))
+        text = template.replace("{alert}", alert).replace("{evaluator}", urllib.parse.quote(evaluator, safe=":"))
+        if not service:
+            text = _SERVICE_PARAM.sub(lambda m: m[1] if m[2] else "", text)
+        text = text.replace("{service}", SERVICE_QUERY)
+        return text.replace("{window}", duration(window) if window else "")
 
     def alert(
         self,
@@ -55,13 +66,18 @@ class RuleContext:
         labels: dict[str, str] | None = None,
         annotations: dict[str, str],
         evaluator: str | None = None,
+        window: float | None = None,
+        by_service: bool = True,
     ) -> Rule:
         """An alerting rule with severity, the given and the configured labels, the runbook link and, for an
-        evaluator's alert, its `evaluator` label and the link to its failing traces."""
+        evaluator's alert, its `evaluator` label and the link to its failing traces (of the alert's service, over
+        its `window` in seconds; `by_service`: the alert has a `service` label)."""
         notes = dict(annotations)
         if runbook := self.fill(self.runbook_url_template, name, evaluator or ""):
             notes["runbook_url"] = runbook
-        if evaluator is not None and (traces := self.fill(self.traces_url_template, name, evaluator)):
+        if evaluator is not None and (
+            traces := self.fill(self.traces_url_template, name, evaluator, window, by_service)
+        ):
             notes["failing_traces_url"] = traces
         rule: Rule = {"alert": name, "expr": expr}
         if for_seconds > 0:

@@ -35,6 +35,7 @@ def pass_ratio_alert(evaluator: str, alert: AlertConfig, context: RuleContext) -
         severity=alert.severity,
         for_seconds=alert.for_,
         evaluator=evaluator,
+        window=alert.window,
         annotations={
             "summary": "{{ $labels.evaluator }} pass ratio is below "
             f"{number(alert.min_pass_ratio * 100)}% on {{{{ $labels.service }}}}",

@@ -76,6 +76,7 @@ def burn_alert(evaluator: str, slo: SloConfig, burn: BurnWindow, context: RuleCo
         severity=severity,
         labels={"long_window": long, "short_window": short},
         evaluator=evaluator,
+        window=burn.long,
         annotations={
             "summary": f"{{{{ $labels.evaluator }}}} is burning its error budget over {factor}x the sustainable rate "
             f"({long}/{short} windows, {kind})",

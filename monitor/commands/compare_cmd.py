@@ -111,19 +111,30 @@ class Comparison:
     verdict: Verdict
     gated: bool
 
+    @property
+    def no_data(self) -> bool:
+        """No pass/fail verdict on a side (an evaluator that skipped every trace there): nothing was tested."""
+        return self.proportions.base_total == 0 or self.proportions.cand_total == 0
+
+    @property
+    def reason(self) -> str:
+        """The verdict's reason; `no_data` when a side has no verdicts (rather than a test of nothing)."""
+        return "no_data" if self.no_data else self.verdict.reason
+
     def to_dict(self) -> dict[str, Any]:
         t = self.proportions
+        untested = self.no_data
         return {
             "evaluator": self.label,
             "baseline": {"passed": t.base_passed, "total": t.base_total, "pass_rate": _finite(t.base_rate)},
             "candidate": {"passed": t.cand_passed, "total": t.cand_total, "pass_rate": _finite(t.cand_rate)},
             "delta": _finite(t.delta),
             "ci": [_finite(t.ci_low), _finite(t.ci_high)],
-            "p_value": t.p_value,
-            "z": t.z,
+            "p_value": None if untested else t.p_value,
+            "z": None if untested else t.z,
             "scores_p_value": self.ranks.p_value if self.ranks is not None else None,
             "verdict": self.verdict.value,
-            "reason": self.verdict.reason,
+            "reason": self.reason,
             "gated": self.gated,
         }
 
@@ -271,9 +282,9 @@ def render_table(comparisons: Sequence[Comparison], header: str, alpha: float, m
                 _rate(t.cand_rate, t.cand_total),
                 _signed(t.delta),
                 ci,
-                _p(t.p_value),
+                "-" if c.no_data else _p(t.p_value),
                 "-" if c.ranks is None else _p(c.ranks.p_value),
-                f"{c.verdict.reason}{'' if c.gated else ' (not gated)'}",
+                f"{c.reason.replace('_', ' ') if c.no_data else c.reason}{'' if c.gated else ' (not gated)'}",
             ]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]

@@ -12,7 +12,7 @@ from evaluators.traces.model import Trace
 from evaluators.traces.serialize import trace_dict
 from evaluators.traces.spans import AgentSpan, HandoffSpan, LLMSpan, RetrieverSpan, Span, ToolSpan
 from monitor.results.trace_detail import step_tree
-from monitor.text import clip
+from monitor.text import clip, shown
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -57,8 +57,8 @@ def render_tree(trace: Trace, width: int = 80) -> str:
         f"trace {trace.trace_id}  service={clip(trace.service_name, 40) or '?'}  spans={trace.span_count}  "
         f"{m.total_duration_ms:.0f}ms  llm_calls={m.llm_call_count}  tool_calls={m.tool_call_count}  "
         f"tokens={usage.input_tokens}→{usage.output_tokens} (total {usage.total_tokens})  errors={m.error_count}",
-        f"  input:  {clip(trace.input, width) or '(none)'}",
-        f"  output: {clip(trace.output, width) or '(none)'}",
+        f"  input:  {shown(trace.input, width)}",
+        f"  output: {shown(trace.output, width)}",
     ]
     if trace.agent_names:
         lines.append(f"  agents: {', '.join(clip(a, 40) for a in trace.agent_names)}")

@@ -3,6 +3,7 @@
 Reads the daemon's /api/v1 (`--url`, default http://127.0.0.1:9464, token from --token or
 $AGENT_MONITOR_API_TOKEN) or a store file (`--store`, read-only) and prints the recent results, one trace
 (`--trace`), a breakdown (`--by`) or the evaluators (`--evaluators`) as tables, or the API's JSON (`--json`).
+Results are the failing ones unless `--outcome` says otherwise (`--outcome any`: all of them), as on the page.
 Exit 0 on an answer, 1 when the source fails (unreachable, 401, 404, 503), 2 for bad arguments.
 """
 
@@ -24,6 +25,8 @@ TOKEN_ENV = "AGENT_MONITOR_API_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:9464"
 FILTERS = ("evaluator", "service", "variant", "agent", "model", "outcome", "since", "until", "limit")
 BREAKDOWN_FILTERS = ("evaluator", "variant", "since", "until")
+DEFAULT_OUTCOME = "fail"  # the failing results, as the review page lists them
+EVERY_OUTCOME = ("any", "all", "")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -31,7 +34,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "review",
         help="list recent evaluation results, one trace, a breakdown or the evaluators",
         description="Show what the result store holds, from the daemon's review API (--url) or the store itself "
-        "(--store: a SQLite file, or a PostgreSQL URL): recent results newest first (filtered), one trace with its "
+        "(--store: a SQLite file, or a PostgreSQL URL): recent failing results newest first (filtered; --outcome any "
+        "for every outcome), one trace with its "
         "step tree and results (--trace), verdict counts per service, agent, model, tool or variant (--by), or the "
         "configured evaluators with their window pass ratios and alert states (--evaluators, daemon only). Times: "
         "RFC 3339, Unix seconds, or a duration before now (30m, 1h, 7d). Exit 1 when the source fails, 2 for bad "
@@ -43,7 +47,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     what.add_argument("--variant", help="only traces of this variant (the agent version, variants.attribute)")
     what.add_argument("--agent", help="only this agent")
     what.add_argument("--model", help="only this model")
-    what.add_argument("--outcome", metavar="fail|pass|skip", help="only this outcome")
+    what.add_argument(
+        "--outcome",
+        metavar="fail|pass|skip|any",
+        help="only this outcome (default fail, as on the review page; any: every result)",
+    )
     what.add_argument("--since", metavar="TIME", help="evaluated at or after TIME (e.g. 1h: the last hour)")
     what.add_argument("--until", metavar="TIME", help="evaluated before TIME")
     what.add_argument("--limit", metavar="N", help="at most N results (1 to 500, default 50)")
@@ -90,7 +98,11 @@ def _request(args: argparse.Namespace) -> tuple[str, list[tuple[str, str]], Any]
     if args.by is not None:
         params = [("by", args.by), *((n, str(getattr(args, n))) for n in _given(args, BREAKDOWN_FILTERS))]
         return "breakdown", params, TypeAdapter(Breakdown)
-    return "results", [(n, str(getattr(args, n))) for n in _given(args, FILTERS)], TypeAdapter(ResultsPage)
+    params = [(n, str(getattr(args, n))) for n in _given(args, FILTERS) if n != "outcome"]
+    outcome = DEFAULT_OUTCOME if args.outcome is None else args.outcome
+    if outcome not in EVERY_OUTCOME:
+        params.append(("outcome", outcome))
+    return "results", params, TypeAdapter(ResultsPage)
 
 
 def _source(args: argparse.Namespace) -> ReviewSource:

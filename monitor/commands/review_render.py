@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from monitor.results.review_models import Breakdown, EvaluatorInfo, ResultItem, ResultsPage, Step, TraceDetail
-from monitor.text import clip
+from monitor.text import clip, clip_at_boundary, shown
 
-EXPLANATION_WIDTH = 80
+EXPLANATION_WIDTH = 80  # of the results table; cut at a boundary (`clip_at_boundary`)
+FULL_EXPLANATION = 4000  # of the trace view, which shows an explanation whole (up to this bound)
 
 
 def when(stamp: float | None) -> str:
@@ -44,8 +45,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def _explanation(item: ResultItem, width: int = EXPLANATION_WIDTH) -> str:
-    """The explanation; a skip's reason first."""
-    text = clip(item.explanation, width)
+    """The explanation, cut at a boundary (never inside a JSON value) past `width`; a skip's reason first."""
+    text = clip_at_boundary(item.explanation, width)
     if item.skip_reason:
         reason = f"skipped: {clip(item.skip_reason, 40)}"
         return f"{reason} - {text}" if text else reason
@@ -104,8 +105,8 @@ def trace_view(detail: TraceDetail, width: int = EXPLANATION_WIDTH) -> str:
         f"trace {clip(s.trace_id, 32)}  service={clip(s.service, 40) or '?'}"
         f"{f'  variant={clip(s.variant, 40)}' if s.variant else ''}  spans={s.span_count}  "
         f"{s.duration_ms:.0f}ms  evaluated {when(s.evaluated_at)}  errors={'yes' if s.has_errors else 'no'}",
-        f"  input:  {clip(s.input, width) or '(none)'}",
-        f"  output: {clip(s.output, width) or '(none)'}",
+        f"  input:  {shown(s.input, width)}",
+        f"  output: {shown(s.output, width)}",
     ]
     if s.agents:
         lines.append(f"  agents: {', '.join(clip(a, 40) for a in s.agents)}")
@@ -134,7 +135,7 @@ def trace_view(detail: TraceDetail, width: int = EXPLANATION_WIDTH) -> str:
             _number(r.score),
             clip(r.agent, 30) or "-",
             clip(r.model, 30) or "-",
-            _explanation(r, width),
+            _explanation(r, FULL_EXPLANATION),  # the whole explanation: the table's are cut
         )
         for r in detail.results
     ]

@@ -1,6 +1,6 @@
 """The daemon's configuration: units ← locate ← evaluators, alerting ← models ← loader (imports flow that way only)."""
 
-from .alerting import AlertingConfig, HealthAlertsConfig
+from .alerting import AlertingConfig, DefaultAlertsConfig, HealthAlertsConfig
 from .evaluators import AlertConfig, EvaluatorEntry, EvaluatorOverride, EvaluatorSet, Resolved, SloConfig
 from .loader import DEFAULT_SOURCE, load_config, load_located
 from .locate import ConfigError, Loc, LocatedError, Locator, dotted, validation_problems
@@ -34,6 +34,7 @@ __all__ = [
     "AuthConfig",
     "ComparisonConfig",
     "ConfigError",
+    "DefaultAlertsConfig",
     "EvaluationConfig",
     "EvaluatorEntry",
     "EvaluatorOverride",

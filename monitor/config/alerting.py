@@ -8,11 +8,12 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from .units import Duration, Label, Section
+from .units import Duration, Label, Ratio, Section
 
 _LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MATCHER = r'[A-Za-z_]\w*\s*(=~|!=|!~|=)\s*"[^"]*"'
 _SELECTOR = re.compile(rf"{_MATCHER}(\s*,\s*{_MATCHER})*")
+TRACES_URL_TEMPLATE = "http://localhost:9464/review?evaluator={evaluator}&service={service}&since={window}"
 _RESERVED = {"alertname", "severity", "evaluator", "service", "slo", "window"}
 
 
@@ -28,6 +29,48 @@ class HealthAlertsConfig(Section):
     queue_depth: Annotated[int, Field(gt=0)] = 200  # traces waiting for a worker, sustained
 
 
+# The evaluators of the default set that alert out of the box, and the pass ratio below which they do. Each
+# normally passes on (nearly) every trace of a healthy agent, whatever the agent does: a drop means something
+# broke. Left out: the budgets (latency, token_budget, cost_budget, llm_call_budget, agent_efficiency,
+# response_length), whose default limits are guesses about an agent they do not know (set the params, then an
+# alert), and pii_leak and refusal, whose normal rates depend on the agent's domain (a support agent quotes its
+# own e-mail address; a narrow agent declines off-topic questions).
+DEFAULT_MIN_PASS_RATIOS: dict[str, float] = {
+    "error_free": 0.8,
+    "tool_success_rate": 0.8,
+    "hallucinated_tool": 0.9,
+    "tool_arguments_valid": 0.9,
+    "finish_reason": 0.9,
+    "non_empty_response": 0.9,
+    "loop_detection": 0.9,
+}
+
+
+class DefaultAlertsConfig(Section):
+    """Pass-ratio alerts given to the evaluators named in `min_pass_ratio` that have no `alert:` of their own."""
+
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
+
+    enabled: bool = True
+    window: Duration = 1800.0
+    for_: Duration = Field(default=300.0, alias="for")
+    min_samples: Annotated[int, Field(gt=0)] = 50
+    severity: Literal["warning", "critical", "info"] = "warning"
+    min_pass_ratio: dict[Label, Ratio] = Field(default_factory=lambda: dict(DEFAULT_MIN_PASS_RATIOS))
+
+    def alert_fields(self, label: str) -> dict[str, object] | None:
+        """The `alert:` block (as data) evaluator `label` gets by default; None when it gets none."""
+        if not self.enabled or label not in self.min_pass_ratio:
+            return None
+        return {
+            "min_pass_ratio": self.min_pass_ratio[label],
+            "window": self.window,
+            "for": self.for_,
+            "min_samples": self.min_samples,
+            "severity": self.severity,
+        }
+
+
 class AlertingConfig(Section):
     """Inputs of `agent-monitor rules` besides the evaluators' `alert:` and `slo:` blocks."""
 
@@ -36,7 +79,8 @@ class AlertingConfig(Section):
     group_interval: Duration = 60.0  # evaluation interval of the generated rule groups
     labels: dict[str, str] = Field(default_factory=dict)  # added to every alert (team, ...)
     runbook_url_template: str = ""  # {alert} and {evaluator} replaced; Go templates ({{ $labels.x }}) kept
-    traces_url_template: str = "http://localhost:9464/review?evaluator={evaluator}&since=1h"
+    traces_url_template: str = TRACES_URL_TEMPLATE  # also {service} and {window}: the alert's service and window
+    default_alerts: DefaultAlertsConfig = Field(default_factory=DefaultAlertsConfig)
     health: HealthAlertsConfig = Field(default_factory=HealthAlertsConfig)
 
     @field_validator("labels")

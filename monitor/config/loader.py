@@ -18,6 +18,9 @@ from .models import MonitorConfig
 ENV_PREFIX = "AGENT_MONITOR_"
 JUDGE_KEY_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 DEFAULT_SOURCE = "<embedded default_config.yaml>"
+# Values a document may hold once its aliases (*name) are expanded: a config holds hundreds; an "alias bomb" (each
+# level repeating the one before) billions, which validation would expand in memory.
+MAX_EXPANDED_VALUES = 100_000
 
 
 def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> MonitorConfig:
@@ -63,6 +66,8 @@ def _parse(source: str, text: str) -> tuple[dict[str, Any], dict[Loc, int]]:
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
+        if node is not None:
+            _check_expansion(node, source)
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -84,6 +89,34 @@ def _parse(source: str, text: str) -> tuple[dict[str, Any], dict[Loc, int]]:
     if duplicates:
         raise ConfigError(duplicates)
     return data, lines
+
+
+def _check_expansion(root: yaml.Node, source: str, limit: int = MAX_EXPANDED_VALUES) -> None:
+    """ConfigError when the document, its aliases expanded, holds more than `limit` values: located at the
+    innermost mapping or list that goes over (each distinct node is sized once, so this is linear)."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        total = 1
+        if isinstance(node, yaml.MappingNode):
+            total += sum(size(key) + size(value) for key, value in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            total += sum(size(item) for item in node.value)
+        if total > limit:
+            line = node.start_mark.line + 1
+            raise ConfigError(
+                [
+                    f"{source}:{line}: this value expands to more than {limit} values through YAML aliases (*name); "
+                    "a config needs far fewer: write the values out, or use fewer aliases"
+                ]
+            )
+        sizes[id(node)] = total
+        return total
+
+    size(root)
 
 
 def _index(node: yaml.Node, loc: Loc, lines: dict[Loc, int], duplicates: list[str], source: str) -> None:

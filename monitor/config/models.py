@@ -31,6 +31,8 @@ from monitor.text import redact_url
 
 from .alerting import AlertingConfig
 from .evaluators import (
+    AlertConfig,
+    EvaluatorSet,
     EvaluatorsSection,
     Resolved,
     default_set_names,
@@ -436,9 +438,40 @@ class MonitorConfig(Section):
             raise LocatedError(problems)
         return self
 
+    @model_validator(mode="after")
+    def _default_alerts_name_default_builtins(self) -> MonitorConfig:
+        """Each evaluator of `alerting.default_alerts.min_pass_ratio` is a builtin of the default set (a typo would
+        silently give no alert)."""
+        names = default_set_names()
+        problems: list[tuple[Loc, str]] = []
+        for label in self.alerting.default_alerts.min_pass_ratio:
+            if label not in names:
+                close = difflib.get_close_matches(label, names, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else f" ({', '.join(names)})"
+                loc: Loc = ("alerting", "default_alerts", "min_pass_ratio", label)
+                problems.append((loc, f"{label!r} is not a builtin of the default set{hint}"))
+        if problems:
+            raise LocatedError(problems)
+        return self
+
     def evaluator_entries(self) -> list[Resolved]:
-        """The resulting evaluator set (either form of `evaluators` resolved), with each entry's config location."""
-        return resolve_section(self.evaluators, default_set_names())
+        """The resulting evaluator set (either form of `evaluators` resolved), with each entry's config location.
+        An entry of the default set (`evaluators` null, or a mapping with `defaults: true`) without an `alert:` of
+        its own gets the one of `alerting.default_alerts`, if any; the list form is written out in full."""
+        names = default_set_names()
+        resolved = resolve_section(self.evaluators, names)
+        if not (self.evaluators is None or (isinstance(self.evaluators, EvaluatorSet) and self.evaluators.defaults)):
+            return resolved
+        defaults = self.alerting.default_alerts
+        return [
+            Resolved(r.entry.model_copy(update={"alert": AlertConfig.model_validate(fields)}), r.loc)
+            if r.entry.alert is None
+            and r.entry.label in names
+            and "add" not in r.loc
+            and (fields := defaults.alert_fields(r.entry.label)) is not None
+            else r
+            for r in resolved
+        ]
 
     def api_token(self) -> str | None:
         """The token the review API requires: api.auth's, else the receivers' (None: the API is open)."""

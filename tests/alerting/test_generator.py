@@ -59,7 +59,9 @@ def test_no_runbook_annotation_without_a_template_and_no_alert_without_a_block()
     cfg = config(evaluators=[{"name": "latency", "alert": {"min_pass_ratio": 0.5}}, {"name": "error_free"}])
     [rule] = alerts(cfg, "AgentEvalPassRatioLow")
     assert "runbook_url" not in rule["annotations"]
-    assert rule["annotations"]["failing_traces_url"] == "http://localhost:9464/review?evaluator=latency&since=1h"
+    assert rule["annotations"]["failing_traces_url"] == (  # its service, over its own window
+        "http://localhost:9464/review?evaluator=latency&service={{ $labels.service | urlquery }}&since=5m"
+    )
     assert rule["for"] == "5m" and rule["labels"] == {"evaluator": "latency", "severity": "warning"}
     assert f'{RESULTS}{{evaluator="latency",outcome="fail"}}[5m]' in rule["expr"]
     for rule in rules(cfg):

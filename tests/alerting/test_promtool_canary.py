@@ -37,7 +37,7 @@ def expected(evaluator: str) -> dict:
             "description": f"The {evaluator} results of variant 1.5 are significantly worse than those of 1.4 over "
             "the last 30m (at least 50 results a side); agent_eval_variant_delta and its _lower/_upper bounds give "
             "the size of the drop.",
-            "failing_traces_url": f"http://localhost:9464/review?evaluator={evaluator}&since=1h&variant=1.5",
+            "failing_traces_url": f"http://localhost:9464/review?evaluator={evaluator}&since=30m&variant=1.5",
         },
     }
 

@@ -19,18 +19,19 @@ RESOURCE = ROOT / "deploy" / "kubernetes" / "prometheusrule.yaml"
 
 
 def test_default_config(tmp_path: Path) -> None:
-    assert "SUCCESS: 7 rules found" in check_rules(write_rules(tmp_path, load_config(None, env={})))
+    # the default alerts of 7 default-set evaluators, 7 health alerts
+    assert "SUCCESS: 14 rules found" in check_rules(write_rules(tmp_path, load_config(None, env={})))
 
 
 def test_deploy_rule_file() -> None:
-    assert "SUCCESS: 39 rules found" in check_rules(RULE_FILE)
+    assert "SUCCESS: 43 rules found" in check_rules(RULE_FILE)
 
 
 def test_deploy_prometheus_rule_resource(tmp_path: Path) -> None:
     spec = yaml.safe_load(RESOURCE.read_text(encoding="utf-8"))["spec"]
     path = tmp_path / "spec.yml"
     path.write_text(yaml.safe_dump(spec), encoding="utf-8")
-    assert "SUCCESS: 39 rules found" in check_rules(path)
+    assert "SUCCESS: 43 rules found" in check_rules(path)
 
 
 def test_a_config_with_everything(tmp_path: Path) -> None:

@@ -54,7 +54,7 @@ def _expected(service: str, ratio: str) -> dict:
             "description": f"{ratio} of the error_free results of service {service} passed over the last 10m "
             "(at least 20 results), below the minimum of 90% for 5m.",
             "runbook_url": "https://runbooks.example/AgentEvalPassRatioLow?evaluator=error_free",
-            "failing_traces_url": "http://localhost:9464/review?evaluator=error_free&since=1h",
+            "failing_traces_url": f"http://localhost:9464/review?evaluator=error_free&service={service}&since=10m",
         },
     }
 

@@ -153,5 +153,5 @@ def _annotations(labels: dict[str, str]) -> dict[str, str]:
         "description": f"20% of the latency results of service burn20 failed over the last {long} (and over the "
         f"last {short}): more than {factor} times the 1% error budget of its 99% objective over 30d. At this "
         f"rate {share}% of the budget is spent within {long}.",
-        "failing_traces_url": "http://localhost:9464/review?evaluator=latency&since=1h",
+        "failing_traces_url": f"http://localhost:9464/review?evaluator=latency&service=burn20&since={long}",
     }

@@ -562,6 +562,7 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
         config = {
             "evaluators": {"defaults": True, "add": [NO_TOOL_ERRORS, JUDGE, CRASH_PROBE, NEVER_PASSES]},
             "evaluation": {"workers": 2},
+            "alerting": {"default_alerts": {"enabled": False}},  # the threshold panel shows no_tool_errors' alone
             "judges": {"gemini_api_key": "test-key", "base_url": fake.url, "retry": FAST_RETRY},
             "variants": {  # the canary row's series (they exist from start-up, data or not)
                 "attribute": "service.version",

@@ -203,6 +203,10 @@ def test_store_file_written_by_the_store_is_read_directly(tmp_path: Path, capsys
     code, out, err = review(capsys, "--store", str(path), "--outcome", "fail")
     assert (code, err) == (0, "")
     assert "ab" * 16 in out and "tool search failed" in out and "cd" * 16 not in out
+    # without --outcome: the failing results, as the page and the runbooks say; --outcome any: all of them
+    assert review(capsys, "--store", str(path))[1] == out
+    code, every, _ = review(capsys, "--store", str(path), "--outcome", "any")
+    assert code == 0 and "ab" * 16 in every and "cd" * 16 in every
     code, out, _ = review(capsys, "--store", str(path), "--by", "service", "--json")
     groups = {g["value"]: (g["passed"], g["failed"]) for g in json.loads(out)["groups"]}
     assert code == 0 and groups == {"payments": (0, 1), "search": (1, 0)}
@@ -217,12 +221,12 @@ def test_variant_filters_and_shows_in_the_tables(
     url = ("--url", base, "--token", TOKEN)
     code, out, err = review(capsys, *url, "--variant", "1.5.0")
     assert (code, err) == (0, "")
-    assert reader.calls[-1][1][0] == ResultFilter(variant="1.5.0")
+    assert reader.calls[-1][1][0] == ResultFilter(variant="1.5.0", outcome="fail")
     header, *rows = out.splitlines()
     assert header.split() == ["TIME", "EVALUATOR", "OUTCOME", "SCORE", "SERVICE", "VARIANT", "AGENT", "TRACE",
                               "EXPLANATION"]  # fmt: skip
     assert [r.split()[5:7] for r in rows] == [["1.5.0", "-"]]
-    code, out, _ = review(capsys, *url, "--limit", "3")
+    code, out, _ = review(capsys, *url, "--limit", "3", "--outcome", "any")
     assert [r.split()[5] for r in out.splitlines()[1:4]] == ["1.4.2", "1.5.0", "-"]  # "-": no variant
     code, out, _ = review(capsys, *url, "--by", "variant", "--variant", "1.4.2", "--evaluator", "error_free")
     assert code == 0 and reader.calls[-1] == ("breakdown", ("variant", "error_free", None, None, "1.4.2"))
@@ -279,3 +283,21 @@ def test_store_source_answers_as_the_api_through_the_same_service(
     assert opened == [str(tmp_path / "r.db")] * 5
     code, _, err = review(capsys, *store, "--evaluators")
     assert code == 2 and "--evaluators needs the daemon (--url)" in err
+
+
+def test_long_explanations_are_cut_at_a_boundary_and_whole_in_the_trace_view(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "results.db"
+    explanation = (
+        'get_weather called with arguments {"city": "Paris", "units": "metric", "days": 5, "hourly": true} that do '
+        "not match its schema: days must be at most 3"
+    )
+    store = ResultStore(path)
+    store.write([outcome("ab" * 16, row("tool_arguments_valid", False, explanation=explanation))])
+    store.close()
+    code, out, _ = review(capsys, "--store", str(path))
+    [shown] = [line.split("ab" * 16, 1)[1].strip() for line in out.splitlines()[1:]]
+    assert code == 0 and shown == "get_weather called with arguments…"  # not inside the JSON
+    code, out, _ = review(capsys, "--store", str(path), "--trace", "ab" * 16)
+    assert code == 0 and explanation in out

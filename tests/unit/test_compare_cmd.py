@@ -104,11 +104,11 @@ def test_json_shape(versions: tuple[Path, Path]) -> None:
         assert set(entry) == keys | {"verdict", "reason", "gated"}
         assert set(entry["baseline"]) == set(entry["candidate"]) == {"passed", "total", "pass_rate"}
         assert entry["verdict"] in (-1, 0, 1) and len(entry["ci"]) == 2
-    # an evaluator with nothing scored on either side (ground truth needed): no rates, p 1, too few samples
+    # an evaluator with nothing scored on either side (ground truth needed): no rates, no test, no data
     exact = by_name(report)["exact_match"]
     assert exact["baseline"] == {"passed": 0, "total": 0, "pass_rate": None}
-    assert (exact["delta"], exact["ci"], exact["p_value"], exact["scores_p_value"]) == (None, [None, None], 1.0, None)
-    assert exact["reason"] == "insufficient_samples"
+    assert (exact["delta"], exact["ci"], exact["p_value"], exact["z"]) == (None, [None, None], None, None)
+    assert exact["scores_p_value"] is None and (exact["verdict"], exact["reason"]) == (0, "no_data")
 
 
 def test_exit_0_when_the_worse_evaluator_is_not_gated(versions: tuple[Path, Path]) -> None:
@@ -124,7 +124,8 @@ def test_min_samples_above_the_sample_size_decides_nothing(versions: tuple[Path,
     baseline, candidate = versions
     code, report, _ = compare(baseline=baseline, candidate=candidate, min_samples=COPIES + 1)
     assert code == 0
-    assert {e["reason"] for e in report["evaluators"]} == {"insufficient_samples"}
+    assert {e["reason"] for e in report["evaluators"]} == {"insufficient_samples", "no_data"}
+    assert by_name(report)["error_free"]["reason"] == "insufficient_samples"
     assert by_name(report)["error_free"]["p_value"] < 0.001  # the test still ran
 
 
@@ -136,6 +137,8 @@ def test_table(versions: tuple[Path, Path]) -> None:
     assert "1.000 (n=40)" in row and "0.500 (n=40)" in row and "-0.500" in row and row.endswith("worse")
     unaffected = next(line for line in text.splitlines() if line.startswith(UNAFFECTED))
     assert unaffected.endswith("no_significant_difference (not gated)")
+    exact = next(line for line in text.splitlines() if line.startswith("exact_match "))
+    assert exact.split()[1:] == ["-", "(n=0)", "-", "(n=0)", "-", "-", "-", "-", "no", "data", "(not", "gated)"]
     assert "WORSE error_free" in text
 
 

@@ -7,6 +7,7 @@ import os
 import textwrap
 from importlib import resources
 from pathlib import Path
+from typing import get_origin
 
 import pytest
 import yaml
@@ -22,6 +23,7 @@ from monitor.config import (
     parse_duration,
     parse_size,
 )
+from monitor.config.alerting import DEFAULT_MIN_PASS_RATIOS
 
 FULL = """\
 receivers:
@@ -128,6 +130,8 @@ def _keys(model: type[BaseModel], data: dict, prefix: str = "") -> set[str]:
         sub = info.annotation
         if isinstance(sub, type) and issubclass(sub, BaseModel) and isinstance(data.get(key), dict):
             found |= _keys(sub, data[key], f"{prefix}{key}.")
+        elif get_origin(sub) is dict and isinstance(data.get(key), dict):  # a mapping's own keys
+            found |= {f"{prefix}{key}.{name}" for name in data[key]}
     return found
 
 
@@ -541,7 +545,11 @@ def test_mapping_form_edits_the_default_set_without_restating_it(tmp_path: Path)
     assert by_label["tool_success_rate"].evaluator.params == by_label["tool_success_rate"].evaluator.info.config
     assert by_label["latency_strict"].evaluator.params["max_latency_ms"] == 500
     assert by_label["prohibited_content"].evaluator.params["strings"] == ["hunter2"]
-    assert set(thresholds_of(built)) == {"latency"}
+    # latency's own alert, and the default alerts of the default-set evaluators without one (not latency_strict)
+    assert set(thresholds_of(built)) == {"latency", *DEFAULT_MIN_PASS_RATIOS}
+    assert by_label["error_free"].entry.alert == AlertConfig(
+        min_pass_ratio=0.8, window=1800, for_=300, min_samples=50, severity="warning"
+    )
     where = {r.entry.label: r.loc for r in config.evaluator_entries()}
     assert where["latency"] == ("evaluators", "override", "latency") and where["latency_strict"] == (
         "evaluators",
@@ -627,7 +635,10 @@ def test_check_config_prints_the_resulting_set(tmp_path: Path, capsys: pytest.Ca
     assert "refusal" not in rows and "pii_leak" not in rows
     assert rows["latency"][:7] == ["latency", "builtin", "latency", "threshold", "0.7", "sampling", "1"]
     assert " ".join(rows["latency"][7:]) == "alert pass ratio < 0.95 over 5m for 10m (critical, min 20 samples)"
-    assert rows["error_free"][5:8] == ["sampling", "0.5", "alert"] and rows["error_free"][8] == "-"
+    assert " ".join(rows["error_free"][5:]) == (
+        "sampling 0.5 alert pass ratio < 0.8 over 30m for 5m (warning, min 50 samples)"  # the default alert
+    )
+    assert " ".join(rows["latency_strict"][7:]) == "alert -"
     assert rows["latency_strict"][1:3] == ["builtin", "latency"]
     assert len(rows) == int(out[1].split("; ")[1].split()[0])
 
