@@ -37,16 +37,18 @@ def test_a_few_aliases_are_fine(tmp_path: Path) -> None:
     assert load_config(path, env={}).receivers.http.host == "127.0.0.1"
 
 
-# check-config in a child that reports its own peak RSS (KiB) on stdout after the command's output
+# check-config in a child that reports its own peak RSS (KiB) on stdout after the command's output: VmHWM, the
+# high-water mark of the child's own address space (ru_maxrss would carry the forking test process's RSS over exec)
 CHILD = """
-import resource, sys
+import re, sys
 from monitor.cli import main
 try:
     code = main(sys.argv[1:])
 except SystemExit as exc:
     code = exc.code
 sys.stdout.flush()
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+with open("/proc/self/status") as status:
+    print(re.search(r"VmHWM:\\s+(\\d+) kB", status.read()).group(1))
 sys.exit(code)
 """
 
