@@ -17,7 +17,7 @@ from ..messages import (
 )
 from ..records import SpanRecord
 from .base import Convention, Retrieval, SpanKind, TokenUsage, ToolInvocation, usage_from
-from .parts import make_tool_call, parse_tool_definitions, responses_output
+from .parts import make_tool_call, object_schema, parse_tool_definitions, responses_output
 
 _KINDS = {
     "LLM": SpanKind.LLM,
@@ -150,7 +150,8 @@ class OpenInference(Convention):
             arguments=_tool_arguments(attrs),
             result=result,
             description=attrs.get("tool.description") if isinstance(attrs.get("tool.description"), str) else None,
-            parameters=_json_schema(attrs.get("tool.parameters")),
+            # OpenInference on ADK records the call's arguments under `tool.parameters`: not a schema
+            parameters=object_schema(attrs.get("tool.parameters")),
         )
 
     def handoff_target(self, span: SpanRecord) -> str | None:
@@ -200,14 +201,6 @@ def _is_run_envelope(span: SpanRecord) -> bool:
     if not span.scope_name.startswith(OPENAI_AGENTS_SCOPE):
         return False
     return not any(span.attributes.get(key) for key in ("agent.name", "graph.node.id"))
-
-
-def _json_schema(value: Any) -> dict[str, Any] | None:
-    """`tool.parameters` when it is an object JSON schema: OpenInference on ADK records the call's arguments there."""
-    schema = parse_json(value)
-    if isinstance(schema, dict) and schema.get("type") == "object" and isinstance(schema.get("properties"), dict):
-        return schema
-    return None
 
 
 def _is_llm(span: SpanRecord) -> bool:

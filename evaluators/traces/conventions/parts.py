@@ -150,6 +150,14 @@ def parse_system_instructions(value: Any) -> SystemMessage | None:
     return SystemMessage(content=text) if text else None
 
 
+def object_schema(value: Any) -> dict[str, Any] | None:
+    """A tool's declared parameters when the value is an object JSON schema (`{"type": "object", "properties"}`)."""
+    schema = parse_json(value)
+    if isinstance(schema, dict) and schema.get("type") == "object" and isinstance(schema.get("properties"), dict):
+        return schema
+    return None
+
+
 def parse_tool_definitions(value: Any) -> list[ToolDefinition] | None:
     """OTel `gen_ai.tool.definitions`, OpenAI `{"type":"function","function":{...}}`, or Gemini declarations."""
     value = parse_json(value)
