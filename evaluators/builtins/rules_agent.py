@@ -261,8 +261,11 @@ class ToolArgumentsValid(BaseEvaluator):
     def evaluate(self, agent: AgentTrace) -> EvalResult:
         checked, invalid = 0, 0
         problems: list[str] = []
+        # the schemas executed tools declare on their own spans, for calls whose offered tools were not recorded
+        declared = {t.name: t.parameters for t in agent.tool_steps if isinstance(t.parameters, dict)}
         for step in agent.llm_steps:
-            schemas = {t.name: t.parameters for t in _tools_for(step, agent) if isinstance(t.parameters, dict)}
+            offered = {t.name: t.parameters for t in _tools_for(step, agent) if isinstance(t.parameters, dict)}
+            schemas = {**declared, **offered}
             for call in step.tool_calls:
                 schema = schemas.get(call.name)
                 if not schema:

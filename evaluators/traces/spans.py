@@ -250,6 +250,11 @@ class ToolSpan(Span):
     def description(self) -> str | None:
         return self._invocation.description
 
+    @property
+    def parameters(self) -> dict[str, Any] | None:
+        """The tool's declared JSON schema, when the span records it."""
+        return self._invocation.parameters
+
     @cached_property
     def _arguments(self) -> tuple[Any, str | None]:
         return tool_arguments(self._invocation.arguments)

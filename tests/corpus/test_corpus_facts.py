@@ -75,6 +75,16 @@ CALL_FACTS = {
         [["transfer_to_weather_agent"], ["get_weather"], ["suggest_outfit"], []],
         [{"city": "Oslo"}, {"temperature_c": 3, "conditions": "snow showers"}],
     ),
+    "oi_openai_agents__chatcmpl_weather_handoff": (
+        [(52, 18), (118, 17), (171, 24), (236, 29)],
+        [["transfer_to_weather_agent"], ["get_weather"], ["suggest_outfit"], []],
+        [{"city": "Oslo"}, {"temperature_c": 3, "conditions": "snow showers"}],
+    ),
+    "oi_openai_agents__chatcmpl_stream_weather_handoff": (
+        [(52, 18), (118, 17), (171, 24), (236, 29)],
+        [["transfer_to_weather_agent"], ["get_weather"], ["suggest_outfit"], []],
+        [{"city": "Oslo"}, {"temperature_c": 3, "conditions": "snow showers"}],
+    ),
     "oi_langchain__tool_agent": (
         [(59, 61), (212, 39), (296, 31)],
         [["get_weather", "get_weather"], ["suggest_outfit"], []],

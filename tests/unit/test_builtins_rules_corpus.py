@@ -182,3 +182,11 @@ def test_rules_never_error_on_odd_views() -> None:
             assert record.skip_reason != "error", (record.evaluator, record.explanation)
             if record.score is not None:
                 assert 0.0 <= record.score <= 1.0
+
+
+def test_tool_arguments_valid_uses_the_schemas_tool_spans_declare(corpus_records) -> None:
+    """Where LLM spans record no offered tools, the executed tools' own schemas (Strands `gen_ai.tool.json_schema`,
+    OpenInference `tool.parameters`) are checked: every call of these runs matches its schema."""
+    for name in ("strands__tool_agent", "oi_openai_agents__chatcmpl_weather_handoff"):
+        scored = [r for r in corpus_records[name]["records"]["tool_arguments_valid"] if r.scored]
+        assert scored and all(r.passed and r.details["checked"] == 2 for r in scored), name

@@ -43,6 +43,7 @@ class ToolInvocation:
     arguments: Any = None
     result: Any = None
     description: str | None = None
+    parameters: dict[str, Any] | None = None  # the tool's declared JSON schema, when the span records it
 
 
 @dataclass

@@ -17,7 +17,7 @@ from ..messages import (
 )
 from ..records import SpanRecord
 from .base import Convention, Retrieval, SpanKind, TokenUsage, ToolInvocation, usage_from
-from .parts import make_tool_call, parse_tool_definitions
+from .parts import make_tool_call, object_schema, parse_tool_definitions, responses_output
 
 _KINDS = {
     "LLM": SpanKind.LLM,
@@ -105,6 +105,11 @@ class OpenInference(Convention):
         raw = unflatten(span.attributes, "llm.output_messages")
         reasons = as_str_list(span.attributes.get("llm.finish_reason"))
         if not raw:
+            # openai-agents' streamed Chat Completions calls record their output only in `output.value`, as a
+            # Responses-API object the instrumentor does not flatten into `llm.output_messages`
+            fallback = responses_output(span.attributes.get("output.value")) if _is_llm(span) else None
+            if fallback is not None:
+                return LLMOutput(fallback.text, fallback.tool_calls, reasons or fallback.finish_reasons)
             return LLMOutput(finish_reasons=reasons) if reasons else None
         texts: list[str] = []
         calls: list[ToolCall] = []
@@ -145,6 +150,8 @@ class OpenInference(Convention):
             arguments=_tool_arguments(attrs),
             result=result,
             description=attrs.get("tool.description") if isinstance(attrs.get("tool.description"), str) else None,
+            # OpenInference on ADK records the call's arguments under `tool.parameters`: not a schema
+            parameters=object_schema(attrs.get("tool.parameters")),
         )
 
     def handoff_target(self, span: SpanRecord) -> str | None:
@@ -194,6 +201,10 @@ def _is_run_envelope(span: SpanRecord) -> bool:
     if not span.scope_name.startswith(OPENAI_AGENTS_SCOPE):
         return False
     return not any(span.attributes.get(key) for key in ("agent.name", "graph.node.id"))
+
+
+def _is_llm(span: SpanRecord) -> bool:
+    return str(span.attributes.get("openinference.span.kind", "")).upper() == "LLM"
 
 
 def _langchain_tool_message(value: Any) -> dict | None:

@@ -150,6 +150,14 @@ def parse_system_instructions(value: Any) -> SystemMessage | None:
     return SystemMessage(content=text) if text else None
 
 
+def object_schema(value: Any) -> dict[str, Any] | None:
+    """A tool's declared parameters when the value is an object JSON schema (`{"type": "object", "properties"}`)."""
+    schema = parse_json(value)
+    if isinstance(schema, dict) and schema.get("type") == "object" and isinstance(schema.get("properties"), dict):
+        return schema
+    return None
+
+
 def parse_tool_definitions(value: Any) -> list[ToolDefinition] | None:
     """OTel `gen_ai.tool.definitions`, OpenAI `{"type":"function","function":{...}}`, or Gemini declarations."""
     value = parse_json(value)
@@ -208,6 +216,37 @@ def openai_message(item: dict) -> Message:
     if role == "tool":
         return ToolMessage(content=text, tool_call_id=item.get("tool_call_id") or item.get("id"), name=item.get("name"))
     return make_message(role, text, tool_calls=openai_tool_calls(item.get("tool_calls")))
+
+
+# --- OpenAI Responses API objects -------------------------------------------------------------
+
+# How OpenInference maps a Responses `status` / `incomplete_details.reason` to a finish reason.
+_RESPONSE_STATUS_REASONS = {"completed": "stop", "max_output_tokens": "length"}
+
+
+def responses_output(value: Any) -> LLMOutput | None:
+    """The output of a serialized Responses-API `response` object (`{"object": "response", "output": [...]}`,
+    alone or as the only item of a list): message text, function calls, and the finish reason its status implies."""
+    value = parse_json(value)
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if not isinstance(value, dict) or value.get("object") != "response" or not isinstance(value.get("output"), list):
+        return None
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for item in value["output"]:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "function_call":
+            calls.append(make_tool_call(item.get("name"), item.get("arguments"), item.get("call_id") or item.get("id")))
+        elif item.get("type") == "message" and isinstance(item.get("content"), list):
+            parts = [p for p in item["content"] if isinstance(p, dict) and p.get("type") in ("output_text", "refusal")]
+            texts.extend(t for t in (content_text(p) for p in parts) if t)
+    details = value.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, dict) else None
+    reason = reason or value.get("status")
+    reasons = [_RESPONSE_STATUS_REASONS.get(reason, reason)] if isinstance(reason, str) and reason else []
+    return LLMOutput(text="\n".join(texts) or None, tool_calls=calls, finish_reasons=reasons)
 
 
 # --- Gemini / ADK contents --------------------------------------------------------------------

@@ -25,7 +25,7 @@ from ..messages import (
 from ..records import SpanEvent, SpanRecord
 from .base import Convention, SpanKind, ToolInvocation
 from .otel_genai import DETAILS_EVENT, span_events
-from .parts import make_tool_call, parse_parts_messages, parse_parts_output
+from .parts import make_tool_call, object_schema, parse_parts_messages, parse_parts_output
 
 FRAMEWORK = "strands-agents"
 SCOPE = "strands.telemetry.tracer"
@@ -109,6 +109,7 @@ class Strands(Convention):
             call_id=own_id if isinstance(own_id, str) and own_id else call_id,
             arguments=arguments,
             result=result,
+            parameters=object_schema(attrs.get("gen_ai.tool.json_schema")),
         )
 
     def io(self, span: SpanRecord) -> tuple[Any, Any] | None:
