@@ -56,7 +56,10 @@ def test_per_agent_pass_ratio_from_the_documentedquery(daemon_factory, prometheu
     synthetic = ["grpc", f"127.0.0.1:{daemon.grpc_port}", "synthetic", "--traces", "2", "--fail-every", "2"]
     send(*synthetic)  # one failing tool per two traces: no_tool_errors passes half, agent_efficiency all
     # rate() counts growth after a series' first scrape only: let Prometheus see every series, then grow them.
-    poll(prom_port, "count(agent_eval_results_total > 0)", lambda r: r and r[0]["value"][1] == "3")
+    # (the pass and fail series of no_tool_errors and agent_efficiency's pass: matches_expected only skips)
+    scored = 'count(agent_eval_results_total{outcome=~"pass|fail"} > 0)'
+    seen = poll(prom_port, scored, lambda r: bool(r) and r[0]["value"][1] == "3")
+    assert seen and seen[0]["value"][1] == "3", seen
     send(*synthetic)
 
     def has_values(result: list[dict]) -> bool:
