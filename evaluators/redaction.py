@@ -1,8 +1,8 @@
-"""PII and secret detectors for `pii_leak`: regexes plus checks (Luhn for cards), and masked samples.
+"""PII and secret detectors (`pii_leak`) and the masking of what they find: regexes plus checks (Luhn for cards).
 
 A finding never carries the matched value, only a masked sample such as `j***@example.com` or `sk-****abcd`.
 `redact_text` replaces each finding by a marker with that sample: what a judge prompt (judges.engine) and the
-result store (monitor.results) hold instead of the secret.
+result store (monitor.store) hold instead of the secret.
 """
 
 from __future__ import annotations
