@@ -2,7 +2,8 @@
 
 A finding never carries the matched value, only a masked sample such as `j***@example.com` or `sk-****abcd`.
 `redact_text` replaces each finding by a marker with that sample: what a judge prompt (judges.engine) and the
-result store (monitor.store) hold instead of the secret.
+result store (monitor.store) hold instead of the secret. It imports nothing else of the SDK, so the judges, the
+builtin `pii_leak` (`evaluators.builtins.pii` re-exports these names) and the store use it without loading each other.
 """
 
 from __future__ import annotations
