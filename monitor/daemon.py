@@ -24,10 +24,8 @@ from monitor.config import MonitorConfig
 from monitor.config.models import usable_cpus
 from monitor.engine.admission import Admission
 from monitor.engine.assembler import CompletedTrace, TraceAssembler
-from monitor.engine.comparison_info import comparison_infos
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.dispatcher import DueTraceDispatcher
-from monitor.engine.evaluator_info import evaluator_infos
 from monitor.engine.evaluator_setup import thresholds_of
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.ingest import Ingestor
@@ -44,17 +42,19 @@ from monitor.preflight import Prepared, preflight
 from monitor.receivers.grpc_receiver import GrpcReceiver
 from monitor.receivers.http_receiver import HttpReceiver
 from monitor.receivers.inflight import InflightBytes
-from monitor.results.health import StoreHealth
-from monitor.results.review_models import PairwiseCounts
-from monitor.results.review_reader import StoreReviewReader
-from monitor.results.review_service import STORE_DISABLED
-from monitor.results.schema import StoreSchemaError
-from monitor.results.stores import open_result_store
-from monitor.results.writer import QueuedResultStore
+from monitor.review.models import PairwiseCounts
+from monitor.review.service import STORE_DISABLED
+from monitor.review.sqlite_reader import StoreReviewReader
 from monitor.sources.pollers import build_pollers
 from monitor.sources.scheduler import PollScheduler
+from monitor.store.from_config import open_result_store
+from monitor.store.health import StoreHealth
+from monitor.store.schema import StoreSchemaError
+from monitor.store.writer import QueuedResultStore
 from monitor.web.access import Access
 from monitor.web.app import build_api_app
+from monitor.web.comparison_info import comparison_infos
+from monitor.web.evaluator_info import evaluator_infos
 from monitor.web.server import WebServer
 
 log = logging.getLogger(__name__)

@@ -24,9 +24,9 @@ from evaluators.judges import PairwiseJudge
 from monitor.config import ConfigError, Loc, Locator, MonitorConfig, TlsConfig
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.evaluator_setup import build_evaluators, build_pairwise_judges
-from monitor.results.schema import StoreSchemaError, check_version
 from monitor.sources.base import SpanFeed, TraceSource
 from monitor.sources.factory import make_source
+from monitor.store.schema import StoreSchemaError, check_version
 from monitor.tls import ServerTls, TlsLoadError, load_server_tls
 
 __all__ = ["ConfigError", "Prepared", "check_store_path", "check_tls", "preflight", "store_warnings"]

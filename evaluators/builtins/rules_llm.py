@@ -9,8 +9,8 @@ from typing import Any
 from evaluators.sdk import BaseEvaluator, EvalResult, Param, SkipReason, register
 from evaluators.traces.model import LLMSpan
 
+from ..redaction import PII_KINDS, find_pii
 from ._common import compile_patterns, listing, response_state, shorten, text_of
-from .pii import PII_KINDS, find_pii
 
 TRUNCATED_REASONS = ("length", "max_tokens", "max_output_tokens", "token_limit")
 BLOCKED_REASONS = (

@@ -21,7 +21,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from ..builtins.pii import redact_text
+from ..redaction import redact_text
 from ..sdk.result import EvalResult, SkipReason
 from .base import JudgeRequest, LLMJudge
 from .control import RateLimiter, ReplyCache, TokenBudget

@@ -25,7 +25,7 @@ from monitor.commands.evaluate_cmd import render_table
 from monitor.commands.offline import InputError, evaluate_offline, selection_and_judges
 from monitor.commands.offline_judges import stderr_progress
 from monitor.config import DEFAULT_SOURCE, ConfigError, load_located
-from monitor.results.review_query import BadRequest, parse_time
+from monitor.review.api_params import BadRequest, parse_time
 from monitor.sources.base import PolledTrace, SourceError, TraceSource
 from monitor.sources.checkpoints import MemoryCheckpoints
 from monitor.sources.factory import make_source

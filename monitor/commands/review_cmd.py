@@ -19,7 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from monitor.commands.review_render import breakdown_table, evaluators_table, results_table, trace_view
 from monitor.commands.review_source import HttpSource, ReviewSource, SourceError, StoreSource
-from monitor.results.review_models import Breakdown, EvaluatorInfo, ResultsPage, TraceDetail
+from monitor.review.models import Breakdown, EvaluatorInfo, ResultsPage, TraceDetail
 
 TOKEN_ENV = "AGENT_MONITOR_API_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:9464"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from monitor.results.review_models import Breakdown, EvaluatorInfo, ResultItem, ResultsPage, Step, TraceDetail
+from monitor.review.models import Breakdown, EvaluatorInfo, ResultItem, ResultsPage, Step, TraceDetail
 from monitor.text import clip, clip_at_boundary, shown
 
 EXPLANATION_WIDTH = 80  # of the results table; cut at a boundary (`clip_at_boundary`)

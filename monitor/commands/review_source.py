@@ -17,9 +17,9 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from monitor.results import readers
-from monitor.results.review_query import ReviewError
-from monitor.results.review_service import ReviewService
+from monitor.review import open_reader
+from monitor.review.api_params import ReviewError
+from monitor.review.service import ReviewService
 from monitor.text import clip
 
 Params = Sequence[tuple[str, str]]
@@ -98,11 +98,11 @@ class StoreSource:
     (no evaluator figures: those live in the daemon's process)."""
 
     def __init__(self, path: str) -> None:
-        if not readers.is_url(path) and not Path(path).is_file():
+        if not open_reader.is_url(path) and not Path(path).is_file():
             raise SourceError(f"no such store file: {path}")
         try:
-            self.review = ReviewService(readers.open_store_reader(path), unavailable="no reader")
-        except readers.StoreUnreadable as exc:
+            self.review = ReviewService(open_reader.open_store_reader(path), unavailable="no reader")
+        except open_reader.StoreUnreadable as exc:
             raise SourceError(str(exc)) from None
         except (OSError, sqlite3.Error) as exc:
             raise SourceError(f"{path}: {exc}") from None

@@ -278,7 +278,7 @@ class StoreConfig(Section):
     then unused; the password from the URL or $PGPASSWORD). `retention` and `max_size` bound it (the oldest go
     first); `max_steps` bounds the step tree kept per trace; `pool_size`: PostgreSQL connections per process;
     `connect_timeout`, `statement_timeout`, `lock_timeout`: PostgreSQL's bounds on a connection attempt, a
-    statement and a wait for a lock (a server that hangs is given up on too: results/postgres/connection.py)."""
+    statement and a wait for a lock (a server that hangs is given up on too: store/postgres/connection.py)."""
 
     enabled: bool = True
     path: str = "data/results.db"

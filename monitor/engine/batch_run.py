@@ -18,8 +18,8 @@ from monitor.engine.pairing import PairOffer
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
-from monitor.results.health import StoreReport
-from monitor.results.rows import TraceFailure, TraceOutcome
+from monitor.store.health import StoreReport
+from monitor.store.rows import TraceFailure, TraceOutcome
 
 StoreWrite = Callable[[Sequence[TraceOutcome]], None]
 log = logging.getLogger(__name__)

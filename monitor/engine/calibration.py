@@ -16,7 +16,7 @@ from evaluators.traces.records import SpanRecord
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.batch_run import BatchRun
 from monitor.engine.trace_evaluation import TraceEvaluator
-from monitor.results.store import ResultStore
+from monitor.store.sqlite import ResultStore
 
 ROUNDS = 8
 REPEATS = 3

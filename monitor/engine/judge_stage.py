@@ -25,7 +25,7 @@ from evaluators.judges import LLMJudge
 from evaluators.sdk import EvalResult, SkipReason
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
-from monitor.results.rows import JudgeJob, LateResults, ResultRow, bounded
+from monitor.store.rows import JudgeJob, LateResults, ResultRow, bounded
 
 log = logging.getLogger(__name__)
 

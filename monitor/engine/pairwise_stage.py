@@ -31,7 +31,7 @@ from monitor.engine.judge_stage import drain_tasks, late_results
 from monitor.engine.pairing import Pair, PairingBook, PairOffer
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
-from monitor.results.rows import LateResults, ResultRow, bounded
+from monitor.store.rows import LateResults, ResultRow, bounded
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics import MetricsExporter
 from monitor.metrics.tally import MetricsTally
-from monitor.results.health import StoreHealth
+from monitor.store.health import StoreHealth
 
 log = logging.getLogger(__name__)
 

@@ -26,8 +26,8 @@ from monitor.config.variants import VariantsConfig
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.configured import ConfiguredEvaluator, sampled_in
 from monitor.engine.variants import pair_keys, variant_of
-from monitor.results.rows import JudgeJob, ResultRow, TraceFailure, TraceOutcome, bounded
-from monitor.results.trace_detail import MAX_STEPS, trace_detail
+from monitor.store.rows import JudgeJob, ResultRow, TraceFailure, TraceOutcome, bounded
+from monitor.store.trace_detail import MAX_STEPS, trace_detail
 
 log = logging.getLogger(__name__)
 

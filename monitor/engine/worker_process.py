@@ -23,9 +23,9 @@ from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.engine.trace_wire import WireTrace, traces_from_wire
 from monitor.logutil import configure_logging
-from monitor.results.health import StoreHealth, StoreReport
-from monitor.results.schema import StoreSchemaError
-from monitor.results.stores import open_result_store
+from monitor.store.from_config import open_result_store
+from monitor.store.health import StoreHealth, StoreReport
+from monitor.store.schema import StoreSchemaError
 
 PARENT_POLL_SECONDS = 1.0
 # How long a batch waits for its rows to be written before its tally goes back (so they are there when it is

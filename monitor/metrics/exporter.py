@@ -48,7 +48,7 @@ def trace_exemplar(trace_id: str | None) -> dict[str, str] | None:
 
 
 class ResultView(NamedTuple):
-    """The fields of a result row the metrics read (monitor.results.rows.ResultRow has them all)."""
+    """The fields of a result row the metrics read (monitor.store.rows.ResultRow has them all)."""
 
     agent: str | None
     evaluator: str

@@ -82,7 +82,7 @@ class MetricsTally:
         self.failures: list[tuple[str, str]] = []  # (trace id, error) of traces not evaluated
         self.judge_jobs: list[Any] = []  # judgements to make (engine.judge_stage), passed through as they are
         self.pair_offers: list[Any] = []  # traces the pairwise judge may pair (engine.pairing), passed through
-        # The worker's result store after the batch (results.health.StoreReport: errors and lost results since its
+        # The worker's result store after the batch (store.health.StoreReport: errors and lost results since its
         # last report, failing operations); None when the batch was not stored there.
         self.store: Any = None
 

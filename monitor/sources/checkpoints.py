@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from monitor.results.writer import QueuedResultStore
+    from monitor.store.writer import QueuedResultStore
 
 
 ID_CHUNK = 500  # ids per IN (...) query

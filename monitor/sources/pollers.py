@@ -18,7 +18,7 @@ from monitor.sources.runner import Poller
 from monitor.sources.writeback import PhoenixWriteBack
 
 if TYPE_CHECKING:
-    from monitor.results.writer import QueuedResultStore
+    from monitor.store.writer import QueuedResultStore
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from monitor.consumer import PolledTrace
 from monitor.sources.phoenix_writeback import Annotation, PhoenixAnnotations
 
 if TYPE_CHECKING:
-    from monitor.results.review_reader import StoreReviewReader
-    from monitor.results.writer import QueuedResultStore
+    from monitor.review.sqlite_reader import StoreReviewReader
+    from monitor.store.writer import QueuedResultStore
 
 
 class PhoenixWriteBack:

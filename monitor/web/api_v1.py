@@ -3,7 +3,7 @@
 Handlers read what they are given: a ReviewReader (None: the store is disabled) and a callable listing the
 configured evaluators. Reader calls run on a worker thread, so SQLite never blocks the event loop that also
 serves /metrics and the receivers (the reader must allow that: one connection under a lock, as ResultStore).
-Every answer is JSON; an error is `{"error": "..."}` with 400, 404 or 503 (see monitor/results/review_query.py),
+Every answer is JSON; an error is `{"error": "..."}` with 400, 404 or 503 (see monitor/review/api_params.py),
 and an unexpected exception is logged and answered 500 without its traceback.
 """
 
@@ -18,9 +18,9 @@ from collections.abc import Callable
 from aiohttp import web
 from pydantic import BaseModel, TypeAdapter
 
-from monitor.results.review_models import EvaluatorInfo, ReviewReader, VariantComparison
-from monitor.results.review_query import ReviewError, Unavailable
-from monitor.results.review_service import STORE_DISABLED, ReviewService
+from monitor.review.api_params import ReviewError, Unavailable
+from monitor.review.models import EvaluatorInfo, ReviewReader, VariantComparison
+from monitor.review.service import STORE_DISABLED, ReviewService
 from monitor.web.openapi import OPENAPI_PATH, PREFIX, openapi_document
 
 log = logging.getLogger(__name__)

@@ -6,9 +6,9 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from monitor.config.review import ReviewConfig
-from monitor.results.review_models import ReviewReader
-from monitor.results.review_service import STORE_DISABLED
-from monitor.results.writer import QueuedResultStore
+from monitor.review.models import ReviewReader
+from monitor.review.service import STORE_DISABLED
+from monitor.store.writer import QueuedResultStore
 from monitor.web.access import Access, access_control
 from monitor.web.api_v1 import ComparisonsInfo, EvaluatorsInfo, api_error_response, api_v1_routes
 from monitor.web.health import Readiness, Render, health_routes

@@ -1,5 +1,5 @@
 """The OpenAPI 3.1 document of `/api/v1`, generated from the review models and the query parameter specs the
-handlers parse with (monitor/results/review_query.py), so it describes exactly what is served.
+handlers parse with (monitor/review/api_params.py), so it describes exactly what is served.
 
 The document itself is open (it holds no trace content); every other path needs the bearer token or the
 review page's session cookie when a token is configured.
@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from monitor import __version__
 from monitor.auth import SESSION_COOKIE
-from monitor.results.review_models import Breakdown, EvaluatorInfo, ResultsPage, TraceDetail, VariantComparison
-from monitor.results.review_query import BREAKDOWN_PARAMS, RESULTS_PARAMS, TRACE_ID_PATTERN, QueryParam
+from monitor.review.api_params import BREAKDOWN_PARAMS, RESULTS_PARAMS, TRACE_ID_PATTERN, QueryParam
+from monitor.review.models import Breakdown, EvaluatorInfo, ResultsPage, TraceDetail, VariantComparison
 
 PREFIX = "/api/v1"
 OPENAPI_PATH = f"{PREFIX}/openapi.json"

@@ -10,9 +10,9 @@ import json
 
 from aiohttp import web
 
-from monitor.results.health import StoreUnavailable
-from monitor.results.review_query import BadRequest, bounded, parse_int
-from monitor.results.writer import QueuedResultStore
+from monitor.review.api_params import BadRequest, bounded, parse_int
+from monitor.store.health import StoreUnavailable
+from monitor.store.writer import QueuedResultStore
 
 MAX_LIMIT = 500
 DEPRECATED = {"Deprecation": "true", "Link": '</api/v1/results?outcome=fail>; rel="successor-version"'}

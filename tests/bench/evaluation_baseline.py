@@ -18,7 +18,7 @@ from monitor.engine.assembler import CompletedTrace
 from monitor.engine.batch_run import BatchRun
 from monitor.engine.evaluator_setup import build_evaluators
 from monitor.engine.trace_evaluation import TraceEvaluator
-from monitor.results.store import ResultStore
+from monitor.store.sqlite import ResultStore
 from tests.bench.synthetic import bench_trace_spans, export_request
 
 TRACES = 400

@@ -22,7 +22,7 @@ from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
 from monitor.receivers.grpc_receiver import GrpcReceiver
 from monitor.receivers.http_receiver import HttpReceiver
-from monitor.results.store import ResultStore
+from monitor.store.sqlite import ResultStore
 from monitor.web.server import WebServer
 
 

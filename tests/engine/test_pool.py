@@ -18,7 +18,7 @@ from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
 from monitor.preflight import preflight
-from monitor.results.store import ResultStore
+from monitor.store.sqlite import ResultStore
 from tests.engine.helpers import corpus_traces, synthetic_traces
 
 TIMING = ("agent_monitor_evaluation_seconds", "agent_monitor_trace_delay_seconds")

@@ -16,8 +16,8 @@ from monitor.daemon import Daemon
 from monitor.engine.pool import EvaluationPool, process_slots
 from monitor.engine.recorder import ResultRecorder
 from monitor.metrics import MetricsExporter
-from monitor.results.health import StoreHealth
-from monitor.results.review_models import ResultFilter
+from monitor.review.models import ResultFilter
+from monitor.store.health import StoreHealth
 from tests.engine.helpers import synthetic_traces
 
 

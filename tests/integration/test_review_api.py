@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from monitor.results.review_service import STORE_DISABLED
+from monitor.review.service import STORE_DISABLED
 from tests.integration.conftest import project_env
 from tests.integration.otlp_raw import post
 from tests.integration.test_api_auth import ERROR_FREE, TOKEN, failing_tool_trace

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from evaluators.traces import read_paths
-from monitor.results.schema import SCHEMA_VERSION
+from monitor.store.schema import SCHEMA_VERSION
 from tests.integration.conftest import CORPUS, project_env, send
 from tests.integration.daemon_process import DaemonProcess, free_port
 

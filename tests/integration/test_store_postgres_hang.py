@@ -18,8 +18,8 @@ import pytest
 
 from monitor.config import MonitorConfig
 from monitor.daemon import Daemon
-from monitor.results.health import StoreUnavailable
-from monitor.results.review_models import ResultFilter
+from monitor.review.models import ResultFilter
+from monitor.store.health import StoreUnavailable
 from tests.engine.helpers import synthetic_traces
 from tests.pgserver import PostgresServer, running_server
 

@@ -12,16 +12,16 @@ from typing import Any
 import psycopg
 import pytest
 
-from monitor.results import schema
-from monitor.results import store as sqlite_store
-from monitor.results.packing import Written, pack
-from monitor.results.postgres import schema as pg_schema
-from monitor.results.postgres import store as pg_store
-from monitor.results.postgres.store import PostgresResultStore
-from monitor.results.readers import open_store_reader
-from monitor.results.review_models import ReviewReader
-from monitor.results.store import ResultStore
-from monitor.results.writer import QueuedResultStore
+from monitor.review.models import ReviewReader
+from monitor.review.open_reader import open_store_reader
+from monitor.store import schema
+from monitor.store import sqlite as sqlite_store
+from monitor.store.packing import Written, pack
+from monitor.store.postgres import schema as pg_schema
+from monitor.store.postgres import store as pg_store
+from monitor.store.postgres.store import PostgresResultStore
+from monitor.store.sqlite import ResultStore
+from monitor.store.writer import QueuedResultStore
 
 
 class Backend:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from evaluators.traces import Trace
-from monitor.results.rows import ResultRow, TraceDetailRow, TraceOutcome
+from monitor.store.rows import ResultRow, TraceDetailRow, TraceOutcome
 from tests.unit.spanfactory import make_span, trace_of
 
 OPENAI_KEY = "sk-proj-" + "Q7x" * 10  # what the pii_leak detectors take for an OpenAI key

@@ -21,11 +21,11 @@ from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
 from monitor.metrics.tally import MetricsTally
-from monitor.results import store as store_module
-from monitor.results.health import StoreHealth, StoreUnavailable
-from monitor.results.review_models import ResultFilter
-from monitor.results.review_reader import SQLiteReviewReader
-from monitor.results.store import ResultStore
+from monitor.review.models import ResultFilter
+from monitor.review.sqlite_reader import SQLiteReviewReader
+from monitor.store import sqlite as store_module
+from monitor.store.health import StoreHealth, StoreUnavailable
+from monitor.store.sqlite import ResultStore
 from tests.engine.helpers import synthetic_traces
 from tests.results.helpers import outcome, row
 
@@ -51,9 +51,7 @@ def set_pragma(store: ResultStore, pragma: str) -> None:
 
 
 def store_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [
-        r.getMessage() for r in caplog.records if r.name == "monitor.results.store" and r.levelno >= logging.WARNING
-    ]
+    return [r.getMessage() for r in caplog.records if r.name == "monitor.store.sqlite" and r.levelno >= logging.WARNING]
 
 
 def test_a_read_only_store_counts_each_failed_batch_and_logs_once_each_way(

@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from monitor.results import health as health_module
-from monitor.results.health import StoreHealth
+from monitor.store import health as health_module
+from monitor.store.health import StoreHealth
 from tests.results.test_degrade import store_lines
 
 

@@ -11,17 +11,17 @@ import threading
 import psycopg
 import pytest
 
-from monitor.results.health import StoreUnavailable
-from monitor.results.postgres import connection as pg_connection
-from monitor.results.postgres import retention as pg_retention
-from monitor.results.postgres import store as pg_store
-from monitor.results.postgres.connection import Connection, redacted
-from monitor.results.postgres.reader import PostgresReviewReader
-from monitor.results.postgres.schema import MIGRATIONS, SCHEMA_TABLE
-from monitor.results.postgres.store import PostgresResultStore
-from monitor.results.readers import StoreUnreadable, open_store_reader
-from monitor.results.review_models import ResultFilter
-from monitor.results.schema import SCHEMA_VERSION, StoreSchemaError
+from monitor.review.models import ResultFilter
+from monitor.review.open_reader import StoreUnreadable, open_store_reader
+from monitor.review.postgres_reader import PostgresReviewReader
+from monitor.store.health import StoreUnavailable
+from monitor.store.postgres import connection as pg_connection
+from monitor.store.postgres import retention as pg_retention
+from monitor.store.postgres import store as pg_store
+from monitor.store.postgres.connection import Connection, redacted
+from monitor.store.postgres.schema import MIGRATIONS, SCHEMA_TABLE
+from monitor.store.postgres.store import PostgresResultStore
+from monitor.store.schema import SCHEMA_VERSION, StoreSchemaError
 from tests.pgserver import PostgresServer
 from tests.results.helpers import outcome, row
 from tests.results.test_degrade import Recorded

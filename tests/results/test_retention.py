@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from monitor.results import retention
-from monitor.results import writer as writer_module
-from monitor.results.store import ResultStore
+from monitor.store import retention
+from monitor.store import writer as writer_module
+from monitor.store.sqlite import ResultStore
 from tests.results.helpers import outcome, row
 from tests.results.test_schema import unversioned_store
 

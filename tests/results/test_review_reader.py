@@ -12,8 +12,7 @@ from evaluators.sdk import builtin
 from monitor.config.variants import VariantsConfig
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.trace_evaluation import TraceEvaluator
-from monitor.results.health import StoreUnavailable
-from monitor.results.review_models import (
+from monitor.review.models import (
     BreakdownGroup,
     ErrorSpan,
     ModelUsage,
@@ -24,9 +23,10 @@ from monitor.results.review_models import (
     TraceDetail,
     TraceSummary,
 )
-from monitor.results.review_reader import SQLiteReviewReader
-from monitor.results.rows import STEP_FIELDS
-from monitor.results.store import ResultStore
+from monitor.review.sqlite_reader import SQLiteReviewReader
+from monitor.store.health import StoreUnavailable
+from monitor.store.rows import STEP_FIELDS
+from monitor.store.sqlite import ResultStore
 from tests.results.backends import Backend
 from tests.results.helpers import CARD, GOOGLE_KEY, OPENAI_KEY, agent_trace, detail, outcome, row
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from monitor.results import schema
-from monitor.results import store as store_module
-from monitor.results.review_models import ResultFilter
-from monitor.results.review_reader import SQLiteReviewReader
-from monitor.results.schema import SCHEMA_VERSION, StoreSchemaError
-from monitor.results.store import ResultStore
+from monitor.review.models import ResultFilter
+from monitor.review.sqlite_reader import SQLiteReviewReader
+from monitor.store import schema
+from monitor.store import sqlite as store_module
+from monitor.store.schema import SCHEMA_VERSION, StoreSchemaError
+from monitor.store.sqlite import ResultStore
 from tests.results.backends import Backend, sqlite_backend
 from tests.results.helpers import detail, outcome, row
 

@@ -9,8 +9,8 @@ import threading
 import time
 from pathlib import Path
 
-from monitor.results.rows import LateResults, ResultRow, TraceOutcome
-from monitor.results.store import ResultStore
+from monitor.store.rows import LateResults, ResultRow, TraceOutcome
+from monitor.store.sqlite import ResultStore
 from tests.results.backends import Backend
 
 

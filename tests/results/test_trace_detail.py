@@ -9,8 +9,8 @@ from evaluators.sdk import builtin
 from monitor.commands.inspect_cmd import render_tree
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.trace_evaluation import TraceEvaluator
-from monitor.results.rows import MASK_MARGIN
-from monitor.results.trace_detail import STEP_TEXT, trace_detail
+from monitor.store.rows import MASK_MARGIN
+from monitor.store.trace_detail import STEP_TEXT, trace_detail
 from tests.conftest import CORPUS
 from tests.results.helpers import agent_trace
 from tests.unit.spanfactory import make_span, trace_of

@@ -10,9 +10,9 @@ from typing import Any
 from evaluators.sdk import builtin
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.trace_evaluation import TraceEvaluator
-from monitor.results.rows import LateResults
-from monitor.results.storable import storable, storable_json
-from monitor.results.store import ResultStore
+from monitor.store.rows import LateResults
+from monitor.store.sqlite import ResultStore
+from monitor.store.storable import storable, storable_json
 from tests.results.backends import Backend
 from tests.results.helpers import agent_trace, outcome, row
 from tests.results.test_degrade import Recorded

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from monitor.results import writer as writer_module
-from monitor.results.store import ResultStore
+from monitor.store import writer as writer_module
+from monitor.store.sqlite import ResultStore
 from tests.results.helpers import outcome, row
 from tests.results.test_degrade import Recorded
 

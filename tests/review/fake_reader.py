@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from monitor.results.review_models import (
+from monitor.review.models import (
     Breakdown,
     BreakdownBy,
     BreakdownGroup,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.results.store import ResultStore
+from monitor.store.sqlite import ResultStore
 from tests.review.server import get
 from tests.review.test_api_v1 import api
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from monitor.auth import SESSION_COOKIE, session_value
-from monitor.results.review_models import EvaluatorInfo, EvaluatorWindow, ResultFilter, ReviewReader
-from monitor.results.rows import ResultRow, TraceOutcome
-from monitor.results.store import ResultStore
+from monitor.review.models import EvaluatorInfo, EvaluatorWindow, ResultFilter, ReviewReader
+from monitor.store.rows import ResultRow, TraceOutcome
+from monitor.store.sqlite import ResultStore
 from monitor.web.app import build_api_app
 from tests.review.fake_reader import FakeReader, item, trace_detail
 from tests.review.server import get, serve

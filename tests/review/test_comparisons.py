@@ -10,10 +10,10 @@ from urllib.parse import parse_qs, urlsplit
 from jsonschema import Draft202012Validator
 
 from monitor.config.variants import VariantsConfig
-from monitor.engine.comparison_info import comparison_infos
 from monitor.metrics import MetricsExporter
-from monitor.results.review_models import PairwiseCounts
+from monitor.review.models import PairwiseCounts
 from monitor.web.app import build_api_app
+from monitor.web.comparison_info import comparison_infos
 from monitor.web.openapi import PREFIX, openapi_document
 from tests.review.fake_reader import FakeReader
 from tests.review.server import get, serve

@@ -5,9 +5,9 @@ from __future__ import annotations
 from evaluators.sdk import builtin
 from monitor.config.evaluators import AlertConfig, EvaluatorEntry, SloConfig
 from monitor.engine.configured import ConfiguredEvaluator
-from monitor.engine.evaluator_info import evaluator_infos
 from monitor.engine.evaluator_setup import thresholds_of
 from monitor.metrics import MetricsExporter
+from monitor.web.evaluator_info import evaluator_infos
 
 
 def observe(metrics: MetricsExporter, evaluator: str, service: str, passed: bool) -> None:

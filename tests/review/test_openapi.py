@@ -8,7 +8,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 
-from monitor.results.review_query import BREAKDOWN_PARAMS, RESULTS_PARAMS
+from monitor.review.api_params import BREAKDOWN_PARAMS, RESULTS_PARAMS
 from monitor.web.app import build_api_app
 from monitor.web.health import OPEN_PATHS
 from monitor.web.openapi import OPENAPI_PATH, PREFIX

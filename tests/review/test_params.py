@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from monitor.results.rows import ResultRow, TraceOutcome
-from monitor.results.store import ResultStore
+from monitor.store.rows import ResultRow, TraceOutcome
+from monitor.store.sqlite import ResultStore
 from monitor.web.app import build_api_app
 from tests.review.server import get, serve
 
 TRACE = "cd" * 16
-MAX_PARAM_CHARS = 256  # monitor.results.review_query.MAX_PARAM_CHARS
+MAX_PARAM_CHARS = 256  # monitor.review.api_params.MAX_PARAM_CHARS
 
 
 def _cursor(key: list[object]) -> str:
@@ -100,7 +100,7 @@ def test_api_failing_bounds_its_parameters(base: str) -> None:
 
 _LINEAR = """
 from monitor.config.units import parse_duration
-from monitor.results.review_query import BadRequest, parse_time
+from monitor.review.api_params import BadRequest, parse_time
 for text in ("1" * 200_000 + "x", "1h" * 100_000 + "1", "1.5" * 60_000 + "m"):
     for parse in (parse_duration, lambda t: parse_time("since", t[:256], 0.0)):
         try:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from monitor.cli import main
-from monitor.results import readers
-from monitor.results.review_models import ResultFilter
-from monitor.results.store import ResultStore
+from monitor.review import open_reader
+from monitor.review.models import ResultFilter
+from monitor.store.sqlite import ResultStore
 from monitor.web.app import build_api_app
 from tests.results.helpers import outcome, row
 from tests.review.fake_reader import FakeReader, item, trace_detail
@@ -264,11 +264,11 @@ def test_store_source_answers_as_the_api_through_the_same_service(
     """With the factory giving a reader, `--store` prints exactly what `--url` prints for the same data."""
     opened: list[str] = []
 
-    def open_reader(path: str) -> FakeReader:
+    def open_fake(path: str) -> FakeReader:
         opened.append(path)
         return make_reader()
 
-    monkeypatch.setattr(readers, "open_store_reader", open_reader)
+    monkeypatch.setattr(open_reader, "open_store_reader", open_fake)
     (tmp_path / "r.db").write_bytes(b"")
     store = ("--store", str(tmp_path / "r.db"))
     url = ("--url", base, "--token", TOKEN)

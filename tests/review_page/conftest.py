@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from monitor.results.review_models import ReviewReader
+from monitor.review.models import ReviewReader
 from tests.review.fake_reader import FakeReader
 from tests.review_page.sample import Facts, evaluator_infos, older_latency_failures, sample_facts, sample_traces
 from tests.review_page.serve import JAEGER, review_app, serve

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from monitor.results.review_models import (
+from monitor.review.models import (
     ErrorSpan,
     EvaluatorInfo,
     EvaluatorWindow,

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from monitor.config.review import ReviewConfig
-from monitor.results.review_models import ReviewReader
+from monitor.review.models import ReviewReader
 from monitor.web.app import build_api_app
 from monitor.web.pages import EvaluatorsInfo
 from monitor.web.server import WebServer

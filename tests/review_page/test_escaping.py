@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from monitor.config.review import ReviewConfig
-from monitor.results.review_models import (
+from monitor.review.models import (
     Breakdown,
     BreakdownGroup,
     ErrorSpan,

@@ -9,9 +9,9 @@ import re
 from html import unescape
 from pathlib import Path
 
-from monitor.results.review_models import EvaluatorInfo, EvaluatorWindow, Step
-from monitor.results.store import ResultStore
-from monitor.results.trace_detail import trace_detail as build_detail
+from monitor.review.models import EvaluatorInfo, EvaluatorWindow, Step
+from monitor.store.sqlite import ResultStore
+from monitor.store.trace_detail import trace_detail as build_detail
 from tests.results.helpers import outcome, row
 from tests.review.fake_reader import FakeReader, item, trace_detail
 from tests.review_page.serve import fetch, review_app, serve

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from monitor.web.review_query import QueryError, limit_param, parse_time, result_filter
+from monitor.web.page_params import QueryError, limit_param, parse_time, result_filter
 
 NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from monitor.results.review_models import ResultFilter
+from monitor.review.models import ResultFilter
 from monitor.web.pages.trace import partner
 from tests.review.fake_reader import FakeReader, item, trace_detail
 from tests.review_page.sample import evaluator_infos

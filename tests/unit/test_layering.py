@@ -12,14 +12,15 @@ PACKAGE = ROOT / "monitor"
 
 # stage -> stages it must never import (at run time; `if TYPE_CHECKING:` imports are types only)
 FORBIDDEN = {
-    "receivers": {"engine", "results", "daemon", "sources"},
-    "sources": {"engine", "results", "daemon", "receivers"},
+    "receivers": {"engine", "store", "review", "daemon", "sources"},
+    "sources": {"engine", "store", "review", "daemon", "receivers"},
     "engine": {"receivers", "sources", "web", "daemon", "commands"},
-    "metrics": {"engine", "receivers", "sources", "web", "daemon", "results"},
-    "alerting": {"engine", "receivers", "sources", "web", "daemon", "results"},
-    "results": {"engine", "receivers", "sources", "web", "daemon", "metrics"},
+    "metrics": {"engine", "receivers", "sources", "web", "daemon", "store", "review"},
+    "alerting": {"engine", "receivers", "sources", "web", "daemon", "store", "review"},
+    "store": {"engine", "receivers", "sources", "web", "daemon", "metrics"},  # the result store: the write side
+    "review": {"engine", "receivers", "sources", "web", "daemon", "metrics"},  # the review's read side
     "web": {"engine", "receivers", "sources", "daemon"},
-    "config": {"engine", "receivers", "sources", "web", "daemon", "metrics", "results"},
+    "config": {"engine", "receivers", "sources", "web", "daemon", "metrics", "store", "review"},
 }
 
 

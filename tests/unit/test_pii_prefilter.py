@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluators.builtins import pii
+from evaluators import redaction
 
 SAMPLES = [
     "mail me at jane.doe@example.com or call +44 20 7946 0958",
@@ -20,27 +20,27 @@ PIECES = st.sampled_from(["@", "sk-", "sk-ant-", "AKIA", "ghp_", "xox", "AIza", 
 TEXTS = st.lists(st.one_of(st.text(max_size=12), PIECES, st.from_regex(r"\d{1,16}", fullmatch=True)), max_size=12)
 
 
-def unfiltered(text: str) -> list[pii.Finding]:
-    original, windows = pii._may_match, pii._number_windows
-    pii._may_match = lambda detector, text, has_digit: True
-    pii._number_windows = lambda text, raw: [(0, len(text), len(text))]  # one window: the whole text
+def unfiltered(text: str) -> list[redaction.Finding]:
+    original, windows = redaction._may_match, redaction._number_windows
+    redaction._may_match = lambda detector, text, has_digit: True
+    redaction._number_windows = lambda text, raw: [(0, len(text), len(text))]  # one window: the whole text
     try:
-        return pii.find_pii(text)
+        return redaction.find_pii(text)
     finally:
-        pii._may_match, pii._number_windows = original, windows
+        redaction._may_match, redaction._number_windows = original, windows
 
 
 def test_known_samples_give_the_same_findings() -> None:
     for text in SAMPLES:
-        assert pii.find_pii(text) == unfiltered(text)
-    assert {f.kind for f in pii.find_pii(" ".join(SAMPLES))} >= {"email", "openai_key", "aws_access_key", "ssn"}
+        assert redaction.find_pii(text) == unfiltered(text)
+    assert {f.kind for f in redaction.find_pii(" ".join(SAMPLES))} >= {"email", "openai_key", "aws_access_key", "ssn"}
 
 
 @settings(max_examples=300, deadline=None)
 @given(TEXTS)
 def test_random_texts_give_the_same_findings(parts: list[str]) -> None:
     text = "".join(parts)
-    assert pii.find_pii(text) == unfiltered(text)
+    assert redaction.find_pii(text) == unfiltered(text)
 
 
 NUMBERISH = st.lists(
@@ -61,18 +61,18 @@ NUMBERISH = st.lists(
 @given(NUMBERISH)
 def test_number_windows_find_what_the_whole_text_scan_finds(parts: list[str]) -> None:
     text = "".join(parts)
-    assert pii.find_pii(text) == unfiltered(text)
+    assert redaction.find_pii(text) == unfiltered(text)
 
 
 def test_redact_texts_masks_each_text_as_redact_text_does() -> None:
     texts = [SAMPLES[0], None, "", "plain words", SAMPLES[2], "nul\x00inside 4111 1111 1111 1111"]
-    assert pii.redact_texts(texts) == [
-        pii.redact_text(SAMPLES[0]),
+    assert redaction.redact_texts(texts) == [
+        redaction.redact_text(SAMPLES[0]),
         None,
         "",
         "plain words",
-        pii.redact_text(SAMPLES[2]),
+        redaction.redact_text(SAMPLES[2]),
         "nul\ufffdinside [redacted credit_card: ****1111]",
     ]
     # a number split across two texts is two halves, not a card
-    assert pii.redact_texts(["4111 1111", "1111 1111"]) == ["4111 1111", "1111 1111"]
+    assert redaction.redact_texts(["4111 1111", "1111 1111"]) == ["4111 1111", "1111 1111"]

@@ -18,7 +18,7 @@ from monitor.commands import check_config
 from monitor.config import ConfigError, load_config
 from monitor.daemon import Daemon
 from monitor.preflight import check_store_path, preflight, store_warnings
-from monitor.results.schema import SCHEMA_VERSION
+from monitor.store.schema import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 # Loopback and port 0 everywhere: should `run` get past the checks, it binds nothing anyone else uses.

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import monitor.web.pages.fmt as fmt
-from monitor.results.review_models import Breakdown, BreakdownGroup
+from monitor.review.models import Breakdown, BreakdownGroup
 from monitor.web.html import Html, el
+from monitor.web.page_params import BREAKDOWN_BY
 from monitor.web.pages.layout import ROOT, ReviewSite, link, shell
 from monitor.web.pages.results import field, select, text_input, time_fields
-from monitor.web.review_query import BREAKDOWN_BY
 
 PAGE = f"{ROOT}/breakdown"
 FILTERABLE = ("service", "agent", "model", "variant")  # ResultFilter has no tool: tool rows are not links

@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 
 import monitor.web.pages.fmt as fmt
-from monitor.results.review_models import VariantComparison, VariantSide
+from monitor.review.models import VariantComparison, VariantSide
 from monitor.web.html import Html, el, join
 from monitor.web.pages.breakdown import PAGE as BREAKDOWN
 from monitor.web.pages.layout import ROOT, ReviewSite, link, shell

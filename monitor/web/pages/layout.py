@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from monitor.config.review import ReviewConfig
-from monitor.results.review_models import EvaluatorInfo, ReviewReader, VariantComparison
+from monitor.review.models import EvaluatorInfo, ReviewReader, VariantComparison
 from monitor.web.access import Access
 from monitor.web.html import Child, Html, document, el
 

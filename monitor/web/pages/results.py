@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from urllib.parse import quote
 
 import monitor.web.pages.fmt as fmt
-from monitor.results.review_models import EvaluatorInfo, ResultFilter, ResultItem, ResultsPage
+from monitor.review.models import EvaluatorInfo, ResultFilter, ResultItem, ResultsPage
 from monitor.web.html import Child, Html, el, join
 from monitor.web.pages.layout import ROOT, ReviewSite, link, shell
 

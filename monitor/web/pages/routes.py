@@ -20,8 +20,9 @@ from aiohttp import web
 
 from monitor.config.review import MAX_PAGE_SIZE, ReviewConfig
 from monitor.logutil import RateLimitedLogger
-from monitor.results.review_models import BreakdownBy, EvaluatorInfo, ReviewReader
+from monitor.review.models import BreakdownBy, EvaluatorInfo, ReviewReader
 from monitor.web.access import Access
+from monitor.web.page_params import QueryError, breakdown_by, limit_param, result_filter, text_param, time_param
 from monitor.web.pages.breakdown import PAGE as BREAKDOWN
 from monitor.web.pages.breakdown import breakdown_page
 from monitor.web.pages.canary import PAGE as CANARY
@@ -39,7 +40,6 @@ from monitor.web.pages.layout import (
 from monitor.web.pages.login import login_routes
 from monitor.web.pages.results import results_page
 from monitor.web.pages.trace import trace_page
-from monitor.web.review_query import QueryError, breakdown_by, limit_param, result_filter, text_param, time_param
 
 log = logging.getLogger(__name__)
 _problems = RateLimitedLogger(log, per_minute=6)

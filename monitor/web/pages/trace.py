@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 import monitor.web.pages.fmt as fmt
-from monitor.results.review_models import ResultItem, Step, TraceDetail, TraceSummary
+from monitor.review.models import ResultItem, Step, TraceDetail, TraceSummary
 from monitor.web.html import Child, Html, el, join
 from monitor.web.pages.layout import ROOT, ReviewSite, link, shell
 from monitor.web.pages.results import VERDICTS, span_anchor, trace_href

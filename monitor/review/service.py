@@ -12,9 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-from monitor.results.health import StoreUnavailable
-from monitor.results.review_models import Breakdown, ResultsPage, ReviewReader, TraceDetail
-from monitor.results.review_query import (
+from monitor.review.api_params import (
     BadRequest,
     NotFound,
     Unavailable,
@@ -22,6 +20,8 @@ from monitor.results.review_query import (
     parse_trace_id,
     results_query,
 )
+from monitor.review.models import Breakdown, ResultsPage, ReviewReader, TraceDetail
+from monitor.store.health import StoreUnavailable
 
 STORE_DISABLED = "the result store is disabled (store.enabled: false)"
 

@@ -25,11 +25,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from monitor.results.health import StoreHealth, StoreUnavailable
-from monitor.results.packing import PASSED_FIELDS, Packed, Written, kept_results, merged, pack_one
+from monitor.store.health import StoreHealth, StoreUnavailable
+from monitor.store.packing import PASSED_FIELDS, Packed, Written, kept_results, merged, pack_one
 
 if TYPE_CHECKING:
-    from monitor.results.review_reader import StoreReviewReader
+    from monitor.review.sqlite_reader import StoreReviewReader
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The SQL of the review reader (review_reader.py) and the cursor it pages with.
+"""The SQL of the review reader (sqlite_reader.py, postgres_reader.py) and the cursor it pages with.
 
 Results come from two places: `results` rows (failing results and skips; passing ones too in the oldest
 databases) and the passing results packed per trace in `traces.passed` (expanded with json_each). Both are read
@@ -22,7 +22,7 @@ import json
 import math
 from typing import Any
 
-from monitor.results.review_models import ResultFilter
+from monitor.review.models import ResultFilter
 
 RESULT_SOURCE, PASSING_SOURCE = 1, 0
 OrderKey = tuple[float, int, int, int]

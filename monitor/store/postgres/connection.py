@@ -17,7 +17,7 @@ import psycopg
 from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool
 
-from monitor.results.postgres.deadline import DEADLINES, Lease
+from monitor.store.postgres.deadline import DEADLINES, Lease
 from monitor.text import redact_url as redacted
 
 __all__ = ["CONNECTION_ERRORS", "Connection", "Timeouts", "open_pool", "redacted"]

@@ -17,17 +17,17 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 import psycopg_pool
 from psycopg_pool import ConnectionPool
 
-from monitor.results import writer
-from monitor.results.health import StoreHealth, StoreUnavailable
-from monitor.results.packing import Packed
-from monitor.results.postgres import retention
-from monitor.results.postgres.connection import (
+from monitor.store import writer
+from monitor.store.health import StoreHealth, StoreUnavailable
+from monitor.store.packing import Packed
+from monitor.store.postgres import retention
+from monitor.store.postgres.connection import (
     CONNECTION_ERRORS,
     Connection,
     Timeouts,
@@ -35,9 +35,11 @@ from monitor.results.postgres.connection import (
     open_pool,
     redacted,
 )
-from monitor.results.postgres.reader import PostgresReviewReader
-from monitor.results.postgres.schema import JSON_COLUMNS, set_up
-from monitor.results.schema import TRACE_COLUMNS
+from monitor.store.postgres.schema import JSON_COLUMNS, set_up
+from monitor.store.schema import TRACE_COLUMNS
+
+if TYPE_CHECKING:
+    from monitor.review.postgres_reader import PostgresReviewReader
 
 _UPDATED = ", ".join(f"{c} = EXCLUDED.{c}" for c in TRACE_COLUMNS if c != "trace_id")
 _INSERT_TRACE = (
@@ -187,6 +189,9 @@ class PostgresResultStore(writer.QueuedResultStore):
 
     # --- reading --------------------------------------------------------------------------------
     def reader(self) -> PostgresReviewReader:
+        """A ReviewReader sharing this store's pool and health (the review's read side, imported only here)."""
+        from monitor.review.postgres_reader import PostgresReviewReader
+
         return PostgresReviewReader(self.current_pool, self.where, health=self.health, timeouts=self.timeouts)
 
     def _fetch(self, query: str, params: Sequence[Any]) -> list[tuple]:

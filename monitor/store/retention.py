@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from monitor.results.review_reader import Database
+    from monitor.store.schema import Database
 
 CHUNK_ROWS = 20_000  # rows deleted per transaction by age
 MAX_CHUNK_TRACES = 5_000  # traces deleted per transaction by size

@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg
 
-from monitor.results.schema import POLL_TABLES, SCHEMA_VERSION, TRACE_COLUMNS, VARIANT_COLUMN, check_version
+from monitor.store.schema import POLL_TABLES, SCHEMA_VERSION, TRACE_COLUMNS, VARIANT_COLUMN, check_version
 
 SCHEMA_TABLE = "agent_monitor_schema"
 MIGRATION_LOCK = 0x61676D5F73636D61  # pg_advisory_xact_lock key: "agm_scma"

@@ -14,12 +14,12 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from monitor.results.health import StoreHealth, StoreUnavailable
-from monitor.results.postgres.connection import Connection, Timeouts, bounded, open_pool, redacted
-from monitor.results.postgres.schema import schema_version
-from monitor.results.review_queries import Columns, Dialect
-from monitor.results.review_reader import StoreReviewReader
-from monitor.results.schema import SCHEMA_VERSION, TRACE_COLUMNS, check_version
+from monitor.review.sql import Columns, Dialect
+from monitor.review.sqlite_reader import StoreReviewReader
+from monitor.store.health import StoreHealth, StoreUnavailable
+from monitor.store.postgres.connection import Connection, Timeouts, bounded, open_pool, redacted
+from monitor.store.postgres.schema import schema_version
+from monitor.store.schema import SCHEMA_VERSION, TRACE_COLUMNS, check_version
 
 T = TypeVar("T")
 

@@ -23,8 +23,17 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable
+from typing import Any, Protocol
 
 BUSY_TIMEOUT_SECONDS = 30.0  # how long a writer waits for another process's transaction
+
+
+class Database(Protocol):
+    """What retention and the review readers need of a connection (sqlite3's, or the PostgreSQL one of
+    postgres/connection.py): `execute` with `?` placeholders, giving rows to iterate, `fetchone` or `fetchall`."""
+
+    def execute(self, sql: str, parameters: Any = ..., /) -> Any: ...
+
 
 # Version 0, as the store created it before versioning (every statement idempotent).
 BASELINE = (

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 
-log = logging.getLogger("monitor.results.store")
+log = logging.getLogger("monitor.store.sqlite")
 
 OPERATIONS = ("write", "prune", "read", "open")
 LOCAL = "daemon"

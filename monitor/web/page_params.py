@@ -12,15 +12,15 @@ import time
 from collections.abc import Mapping
 from typing import get_args
 
-from monitor.results.review_models import BreakdownBy, Outcome, ResultFilter
-from monitor.results.review_query import MAX_PARAM_CHARS, BadRequest, bounded, parse_int
-from monitor.results.review_query import parse_time as api_parse_time
+from monitor.review.api_params import MAX_PARAM_CHARS, BadRequest, bounded, parse_int
+from monitor.review.api_params import parse_time as api_parse_time
+from monitor.review.models import BreakdownBy, Outcome, ResultFilter
 
 FILTER_KEYS = ("evaluator", "service", "variant", "agent", "model", "outcome", "since", "until")
 QUERY_KEYS = (*FILTER_KEYS, "cursor", "limit")
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 BREAKDOWN_BY: tuple[str, ...] = get_args(BreakdownBy)
-MAX_TEXT = MAX_PARAM_CHARS  # longest value taken: the API's bound (monitor/results/review_query.py)
+MAX_TEXT = MAX_PARAM_CHARS  # longest value taken: the API's bound (monitor/review/api_params.py)
 
 
 class QueryError(ValueError):
@@ -37,7 +37,7 @@ def text_param(query: Mapping[str, str], key: str) -> str | None:
 
 def parse_time(value: str, now: float, key: str = "since") -> float:
     """Unix seconds from a duration back from `now`, Unix seconds or milliseconds, or ISO 8601 (UTC if naive):
-    the API's parsing (monitor/results/review_query.py), so a link works on both."""
+    the API's parsing (monitor/review/api_params.py), so a link works on both."""
     try:
         return api_parse_time(key, value.strip(), now)
     except BadRequest as exc:

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, get_args
 
 from monitor.config.units import parse_duration
-from monitor.results.review_models import BreakdownBy, Outcome, ResultFilter
+from monitor.review.models import BreakdownBy, Outcome, ResultFilter
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500

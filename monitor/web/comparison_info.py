@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from monitor.metrics.variant_compare import ComparisonState
 from monitor.metrics.windows import WindowSnapshot
-from monitor.results.review_models import PairwiseCounts, VariantComparison, VariantSide
+from monitor.review.models import PairwiseCounts, VariantComparison, VariantSide
 
 # (baseline, candidate) → the pairwise judges' counts of those two variants (empty when none is configured)
 PairwiseSource = Callable[[str, str], list[PairwiseCounts]]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from monitor.results.health import StoreUnavailable
-from monitor.results.review_models import ReviewReader
-from monitor.results.review_reader import SQLiteReviewReader
+from monitor.review.models import ReviewReader
+from monitor.review.sqlite_reader import SQLiteReviewReader
+from monitor.store.health import StoreUnavailable
 
 
 class StoreUnreadable(Exception):
@@ -27,8 +27,8 @@ def open_store_reader(location: str | Path) -> ReviewReader:
         if is_url(location):
             import psycopg
 
-            from monitor.results.postgres.connection import redacted
-            from monitor.results.postgres.reader import PostgresReviewReader
+            from monitor.review.postgres_reader import PostgresReviewReader
+            from monitor.store.postgres.connection import redacted
 
             try:
                 return PostgresReviewReader.open(str(location))

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from monitor.engine.configured import ConfiguredEvaluator
 from monitor.metrics import MetricsExporter
 from monitor.metrics.labels import sanitize_label_value
-from monitor.results.review_models import EvaluatorInfo, EvaluatorWindow
+from monitor.review.models import EvaluatorInfo, EvaluatorWindow
+
+if TYPE_CHECKING:
+    from monitor.engine.configured import ConfiguredEvaluator
 
 
 def evaluator_infos(evaluators: Sequence[ConfiguredEvaluator], metrics: MetricsExporter) -> list[EvaluatorInfo]:

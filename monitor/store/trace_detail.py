@@ -14,7 +14,7 @@ from typing import Any
 
 from evaluators.traces.model import Trace
 from evaluators.traces.spans import AgentSpan, HandoffSpan, LLMSpan, RetrieverSpan, Span, ToolSpan
-from monitor.results.rows import MASK_MARGIN, TraceDetailRow
+from monitor.store.rows import MASK_MARGIN, TraceDetailRow
 
 STEP_TEXT = 500  # characters kept of a step's text and error
 NAME = 200  # characters kept of a name

@@ -6,7 +6,7 @@ busy timeout). In the daemon's own process, once started, `write(outcomes)` only
 inserts everything queued in one transaction, so the event loop never waits on the disk; that thread also keeps
 the retention by age and by size (retention.py). Text arrives bounded and is masked and made storable before
 it is written (packing.py, storable.py); a batch a row of which is refused is written again in halves, so that
-row costs only itself (writer.py). Readers use their own connections (review_reader.py, `reader()`): WAL
+row costs only itself (writer.py). Readers use their own connections (review/sqlite_reader.py, `reader()`): WAL
 readers never block it.
 
 Two tables (schema.py, versioned and migrated at open). `results` has one row per failing result and per skip
@@ -35,14 +35,14 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from monitor.results import retention
-from monitor.results.health import StoreHealth, StoreUnavailable
-from monitor.results.packing import PASSED_FIELDS, SAMPLED_OUT, Packed, Written
-from monitor.results.schema import BUSY_TIMEOUT_SECONDS, TRACE_COLUMNS, StoreSchemaError, set_up
-from monitor.results.writer import REOPEN_SECONDS, GiB, QueuedResultStore
+from monitor.store import retention
+from monitor.store.health import StoreHealth, StoreUnavailable
+from monitor.store.packing import PASSED_FIELDS, SAMPLED_OUT, Packed, Written
+from monitor.store.schema import BUSY_TIMEOUT_SECONDS, TRACE_COLUMNS, StoreSchemaError, set_up
+from monitor.store.writer import REOPEN_SECONDS, GiB, QueuedResultStore
 
 if TYPE_CHECKING:
-    from monitor.results.review_reader import SQLiteReviewReader
+    from monitor.review.sqlite_reader import SQLiteReviewReader
 
 __all__ = ["PASSED_FIELDS", "SAMPLED_OUT", "ResultStore", "StoreSchemaError", "StoreUnavailable", "Written"]
 
@@ -212,7 +212,7 @@ class ResultStore(QueuedResultStore):
     # --- reading --------------------------------------------------------------------------------
     def reader(self) -> SQLiteReviewReader:
         """A ReviewReader over this store's file, with its own read-only connections and this store's health."""
-        from monitor.results.review_reader import SQLiteReviewReader
+        from monitor.review.sqlite_reader import SQLiteReviewReader
 
         return SQLiteReviewReader(self.path, health=self.health)
 

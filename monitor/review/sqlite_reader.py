@@ -1,4 +1,4 @@
-"""SQLiteReviewReader: the ReviewReader of a result store file (review_models.py), read-only.
+"""SQLiteReviewReader: the ReviewReader of a result store file (models.py), read-only.
 
 The daemon gets one from `ResultStore.reader()` (sharing the store's health: a failed read counts as a `read`
 error); the CLI opens a file with `SQLiteReviewReader.open(path)` (`--store FILE`). Every read uses a read-only
@@ -25,10 +25,9 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, TypeVar, get_args
+from typing import Any, NamedTuple, TypeVar, get_args
 
-from monitor.results.health import StoreHealth, StoreUnavailable
-from monitor.results.review_models import (
+from monitor.review.models import (
     Breakdown,
     BreakdownBy,
     BreakdownGroup,
@@ -41,7 +40,7 @@ from monitor.results.review_models import (
     TraceDetail,
     TraceSummary,
 )
-from monitor.results.review_queries import (
+from monitor.review.sql import (
     PASSING_SOURCE,
     RESULT_SOURCE,
     Columns,
@@ -52,21 +51,15 @@ from monitor.results.review_queries import (
     passing_query,
     results_query,
 )
-from monitor.results.rows import STEP_FIELDS
-from monitor.results.schema import BUSY_TIMEOUT_SECONDS, StoreSchemaError, check_version
+from monitor.store.health import StoreHealth, StoreUnavailable
+from monitor.store.rows import STEP_FIELDS
+from monitor.store.schema import BUSY_TIMEOUT_SECONDS, Database, StoreSchemaError, check_version
 
 EXCERPT = 300  # characters of the trace's input and output shown with each result
 MAX_LIMIT = 1000
 IDLE_CONNECTIONS = 4
 T = TypeVar("T")
 _OUTCOMES = {1: "pass", 0: "fail", None: "skip"}
-
-
-class Database(Protocol):
-    """What the readers need of a connection (sqlite3's, or the PostgreSQL one of postgres/connection.py):
-    `execute` with `?` placeholders, giving rows to iterate, `fetchone` or `fetchall`."""
-
-    def execute(self, sql: str, parameters: Any = ..., /) -> Any: ...
 
 
 class StoreReviewReader(ABC):

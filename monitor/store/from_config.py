@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from monitor.config.models import StoreConfig
-from monitor.results.health import StoreHealth
-from monitor.results.writer import QueuedResultStore
+from monitor.store.health import StoreHealth
+from monitor.store.writer import QueuedResultStore
 
 
 def open_result_store(
@@ -13,8 +13,8 @@ def open_result_store(
     """The configured store (StoreSchemaError for a database from a newer release). `prune`: whether this process
     keeps the retention (the daemon's store; not the evaluation workers'); `pool_size` overrides the config's."""
     if store.url is not None:
-        from monitor.results.postgres.connection import Timeouts
-        from monitor.results.postgres.store import PostgresResultStore
+        from monitor.store.postgres.connection import Timeouts
+        from monitor.store.postgres.store import PostgresResultStore
 
         return PostgresResultStore(
             store.url,
@@ -26,6 +26,6 @@ def open_result_store(
             pool_size=pool_size or store.pool_size,
             timeouts=Timeouts(store.connect_timeout, store.statement_timeout, store.lock_timeout),
         )
-    from monitor.results.store import ResultStore
+    from monitor.store.sqlite import ResultStore
 
     return ResultStore(store.path, store.retention, store.results, prune=prune, max_size=store.max_size, health=health)

@@ -20,8 +20,8 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from monitor.results import retention
-from monitor.results.postgres.connection import Connection
+from monitor.store import retention
+from monitor.store.postgres.connection import Connection
 
 log = logging.getLogger(__name__)
 

@@ -19,10 +19,10 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-from evaluators.builtins.pii import redact_texts
-from monitor.results.rows import MAX_TEXT, LateResults, ResultRow, TraceDetailRow, TraceOutcome
-from monitor.results.storable import storable, storable_json, storable_values
-from monitor.results.trace_detail import NAME, STEP_TEXT
+from evaluators.redaction import redact_texts
+from monitor.store.rows import MAX_TEXT, LateResults, ResultRow, TraceDetailRow, TraceOutcome
+from monitor.store.storable import storable, storable_json, storable_values
+from monitor.store.trace_detail import NAME, STEP_TEXT
 
 Written = TraceOutcome | LateResults
 

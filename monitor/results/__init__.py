@@ -1,1 +1,0 @@
-"""Where evaluation results are kept: the SQLite result store."""
