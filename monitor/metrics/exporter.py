@@ -16,6 +16,7 @@ from monitor.metrics.collector import WindowCollector
 from monitor.metrics.exposition import render
 from monitor.metrics.judges import JudgeMetrics
 from monitor.metrics.labels import OTHER, LabelCapper, clean_label_text, sanitize_label_value
+from monitor.metrics.normalizers import NormalizerMetrics
 from monitor.metrics.pairwise import PairwiseMetrics
 from monitor.metrics.poll import PollMetrics
 from monitor.metrics.series import CounterSeries, HistogramSeries, SeriesCollector
@@ -234,6 +235,7 @@ class MetricsExporter:
         self._capped_values: dict[tuple[str, object], str] = {}
         self.judges = JudgeMetrics(r)
         self.poll = PollMetrics(r)
+        self.normalizers = NormalizerMetrics(r)
         self.build_info = Gauge("agent_monitor_build_info", "Build information.", ["version"], registry=r)
         self.build_info.labels(version=__version__).set(1)
 
@@ -343,6 +345,7 @@ class MetricsExporter:
             for (service, tool, ok), calls in tally.tools.items():
                 self.tool_calls.inc((capped("service", service), capped("tool", tool), "ok" if ok else "error"), calls)
             samples = self._apply_results(tally.results, capped)
+        self.normalizers.add(tally.normalizer_errors)
         if samples:
             self._store.add_many(samples)
 
