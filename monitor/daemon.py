@@ -43,6 +43,7 @@ from monitor.receivers.grpc_receiver import GrpcReceiver
 from monitor.receivers.http_receiver import HttpReceiver
 from monitor.receivers.inflight import InflightBytes
 from monitor.review.models import PairwiseCounts
+from monitor.review.of_store import reader_of
 from monitor.review.service import STORE_DISABLED
 from monitor.review.sqlite_reader import StoreReviewReader
 from monitor.sources.pollers import build_pollers
@@ -105,7 +106,7 @@ class Daemon:
         store = config.store
         if store.enabled:  # one that cannot be opened starts unavailable (and is retried): the daemon runs on
             self.store = open_result_store(store, health=self.store_health)
-            self.review = self.store.reader()
+            self.review = reader_of(self.store)
         self.metrics.set_review_available(self.store is not None and self.store_health.available)
         self.recorder = ResultRecorder(self.metrics, store_health=self.store_health)
         evaluation = config.evaluation
@@ -137,7 +138,7 @@ class Daemon:
         sink = DaemonSink(self.assembler, self.pool, self.metrics, room=self.admission.poll_room)
         judges = {e.label for e in evaluators if isinstance(e.evaluator, LLMJudge)}
         self.polling = PollScheduler(
-            build_pollers(config, prepared.sources, self.store, sink, self.metrics.poll, judges)
+            build_pollers(config, prepared.sources, self.store, sink, self.metrics.poll, judges, reader_of)
         )
         tls = prepared.receivers_tls
         # One budget for both receivers: the bytes of requests in flight, process-wide.

@@ -14,7 +14,7 @@ from .base import BaseEvaluator, EvaluatorInfo
 from .decorator import FunctionEvaluator
 
 ENTRY_POINT_GROUP = "agent_monitor.evaluators"
-BUILTINS_MODULE = "evaluators.builtins"
+BUILTINS_MODULE = "evaluators.catalog"
 
 _catalog: dict[str, type[BaseEvaluator] | BaseEvaluator] = {}
 _lock = threading.RLock()
@@ -53,7 +53,7 @@ def _origin(evaluator: Any) -> str:
 
 
 def _load_builtins() -> None:
-    """Import `evaluators.builtins` once, if it exists; its imports register the builtin evaluators."""
+    """Import `evaluators.catalog` once, if it exists; its imports register the builtin evaluators."""
     global _builtins_loaded
     if _builtins_loaded:
         return

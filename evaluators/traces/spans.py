@@ -222,12 +222,6 @@ class LLMSpan(Span):
         """The first user text message sent to the model."""
         return next((m.content for m in self.messages if isinstance(m, UserMessage) and m.content), None)
 
-    @property
-    def last_assistant_text(self) -> str | None:
-        if self.response:
-            return self.response
-        return None
-
 
 class ToolSpan(Span):
     """One tool execution."""

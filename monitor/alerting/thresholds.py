@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple, Protocol
 
-if TYPE_CHECKING:  # a type only: metrics imports alerting, never the other way at run time
-    from monitor.metrics.windows import WindowSnapshot
+
+class VerdictWindow(Protocol):
+    """What a rule reads of one window of verdicts (`monitor.metrics.windows.WindowSnapshot` is one): metrics
+    imports alerting, never the other way."""
+
+    @property
+    def verdicts(self) -> int: ...
+
+    @property
+    def pass_ratio(self) -> float | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,11 +42,11 @@ class AlertRule:
         if self.min_samples < 0:
             raise ValueError(f"alert {self.name}: min_samples must not be negative, got {self.min_samples}")
 
-    def decides(self, window: WindowSnapshot) -> bool:
+    def decides(self, window: VerdictWindow) -> bool:
         """True when the window holds at least one and at least `min_samples` verdicts."""
         return window.pass_ratio is not None and window.verdicts >= self.min_samples
 
-    def breached(self, window: WindowSnapshot) -> bool:
+    def breached(self, window: VerdictWindow) -> bool:
         """True when the window decides and its pass ratio is below the minimum."""
         ratio = window.pass_ratio
         return self.decides(window) and ratio is not None and ratio < self.min_pass_ratio
@@ -65,7 +73,7 @@ class AlertTrack:
         self.breached_since: float | None = None
         self.active = False
 
-    def update(self, rule: AlertRule, window: WindowSnapshot, now: float) -> None:
+    def update(self, rule: AlertRule, window: VerdictWindow, now: float) -> None:
         """Advance with the window seen at `now`; a window that does not decide changes nothing."""
         if not rule.decides(window):
             return

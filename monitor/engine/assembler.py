@@ -241,9 +241,6 @@ class TraceAssembler:
         seen = self._evaluated.get(trace_id)
         return seen is not None and now - seen <= self.late_span_window
 
-    def next_deadline(self) -> float | None:
-        return self._heap[0][0] if self._heap else None
-
     def collect_due(self, now: float | None = None) -> int:
         """Move every trace whose deadline has passed into the due queue; returns the queue's length."""
         now = self.clock() if now is None else now
@@ -271,11 +268,6 @@ class TraceAssembler:
         self.spans_due -= sum(len(c.spans) + len(c.logs) for c in taken)
         self.bytes_due -= sum(c.size_bytes for c in taken)
         return taken
-
-    def pop_due(self, now: float | None = None, limit: int | None = None) -> list[CompletedTrace]:
-        """`collect_due(now)` then `take_due(limit)`: complete traces whose deadline has passed."""
-        self.collect_due(now)
-        return self.take_due(limit)
 
     def flush_all(self) -> list[CompletedTrace]:
         """Complete every pending trace now, as it is (used at shutdown)."""

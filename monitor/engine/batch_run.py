@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 
+from evaluators.traces.conventions import NORMALIZER_ERRORS
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.pairing import PairOffer
 from monitor.engine.trace_evaluation import TraceEvaluator
@@ -72,6 +73,7 @@ class BatchRun:
                 except Exception as exc:  # the store reports its own failures: this would be a bug, not a full disk
                     self._write_failed.warning("store", "storing %d evaluated traces failed: %r", len(evaluated), exc)
         tally = tally_of(outcomes)
+        tally.normalizer_errors = NORMALIZER_ERRORS.take()  # this process's, since its last batch
         if self.store_report is not None:
             tally.store = self.store_report()
         return tally.wire(), time.perf_counter() - started

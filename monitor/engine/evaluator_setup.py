@@ -8,7 +8,7 @@ from typing import Any
 from evaluators.judges import PairwiseJudge
 from evaluators.sdk import BaseEvaluator, EvaluatorConfigError, builtin, list_builtins, load_evaluator
 from monitor.alerting.thresholds import AlertRule
-from monitor.config import Loc, Locator, MonitorConfig, Resolved, dotted
+from monitor.config import Loc, Resolved, dotted
 from monitor.engine.configured import ConfiguredEvaluator
 
 
@@ -97,14 +97,6 @@ def _failure(item: Resolved, exc: Exception) -> tuple[Loc, str]:
     if _is_entry(item.loc):
         return (*item.loc, "name" if entry.name else "module"), message
     return item.loc, message
-
-
-def configured_evaluators(config: MonitorConfig) -> list[ConfiguredEvaluator]:
-    """The evaluators `config` runs; ConfigError (not located at lines) when one cannot be built."""
-    built, problems = build_evaluators(config.evaluator_entries())
-    if problems:
-        raise Locator().error(problems)
-    return built
 
 
 def thresholds_of(evaluators: list[ConfiguredEvaluator]) -> dict[str, AlertRule]:

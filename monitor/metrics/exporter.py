@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
 from monitor import __version__
 from monitor.alerting.thresholds import AlertRule, AlertState
+from monitor.config.models import DEFAULT_DURATION_BUCKETS, DEFAULT_SCORE_BUCKETS
 from monitor.config.variants import VariantsConfig
 from monitor.metrics.collector import WindowCollector
 from monitor.metrics.exposition import render
 from monitor.metrics.judges import JudgeMetrics
 from monitor.metrics.labels import OTHER, LabelCapper, clean_label_text, sanitize_label_value
+from monitor.metrics.normalizers import NormalizerMetrics
 from monitor.metrics.pairwise import PairwiseMetrics
 from monitor.metrics.poll import PollMetrics
 from monitor.metrics.series import CounterSeries, HistogramSeries, SeriesCollector
@@ -24,8 +26,6 @@ from monitor.metrics.variant_compare import VariantComparisons, specs_of
 from monitor.metrics.windows import WindowStore
 
 DEFAULT_WINDOWS: tuple[tuple[str, float], ...] = (("5m", 300.0), ("1h", 3600.0))
-DEFAULT_SCORE_BUCKETS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.99, 1.0)
-DEFAULT_DURATION_BUCKETS: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 EVALUATION_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 MAX_RESOLVED = 20_000  # cached label resolutions (raw label values); beyond it results take the slow path
 RESULT_LABELS = ["evaluator", "level", "service", "agent", "variant"]
@@ -45,18 +45,6 @@ def trace_exemplar(trace_id: str | None) -> dict[str, str] | None:
     if not _TRACE_ID.fullmatch(tid) or tid == "0" * 32:
         return None
     return {"trace_id": tid}
-
-
-class ResultView(NamedTuple):
-    """The fields of a result row the metrics read (monitor.store.rows.ResultRow has them all)."""
-
-    agent: str | None
-    evaluator: str
-    level: str
-    score: float | None
-    passed: bool | None
-    skip_reason: str | None
-    duration_seconds: float
 
 
 class _ResultKey:
@@ -234,6 +222,7 @@ class MetricsExporter:
         self._capped_values: dict[tuple[str, object], str] = {}
         self.judges = JudgeMetrics(r)
         self.poll = PollMetrics(r)
+        self.normalizers = NormalizerMetrics(r)
         self.build_info = Gauge("agent_monitor_build_info", "Build information.", ["version"], registry=r)
         self.build_info.labels(version=__version__).set(1)
 
@@ -270,55 +259,6 @@ class MetricsExporter:
                 self._capped_values[key] = capped
         return capped
 
-    def observe_trace(
-        self,
-        service: str,
-        duration_seconds: float,
-        has_error: bool,
-        tokens: Sequence[tuple[str | None, int, int]],
-        tools: Sequence[tuple[str, bool]],
-        trace_id: str,
-        llm_calls: Sequence[tuple[str | None, bool]] = (),
-    ) -> None:
-        """Record one evaluated trace: status, latency, token use per model, tool calls and LLM calls.
-
-        `tools` and `llm_calls` are (name or model, ok) per call; an LLM call that is not ok is a provider error.
-        """
-        tally = MetricsTally()
-        tally.add_trace(service, duration_seconds, has_error, trace_id, tokens, tools, llm_calls)
-        self.apply_tally(tally)
-
-    def observe_result(
-        self,
-        *,
-        evaluator: str,
-        level: str,
-        service: str,
-        agent: str | None,
-        score: float | None,
-        passed: bool | None,
-        skipped: bool,
-        skip_reason: str | None,
-        trace_id: str,
-        duration_seconds: float,
-        variant: str = "",
-    ) -> None:
-        """Record one evaluation result (see `observe_results`: a skip without a reason counts as `no_verdict`)."""
-        row = ResultView(agent, evaluator, level, score, None if skipped else passed, skip_reason, duration_seconds)
-        self.observe_results(service, trace_id, [row], variant)
-
-    def observe_results(self, service: str, trace_id: str, rows: Iterable[Any], variant: str = "") -> None:
-        """Record the results of one trace; each row has the fields of `ResultView` (by name).
-
-        A row with a skip_reason is a skip: it counts in results{outcome="skip"} and skips_total only. A row
-        without a skip_reason and without a verdict counts as a skip with reason "no_verdict". Failures carry
-        a trace_id exemplar. The `agent` label is the agent's name at agent level, empty at trace and llm
-        level. `variant` is the trace's variant ("" when variants are off).
-        """
-        tally = MetricsTally()
-        tally.add_results(service, trace_id, rows, variant)
-        self.apply_tally(tally)
-
     def apply_tally(self, tally: MetricsTally) -> None:
         """Record a batch's traces and results (see tally.py); each distinct label value is resolved (and, when
         folded into __other__, counted as overflow) once per tally."""
@@ -343,6 +283,7 @@ class MetricsExporter:
             for (service, tool, ok), calls in tally.tools.items():
                 self.tool_calls.inc((capped("service", service), capped("tool", tool), "ok" if ok else "error"), calls)
             samples = self._apply_results(tally.results, capped)
+        self.normalizers.add(tally.normalizer_errors)
         if samples:
             self._store.add_many(samples)
 

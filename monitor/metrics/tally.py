@@ -62,6 +62,7 @@ class MetricsTally:
         "failures",
         "judge_jobs",
         "llm_calls",
+        "normalizer_errors",
         "pair_offers",
         "results",
         "store",
@@ -82,6 +83,7 @@ class MetricsTally:
         self.failures: list[tuple[str, str]] = []  # (trace id, error) of traces not evaluated
         self.judge_jobs: list[Any] = []  # judgements to make (engine.judge_stage), passed through as they are
         self.pair_offers: list[Any] = []  # traces the pairwise judge may pair (engine.pairing), passed through
+        self.normalizer_errors: dict[str, int] = {}  # convention → normalizer calls that raised during the batch
         # The worker's result store after the batch (store.health.StoreReport: errors and lost results since its
         # last report, failing operations); None when the batch was not stored there.
         self.store: Any = None
@@ -174,6 +176,7 @@ class MetricsTally:
             self.judge_jobs,
             self.store,
             self.pair_offers,
+            self.normalizer_errors,
         )
 
     @classmethod
@@ -192,6 +195,7 @@ class MetricsTally:
             tally.judge_jobs,
             tally.store,
             tally.pair_offers,
+            tally.normalizer_errors,
         ) = wire
         tally.results = {key: ResultCounts.from_wire(counts) for key, counts in results.items()}
         return tally

@@ -1,5 +1,6 @@
 """Where the CLI's ReviewReader comes from (`agent-monitor review --store FILE|URL`): a store file opened
-read-only, or a PostgreSQL result store at a `postgresql://` URL. The daemon's own reader is `store.reader()`."""
+read-only, or a PostgreSQL result store at a `postgresql://` URL. The daemon's own reader is
+`of_store.reader_of(store)`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """PostgresReviewReader: the ReviewReader of a PostgreSQL result store (the review SQL in the POSTGRES dialect).
 
-The daemon's shares its store's pool (`PostgresResultStore.reader()`); the CLI opens one on a URL
+The daemon's shares its store's pool (`of_store.reader_of(store)`); the CLI opens one on a URL
 (`agent-monitor review --store postgresql://…`). The first read checks the schema: a database that is not a
 result store raises StoreUnavailable, one from a newer release StoreSchemaError.
 """

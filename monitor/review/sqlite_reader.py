@@ -1,6 +1,6 @@
 """SQLiteReviewReader: the ReviewReader of a result store file (models.py), read-only.
 
-The daemon gets one from `ResultStore.reader()` (sharing the store's health: a failed read counts as a `read`
+The daemon gets one from `of_store.reader_of(store)` (sharing the store's health: a failed read counts as a `read`
 error); the CLI opens a file with `SQLiteReviewReader.open(path)` (`--store FILE`). Every read uses a read-only
 connection of its own (`mode=ro`, a few kept for reuse), never the writer's: in WAL mode readers and the writer
 do not block each other. A database from before schema version 1 is read as it is (no migration: no steps,

@@ -22,29 +22,16 @@ message that names the request, never a token.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from evaluators.traces.records import LogRecord, SpanRecord
 from monitor.consumer import PolledTrace
+from monitor.sources.errors import BOUND_KINDS, ErrorKind, SourceError
 
 if TYPE_CHECKING:
     from monitor.sources.guard import RunGuard
 
 __all__ = ["BOUND_KINDS", "ErrorKind", "PolledTrace", "SourceError", "SpanFeed", "TraceSource", "span_time_range"]
-
-ErrorKind = Literal[
-    "auth", "client", "server", "timeout", "connection", "decode", "io", "checkpoint",
-    "cursor_loop", "page_limit", "byte_limit",
-]  # fmt: skip
-BOUND_KINDS = frozenset({"cursor_loop", "page_limit", "byte_limit"})  # a RunGuard stopped the run (guard.py)
-
-
-class SourceError(Exception):
-    """A source's request failed for good (after its retries)."""
-
-    def __init__(self, kind: ErrorKind, message: str) -> None:
-        super().__init__(message)
-        self.kind: ErrorKind = kind
 
 
 @runtime_checkable

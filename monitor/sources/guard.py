@@ -24,7 +24,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
 from evaluators.traces.records import SpanRecord
-from monitor.sources.base import SourceError
+from monitor.sources.errors import SourceError
 
 __all__ = ["RunGuard", "RunLimits"]
 

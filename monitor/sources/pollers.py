@@ -4,7 +4,7 @@ when the store is disabled: then a restart starts again at now - backfill, said 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from monitor.config.models import MonitorConfig
@@ -18,6 +18,7 @@ from monitor.sources.runner import Poller
 from monitor.sources.writeback import PhoenixWriteBack
 
 if TYPE_CHECKING:
+    from monitor.sources.writeback import StoredResults
     from monitor.store.writer import QueuedResultStore
 
 log = logging.getLogger(__name__)
@@ -30,8 +31,10 @@ def build_pollers(
     sink: PollSink,
     metrics: PollMetrics,
     judges: Collection[str] = (),
+    reader_of: Callable[[QueuedResultStore], StoredResults] | None = None,
 ) -> list[Poller]:
-    """`judges`: the labels of the LLM judges (Phoenix write-back tells them apart)."""
+    """`judges`: the labels of the LLM judges (Phoenix write-back tells them apart); `reader_of`: the review reader
+    of the store (write-back reads the stored results back through it; None: no write-back)."""
     entries = [entry for entry in config.sources if entry.enabled]
     if not entries:
         return []
@@ -46,11 +49,11 @@ def build_pollers(
     for entry, source in zip(entries, sources, strict=True):
         write_back = None
         if isinstance(entry, PhoenixSourceConfig) and entry.write_back:
-            if store is None:
+            if store is None or reader_of is None:
                 log.warning("sources.%s.write_back needs the result store (store.enabled: false): not written back",
                             entry.name)  # fmt: skip
             else:
-                write_back = PhoenixWriteBack(PhoenixAnnotations(entry), store, set(judges))
+                write_back = PhoenixWriteBack(PhoenixAnnotations(entry), store, reader_of, set(judges))
         pollers.append(Poller(entry, source, checkpoints, sink, metrics, after_evaluated=write_back,
                               max_spans_per_trace=config.assembly.max_spans_per_trace))  # fmt: skip
     return pollers

@@ -7,23 +7,40 @@ it is already stored, else not at all (a later run does not post it again)."""
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from monitor.consumer import PolledTrace
 from monitor.sources.phoenix_writeback import Annotation, PhoenixAnnotations
 
 if TYPE_CHECKING:
-    from monitor.review.sqlite_reader import StoreReviewReader
+    from monitor.review.models import TraceDetail
     from monitor.store.writer import QueuedResultStore
 
 
+class StoredResults(Protocol):
+    """What write-back reads of the review's read side (`monitor.review.of_store.reader_of(store)`)."""
+
+    def trace(self, trace_id: str) -> TraceDetail | None: ...
+
+    def close(self) -> None: ...
+
+
 class PhoenixWriteBack:
-    def __init__(self, annotations: PhoenixAnnotations, store: QueuedResultStore, judges: set[str]) -> None:
-        """`judges`: the metric labels of the LLM judges (annotator_kind LLM; every other evaluator is CODE)."""
+    def __init__(
+        self,
+        annotations: PhoenixAnnotations,
+        store: QueuedResultStore,
+        reader_of: Callable[[QueuedResultStore], StoredResults],
+        judges: set[str],
+    ) -> None:
+        """`reader_of`: opens the review reader of `store`; `judges`: the metric labels of the LLM judges
+        (annotator_kind LLM; every other evaluator is CODE)."""
         self.annotations = annotations
         self.store = store
+        self.reader_of = reader_of
         self.judges = judges
-        self._reader: StoreReviewReader | None = None
+        self._reader: StoredResults | None = None
 
     async def __call__(self, traces: list[PolledTrace]) -> int:
         """Post the stored results of `traces`; how many Phoenix accepted (SourceError when it fails)."""
@@ -31,7 +48,7 @@ class PhoenixWriteBack:
             return 0
         await asyncio.to_thread(self.store.flush)
         if self._reader is None:
-            self._reader = self.store.reader()
+            self._reader = self.reader_of(self.store)
         reader = self._reader
         found: list[Annotation] = []
         for trace in traces:

@@ -33,16 +33,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from monitor.store import retention
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.packing import PASSED_FIELDS, SAMPLED_OUT, Packed, Written
 from monitor.store.schema import BUSY_TIMEOUT_SECONDS, TRACE_COLUMNS, StoreSchemaError, set_up
 from monitor.store.writer import REOPEN_SECONDS, GiB, QueuedResultStore
-
-if TYPE_CHECKING:
-    from monitor.review.sqlite_reader import SQLiteReviewReader
 
 __all__ = ["PASSED_FIELDS", "SAMPLED_OUT", "ResultStore", "StoreSchemaError", "StoreUnavailable", "Written"]
 
@@ -208,13 +205,6 @@ class ResultStore(QueuedResultStore):
             retention.give_back_space(self._connection(), int(BUSY_TIMEOUT_SECONDS * 1000))
         log.info("result store over store.max_size: deleted the %d oldest traces", deleted)
         return deleted
-
-    # --- reading --------------------------------------------------------------------------------
-    def reader(self) -> SQLiteReviewReader:
-        """A ReviewReader over this store's file, with its own read-only connections and this store's health."""
-        from monitor.review.sqlite_reader import SQLiteReviewReader
-
-        return SQLiteReviewReader(self.path, health=self.health)
 
     def _fetch(self, query: str, params: Sequence[Any]) -> list[tuple]:
         with self._lock:

@@ -23,13 +23,10 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.packing import PASSED_FIELDS, Packed, Written, kept_results, merged, pack_one
-
-if TYPE_CHECKING:
-    from monitor.review.sqlite_reader import StoreReviewReader
 
 log = logging.getLogger(__name__)
 
@@ -120,10 +117,6 @@ class QueuedResultStore(ABC):
     def transaction(self, work: Callable[[Any], T]) -> T:
         """`work(db)` in one transaction (committed when it returns, rolled back when it raises); `db` has
         `execute` and `executemany` with `?` placeholders. Raises when it fails (StoreUnavailable when not open)."""
-
-    @abstractmethod
-    def reader(self) -> StoreReviewReader:
-        """A ReviewReader over this store, with connections of its own and this store's health."""
 
     @abstractmethod
     def _close_database(self) -> None: ...

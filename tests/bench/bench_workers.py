@@ -69,7 +69,8 @@ def completed_traces(count: int, first_id: int) -> list[CompletedTrace]:
         ids = range(first_id + start, first_id + min(start + PER_REQUEST, count))
         spans = [span for n in ids for span in bench_trace_spans(n.to_bytes(16, "big"), 10**18, n % 8)]
         assembler.add(decode_traces_protobuf(export_request(spans).SerializeToString(), "bench").spans)
-    done = assembler.pop_due(now=time.monotonic() + 10)
+    assembler.collect_due(now=time.monotonic() + 10)
+    done = assembler.take_due()
     if len(done) != count:
         raise Broken(f"assembled {len(done)} traces, expected {count}")
     return done

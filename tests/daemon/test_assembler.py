@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from evaluators.traces.records import LogRecord, SpanRecord
 from monitor.engine.assembler import TraceAssembler
+from tests.engine.helpers import pop_due
 
 T1 = "1" * 32
 T2 = "2" * 32
@@ -34,9 +35,9 @@ def test_complete_after_quiet_period_once_root_ended():
     clock.now += 4
     asm.add([span(T1, "a" * 16)])  # the root arrives last
     clock.now += 4.9
-    assert asm.pop_due() == []
+    assert pop_due(asm) == []
     clock.now += 0.2
-    done = asm.pop_due()
+    done = pop_due(asm)
     assert [d.trace_id for d in done] == [T1]
     assert done[0].reason == "quiet" and len(done[0].spans) == 2
     assert asm.traces_pending == 0 and asm.spans_pending == 0
@@ -49,9 +50,9 @@ def test_new_spans_push_the_quiet_deadline():
     clock.now += 4
     asm.add([span(T1, "c" * 16, "a" * 16)])
     clock.now += 4
-    assert asm.pop_due() == []
+    assert pop_due(asm) == []
     clock.now += 1.1
-    assert len(asm.pop_due()[0].spans) == 2
+    assert len(pop_due(asm)[0].spans) == 2
 
 
 def test_trace_without_root_completes_at_max_wait():
@@ -59,9 +60,9 @@ def test_trace_without_root_completes_at_max_wait():
     asm = make(clock, max_trace_wait=30.0)
     asm.add([span(T1, "b" * 16, "f" * 16)])  # parent never arrives, INTERNAL: not a root
     clock.now += 29
-    assert asm.pop_due() == []
+    assert pop_due(asm) == []
     clock.now += 1.5
-    done = asm.pop_due()
+    done = pop_due(asm)
     assert done[0].reason == "max_wait"
 
 
@@ -70,7 +71,7 @@ def test_server_span_with_remote_parent_counts_as_root():
     asm = make(clock)
     asm.add([span(T1, "b" * 16, "f" * 16, kind=2)])
     clock.now += 5.1
-    assert [d.reason for d in asm.pop_due()] == ["quiet"]
+    assert [d.reason for d in pop_due(asm)] == ["quiet"]
 
 
 def test_unended_root_waits_for_max_wait():
@@ -78,7 +79,7 @@ def test_unended_root_waits_for_max_wait():
     asm = make(clock, max_trace_wait=60.0)
     asm.add([span(T1, "a" * 16, ended=False)])
     clock.now += 10
-    assert asm.pop_due() == []
+    assert pop_due(asm) == []
 
 
 def test_duplicates_and_late_spans_are_counted_not_reopened():
@@ -87,7 +88,7 @@ def test_duplicates_and_late_spans_are_counted_not_reopened():
     first = asm.add([span(T1, "a" * 16), span(T1, "a" * 16)])
     assert (first.accepted, first.duplicates) == (1, 1)
     clock.now += 6
-    assert len(asm.pop_due()) == 1
+    assert len(pop_due(asm)) == 1
     late = asm.add([span(T1, "d" * 16, "a" * 16)])
     assert late.late == 1 and late.accepted == 0
     assert asm.traces_pending == 0 and asm.late_spans == 1
@@ -115,7 +116,7 @@ def test_logs_wait_with_their_trace_and_count_towards_the_limit():
     asm.add([span(T1, "a" * 16)])
     assert not asm.has_room_for(2)
     clock.now += 6
-    done = asm.pop_due()
+    done = pop_due(asm)
     assert len(done[0].logs) == 1 and asm.logs_pending == 0
 
 
@@ -126,8 +127,8 @@ def test_due_traces_come_out_in_deadline_order_and_limit_is_respected():
     clock.now += 1
     asm.add([span(T1, "b" * 16)])
     clock.now += 10
-    assert [d.trace_id for d in asm.pop_due(limit=1)] == [T2]
-    assert [d.trace_id for d in asm.pop_due()] == [T1]
+    assert [d.trace_id for d in pop_due(asm, limit=1)] == [T2]
+    assert [d.trace_id for d in pop_due(asm)] == [T1]
 
 
 def test_flush_all_completes_everything():
@@ -147,7 +148,7 @@ def test_many_traces_heap_stays_bounded():
         asm.add([span(f"{i + 1:032x}", "b" * 16, "a" * 16)])
     assert len(asm._heap) <= 2 * 1000
     clock.now += 6
-    assert len(asm.pop_due()) == 1000
+    assert len(pop_due(asm)) == 1000
 
 
 def test_due_traces_wait_in_the_due_queue_and_keep_counting_against_memory():

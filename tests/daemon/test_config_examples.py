@@ -5,8 +5,16 @@ from __future__ import annotations
 import re
 from importlib.resources import files
 
-from monitor.config import EvaluatorSet, load_config
-from monitor.engine.evaluator_setup import configured_evaluators, instantiate
+from monitor.config import EvaluatorSet, MonitorConfig, load_config
+from monitor.engine.configured import ConfiguredEvaluator
+from monitor.engine.evaluator_setup import build_evaluators, instantiate
+
+
+def configured_evaluators(config: MonitorConfig) -> list[ConfiguredEvaluator]:
+    """The evaluators `config` runs, as the daemon builds them (none fails to build)."""
+    built, problems = build_evaluators(config.evaluator_entries())
+    assert not problems
+    return built
 
 
 def _examples(tmp_path):

@@ -11,12 +11,18 @@ from tests.bench.synthetic import bench_trace_spans, export_request
 from tests.conftest import corpus_scenarios
 
 
+def pop_due(assembler: TraceAssembler, now: float | None = None, limit: int | None = None) -> list[CompletedTrace]:
+    """What the daemon's completion loop takes from the assembler at `now`: `collect_due` then `take_due`."""
+    assembler.collect_due(now)
+    return assembler.take_due(limit)
+
+
 def completed_from_batch(spans: list, logs: list | None = None) -> list[CompletedTrace]:
     """Every trace of the spans (and log records) as the assembler completes them."""
     assembler = TraceAssembler(quiet_period=0.001)
     assembler.add_logs(logs or [])
     assembler.add(spans)
-    return assembler.pop_due(now=time.monotonic() + 1000)
+    return pop_due(assembler, now=time.monotonic() + 1000)
 
 
 def corpus_traces() -> list[CompletedTrace]:

@@ -22,6 +22,7 @@ from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
 from monitor.metrics.tally import MetricsTally
 from monitor.review.models import ResultFilter
+from monitor.review.of_store import reader_of
 from monitor.review.sqlite_reader import SQLiteReviewReader
 from monitor.store import sqlite as store_module
 from monitor.store.health import StoreHealth, StoreUnavailable
@@ -141,7 +142,7 @@ def test_reads_that_fail_are_counted_and_raise_store_unavailable(tmp_path: Path)
     seen = Recorded()
     path = tmp_path / "r.db"
     store = ResultStore(path, health=seen.health())
-    reader = store.reader()
+    reader = reader_of(store)
     assert reader.results(ResultFilter(), 10).items == []
     store.close()
     path.unlink()

@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 from monitor.review.models import ResultFilter
+from monitor.review.of_store import reader_of
 from monitor.review.open_reader import StoreUnreadable, open_store_reader
 from monitor.review.postgres_reader import PostgresReviewReader
 from monitor.store.health import StoreUnavailable
@@ -87,7 +88,7 @@ def test_a_server_that_is_down_then_up_then_gone_degrades_the_store_and_never_ra
         store.write([outcome("2" * 32, row("a", False))])
         assert store.available and seen.changes == [False, True]
         assert [r["trace_id"] for r in store.failing()] == ["2" * 32]
-        reader = store.reader()
+        reader = reader_of(store)
         assert [i.trace_id for i in reader.results(ResultFilter(), 10).items] == ["2" * 32]
 
         server.stop()  # the server goes away mid-run

@@ -23,6 +23,7 @@ from monitor.review.models import (
     TraceDetail,
     TraceSummary,
 )
+from monitor.review.of_store import reader_of
 from monitor.review.sqlite_reader import SQLiteReviewReader
 from monitor.store.health import StoreUnavailable
 from monitor.store.rows import STEP_FIELDS
@@ -43,7 +44,7 @@ def test_a_trace_goes_through_the_store_and_back_as_the_models_say(backend: Back
     evaluated = evaluator().outcome(trace)
     store = backend.store()
     store.write([evaluated])
-    got = store.reader().trace(trace.trace_id)
+    got = reader_of(store).trace(trace.trace_id)
     assert got is not None
     at = got.summary.evaluated_at
     d = evaluated.detail
@@ -85,7 +86,7 @@ def test_a_trace_goes_through_the_store_and_back_as_the_models_say(backend: Back
     ]
     assert got.steps[2].text == "→ calls search" and got.steps[4].error == "division by zero"
     assert {r.outcome for r in got.results} == {"pass", "fail"}  # tool_success_rate fails on calc
-    assert store.reader().trace("f" * 32) is None
+    assert reader_of(store).trace("f" * 32) is None
     store.close()
 
 
@@ -125,7 +126,7 @@ def test_long_text_is_cut_after_it_is_masked(backend: Backend) -> None:
     long_answer = "x" * 4050 + " " + OPENAI_KEY  # the key starts past the kept 4000 characters
     store = backend.store()
     store.write([outcome("1" * 32, row("a", False, explanation="y" * 5000), answer=long_answer[:4064])])
-    got = store.reader().trace("1" * 32)
+    got = reader_of(store).trace("1" * 32)
     assert got is not None and got.summary.output is not None
     assert len(got.summary.output) == 4000 and got.summary.output.endswith("…") and "sk-proj" not in got.summary.output
     assert len(got.results[0].explanation or "") == 4000
@@ -195,7 +196,7 @@ def found(reader: ReviewReader, **where: object) -> set[tuple[str, str, str]]:
 def test_every_filter_selects_the_results_it_names(backend: Backend) -> None:
     store = backend.store()
     populate(store)
-    reader = store.reader()
+    reader = reader_of(store)
     everything = found(reader)
     assert everything == {
         ("1", "a", "pass"), ("1", "b", "fail"), ("1", "c", "skip"), ("1", "d", "pass"), ("1", "e", "fail"),
@@ -236,7 +237,7 @@ def test_every_filter_selects_the_results_it_names(backend: Backend) -> None:
 def test_breakdowns_count_each_group_exactly(backend: Backend) -> None:
     store = backend.store()
     populate(store)
-    reader = store.reader()
+    reader = reader_of(store)
 
     def groups(by: str, **kwargs: object) -> list[tuple[str, int, int, int]]:
         breakdown = reader.breakdown(by, **kwargs)  # type: ignore[arg-type]
@@ -275,7 +276,7 @@ def test_pages_cover_every_result_once_newest_first_while_new_rows_arrive(backen
     # ties everywhere: every row of the first 20 traces at one time
     backend.execute("UPDATE traces SET created_at = 1000 WHERE trace_id < ?", (f"{20:032x}",))
     backend.execute("UPDATE results SET created_at = 1000 WHERE trace_id < ?", (f"{20:032x}",))
-    reader = store.reader()
+    reader = reader_of(store)
     seen: list[tuple[str, str]] = []
     times: list[float] = []
     cursor = None
@@ -307,7 +308,7 @@ def test_pages_cover_every_result_once_newest_first_while_new_rows_arrive(backen
 def test_a_cursor_the_store_did_not_issue_is_a_value_error(backend: Backend, cursor: str) -> None:
     store = backend.store()
     with pytest.raises(ValueError):
-        store.reader().results(ResultFilter(), 10, cursor)
+        reader_of(store).results(ResultFilter(), 10, cursor)
     store.close()
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from monitor.review.models import ResultFilter
+from monitor.review.of_store import reader_of
 from monitor.review.sqlite_reader import SQLiteReviewReader
 from monitor.store import schema
 from monitor.store import sqlite as store_module
@@ -107,7 +108,7 @@ def test_an_unversioned_database_is_migrated_keeping_its_rows(tmp_path: Path, wi
     assert {"passed", "agents", "models", "tools", "detail", "variant"} <= columns
     assert {"results_time", "results_passing", "results_trace", "traces_time", "traces_variant"} <= set(objects(path))
     assert "results_failing_time" not in objects(path)
-    reader = store.reader()
+    reader = reader_of(store)
     items = reader.results(ResultFilter(), 10).items
     got = {(i.trace_id, i.evaluator, i.outcome, i.evaluated_at) for i in items}
     assert {i.variant for i in items} == {""}
@@ -209,7 +210,7 @@ def test_a_version_2_database_gains_the_variant_column_and_keeps_its_rows(backen
     assert store.available and backend.schema_version() == SCHEMA_VERSION == 3
     assert "variant" in backend.trace_columns() and "traces_variant" in backend.indexes()
     assert backend.rows("SELECT trace_id, variant FROM traces ORDER BY trace_id") == [(T1, ""), (T2, "")]
-    reader = store.reader()
+    reader = reader_of(store)
     kept = {(i.trace_id, i.evaluator, i.outcome, i.variant) for i in reader.results(ResultFilter(), 10).items}
     assert kept == {(T1, "a", "fail", ""), (T1, "b", "pass", ""), (T2, "a", "pass", ""), (T2, "c", "skip", "")}
     assert len(reader.results(ResultFilter(variant=""), 10).items) == 4

@@ -10,6 +10,7 @@ from typing import Any
 from evaluators.sdk import builtin
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.trace_evaluation import TraceEvaluator
+from monitor.review.of_store import reader_of
 from monitor.store.rows import LateResults
 from monitor.store.sqlite import ResultStore
 from monitor.store.storable import storable, storable_json
@@ -107,7 +108,7 @@ def test_a_lone_surrogate_or_nul_in_any_text_costs_no_other_row(backend: Backend
     assert any(f"division by zero{STORED}" in e for e in explanations)
     assert not any("\ud800" in (e or "") for e in explanations)
     assert [e for (e,) in backend.rows("SELECT explanation FROM results WHERE evaluator = 'judge'")] == [f"bad{STORED}"]
-    trace = store.reader().trace("b" * 32)
+    trace = reader_of(store).trace("b" * 32)
     assert trace is not None and trace.summary.service == f"shop{STORED}"
     store.close()
 

@@ -8,10 +8,12 @@ from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.evaluator_setup import thresholds_of
 from monitor.metrics import MetricsExporter
 from monitor.web.evaluator_info import evaluator_infos
+from tests.unit.metrics_scrape import observe_result
 
 
 def observe(metrics: MetricsExporter, evaluator: str, service: str, passed: bool) -> None:
-    metrics.observe_result(
+    observe_result(
+        metrics,
         evaluator=evaluator,
         level="trace",
         service=service,
@@ -60,7 +62,8 @@ def test_window_figures_per_variant_beside_those_of_every_variant() -> None:
     plain = ConfiguredEvaluator(builtin("error_free"), "error_free", 1.0, None)
     metrics = MetricsExporter()
     for variant, passed in (("v1", True), ("v1", True), ("v2", False), ("", True)):
-        metrics.observe_result(
+        observe_result(
+            metrics,
             evaluator="error_free",
             level="trace",
             service="checkout",

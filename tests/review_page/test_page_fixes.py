@@ -10,6 +10,7 @@ from html import unescape
 from pathlib import Path
 
 from monitor.review.models import EvaluatorInfo, EvaluatorWindow, Step
+from monitor.review.of_store import reader_of
 from monitor.store.sqlite import ResultStore
 from monitor.store.trace_detail import trace_detail as build_detail
 from tests.results.helpers import outcome, row
@@ -107,13 +108,13 @@ def test_a_failed_llm_call_without_usage_shows_unknown_tokens_not_zero(tmp_path:
     try:
         trace_id = failed_call_trace().trace_id  # type: ignore[attr-defined]
         store.write([outcome(trace_id, row("error_free", False), detail=detail)])
-        stored = store.reader().trace(trace_id)
+        stored = reader_of(store).trace(trace_id)
         assert stored is not None
         [usage] = stored.summary.models
         assert (usage.model, usage.calls, usage.input_tokens, usage.output_tokens) == ("gpt-4o", 1, None, None)
         llm = [s for s in stored.steps if s.kind == "llm"]
         assert llm and all(isinstance(s, Step) and s.input_tokens is None for s in llm)
-        with serve(review_app(store.reader(), None)) as base:
+        with serve(review_app(reader_of(store), None)) as base:
             body = fetch(base, f"/review/traces/{trace_id}").body
     finally:
         store.close()

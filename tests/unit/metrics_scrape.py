@@ -2,13 +2,66 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from monitor.metrics import MetricsExporter
+from monitor.metrics.tally import MetricsTally
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+class ResultView(NamedTuple):
+    """The fields of a result row the metrics read (monitor.store.rows.ResultRow has them all)."""
+
+    agent: str | None
+    evaluator: str
+    level: str
+    score: float | None
+    passed: bool | None
+    skip_reason: str | None
+    duration_seconds: float
+
+
+def observe_trace(
+    exporter: MetricsExporter,
+    service: str,
+    duration_seconds: float,
+    has_error: bool,
+    tokens: Sequence[tuple[str | None, int, int]],
+    tools: Sequence[tuple[str, bool]],
+    trace_id: str,
+    llm_calls: Sequence[tuple[str | None, bool]] = (),
+) -> None:
+    """One evaluated trace, through the daemon's path (a tally the exporter applies)."""
+    tally = MetricsTally()
+    tally.add_trace(service, duration_seconds, has_error, trace_id, tokens, tools, llm_calls)
+    exporter.apply_tally(tally)
+
+
+def observe_result(
+    exporter: MetricsExporter,
+    *,
+    evaluator: str,
+    level: str,
+    service: str,
+    agent: str | None,
+    score: float | None,
+    passed: bool | None,
+    skipped: bool,
+    skip_reason: str | None,
+    trace_id: str,
+    duration_seconds: float,
+    variant: str = "",
+) -> None:
+    """One evaluation result, through the daemon's path (a tally the exporter applies; a skip without a reason
+    counts as `no_verdict`)."""
+    row = ResultView(agent, evaluator, level, score, None if skipped else passed, skip_reason, duration_seconds)
+    tally = MetricsTally()
+    tally.add_results(service, trace_id, [row], variant)
+    exporter.apply_tally(tally)
 
 
 class FakeClock:
@@ -61,7 +114,7 @@ def result(exporter: MetricsExporter, **overrides: Any) -> None:
         skipped=False, skip_reason=None, trace_id=TRACE_ID, duration_seconds=0.02,
     )  # fmt: skip
     args.update(overrides)
-    exporter.observe_result(**args)
+    observe_result(exporter, **args)
 
 
 def scored(exporter: MetricsExporter, scores: list[float], threshold: float = 0.5, **overrides: Any) -> None:

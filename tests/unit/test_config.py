@@ -527,11 +527,12 @@ evaluators:
 
 
 def test_mapping_form_edits_the_default_set_without_restating_it(tmp_path: Path) -> None:
-    from monitor.engine.evaluator_setup import configured_evaluators, thresholds_of
+    from monitor.engine.evaluator_setup import build_evaluators, thresholds_of
 
     config = load_config(write(tmp_path, MAPPING), env={})
     defaults = [r.entry.label for r in load_config(None, env={}).evaluator_entries()]
-    built = configured_evaluators(config)
+    built, problems = build_evaluators(config.evaluator_entries())
+    assert not problems
     labels = [c.label for c in built]
     assert labels == [n for n in defaults if n not in ("refusal", "pii_leak")] + [
         "prohibited_content",

@@ -1,4 +1,5 @@
-"""The shape of `monitor/`: each stage imports only the stages after it, and no module imports itself back."""
+"""The shape of `monitor/` and `evaluators/`: each stage imports only the stages after it, no module or package
+imports itself back (directly or round a cycle), and the SDK never imports the daemon."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = ROOT / "monitor"
+PACKAGES = ("evaluators", "monitor")
 
 # stage -> stages it must never import (at run time; `if TYPE_CHECKING:` imports are types only)
 FORBIDDEN = {
@@ -16,7 +17,7 @@ FORBIDDEN = {
     "sources": {"engine", "store", "review", "daemon", "receivers"},
     "engine": {"receivers", "sources", "web", "daemon", "commands"},
     "metrics": {"engine", "receivers", "sources", "web", "daemon", "store", "review"},
-    "alerting": {"engine", "receivers", "sources", "web", "daemon", "store", "review"},
+    "alerting": {"engine", "receivers", "sources", "web", "daemon", "store", "review", "metrics"},
     "store": {"engine", "receivers", "sources", "web", "daemon", "metrics"},  # the result store: the write side
     "review": {"engine", "receivers", "sources", "web", "daemon", "metrics"},  # the review's read side
     "web": {"engine", "receivers", "sources", "daemon"},
@@ -29,15 +30,38 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _runtime_imports(path: Path) -> set[str]:
-    """Modules `path` imports outside `if TYPE_CHECKING:` blocks, as absolute names."""
-    tree = ast.parse(path.read_text())
-    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rsplit(".", 1)[0]
-    found: set[str] = set()
+MODULES = {_module_name(p): p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))}
+
+
+def _is_package(module: str) -> bool:
+    return MODULES[module].name == "__init__.py"
+
+
+def _ancestors(module: str) -> list[str]:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _imports(path: Path, *, type_checking: bool) -> set[str]:
+    return _imports_of(path.read_text(), _module_name(path), path.name == "__init__.py", type_checking=type_checking)
+
+
+def _imports_of(source: str, me: str, is_package: bool, *, type_checking: bool) -> set[str]:
+    """The modules of both packages that module `me` (of text `source`) imports, as absolute names.
+
+    Imports inside functions count (they run, only later). `if TYPE_CHECKING:` imports count when
+    `type_checking` is set. `from pkg import name` imports `pkg.name` when that is a module, else `pkg`; importing
+    a module also runs its packages' `__init__`, except the packages the importer is itself inside (those are
+    already being imported when it runs).
+    """
+    package = me if is_package else me.rsplit(".", 1)[0]
+    targets: set[str] = set()
 
     def visit(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test) and not type_checking:
+                for stmt in child.orelse:
+                    visit(ast.Module(body=[stmt], type_ignores=[]))
                 continue
             if isinstance(child, ast.ImportFrom):
                 if child.level:
@@ -45,17 +69,23 @@ def _runtime_imports(path: Path) -> set[str]:
                     name = ".".join(base + ([child.module] if child.module else []))
                 else:
                     name = child.module or ""
-                found.add(name)
-                found.update(f"{name}.{alias.name}" for alias in child.names)
+                subs = {f"{name}.{alias.name}" for alias in child.names} & MODULES.keys()
+                targets.update(subs)
+                if len(subs) < len(child.names):
+                    targets.add(name)
             elif isinstance(child, ast.Import):
-                found.update(alias.name for alias in child.names)
+                targets.update(alias.name for alias in child.names)
             visit(child)
 
-    visit(tree)
-    return {name for name in found if name == "monitor" or name.startswith("monitor.")}
+    visit(ast.parse(source))
+    mine = {me, *_ancestors(me)}
+    found = {t for t in targets if t in MODULES}
+    found |= {a for t in found for a in _ancestors(t) if a in MODULES}
+    return found - mine
 
 
-MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+def _runtime_imports(path: Path) -> set[str]:
+    return _imports(path, type_checking=False)
 
 
 def _stage(module: str) -> str:
@@ -63,33 +93,87 @@ def _stage(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-@pytest.mark.parametrize("module", sorted(MODULES))
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of `graph` (a path that ends where it starts), or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def walk(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in state and (found := walk(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := walk(node)):
+            return found
+    return None
+
+
+# every import, `if TYPE_CHECKING:` ones too: a cycle of types is still two modules that know each other
+GRAPH = {m: _imports(p, type_checking=True) for m, p in MODULES.items()}
+
+
+def _child(package: str, module: str) -> str | None:
+    """The direct child of `package` (a module or subpackage) that holds `module`, or None if none does."""
+    if not module.startswith(package + "."):
+        return None
+    return package + "." + module[len(package) + 1 :].split(".", 1)[0]
+
+
+def _package_graph(package: str) -> dict[str, set[str]]:
+    """The imports between the direct children of `package`, each child standing for everything inside it."""
+    graph: dict[str, set[str]] = {}
+    for source, targets in GRAPH.items():
+        here = _child(package, source)
+        for target in targets:
+            there = _child(package, target)
+            if here and there and here != there:
+                graph.setdefault(here, set()).add(there)
+    return graph
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("monitor")))
 def test_stage_imports_flow_one_way(module: str) -> None:
     banned = FORBIDDEN.get(_stage(module), set())
     wrong = sorted(name for name in _runtime_imports(MODULES[module]) if _stage(name) in banned)
     assert not wrong, f"{module} ({_stage(module)}) must not import {wrong}"
 
 
-def test_no_import_cycles() -> None:
-    graph = {m: {n for n in _runtime_imports(p) if n in MODULES and n != m} for m, p in MODULES.items()}
-    state: dict[str, int] = {}
-    stack: list[str] = []
+@pytest.mark.parametrize("root", PACKAGES)
+def test_no_module_import_cycles(root: str) -> None:
+    graph = {m: {n for n in targets if n.split(".")[0] == root} for m, targets in GRAPH.items() if m.startswith(root)}
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
-    def walk(node: str) -> None:
-        state[node] = 1
-        stack.append(node)
-        for nxt in sorted(graph[node]):
-            if state.get(nxt) == 1:
-                cycle = [*stack[stack.index(nxt) :], nxt]
-                raise AssertionError("import cycle: " + " -> ".join(cycle))
-            if nxt not in state:
-                walk(nxt)
-        stack.pop()
-        state[node] = 2
 
-    for module in sorted(graph):
-        if module not in state:
-            walk(module)
+@pytest.mark.parametrize("package", sorted(m for m in MODULES if _is_package(m)))
+def test_no_package_import_cycles(package: str) -> None:
+    cycle = _cycle(_package_graph(package))
+    assert cycle is None, f"import cycle between the parts of {package}: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_checks_see_cycles() -> None:
+    """The checks find a module cycle, a package cycle and a cycle closed under `if TYPE_CHECKING:`."""
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+    saved = dict(GRAPH)
+    try:
+        GRAPH["evaluators.sdk.base"] = GRAPH["evaluators.sdk.base"] | {"evaluators.traces.model"}
+        GRAPH["evaluators.traces.model"] = GRAPH["evaluators.traces.model"] | {"evaluators.sdk.result"}
+        assert _cycle(_package_graph("evaluators")) is not None
+    finally:
+        GRAPH.clear()
+        GRAPH.update(saved)
+    source = "if TYPE_CHECKING:\n    from monitor.metrics.windows import WindowSnapshot\n"
+    assert "monitor.metrics.windows" in _imports_of(source, "monitor.alerting.probe", False, type_checking=True)
+    assert "monitor.metrics.windows" not in _imports_of(source, "monitor.alerting.probe", False, type_checking=False)
 
 
 def test_evaluators_sdk_never_imports_monitor() -> None:

@@ -9,7 +9,17 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from monitor.alerting.thresholds import AlertRule
 from monitor.metrics import MetricsExporter
-from tests.unit.metrics_scrape import TRACE_ID, FakeClock, classic, result, result_labels, samples, scored, value
+from tests.unit.metrics_scrape import (
+    TRACE_ID,
+    FakeClock,
+    classic,
+    observe_trace,
+    result,
+    result_labels,
+    samples,
+    scored,
+    value,
+)
 
 CONTRACT: list[tuple[str, str, set[str]]] = [
     ("agent_eval_score", "histogram", {"evaluator", "level", "service", "agent", "variant"}),
@@ -47,8 +57,8 @@ def test_every_contract_metric_has_its_exact_name_type_and_labels() -> None:
     m = MetricsExporter(label_value_cap=1, thresholds={"relevance": AlertRule("relevance_pass_ratio", 0.8)})
     scored(m, [0.2, 0.9])
     result(m, skipped=True, score=None, passed=None, skip_reason="no_output")
-    m.observe_trace("svc", 1.5, True, [("gpt-4o", 10, 5)], [("search", True)], TRACE_ID, [("gpt-4o", True)])
-    m.observe_trace("other", 1.0, False, [], [], TRACE_ID)  # overflows the service label
+    observe_trace(m, "svc", 1.5, True, [("gpt-4o", 10, 5)], [("search", True)], TRACE_ID, [("gpt-4o", True)])
+    observe_trace(m, "other", 1.0, False, [], [], TRACE_ID)  # overflows the service label
     m.spans_received.labels(receiver="grpc").inc(3)
     m.spans_refused.labels(receiver="http", reason="throttled").inc(2)
     m.requests.labels(receiver="http", code="200").inc()
@@ -176,10 +186,10 @@ def test_outcomes_and_evaluation_seconds() -> None:
 
 def test_trace_metrics() -> None:
     m = MetricsExporter()
-    m.observe_trace(
-        "svc", 2.0, True, [("gpt-4o", 100, 20), (None, 5, 0)], [("search", True), ("search", False)], TRACE_ID
+    observe_trace(
+        m, "svc", 2.0, True, [("gpt-4o", 100, 20), (None, 5, 0)], [("search", True), ("search", False)], TRACE_ID
     )
-    m.observe_trace("svc", 0.2, False, [("gpt-4o", 1, 2)], [], TRACE_ID)
+    observe_trace(m, "svc", 0.2, False, [("gpt-4o", 1, 2)], [], TRACE_ID)
     assert value(m, "agent_traces_total", service="svc", status="error") == 1
     assert value(m, "agent_traces_total", service="svc", status="ok") == 1
     assert value(m, "agent_trace_duration_seconds_count", service="svc") == 2
@@ -195,7 +205,7 @@ def test_trace_metrics() -> None:
 def test_label_values_are_capped_per_label() -> None:
     m = MetricsExporter(label_value_cap=2)
     for service in ("a", "b", "c"):
-        m.observe_trace(service, 1.0, False, [], [], TRACE_ID)
+        observe_trace(m, service, 1.0, False, [], [], TRACE_ID)
     services = {s.labels["service"] for s in samples(m, "agent_traces_total")}
     assert services == {"a", "b", "__other__"}
     assert value(m, "agent_monitor_label_overflow_total", label="service") == 1
@@ -203,7 +213,7 @@ def test_label_values_are_capped_per_label() -> None:
     result(m, service="d", agent="x")
     assert value(m, "agent_monitor_label_overflow_total", label="service") == 2
     assert value(m, "agent_eval_results_total", **result_labels("pass", service="__other__")) == 1
-    m.observe_trace("a", 1.0, False, [("m1", 1, 1), ("m2", 1, 1), ("m3", 1, 1)], [("t1", True)], TRACE_ID)
+    observe_trace(m, "a", 1.0, False, [("m1", 1, 1), ("m2", 1, 1), ("m3", 1, 1)], [("t1", True)], TRACE_ID)
     assert value(m, "agent_monitor_label_overflow_total", label="model") == 1
     assert value(m, "agent_llm_tokens_total", service="a", model="__other__", direction="input") == 1
     assert value(m, "agent_tool_calls_total", service="a", tool="t1", status="ok") == 1
@@ -211,7 +221,7 @@ def test_label_values_are_capped_per_label() -> None:
 
 def test_label_values_are_sanitized() -> None:
     m = MetricsExporter()
-    m.observe_trace("pay\x00ments\n\x1b", 1.0, False, [("", 1, 0)], [("t" * 300, True)], TRACE_ID)
+    observe_trace(m, "pay\x00ments\n\x1b", 1.0, False, [("", 1, 0)], [("t" * 300, True)], TRACE_ID)
     assert value(m, "agent_traces_total", service="payments", status="ok") == 1
     assert value(m, "agent_llm_tokens_total", service="payments", model="unknown", direction="input") == 1
     assert value(m, "agent_tool_calls_total", service="payments", tool="t" * 128, status="ok") == 1

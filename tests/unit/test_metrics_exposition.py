@@ -9,6 +9,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_classic
 
 from monitor.metrics import MetricsExporter, wants_openmetrics
+from tests.unit.metrics_scrape import observe_result, observe_trace
 
 FAIL_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PASS_ID = "0af7651916cd43dd8448eb211c80319c"
@@ -20,8 +21,8 @@ PROMETHEUS_ACCEPT = (
 
 
 def observe(m: MetricsExporter, *, score: float, passed: bool, trace_id: str) -> None:
-    m.observe_result(
-        evaluator="relevance", level="trace", service="svc", agent="planner", score=score, passed=passed,
+    observe_result(
+        m, evaluator="relevance", level="trace", service="svc", agent="planner", score=score, passed=passed,
         skipped=False, skip_reason=None, trace_id=trace_id, duration_seconds=0.01,
     )  # fmt: skip
 
@@ -102,7 +103,7 @@ def test_observing_while_rendering_from_another_thread() -> None:
         try:
             for i in range(2000):
                 observe(m, score=(i % 10) / 10, passed=i % 3 != 0, trace_id=FAIL_ID)
-                m.observe_trace(f"svc{i % 8}", 0.5, False, [("model", 1, 1)], [("tool", True)], FAIL_ID)
+                observe_trace(m, f"svc{i % 8}", 0.5, False, [("model", 1, 1)], [("tool", True)], FAIL_ID)
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 

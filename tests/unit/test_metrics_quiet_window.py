@@ -6,7 +6,7 @@ import math
 
 from monitor.alerting.thresholds import AlertRule
 from monitor.metrics import MetricsExporter
-from tests.unit.metrics_scrape import FakeClock, samples, scored, value
+from tests.unit.metrics_scrape import FakeClock, observe_result, samples, scored, value
 
 WINDOW_GAUGES = ("agent_eval_pass_ratio", "agent_eval_score_mean", "agent_eval_score_stddev")
 ALERT = dict(evaluator="relevance", service="svc", alert="relevance_pass_ratio")
@@ -39,8 +39,8 @@ def test_an_emptied_window_keeps_every_series_with_zero_samples_and_nan_values()
 def test_window_samples_counts_verdicts_without_scores() -> None:
     m = MetricsExporter(clock=FakeClock())
     scored(m, [0.9])
-    m.observe_result(
-        evaluator="relevance", level="trace", service="svc", agent=None, score=None, passed=False,
+    observe_result(
+        m, evaluator="relevance", level="trace", service="svc", agent=None, score=None, passed=False,
         skipped=False, skip_reason=None, trace_id="", duration_seconds=0.0,
     )  # fmt: skip
     labels = dict(evaluator="relevance", service="svc", window="5m")

@@ -20,7 +20,7 @@ from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
 from tests.conftest import CORPUS
 from tests.unit.builtins_spans import agent, chat
-from tests.unit.metrics_scrape import TRACE_ID, classic, result, result_labels, samples, scored, value
+from tests.unit.metrics_scrape import TRACE_ID, classic, observe_trace, result, result_labels, samples, scored, value
 
 
 def test_results_carry_level_and_the_agent_only_at_agent_level() -> None:
@@ -77,7 +77,7 @@ def test_per_agent_pass_ratio_is_a_sum_by_agent() -> None:
 def test_llm_calls_count_provider_errors_apart() -> None:
     m = MetricsExporter(label_value_cap=2)
     calls = [("gpt-4o", True), ("gpt-4o", False), (None, False), ("m2", True), ("m3", True)]
-    m.observe_trace("svc", 1.0, True, [], [("search", True)], TRACE_ID, calls)
+    observe_trace(m, "svc", 1.0, True, [], [("search", True)], TRACE_ID, calls)
     assert value(m, "agent_llm_calls_total", service="svc", model="gpt-4o", outcome="ok") == 1
     assert value(m, "agent_llm_calls_total", service="svc", model="gpt-4o", outcome="error") == 1
     assert value(m, "agent_llm_calls_total", service="svc", model="unknown", outcome="error") == 1
@@ -89,7 +89,7 @@ def test_llm_calls_count_provider_errors_apart() -> None:
 def test_no_created_series_in_either_format(accept: str | None) -> None:
     m = MetricsExporter()
     scored(m, [0.2, 0.9], level="agent", agent="planner")
-    m.observe_trace("svc", 1.0, False, [("gpt-4o", 3, 4)], [("t", True)], TRACE_ID, [("gpt-4o", True)])
+    observe_trace(m, "svc", 1.0, False, [("gpt-4o", 3, 4)], [("t", True)], TRACE_ID, [("gpt-4o", True)])
     m.traces_dropped.labels(reason="shutdown_timeout").inc()
     body = m.render(accept)[0].decode()
     parse = parse_openmetrics if accept else parse_classic

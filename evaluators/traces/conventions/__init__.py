@@ -11,6 +11,7 @@ from typing import Any
 from ..records import SpanRecord
 from .adk import GoogleADK
 from .base import Convention, Retrieval, SpanKind, TokenUsage, ToolInvocation
+from .errors import NORMALIZER_ERRORS, normalizer_errors
 from .openinference import OpenInference
 from .otel_genai import OTelGenAI
 from .pydantic_ai import PydanticAI
@@ -36,11 +37,13 @@ def detect(span: SpanRecord) -> tuple[Convention, ...]:
 
 
 def first(facet: str, span: SpanRecord, conventions: tuple[Convention, ...]) -> Any:
-    """The first non-None answer to `facet` among the span's conventions; a failing one is skipped."""
+    """The first non-None answer to `facet` among the span's conventions; a failing one is skipped, counted and
+    logged (see errors.py)."""
     for convention in conventions:
         try:
             value = getattr(convention, facet)(span)
-        except Exception:  # a normalizer bug must never take a trace down
+        except Exception as exc:  # a normalizer bug must never take a trace down, nor go unseen
+            NORMALIZER_ERRORS.record(convention.name, facet, exc)
             continue
         if value is not None:
             return value
@@ -49,6 +52,7 @@ def first(facet: str, span: SpanRecord, conventions: tuple[Convention, ...]) -> 
 
 __all__ = [
     "CONVENTIONS",
+    "NORMALIZER_ERRORS",
     "Convention",
     "Retrieval",
     "SpanKind",
@@ -56,4 +60,5 @@ __all__ = [
     "ToolInvocation",
     "detect",
     "first",
+    "normalizer_errors",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..jsonutil import as_float, as_int, as_str_list, as_text, parse_json
-from ..messages import LLMOutput, Message, RetrievedDocument, SystemMessage, ToolDefinition, is_placeholder
+from ..messages import LLMOutput, Message, RetrievedDocument, ToolDefinition, is_placeholder
 from ..records import SpanEvent, SpanRecord
 from .base import Convention, Retrieval, SpanKind, TokenUsage, ToolInvocation, usage_from
 from .parts import (
@@ -300,10 +300,6 @@ def _legacy_completion_text(text: str | None) -> str | None:
         texts = [content_text(m.get("content")) for m in parsed if isinstance(m, dict)]
         return "\n".join(t for t in texts if t) or None
     return text
-
-
-def system_message(text: str | None) -> SystemMessage | None:
-    return SystemMessage(content=text) if text else None
 
 
 __all__ = ["DETAILS_EVENT", "OTelGenAI", "log_usage", "make_tool_call", "usage_from_attributes"]

@@ -17,7 +17,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 import psycopg_pool
@@ -37,9 +37,6 @@ from monitor.store.postgres.connection import (
 )
 from monitor.store.postgres.schema import JSON_COLUMNS, set_up
 from monitor.store.schema import TRACE_COLUMNS
-
-if TYPE_CHECKING:
-    from monitor.review.postgres_reader import PostgresReviewReader
 
 _UPDATED = ", ".join(f"{c} = EXCLUDED.{c}" for c in TRACE_COLUMNS if c != "trace_id")
 _INSERT_TRACE = (
@@ -186,13 +183,6 @@ class PostgresResultStore(writer.QueuedResultStore):
     def enforce_size(self) -> int:
         with self._connection() as db:
             return retention.enforce_size(db, self.max_size, self._budget)
-
-    # --- reading --------------------------------------------------------------------------------
-    def reader(self) -> PostgresReviewReader:
-        """A ReviewReader sharing this store's pool and health (the review's read side, imported only here)."""
-        from monitor.review.postgres_reader import PostgresReviewReader
-
-        return PostgresReviewReader(self.current_pool, self.where, health=self.health, timeouts=self.timeouts)
 
     def _fetch(self, query: str, params: Sequence[Any]) -> list[tuple]:
         with self._connection() as db:
