@@ -8,7 +8,7 @@ that fails because the database refuses a row is written again in halves, so tha
 lost is counted per result and by reason (StoreHealth.lost).
 
 A subclass (store.ResultStore: SQLite; postgres.store.PostgresResultStore) gives the database side: `_store`
-(one transaction of packed rows), `_ensure_open` (reopen when due), `prune`, `enforce_size`, `_fetch`, `reader`
+(one transaction of packed rows), `_ensure_open` (reopen when due), `prune`, `enforce_size`, `_fetch`
 and `_close_database`.
 """
 
