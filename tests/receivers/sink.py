@@ -1,13 +1,14 @@
 """A consumer for receiver tests (the Collector's `consumertest.TracesSink` is the model): no engine.
 
 `TracesSink` decodes each request as the engine would (malformed bytes get MALFORMED), records what it was
-given, and answers ACCEPTED with the decoded span count, or what it was told: `throttle()` or `malform()`.
+given, and answers ACCEPTED with the decoded span count, or what it was told: `throttle()`, `malform()` or any
+`answer_with(IngestOutcome)`.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from evaluators.traces import TraceDecodeError
 from evaluators.traces.otlp_json import decode_traces_json
@@ -40,10 +41,7 @@ class TracesSink:
         if answer is not None:
             with self._lock:
                 self.requests.append(Received(payload, receiver, encoding, signal, None))
-            return IngestOutcome(
-                answer.outcome, message=answer.message, retry_after_seconds=answer.retry_after_seconds,
-                refused=list(answer.refused),
-            )  # fmt: skip
+            return replace(answer, refused=list(answer.refused))
         try:
             batch = _decode(payload, encoding, signal, receiver)
         except TraceDecodeError as exc:
@@ -54,15 +52,24 @@ class TracesSink:
             self.requests.append(Received(payload, receiver, encoding, signal, batch))
         return IngestOutcome(Outcome.ACCEPTED, accepted=len(batch.spans))
 
+    def answer_with(self, outcome: IngestOutcome) -> None:
+        """Answer every request with `outcome` from now on (recorded undecoded)."""
+        self._answer = outcome
+
     def throttle(self, message: str = "told to throttle", retry_after_seconds: float = 1.0, spans: int = 0) -> None:
         """Answer every request THROTTLED from now on (`spans` counted as refused, reason `throttled`)."""
-        self._answer = IngestOutcome(
-            Outcome.THROTTLED, message=message, retry_after_seconds=retry_after_seconds, refused=[("throttled", spans)]
+        self.answer_with(
+            IngestOutcome(
+                Outcome.THROTTLED,
+                message=message,
+                retry_after_seconds=retry_after_seconds,
+                refused=[("throttled", spans)],
+            )
         )
 
     def malform(self, message: str = "told to refuse as malformed") -> None:
         """Answer every request MALFORMED from now on."""
-        self._answer = IngestOutcome(Outcome.MALFORMED, message=message, refused=[("malformed", 1)])
+        self.answer_with(IngestOutcome(Outcome.MALFORMED, message=message, refused=[("malformed", 1)]))
 
     def accept(self) -> None:
         """Decode and accept again (the default)."""
