@@ -6,6 +6,27 @@ import hmac
 import secrets
 import threading
 import time
+from typing import Protocol
+
+
+class Authenticator(Protocol):
+    """What a receiver asks before it reads a request (the Collector's `extensionauth.Server` is the model)."""
+
+    def authorized(self, authorization: str | None) -> bool:
+        """True when the request's `Authorization` header value is acceptable."""
+        ...
+
+
+class BearerAuth:
+    """The receivers' bearer-token check: every request passes when no token is configured."""
+
+    __slots__ = ("token",)
+
+    def __init__(self, token: str | None = None) -> None:
+        self.token = token
+
+    def authorized(self, authorization: str | None) -> bool:
+        return bearer_authorized(authorization, self.token)
 
 
 def bearer_authorized(authorization: str | None, token: str | None) -> bool:

@@ -1,8 +1,12 @@
 """The contract between what brings spans in (receivers, pollers) and the engine that takes them.
 
 Receivers call a `TraceConsumer` (the OpenTelemetry Collector's `consumer.Traces` is the model): they pass
-the bytes of one export request and reply to their client as the `IngestOutcome` says. Pollers hand whole
-traces (`PolledTrace`) or spans to a `PollSink`. Neither sees the assembler or the evaluation queue.
+the bytes of one export request and reply to their client as the `IngestOutcome` says. The consumer decodes
+(it refuses under overload before decoding, so the bytes are its input) and counts nothing per receiver: the
+outcome says what was accepted and refused, and the receiver counts it in its own telemetry
+(`monitor.metrics.intake.ReceiverTelemetry`). Authentication is the receivers' own (`monitor.auth.Authenticator`).
+Pollers hand whole traces (`PolledTrace`) or spans to a `PollSink`. Neither sees the assembler or the
+evaluation queue.
 """
 
 from __future__ import annotations
@@ -23,30 +27,26 @@ class Outcome(StrEnum):
 
 @dataclass(slots=True)
 class IngestOutcome:
+    """The answer to one request. `accepted`: spans taken; `rejected`: spans of an accepted request left out
+    (the partial-success count); `refused`: (reason, spans) for the receiver's `agent_monitor_spans_refused`;
+    `dropped_attributes`: attributes nested too deep, left out of accepted records."""
+
     outcome: Outcome
     accepted: int = 0
     rejected: int = 0
     message: str = ""
     retry_after_seconds: float = 0.0
+    refused: list[tuple[str, int]] = field(default_factory=list)
+    dropped_attributes: int = 0
 
 
 class TraceConsumer(Protocol):
-    """What a receiver calls for each export request (see `monitor.engine.ingest.Ingestor`)."""
-
-    def authorized(self, authorization: str | None) -> bool:
-        """True when the request's `Authorization` header value is acceptable."""
-        ...
+    """What a receiver calls for each export request (see `monitor.engine.ingest.Ingestor`; in tests,
+    `tests.receivers.sink.TracesSink`)."""
 
     def ingest(self, payload: bytes, *, receiver: str, encoding: str, signal: str = "traces") -> IngestOutcome:
-        """Take one request body (decompressed); encoding "protobuf" | "json", signal "traces" | "logs"."""
-        ...
-
-    def count_request(self, receiver: str, code: str) -> None:
-        """Count one answered export request; `code` is a gRPC status name."""
-        ...
-
-    def refuse(self, receiver: str, reason: str, spans: int = 1) -> None:
-        """Count spans refused before they reached `ingest` (one per request when the count is unknown)."""
+        """Take one request body (decompressed); encoding "protobuf" | "json", signal "traces" | "logs".
+        `receiver` names the caller in log lines."""
         ...
 
 

@@ -20,6 +20,7 @@ from evaluators.judges import LLMJudge
 from evaluators.judges.client import JudgeClient
 from evaluators.judges.engine import JudgeEngine
 from monitor import __version__
+from monitor.auth import BearerAuth
 from monitor.config import MonitorConfig
 from monitor.config.models import usable_cpus
 from monitor.engine.admission import Admission
@@ -92,7 +93,6 @@ class Daemon:
         self.ingestor = Ingestor(
             self.assembler,
             self.metrics,
-            bearer_token=config.receivers.auth.token(),
             retry_after_seconds=max(1, math.ceil(assembly.quiet_period)),
             problem_log=RateLimitedLogger(logging.getLogger(Ingestor.__module__), config.logging.per_span_problem_rate),
         )
@@ -143,6 +143,7 @@ class Daemon:
         tls = prepared.receivers_tls
         # One budget for both receivers: the bytes of requests in flight, process-wide.
         self.inflight = InflightBytes(config.receivers.max_inflight_bytes)
+        receiver_auth = BearerAuth(config.receivers.auth.token())
         self.grpc: GrpcReceiver | None = None
         self.http: HttpReceiver | None = None
         if config.receivers.grpc.enabled:
@@ -151,6 +152,8 @@ class Daemon:
                 self.ingestor,
                 config.receivers.grpc.host,
                 config.receivers.grpc.port,
+                auth=receiver_auth,
+                telemetry=self.metrics.intake.receiver("grpc"),
                 max_message_bytes=config.receivers.grpc.max_message_bytes,
                 tls=key_cert,
                 inflight=self.inflight,
@@ -162,6 +165,8 @@ class Daemon:
                 self.ingestor,
                 config.receivers.http.host,
                 config.receivers.http.port,
+                auth=receiver_auth,
+                telemetry=self.metrics.intake.receiver("http"),
                 max_body_bytes=config.receivers.http.max_body_bytes,
                 ssl_context=tls.ssl_context() if tls is not None else None,
                 inflight=self.inflight,

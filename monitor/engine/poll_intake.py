@@ -33,6 +33,7 @@ class DaemonSink:
         self.assembler = assembler
         self.pool = pool
         self.metrics = metrics
+        self.telemetry = metrics.intake.receiver(FEED_RECEIVER)  # the span feed counts like a receiver
         self.room = room
 
     def claim(self, trace_ids: list[str]) -> list[str]:
@@ -78,8 +79,8 @@ class DaemonSink:
         if result.late:
             self.metrics.late_spans.inc(result.late)
         if result.over_trace_cap:
-            self.metrics.spans_refused.labels(receiver=FEED_RECEIVER, reason="per_trace_cap").inc(result.over_trace_cap)
-        self.metrics.spans_received.labels(receiver=FEED_RECEIVER).inc(result.accepted)
+            self.telemetry.refused("per_trace_cap", result.over_trace_cap)
+        self.telemetry.accepted(result.accepted)
 
 
 def _resolver(done: asyncio.Future[None]) -> Callable[[], None]:

@@ -15,6 +15,7 @@ from monitor.config.models import DEFAULT_DURATION_BUCKETS, DEFAULT_SCORE_BUCKET
 from monitor.config.variants import VariantsConfig
 from monitor.metrics.collector import WindowCollector
 from monitor.metrics.exposition import render
+from monitor.metrics.intake import IntakeMetrics
 from monitor.metrics.judges import JudgeMetrics
 from monitor.metrics.labels import OTHER, LabelCapper, clean_label_text, sanitize_label_value
 from monitor.metrics.normalizers import NormalizerMetrics
@@ -63,17 +64,6 @@ class _ResultKey:
         self.window_key = (labels[0], labels[2], labels[4])
 
 
-RECEIVERS = ("grpc", "http")
-REFUSAL_REASONS = (
-    "throttled",
-    "pending_bytes",
-    "timeout",
-    "too_large",
-    "malformed",
-    "per_trace_cap",
-    "invalid_id",
-    "unauthenticated",
-)
 DROP_REASONS = ("shutdown_timeout", "evaluation_error", "worker_crash", "worker_stalled")
 STORE_OPERATIONS = ("write", "prune", "read", "open")
 STORE_LOSS_REASONS = ("rejected", "failed", "unavailable", "timeout", "queue_full")
@@ -144,14 +134,8 @@ class MetricsExporter:
         )
         r.register(self._series)
 
-        # Daemon health.
-        self.spans_received = Counter("agent_monitor_spans_received", "Spans accepted.", ["receiver"], registry=r)
-        self.spans_refused = Counter(
-            "agent_monitor_spans_refused", "Spans refused or dropped.", ["receiver", "reason"], registry=r
-        )
-        self.requests = Counter(
-            "agent_monitor_requests", "Export requests by answer.", ["receiver", "code"], registry=r
-        )
+        # Daemon health. The receivers' own (requests, spans received and refused): each takes its telemetry here.
+        self.intake = IntakeMetrics(r)
         self.traces_pending = Gauge("agent_monitor_traces_pending", "Traces held by the assembler.", registry=r)
         self.spans_pending = Gauge("agent_monitor_spans_pending", "Spans held by the assembler.", registry=r)
         self.bytes_pending = Gauge(
@@ -161,12 +145,6 @@ class MetricsExporter:
             "agent_monitor_late_spans", "Spans arriving after their trace was evaluated.", registry=r
         )
         self.duplicate_spans = Counter("agent_monitor_duplicate_spans", "Spans repeating a span id.", registry=r)
-        self.attributes_dropped = Counter(
-            "agent_monitor_attributes_dropped",
-            "Attributes left out of accepted spans and log records (reason too_deep: nested past the decoders' limit).",
-            ["receiver", "reason"],
-            registry=r,
-        )
         self.traces_dropped = Counter("agent_monitor_traces_dropped", "Traces not evaluated.", ["reason"], registry=r)
         self.worker_restarts = Counter(
             "agent_monitor_worker_restarts", "Evaluation worker processes replaced after dying.", registry=r
@@ -179,9 +157,6 @@ class MetricsExporter:
         self.queue_depth = Gauge("agent_monitor_queue_depth", "Traces waiting for evaluation.", registry=r)
         # The known reasons start at 0: `increase()` and `rate()` only see a counter grow after its first scrape,
         # so a series born at 1 would hide the first drop from the dashboards and the health alerts.
-        for receiver in RECEIVERS:
-            for reason in REFUSAL_REASONS:
-                self.spans_refused.labels(receiver=receiver, reason=reason)
         for reason in DROP_REASONS:
             self.traces_dropped.labels(reason=reason)
         self.label_overflow = Counter(

@@ -1,6 +1,6 @@
 """OTLP/gRPC receiver (grpc.aio): TraceService/Export, LogsService/Export, gRPC health.
 
-Memory before authentication: an interceptor checks the bearer token from the call's metadata and
+Memory before authentication: an interceptor asks the `Authenticator` about the call's metadata and
 refuses with UNAUTHENTICATED before the request message is read. grpc.aio shows a message only once
 it has arrived whole, so an Export handler bounds what it cannot see by a count: it takes one of the
 `ReadSlots` of calls being read (with all taken, the oldest call still without its message after
@@ -12,7 +12,8 @@ answered. A call waiting for its message reserves no bytes, so idle callers cann
 others. Refusals (no slot, no room in the budget) are the OTLP throttling answer: UNAVAILABLE with a RetryInfo (both the
 `google.rpc.retryinfo-bin` trailer the Python exporter reads and the standard
 `grpc-status-details-bin`), so exporters back off and retry. Messages over the size limit get
-RESOURCE_EXHAUSTED from gRPC itself; gzip is accepted.
+RESOURCE_EXHAUSTED from gRPC itself; gzip is accepted. The receiver counts its answers and refusals in
+its own `ReceiverTelemetry`.
 """
 
 from __future__ import annotations
@@ -28,8 +29,11 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from prometheus_client import CollectorRegistry
 
+from monitor.auth import Authenticator, BearerAuth
 from monitor.consumer import Outcome, TraceConsumer
+from monitor.metrics.intake import IntakeMetrics, ReceiverTelemetry
 from monitor.receivers.inflight import InflightBytes, ReadSlots
 from monitor.receivers.memory import MemoryReturner
 
@@ -75,8 +79,9 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
     The refusal is a request-streaming handler that aborts without reading: a unary handler would
     make grpc.aio receive the whole message first."""
 
-    def __init__(self, consumer: TraceConsumer) -> None:
-        self.consumer = consumer
+    def __init__(self, auth: Authenticator, telemetry: ReceiverTelemetry) -> None:
+        self.auth = auth
+        self.telemetry = telemetry
         self._refusal: grpc.RpcMethodHandler[Any, Any] = grpc.stream_unary_rpc_method_handler(self._unauthenticated)
 
     async def intercept_service(
@@ -84,11 +89,11 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[_Request, _Response] | None]],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[_Request, _Response] | None:
-        if handler_call_details.method in EXPORT_METHODS and not self.consumer.authorized(
+        if handler_call_details.method in EXPORT_METHODS and not self.auth.authorized(
             _authorization(handler_call_details.invocation_metadata)
         ):
-            self.consumer.count_request(RECEIVER, "UNAUTHENTICATED")
-            self.consumer.refuse(RECEIVER, "unauthenticated")
+            self.telemetry.request("UNAUTHENTICATED")
+            self.telemetry.refused("unauthenticated")
             return self._refusal
         return await continuation(handler_call_details)
 
@@ -103,6 +108,7 @@ class ExportHandler:
     def __init__(
         self,
         consumer: TraceConsumer,
+        telemetry: ReceiverTelemetry,
         signal: str,
         inflight: InflightBytes,
         reads: ReadSlots,
@@ -110,6 +116,7 @@ class ExportHandler:
         memory: MemoryReturner | None = None,
     ) -> None:
         self.consumer = consumer
+        self.telemetry = telemetry
         self.signal = signal
         self.inflight = inflight
         self.reads = reads
@@ -117,35 +124,36 @@ class ExportHandler:
         self.memory = memory
 
     async def export(self, request_iterator: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
-        consumer, inflight = self.consumer, self.inflight
+        telemetry, inflight = self.telemetry, self.inflight
         request = await self._read(context)
         size = len(request)
         try:
             if not inflight.try_acquire(size):
-                consumer.refuse(RECEIVER, "throttled")
+                telemetry.refused("throttled")
                 await self._throttle(context, "too many request bytes in flight; retry later", INFLIGHT_RETRY_SECONDS)
             try:
-                outcome = consumer.ingest(request, receiver=RECEIVER, encoding="protobuf", signal=self.signal)
+                outcome = self.consumer.ingest(request, receiver=RECEIVER, encoding="protobuf", signal=self.signal)
             finally:
                 inflight.release(size)
         finally:
             del request
             if self.memory is not None:
                 self.memory.freed(size)
+        telemetry.ingested(outcome)
         if outcome.outcome is Outcome.MALFORMED:
-            consumer.count_request(RECEIVER, "INVALID_ARGUMENT")
+            telemetry.request("INVALID_ARGUMENT")
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, outcome.message)
         if outcome.outcome is Outcome.THROTTLED:
             await self._throttle(context, outcome.message, outcome.retry_after_seconds)
-        consumer.count_request(RECEIVER, "OK")
+        telemetry.request("OK")
         return self._response(outcome.rejected, outcome.message)
 
     async def _read(self, context: grpc.aio.ServicerContext) -> bytes:
         """The request message, read in one of the read slots within `read_timeout` (or the call is aborted)."""
-        consumer = self.consumer
+        telemetry = self.telemetry
         slot = self.reads.take()
         if slot is None:
-            consumer.refuse(RECEIVER, "throttled")
+            telemetry.refused("throttled")
             await self._throttle(context, "too many requests arriving at once; retry later", INFLIGHT_RETRY_SECONDS)
         try:
             # context.read(), not the request iterator: the iterator's generator frame would keep the
@@ -157,20 +165,20 @@ class ExportHandler:
         finally:
             self.reads.give_back(slot)
         if request is None:
-            consumer.refuse(RECEIVER, "timeout")
-            consumer.count_request(RECEIVER, "DEADLINE_EXCEEDED")
+            telemetry.refused("timeout")
+            telemetry.request("DEADLINE_EXCEEDED")
             waited = f"{self.reads.preempt_after:g}s while other calls waited" if slot.preempted else ""
             await context.abort(
                 grpc.StatusCode.DEADLINE_EXCEEDED,
                 f"request message not received within {waited or f'{self.read_timeout:g}s'}",
             )
         if not isinstance(request, bytes):  # grpc.aio.EOF: the client sent no message
-            consumer.count_request(RECEIVER, "INVALID_ARGUMENT")
+            telemetry.request("INVALID_ARGUMENT")
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no request message")
         return request
 
     async def _throttle(self, context: grpc.aio.ServicerContext, message: str, seconds: float) -> NoReturn:
-        self.consumer.count_request(RECEIVER, "UNAVAILABLE")
+        self.telemetry.request("UNAVAILABLE")
         await context.abort(grpc.StatusCode.UNAVAILABLE, message, trailing_metadata=_retry_trailers(message, seconds))
 
     def _response(self, rejected: int, message: str) -> bytes:
@@ -192,12 +200,17 @@ def _export_method(handler: ExportHandler) -> grpc.RpcMethodHandler:
 
 
 class GrpcReceiver:
+    """`auth`: open to all when not given; `telemetry`: this receiver's counters (on a registry of its own when
+    not given)."""
+
     def __init__(
         self,
         consumer: TraceConsumer,
         host: str,
         port: int,
         *,
+        auth: Authenticator | None = None,
+        telemetry: ReceiverTelemetry | None = None,
         max_message_bytes: int = 16 * 1024 * 1024,
         tls: tuple[bytes, bytes] | None = None,
         inflight: InflightBytes | None = None,
@@ -206,6 +219,8 @@ class GrpcReceiver:
         preempt_after: float = PREEMPT_AFTER_SECONDS,
     ) -> None:
         self.consumer = consumer
+        self.auth = auth or BearerAuth()
+        self.telemetry = telemetry or IntakeMetrics(CollectorRegistry()).receiver(RECEIVER)
         self.host = host
         self.port = port
         self.max_message_bytes = max_message_bytes
@@ -220,7 +235,7 @@ class GrpcReceiver:
 
     async def start(self) -> None:
         server = grpc.aio.server(
-            interceptors=(AuthInterceptor(self.consumer),),
+            interceptors=(AuthInterceptor(self.auth, self.telemetry),),
             options=[
                 ("grpc.max_receive_message_length", self.max_message_bytes),
                 ("grpc.max_send_message_length", 4 * 1024 * 1024),
@@ -235,7 +250,9 @@ class GrpcReceiver:
             compression=None,
         )
         handlers = {
-            name: ExportHandler(self.consumer, signal, self.inflight, self.reads, self.read_timeout, self.memory)
+            name: ExportHandler(
+                self.consumer, self.telemetry, signal, self.inflight, self.reads, self.read_timeout, self.memory
+            )
             for name, signal in zip(SERVICE_NAMES, ("traces", "logs"), strict=True)
         }
         server.add_generic_rpc_handlers(

@@ -11,7 +11,8 @@ declared length, room in the in-flight budget) is decided before a byte of the b
 `100 Continue` is sent only once those checks pass. The body's bytes are then reserved in the shared
 in-flight budget as they arrive, never the declared length up front: a client that declares 16 MiB
 and sends nothing holds nothing, and is cut after `idle_timeout` without a byte (or `read_timeout`
-in all). aiohttp (monitor/web/server.py) parses HTTP.
+in all). aiohttp (monitor/web/server.py) parses HTTP. The token is checked by the receiver's `Authenticator`;
+answers and refusals are counted in the receiver's own `ReceiverTelemetry`.
 """
 
 from __future__ import annotations
@@ -29,8 +30,11 @@ from google.protobuf.message import Message
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from prometheus_client import CollectorRegistry
 
+from monitor.auth import Authenticator, BearerAuth
 from monitor.consumer import Outcome, TraceConsumer, grpc_code_of_http
+from monitor.metrics.intake import IntakeMetrics, ReceiverTelemetry
 from monitor.receivers.inflight import InflightBytes
 from monitor.receivers.memory import MemoryReturner
 from monitor.web.server import WebServer
@@ -150,10 +154,14 @@ class OtlpHttpHandler:
         max_body_bytes: int,
         inflight: InflightBytes | None = None,
         *,
+        auth: Authenticator | None = None,
+        telemetry: ReceiverTelemetry | None = None,
         read_timeout: float = READ_TIMEOUT,
         idle_timeout: float = IDLE_TIMEOUT,
     ) -> None:
         self.consumer = consumer
+        self.auth = auth or BearerAuth()
+        self.telemetry = telemetry or IntakeMetrics(CollectorRegistry()).receiver(RECEIVER)
         self.max_body_bytes = max_body_bytes
         self.inflight = inflight
         self.read_timeout = read_timeout
@@ -162,11 +170,11 @@ class OtlpHttpHandler:
         self.reading = 0  # requests whose body is being read
 
     def _answer(self, response: web.Response) -> web.Response:
-        self.consumer.count_request(RECEIVER, grpc_code_of_http(response.status))
+        self.telemetry.request(grpc_code_of_http(response.status))
         return response
 
     def _refuse(self, reason: str, response: web.Response) -> web.Response:
-        self.consumer.refuse(RECEIVER, reason)
+        self.telemetry.refused(reason)
         return self._answer(response)
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
@@ -177,7 +185,7 @@ class OtlpHttpHandler:
             return self._answer(_response(405, "method not allowed\n", Allow="POST"))
         headers = request.headers
         encoding = _encoding_of(headers.get("Content-Type", ""))
-        if not self.consumer.authorized(headers.get("Authorization")):
+        if not self.auth.authorized(headers.get("Authorization")):
             auth = {"WWW-Authenticate": 'Bearer realm="otlp"'}
             refusal = _status_response(401, 16, "missing or invalid bearer token", encoding or "protobuf", **auth)
             return self._refuse("unauthenticated", refusal)
@@ -235,6 +243,7 @@ class OtlpHttpHandler:
             except _OverBudget:
                 return self._refuse("throttled", self._over_budget(encoding))
         outcome = self.consumer.ingest(payload, receiver=RECEIVER, encoding=encoding, signal=signal)
+        self.telemetry.ingested(outcome)
         if outcome.outcome is Outcome.MALFORMED:
             return self._answer(_status_response(400, 3, outcome.message, encoding))
         if outcome.outcome is Outcome.THROTTLED:
@@ -272,12 +281,17 @@ class OtlpHttpHandler:
 
 
 class HttpReceiver:
+    """`auth`: open to all when not given; `telemetry`: this receiver's counters (on a registry of its own when
+    not given)."""
+
     def __init__(
         self,
         consumer: TraceConsumer,
         host: str,
         port: int,
         *,
+        auth: Authenticator | None = None,
+        telemetry: ReceiverTelemetry | None = None,
         max_body_bytes: int = 16 * 1024 * 1024,
         ssl_context: ssl.SSLContext | None = None,
         inflight: InflightBytes | None = None,
@@ -285,7 +299,13 @@ class HttpReceiver:
         idle_timeout: float = IDLE_TIMEOUT,
     ) -> None:
         self.handler = OtlpHttpHandler(
-            consumer, max_body_bytes, inflight, read_timeout=read_timeout, idle_timeout=idle_timeout
+            consumer,
+            max_body_bytes,
+            inflight,
+            auth=auth,
+            telemetry=telemetry,
+            read_timeout=read_timeout,
+            idle_timeout=idle_timeout,
         )
         # auto_decompress off: gzip is inflated by our own bounded gunzip, never by the parser.
         self.server = WebServer(

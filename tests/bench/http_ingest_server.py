@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from monitor.auth import BearerAuth
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.ingest import Ingestor
 from monitor.metrics import MetricsExporter
@@ -33,12 +34,16 @@ MAX_BODY = 16 * 1024 * 1024
 async def serve(impl: str, token: str | None, inflight_mib: int, max_seconds: float) -> dict:
     metrics = MetricsExporter()
     assembler = TraceAssembler(quiet_period=0.2, max_trace_wait=5.0, max_pending_spans=1_000_000)
-    ingestor = Ingestor(assembler, metrics, bearer_token=token)
+    ingestor = Ingestor(assembler, metrics)
+    auth, telemetry = BearerAuth(token), metrics.intake.receiver("http")
     if impl == "aiohttp":
         inflight = InflightBytes(inflight_mib * 1024 * 1024) if inflight_mib else None
-        server = HttpReceiver(ingestor, "127.0.0.1", 0, max_body_bytes=MAX_BODY, inflight=inflight)
+        server = HttpReceiver(
+            ingestor, "127.0.0.1", 0, max_body_bytes=MAX_BODY, inflight=inflight, auth=auth, telemetry=telemetry
+        )
     else:
-        server = HTTPServer(OtlpHttpHandler(ingestor, MAX_BODY), "127.0.0.1", 0, max_body_bytes=MAX_BODY)
+        handler = OtlpHttpHandler(ingestor, MAX_BODY, auth, telemetry)
+        server = HTTPServer(handler, "127.0.0.1", 0, max_body_bytes=MAX_BODY)
     await server.start()
     print(f"listening {server.bound_port}", flush=True)
     stop = asyncio.Event()
@@ -52,7 +57,7 @@ async def serve(impl: str, token: str | None, inflight_mib: int, max_seconds: fl
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=0.25)
     await server.shutdown(0.5)
-    spans = metrics.spans_received.labels(receiver="http")._value.get()
+    spans = metrics.intake.spans_received.labels(receiver="http")._value.get()
     return {"spans_received": spans, "traces_discarded": discarded}
 
 

@@ -22,8 +22,10 @@ from google.rpc import status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from monitor.auth import BearerAuth
 from monitor.consumer import Outcome
 from monitor.engine.ingest import Ingestor
+from monitor.metrics.intake import ReceiverTelemetry
 from monitor.receivers.http_receiver import BodyTooLargeAfterDecompression, DecompressionError, _encoding_of, gunzip
 
 log = logging.getLogger(__name__)
@@ -259,12 +261,14 @@ def _status_body(code: int, message: str, encoding: str) -> tuple[bytes, str]:
 
 
 class OtlpHttpHandler:
-    def __init__(self, ingestor: Ingestor, max_body_bytes: int) -> None:
+    def __init__(self, ingestor: Ingestor, max_body_bytes: int, auth: BearerAuth, telemetry: ReceiverTelemetry) -> None:
         self.ingestor = ingestor
         self.max_body_bytes = max_body_bytes
+        self.auth = auth
+        self.telemetry = telemetry
 
     def _answer(self, code: int, response: Response) -> Response:
-        self.ingestor.count_request(RECEIVER, str(code))
+        self.telemetry.request(str(code))
         return response
 
     async def __call__(self, request: Request) -> Response:
@@ -274,14 +278,14 @@ class OtlpHttpHandler:
         if request.method != "POST":
             return self._answer(405, Response(405, b"method not allowed\n", headers={"Allow": "POST"}))
         encoding = _encoding_of(request.headers.get("content-type", ""))
-        if not self.ingestor.authorized(request.headers.get("authorization")):
-            self.ingestor.refuse(RECEIVER, "unauthenticated")
+        if not self.auth.authorized(request.headers.get("authorization")):
+            self.telemetry.refused("unauthenticated")
             body, content_type = _status_body(16, "missing or invalid bearer token", encoding or "protobuf")
             return self._answer(
                 401, Response(401, body, content_type, headers={"WWW-Authenticate": 'Bearer realm="otlp"'})
             )
         if encoding is None:
-            self.ingestor.refuse(RECEIVER, "malformed")
+            self.telemetry.refused("malformed")
             body = b"unsupported content type: use application/x-protobuf or application/json\n"
             return self._answer(415, Response(415, body))
         payload = request.body
@@ -290,16 +294,17 @@ class OtlpHttpHandler:
             try:
                 payload = gunzip(payload, self.max_body_bytes)
             except BodyTooLargeAfterDecompression:
-                self.ingestor.refuse(RECEIVER, "too_large")
+                self.telemetry.refused("too_large")
                 return self._answer(413, Response(413, b"request body too large after decompression\n"))
             except DecompressionError as exc:
-                self.ingestor.refuse(RECEIVER, "malformed")
+                self.telemetry.refused("malformed")
                 body, content_type = _status_body(3, str(exc), encoding)
                 return self._answer(400, Response(400, body, content_type))
         elif content_encoding not in ("identity", ""):
-            self.ingestor.refuse(RECEIVER, "malformed")
+            self.telemetry.refused("malformed")
             return self._answer(415, Response(415, b"unsupported Content-Encoding: use gzip or none\n"))
         outcome = self.ingestor.ingest(payload, receiver=RECEIVER, encoding=encoding, signal=signal)
+        self.telemetry.ingested(outcome)
         if outcome.outcome is Outcome.MALFORMED:
             body, content_type = _status_body(3, outcome.message, encoding)
             return self._answer(400, Response(400, body, content_type))

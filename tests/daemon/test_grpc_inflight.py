@@ -3,7 +3,7 @@ against a real grpc.aio server.
 
 A blocked client stream stands for a request whose message is still arriving: the server has taken
 the call (and one read slot) but not its message yet, and reserves no bytes for it. No timing is
-asserted: waits are bounded polls on the server's own state.
+asserted: waits are bounded polls on the server's own state. The receiver feeds a `TracesSink` (no engine).
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ import grpc
 import pytest
 from google.rpc import error_details_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from prometheus_client import CollectorRegistry
 
-from monitor.engine.assembler import TraceAssembler
-from monitor.engine.ingest import Ingestor
-from monitor.metrics import MetricsExporter
+from monitor.auth import BearerAuth
+from monitor.metrics.intake import IntakeMetrics
 from monitor.receivers.grpc_receiver import GrpcReceiver
 from monitor.receivers.inflight import InflightBytes
+from tests.receivers.sink import TracesSink
 
 METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 TOKEN = "s3cret"
@@ -39,8 +40,10 @@ def valid_request() -> bytes:
 
 
 class Server:
-    def __init__(self, receiver: GrpcReceiver, metrics: MetricsExporter, channel: grpc.aio.Channel) -> None:
-        self.receiver, self.metrics, self.channel = receiver, metrics, channel
+    def __init__(
+        self, receiver: GrpcReceiver, registry: CollectorRegistry, sink: TracesSink, channel: grpc.aio.Channel
+    ) -> None:
+        self.receiver, self.registry, self.sink, self.channel = receiver, registry, sink, channel
 
     @property
     def in_use(self) -> int:
@@ -51,7 +54,7 @@ class Server:
         return self.receiver.reads.in_use
 
     def count(self, name: str, **labels: str) -> float:
-        return self.metrics.registry.get_sample_value(name, {"receiver": "grpc", **labels}) or 0.0
+        return self.registry.get_sample_value(name, {"receiver": "grpc", **labels}) or 0.0
 
     async def export(self, payload: bytes, metadata: tuple = AUTH) -> grpc.StatusCode:
         try:
@@ -82,19 +85,18 @@ def run() -> Callable[[Callable[[Server], Awaitable[None]]], None]:
     def runner(
         body: Callable[[Server], Awaitable[None]],
         *,
-        max_pending_spans: int = 1000,
         read_timeout: float = 20.0,
         max_concurrent_reads: int = 16,
         preempt_after: float = 1.0,
     ) -> None:
         async def main() -> None:
-            metrics = MetricsExporter()
-            assembler = TraceAssembler(max_pending_spans=max_pending_spans, max_spans_per_trace=max_pending_spans)
-            ingestor = Ingestor(assembler, metrics, bearer_token=TOKEN)
+            registry, sink = CollectorRegistry(), TracesSink()
             receiver = GrpcReceiver(
-                ingestor,
+                sink,
                 "127.0.0.1",
                 0,
+                auth=BearerAuth(TOKEN),
+                telemetry=IntakeMetrics(registry).receiver("grpc"),
                 max_message_bytes=MAX_MESSAGE,
                 inflight=InflightBytes(LIMIT),
                 read_timeout=read_timeout,
@@ -104,7 +106,7 @@ def run() -> Callable[[Callable[[Server], Awaitable[None]]], None]:
             await receiver.start()
             try:
                 async with grpc.aio.insecure_channel(f"127.0.0.1:{receiver.bound_port}") as channel:
-                    await asyncio.wait_for(body(Server(receiver, metrics, channel)), timeout=30)
+                    await asyncio.wait_for(body(Server(receiver, registry, sink, channel)), timeout=30)
             finally:
                 await receiver.shutdown(grace=0.5)
 
@@ -256,13 +258,15 @@ def test_the_budget_returns_to_zero_after_each_answer(run, payload, code):
 
 def test_the_budget_returns_to_zero_when_ingest_throttles(run):
     async def body(server: Server) -> None:
-        assert await server.export(valid_request()) is grpc.StatusCode.OK  # fills the assembler
-        request = ExportTraceServiceRequest.FromString(valid_request())
-        request.resource_spans[0].scope_spans[0].spans[0].span_id = b"\x03" * 8
-        assert await server.export(request.SerializeToString()) is grpc.StatusCode.UNAVAILABLE
+        assert await server.export(valid_request()) is grpc.StatusCode.OK
+        server.sink.throttle(spans=1)
+        assert await server.export(valid_request()) is grpc.StatusCode.UNAVAILABLE
         assert server.in_use == 0
+        assert server.count("agent_monitor_spans_refused_total", reason="throttled") == 1
+        assert server.count("agent_monitor_requests_total", code="UNAVAILABLE") == 1
+        assert server.count("agent_monitor_spans_received_total") == 1 == server.sink.span_count
 
-    run(body, max_pending_spans=1)
+    run(body)
 
 
 def test_slots_and_budget_return_to_zero_when_the_client_sends_no_message_or_gives_up(run):

@@ -36,6 +36,9 @@ def test_an_over_deep_attribute_is_counted_and_its_span_kept(encoding: str) -> N
         payload = js_request([js_span(0, [deep, plain]), js_span(1, [plain])]).encode()
 
     outcome = ingestor.ingest(payload, receiver="http", encoding=encoding)
+    metrics.intake.receiver("http").ingested(outcome)  # what the receiver counts from the answer
+
+    assert outcome.dropped_attributes == 1
 
     assert outcome.outcome is Outcome.ACCEPTED and outcome.accepted == 2
     dropped = metrics.registry.get_sample_value(

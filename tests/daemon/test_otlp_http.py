@@ -3,7 +3,8 @@
 Keep-alive, chunked uploads, 413 before the body (and readable by a client that writes the whole body
 first), 400/415 answers, gzip, refusals decided from the headers before the body is read (token, type,
 length, room in the in-flight budget) with `100 Continue` only after them, body bytes reserved as they
-arrive, 408 for a body that stalls or trickles, and the requests_total code vocabulary.
+arrive, 408 for a body that stalls or trickles, and the requests_total code vocabulary. The receiver feeds a
+`TracesSink` (no engine).
 """
 
 from __future__ import annotations
@@ -20,14 +21,15 @@ from collections.abc import Iterator
 import pytest
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from prometheus_client import CollectorRegistry
 
+from monitor.auth import BearerAuth
 from monitor.consumer import grpc_code_of_http
-from monitor.engine.assembler import TraceAssembler
-from monitor.engine.ingest import Ingestor
-from monitor.metrics import MetricsExporter
+from monitor.metrics.intake import IntakeMetrics
 from monitor.receivers.http_receiver import HttpReceiver
 from monitor.receivers.inflight import InflightBytes
 from tests.integration.otlp_raw import request, span
+from tests.receivers.sink import TracesSink
 
 TOKEN = "s3cret"
 LIMIT = 1024 * 1024
@@ -47,7 +49,7 @@ async def _cancel_remaining_tasks() -> None:
 
 
 class Receiver:
-    """HttpReceiver with a real Ingestor, serving from an event loop in a thread (so tests may block)."""
+    """HttpReceiver feeding a TracesSink, serving from an event loop in a thread (so tests may block)."""
 
     def __init__(
         self,
@@ -57,14 +59,16 @@ class Receiver:
         read_timeout: float = 20.0,
         idle_timeout: float = 20.0,
     ) -> None:
-        self.metrics = MetricsExporter()
-        self.ingestor = Ingestor(TraceAssembler(), self.metrics, bearer_token=token)
+        self.registry = CollectorRegistry()
+        self.sink = TracesSink()
         self.inflight = inflight
         self.loop = asyncio.new_event_loop()
         self.receiver = HttpReceiver(
-            self.ingestor,
+            self.sink,
             "127.0.0.1",
             0,
+            auth=BearerAuth(token),
+            telemetry=IntakeMetrics(self.registry).receiver("http"),
             max_body_bytes=LIMIT,
             inflight=inflight,
             read_timeout=read_timeout,
@@ -106,7 +110,7 @@ class Receiver:
         return sock, read_until(sock, until)
 
     def sample(self, name: str, **labels: str) -> float:
-        return self.metrics.registry.get_sample_value(name, {"receiver": "http", **labels}) or 0.0
+        return self.registry.get_sample_value(name, {"receiver": "http", **labels}) or 0.0
 
     def requests(self, code: str) -> float:
         return self.sample("agent_monitor_requests_total", code=code)

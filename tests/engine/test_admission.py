@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from monitor.consumer import Outcome
+from monitor.consumer import IngestOutcome, Outcome
 from monitor.engine.admission import DELAY_ALLOWANCE_SECONDS, Admission
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.ingest import Ingestor
@@ -29,8 +29,20 @@ def wired(queue_size: int = 256, quiet: float = 5.0):
     )
     admission = Admission(assembler, pool, quiet_period=quiet)
     metrics = MetricsExporter()
-    ingestor = Ingestor(assembler, metrics, admission_refuses=admission.refuse)
+    ingestor = Counted(Ingestor(assembler, metrics, admission_refuses=admission.refuse), metrics)
     return clock, assembler, pool, admission, ingestor, metrics
+
+
+class Counted:
+    """The Ingestor, with its answers counted as the gRPC receiver counts them."""
+
+    def __init__(self, ingestor: Ingestor, metrics: MetricsExporter) -> None:
+        self.ingestor, self.telemetry = ingestor, metrics.intake.receiver("grpc")
+
+    def ingest(self, payload: bytes, *, receiver: str, encoding: str) -> IngestOutcome:
+        outcome = self.ingestor.ingest(payload, receiver=receiver, encoding=encoding)
+        self.telemetry.ingested(outcome)
+        return outcome
 
 
 def refused(metrics: MetricsExporter) -> float:

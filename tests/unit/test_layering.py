@@ -4,6 +4,8 @@ imports itself back (directly or round a cycle), and the SDK never imports the d
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,16 @@ FORBIDDEN = {
     "review": {"engine", "receivers", "sources", "web", "daemon", "metrics"},  # the review's read side
     "web": {"engine", "receivers", "sources", "daemon"},
     "config": {"engine", "receivers", "sources", "web", "daemon", "metrics", "store", "review"},
+    # the intake's contract and the receivers' authentication: below every stage that uses them
+    "consumer": {"engine", "receivers", "sources", "web", "daemon", "metrics", "store", "review", "config"},
+    "auth": {"engine", "receivers", "sources", "web", "daemon", "metrics", "store", "review", "config"},
 }
+# Receiver tests run against tests/receivers/sink.py: they must not need the engine (not even indirectly).
+RECEIVER_TESTS = (
+    "tests.receivers.test_consumer_answers",
+    "tests.daemon.test_grpc_inflight",
+    "tests.daemon.test_otlp_http",
+)
 
 
 def _module_name(path: Path) -> str:
@@ -174,6 +185,14 @@ def test_the_cycle_checks_see_cycles() -> None:
     source = "if TYPE_CHECKING:\n    from monitor.metrics.windows import WindowSnapshot\n"
     assert "monitor.metrics.windows" in _imports_of(source, "monitor.alerting.probe", False, type_checking=True)
     assert "monitor.metrics.windows" not in _imports_of(source, "monitor.alerting.probe", False, type_checking=False)
+
+
+def test_receiver_tests_load_no_engine() -> None:
+    engine = "sorted(m for m in sys.modules if m.startswith('monitor.engine'))"
+    probe = f"import sys, {', '.join(RECEIVER_TESTS)}; print({engine})"
+    loaded = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.strip() == "[]"
 
 
 def test_evaluators_sdk_never_imports_monitor() -> None:

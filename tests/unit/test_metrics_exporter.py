@@ -59,9 +59,9 @@ def test_every_contract_metric_has_its_exact_name_type_and_labels() -> None:
     result(m, skipped=True, score=None, passed=None, skip_reason="no_output")
     observe_trace(m, "svc", 1.5, True, [("gpt-4o", 10, 5)], [("search", True)], TRACE_ID, [("gpt-4o", True)])
     observe_trace(m, "other", 1.0, False, [], [], TRACE_ID)  # overflows the service label
-    m.spans_received.labels(receiver="grpc").inc(3)
-    m.spans_refused.labels(receiver="http", reason="throttled").inc(2)
-    m.requests.labels(receiver="http", code="200").inc()
+    m.intake.receiver("grpc").accepted(3)
+    m.intake.receiver("http").refused("throttled", 2)
+    m.intake.receiver("http").request("200")
     m.traces_pending.set(4)
     m.spans_pending.set(9)
     m.late_spans.inc()
