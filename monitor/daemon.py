@@ -13,7 +13,6 @@ import contextlib
 import logging
 import math
 import signal
-import time
 from collections.abc import Callable
 
 from evaluators.judges import LLMJudge
@@ -23,9 +22,10 @@ from monitor import __version__
 from monitor.config import MonitorConfig
 from monitor.config.models import usable_cpus
 from monitor.engine.admission import Admission
-from monitor.engine.assembler import CompletedTrace, TraceAssembler
+from monitor.engine.assembler import TraceAssembler
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.dispatcher import DueTraceDispatcher
+from monitor.engine.drain import PendingTraces
 from monitor.engine.evaluator_setup import thresholds_of
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.ingest import Ingestor
@@ -35,6 +35,7 @@ from monitor.engine.poll_intake import DaemonSink
 from monitor.engine.pool import EvaluationPool, EvaluationStartError, process_slots, stall_limit, thread_slot
 from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
+from monitor.lifecycle import Closing, Grace, Hook, Lifecycle, Part, Together
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics import MetricsExporter
 from monitor.metrics.tally import MetricsTally
@@ -80,15 +81,7 @@ class Daemon:
             thresholds=thresholds_of(evaluators),
             variants=config.variants,
         )
-        self.assembler = TraceAssembler(
-            quiet_period=assembly.quiet_period,
-            max_trace_wait=assembly.max_trace_wait,
-            max_pending_spans=assembly.max_pending_spans,
-            max_pending_bytes=assembly.max_pending_bytes,
-            max_spans_per_trace=assembly.max_spans_per_trace,
-            evaluated_trace_memory=assembly.evaluated_trace_memory,
-            late_span_window=assembly.late_span_window,
-        )
+        self.assembler = TraceAssembler.from_config(assembly)
         self.ingestor = Ingestor(
             self.assembler,
             self.metrics,
@@ -189,10 +182,35 @@ class Daemon:
             name="api",
             ssl_context=api_context,
         )
+        self.lifecycle = Lifecycle(self._parts())
         self._stopping = asyncio.Event()
         self.stop_requested = False  # SIGTERM or SIGINT received (request_stop)
         self._stopped = False
         self.started = False
+
+    def _parts(self) -> list[Part]:
+        """Every component in start order (dependencies first); shutdown runs the list backwards: stop accepting,
+        the receivers and the pollers, the dispatcher, the pending traces evaluated, the judges drained, the
+        workers stopped, the judge engine closed, the store flushed, the review closed, the API server last (so
+        /metrics and /healthz answer during the drain)."""
+        receiver_grace = Grace(share=0.25, cap=2.0)
+        pending = PendingTraces(
+            self.assembler, self.pool, self._count_dropped, lambda: self.evaluated, self._update_gauges
+        )
+        return [
+            Part("api", self.api, Grace.fixed(0.5)),
+            *([Part("review", Closing(self.review.close))] if self.review is not None else []),
+            *([Part("store", self.store)] if self.store is not None else []),
+            Part("judge_engine", Closing(self.judge_engine.aclose)),
+            Part("pool", self.pool, Grace(floor=1.0)),
+            Part("judges", Together(self.judge_stage, *([self.pairwise] if self.pairwise is not None else []))),
+            Part("pending_traces", pending),
+            Part("dispatcher", self.dispatcher),
+            Part("polling", self.polling, Grace(floor=0.1)),
+            *([Part("http", self.http, receiver_grace)] if self.http is not None else []),
+            *([Part("grpc", self.grpc, receiver_grace)] if self.grpc is not None else []),
+            Part("intake", Hook(self._stop_accepting)),
+        ]
 
     # --- wiring callbacks -----------------------------------------------------------------------
     def _record(self, tally: MetricsTally) -> None:
@@ -218,6 +236,9 @@ class Daemon:
         self.metrics.queue_depth.set(self.pool.depth)
         self.metrics.evaluation_capacity.set(self.pool.capacity)
 
+    def _stop_accepting(self) -> None:
+        self.ingestor.accepting = False
+
     def _count_dropped(self, reason: str, traces: int) -> None:
         self.metrics.traces_dropped.labels(reason=reason).inc(traces)
 
@@ -227,22 +248,12 @@ class Daemon:
 
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
-        """Start every component, sources last; when one fails, shut down what started and re-raise."""
+        """Start every component in order, sources last; when one fails, shut all down in reverse and re-raise."""
         try:
-            await self.api.start()
-            if self.store is not None:
-                await self.store.start()
-            await self.pool.start()
-            if self.grpc is not None:
-                await self.grpc.start()
-            if self.http is not None:
-                await self.http.start()
-            await self.dispatcher.start()
-            if self.pairwise is not None:
-                await self.pairwise.start()
-            await self.polling.start()
+            await self.lifecycle.start(undo_grace=self.config.shutdown.grace_period)
         except BaseException:
-            await self.shutdown()
+            self._stopped = True
+            self._stopping.set()
             raise
         tune_gc(collect_less_often=False)  # see gc_tuning: the main process decodes untrusted input
         self.started = True
@@ -309,43 +320,7 @@ class Daemon:
             return
         self._stopped = True
         self._stopping.set()
-        grace = self.config.shutdown.grace_period if grace is None else grace
-        deadline = time.monotonic() + grace
-        self.ingestor.accepting = False
-        for receiver in (self.grpc, self.http):
-            if receiver is not None:
-                await receiver.shutdown(grace=min(2.0, grace / 4))
-        # A run stops handing traces over at once; it waits for those the pool has (the drain would wait for them
-        # anyway), then records them, so a restart does not evaluate them again.
-        await self.polling.shutdown(grace=max(deadline - time.monotonic(), 0.1))
-        await self.dispatcher.shutdown()
-        pending = self.assembler.flush_all()
-        not_queued = self._submit_all(pending)
-        dropped = not_queued + await self.pool.drain(deadline - time.monotonic())
-        if dropped:
-            self._count_dropped("shutdown_timeout", dropped)
-            log.warning("shutdown: %d traces could not be evaluated within the grace period", dropped)
-        log.info("shutdown: evaluated %d traces in total (%d completed at shutdown)", self.evaluated, len(pending))
-        self._update_gauges()
-        judging = max(deadline - time.monotonic(), 0.0)  # both judge stages share what is left of the grace period
-        await asyncio.gather(
-            self.judge_stage.shutdown(grace=judging),
-            *([self.pairwise.shutdown(grace=judging)] if self.pairwise is not None else []),
-        )
-        await self.pool.shutdown(grace=max(deadline - time.monotonic(), 1.0))
-        await self.judge_engine.aclose()
-        if self.store is not None:
-            await self.store.shutdown()
-        if self.review is not None:
-            self.review.close()
-        await self.api.shutdown(grace=0.5)
-
-    def _submit_all(self, traces: list[CompletedTrace]) -> int:
-        """Submit every trace (the pool takes all while open); returns how many it did not take."""
-        for index, completed in enumerate(traces):
-            if not self.pool.submit(completed):
-                return len(traces) - index
-        return 0
+        await self.lifecycle.shutdown(self.config.shutdown.grace_period if grace is None else grace)
 
 
 def _judging(
