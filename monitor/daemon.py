@@ -1,9 +1,10 @@
 """The daemon: wires receivers → ingest → assembler → evaluation pool → metrics/store from the config, in one place.
 
-Every component has the same lifecycle: `start()`, then an idempotent `shutdown(grace)` that is safe before
-`start()`. A failed `start()` shuts down what had started. SIGTERM/SIGINT → `shutdown()`: stop accepting,
-complete every pending trace as it is, drain the evaluation pool within the grace period, count what could
-not be evaluated, stop the API server last.
+Every component is a `monitor.lifecycle.Component`: `start()`, then an idempotent `shutdown(grace)` that is safe
+before `start()`. The daemon lists them in start order (`Daemon._parts`); its `Lifecycle` starts them in that order
+and shuts them down in reverse within `shutdown.grace_period`, and a failed `start()` shuts them all down.
+SIGTERM/SIGINT → `shutdown()`: stop accepting, complete every pending trace as it is, drain the evaluation pool
+within the grace period, count what could not be evaluated, stop the API server last.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import contextlib
 import logging
 import math
 import signal
-import time
 from collections.abc import Callable
 
 from evaluators.judges import LLMJudge
@@ -24,18 +24,20 @@ from monitor.auth import BearerAuth
 from monitor.config import MonitorConfig
 from monitor.config.models import usable_cpus
 from monitor.engine.admission import Admission
-from monitor.engine.assembler import CompletedTrace, TraceAssembler
+from monitor.engine.assembler import TraceAssembler
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.dispatcher import DueTraceDispatcher
+from monitor.engine.drain import PendingTraces
 from monitor.engine.evaluator_setup import thresholds_of
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.ingest import Ingestor
 from monitor.engine.judge_stage import JudgeStage
 from monitor.engine.pairwise_stage import PairwiseStage
 from monitor.engine.poll_intake import DaemonSink
-from monitor.engine.pool import EvaluationPool, EvaluationStartError, process_slots, stall_limit, thread_slot
+from monitor.engine.pool import EvaluationPool, EvaluationStartError, WorkerSlot, process_slots, thread_slot
 from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
+from monitor.lifecycle import Closing, Grace, Hook, Lifecycle, Part, Together
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics import MetricsExporter
 from monitor.metrics.tally import MetricsTally
@@ -72,63 +74,37 @@ class Daemon:
         prepared = prepared if prepared is not None else preflight(config)
         evaluators = prepared.evaluators
         self.evaluator_count = len(evaluators)
-        self.metrics = MetricsExporter(
-            windows=[(w.label, w.seconds) for w in config.metrics.windows],
-            window_sample_cap=config.metrics.window_sample_cap,
-            label_value_cap=config.metrics.label_value_cap,
-            score_buckets=config.metrics.score_buckets,
-            duration_buckets=config.metrics.duration_buckets,
-            thresholds=thresholds_of(evaluators),
-            variants=config.variants,
-        )
-        self.assembler = TraceAssembler(
-            quiet_period=assembly.quiet_period,
-            max_trace_wait=assembly.max_trace_wait,
-            max_pending_spans=assembly.max_pending_spans,
-            max_pending_bytes=assembly.max_pending_bytes,
-            max_spans_per_trace=assembly.max_spans_per_trace,
-            evaluated_trace_memory=assembly.evaluated_trace_memory,
-            late_span_window=assembly.late_span_window,
-        )
+        self.metrics = _metrics(config, evaluators)
+        self.assembler = TraceAssembler.from_config(assembly)
         self.ingestor = Ingestor(
             self.assembler,
             self.metrics,
             retry_after_seconds=max(1, math.ceil(assembly.quiet_period)),
             problem_log=RateLimitedLogger(logging.getLogger(Ingestor.__module__), config.logging.per_span_problem_rate),
         )
-        self.store: QueuedResultStore | None = None
-        self.review: StoreReviewReader | None = None  # the review's read side (connections of its own)
         self.store_health = StoreHealth(
             self.metrics.count_store_errors,
             self.metrics.set_review_available,
             on_lost=self.metrics.count_store_results_lost,
         )
-        store = config.store
-        if store.enabled:  # one that cannot be opened starts unavailable (and is retried): the daemon runs on
-            self.store = open_result_store(store, health=self.store_health)
+        # The write side and the review's read side (connections of its own); a store that cannot be opened
+        # starts unavailable (and is retried): the daemon runs on.
+        self.store: QueuedResultStore | None = None
+        self.review: StoreReviewReader | None = None
+        if config.store.enabled:
+            self.store = open_result_store(config.store, health=self.store_health)
             self.review = reader_of(self.store)
         self.metrics.set_review_available(self.store is not None and self.store_health.available)
         self.recorder = ResultRecorder(self.metrics, store_health=self.store_health)
-        evaluation = config.evaluation
-        workers = evaluation.worker_count()
-        slots = (
-            process_slots(config, workers)
-            if workers > 1
-            else thread_slot(
-                TraceEvaluator.from_config(evaluators, config),
-                self.store.write if self.store is not None else None,
-            )
-        )
         self.judge_engine, self.judge_stage = _judging(config, prepared, self.metrics, self.store, self._judges_pending)
         self.pairwise = _pairwise(config, prepared, self.judge_engine, self.metrics, self.store, self._judges_pending)
-        self.pool = EvaluationPool(
-            slots,
+        self.pool = EvaluationPool.from_config(
+            config.evaluation,
+            _slots(config, evaluators, self.store),
             self._record,
             self._count_dropped,
-            queue_size=evaluation.queue_size,
             count_restart=self.metrics.worker_restarts.inc,
             cores=usable_cpus(),
-            stall_seconds=stall_limit(evaluation.timeout),
         )
         self.dispatcher = DueTraceDispatcher(self.assembler, self.pool, after_tick=self._update_gauges)
 
@@ -140,64 +116,59 @@ class Daemon:
         self.polling = PollScheduler(
             build_pollers(config, prepared.sources, self.store, sink, self.metrics.poll, judges, reader_of)
         )
-        tls = prepared.receivers_tls
         # One budget for both receivers: the bytes of requests in flight, process-wide.
         self.inflight = InflightBytes(config.receivers.max_inflight_bytes)
-        receiver_auth = BearerAuth(config.receivers.auth.token())
-        self.grpc: GrpcReceiver | None = None
-        self.http: HttpReceiver | None = None
-        if config.receivers.grpc.enabled:
-            key_cert = (tls.key, tls.cert) if tls is not None else None
-            self.grpc = GrpcReceiver(
-                self.ingestor,
-                config.receivers.grpc.host,
-                config.receivers.grpc.port,
-                auth=receiver_auth,
-                telemetry=self.metrics.intake.receiver("grpc"),
-                max_message_bytes=config.receivers.grpc.max_message_bytes,
-                tls=key_cert,
-                inflight=self.inflight,
-                read_timeout=config.receivers.read_timeout,
-                max_concurrent_reads=config.receivers.grpc.max_concurrent_reads,
-            )
-        if config.receivers.http.enabled:
-            self.http = HttpReceiver(
-                self.ingestor,
-                config.receivers.http.host,
-                config.receivers.http.port,
-                auth=receiver_auth,
-                telemetry=self.metrics.intake.receiver("http"),
-                max_body_bytes=config.receivers.http.max_body_bytes,
-                ssl_context=tls.ssl_context() if tls is not None else None,
-                inflight=self.inflight,
-                read_timeout=config.receivers.read_timeout,
-                idle_timeout=config.receivers.read_idle_timeout,
-            )
-        api_context = prepared.api_tls.ssl_context() if prepared.api_tls is not None else None
-        listed = [*evaluators, *_pairwise_listed(config, prepared)]  # what the review lists
+        self.grpc, self.http = _receivers(config, prepared, self.ingestor, self.inflight, self.metrics)
         self.access = Access(config.api_token(), config.api.allow_unauthenticated)
-        self.api = WebServer(
-            build_api_app(
-                self.metrics.render,
-                self.readiness,
-                self.store,
-                config.api_token(),
-                reader=self.review,
-                evaluators_info=lambda: evaluator_infos(listed, self.metrics),
-                unavailable=STORE_DISABLED,
-                review=config.review,
-                comparisons_info=comparison_infos(self.metrics.comparisons.states, self._pairwise_counts),
-                access=self.access,
-            ),
-            config.metrics.host,
-            config.metrics.port,
-            name="api",
-            ssl_context=api_context,
-        )
+        self.api = self._api(prepared)
+        self.lifecycle = Lifecycle(self._parts())
         self._stopping = asyncio.Event()
         self.stop_requested = False  # SIGTERM or SIGINT received (request_stop)
         self._stopped = False
         self.started = False
+
+    def _api(self, prepared: Prepared) -> WebServer:
+        """The API server: /metrics, the health checks, the review page and its API."""
+        config = self.config
+        listed = [*prepared.evaluators, *_pairwise_listed(config, prepared)]  # what the review lists
+        app = build_api_app(
+            self.metrics.render,
+            self.readiness,
+            self.store,
+            config.api_token(),
+            reader=self.review,
+            evaluators_info=lambda: evaluator_infos(listed, self.metrics),
+            unavailable=STORE_DISABLED,
+            review=config.review,
+            comparisons_info=comparison_infos(self.metrics.comparisons.states, self._pairwise_counts),
+            access=self.access,
+        )
+        context = prepared.api_tls.ssl_context() if prepared.api_tls is not None else None
+        return WebServer(app, config.metrics.host, config.metrics.port, name="api", ssl_context=context)
+
+    def _parts(self) -> list[Part]:
+        """Every component in start order (dependencies first); shutdown runs the list backwards: stop accepting,
+        the receivers and the pollers, the dispatcher, the pending traces evaluated, the judges drained, the
+        workers stopped, the judge engine closed, the store flushed, the review closed, the API server last (so
+        /metrics and /healthz answer during the drain)."""
+        receiver_grace = Grace(share=0.25, cap=2.0)
+        pending = PendingTraces(
+            self.assembler, self.pool, self._count_dropped, lambda: self.evaluated, self._update_gauges
+        )
+        return [
+            Part("api", self.api, Grace.fixed(0.5)),
+            *([Part("review", Closing(self.review.close))] if self.review is not None else []),
+            *([Part("store", self.store)] if self.store is not None else []),
+            Part("judge_engine", Closing(self.judge_engine.aclose)),
+            Part("pool", self.pool, Grace(floor=1.0)),
+            Part("judges", Together(self.judge_stage, *([self.pairwise] if self.pairwise is not None else []))),
+            Part("pending_traces", pending),
+            Part("dispatcher", self.dispatcher),
+            Part("polling", self.polling, Grace(floor=0.1)),
+            *([Part("http", self.http, receiver_grace)] if self.http is not None else []),
+            *([Part("grpc", self.grpc, receiver_grace)] if self.grpc is not None else []),
+            Part("intake", Hook(self._stop_accepting)),
+        ]
 
     # --- wiring callbacks -----------------------------------------------------------------------
     def _record(self, tally: MetricsTally) -> None:
@@ -223,6 +194,9 @@ class Daemon:
         self.metrics.queue_depth.set(self.pool.depth)
         self.metrics.evaluation_capacity.set(self.pool.capacity)
 
+    def _stop_accepting(self) -> None:
+        self.ingestor.accepting = False
+
     def _count_dropped(self, reason: str, traces: int) -> None:
         self.metrics.traces_dropped.labels(reason=reason).inc(traces)
 
@@ -232,22 +206,12 @@ class Daemon:
 
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
-        """Start every component, sources last; when one fails, shut down what started and re-raise."""
+        """Start every component in order, sources last; when one fails, shut all down in reverse and re-raise."""
         try:
-            await self.api.start()
-            if self.store is not None:
-                await self.store.start()
-            await self.pool.start()
-            if self.grpc is not None:
-                await self.grpc.start()
-            if self.http is not None:
-                await self.http.start()
-            await self.dispatcher.start()
-            if self.pairwise is not None:
-                await self.pairwise.start()
-            await self.polling.start()
+            await self.lifecycle.start(undo_grace=self.config.shutdown.grace_period)
         except BaseException:
-            await self.shutdown()
+            self._stopped = True
+            self._stopping.set()
             raise
         tune_gc(collect_less_often=False)  # see gc_tuning: the main process decodes untrusted input
         self.started = True
@@ -314,43 +278,68 @@ class Daemon:
             return
         self._stopped = True
         self._stopping.set()
-        grace = self.config.shutdown.grace_period if grace is None else grace
-        deadline = time.monotonic() + grace
-        self.ingestor.accepting = False
-        for receiver in (self.grpc, self.http):
-            if receiver is not None:
-                await receiver.shutdown(grace=min(2.0, grace / 4))
-        # A run stops handing traces over at once; it waits for those the pool has (the drain would wait for them
-        # anyway), then records them, so a restart does not evaluate them again.
-        await self.polling.shutdown(grace=max(deadline - time.monotonic(), 0.1))
-        await self.dispatcher.shutdown()
-        pending = self.assembler.flush_all()
-        not_queued = self._submit_all(pending)
-        dropped = not_queued + await self.pool.drain(deadline - time.monotonic())
-        if dropped:
-            self._count_dropped("shutdown_timeout", dropped)
-            log.warning("shutdown: %d traces could not be evaluated within the grace period", dropped)
-        log.info("shutdown: evaluated %d traces in total (%d completed at shutdown)", self.evaluated, len(pending))
-        self._update_gauges()
-        judging = max(deadline - time.monotonic(), 0.0)  # both judge stages share what is left of the grace period
-        await asyncio.gather(
-            self.judge_stage.shutdown(grace=judging),
-            *([self.pairwise.shutdown(grace=judging)] if self.pairwise is not None else []),
-        )
-        await self.pool.shutdown(grace=max(deadline - time.monotonic(), 1.0))
-        await self.judge_engine.aclose()
-        if self.store is not None:
-            await self.store.shutdown()
-        if self.review is not None:
-            self.review.close()
-        await self.api.shutdown(grace=0.5)
+        await self.lifecycle.shutdown(self.config.shutdown.grace_period if grace is None else grace)
 
-    def _submit_all(self, traces: list[CompletedTrace]) -> int:
-        """Submit every trace (the pool takes all while open); returns how many it did not take."""
-        for index, completed in enumerate(traces):
-            if not self.pool.submit(completed):
-                return len(traces) - index
-        return 0
+
+def _metrics(config: MonitorConfig, evaluators: list[ConfiguredEvaluator]) -> MetricsExporter:
+    """The metrics of the `metrics:` section, with the evaluators' thresholds and the variants."""
+    metrics = config.metrics
+    return MetricsExporter(
+        windows=[(w.label, w.seconds) for w in metrics.windows],
+        window_sample_cap=metrics.window_sample_cap,
+        label_value_cap=metrics.label_value_cap,
+        score_buckets=metrics.score_buckets,
+        duration_buckets=metrics.duration_buckets,
+        thresholds=thresholds_of(evaluators),
+        variants=config.variants,
+    )
+
+
+def _slots(
+    config: MonitorConfig, evaluators: list[ConfiguredEvaluator], store: QueuedResultStore | None
+) -> list[WorkerSlot]:
+    """The evaluation workers: processes, or with 0 or 1 worker one thread in this process."""
+    workers = config.evaluation.worker_count()
+    if workers > 1:
+        return process_slots(config, workers)
+    return thread_slot(TraceEvaluator.from_config(evaluators, config), store.write if store is not None else None)
+
+
+def _receivers(
+    config: MonitorConfig, prepared: Prepared, ingestor: Ingestor, inflight: InflightBytes, metrics: MetricsExporter
+) -> tuple[GrpcReceiver | None, HttpReceiver | None]:
+    """The enabled OTLP receivers (gRPC, HTTP), sharing one in-flight byte budget and one token check, each
+    counting its own requests and refusals."""
+    receivers, tls = config.receivers, prepared.receivers_tls
+    auth = BearerAuth(receivers.auth.token())
+    grpc = http = None
+    if receivers.grpc.enabled:
+        grpc = GrpcReceiver(
+            ingestor,
+            receivers.grpc.host,
+            receivers.grpc.port,
+            auth=auth,
+            telemetry=metrics.intake.receiver("grpc"),
+            max_message_bytes=receivers.grpc.max_message_bytes,
+            tls=(tls.key, tls.cert) if tls is not None else None,
+            inflight=inflight,
+            read_timeout=receivers.read_timeout,
+            max_concurrent_reads=receivers.grpc.max_concurrent_reads,
+        )
+    if receivers.http.enabled:
+        http = HttpReceiver(
+            ingestor,
+            receivers.http.host,
+            receivers.http.port,
+            auth=auth,
+            telemetry=metrics.intake.receiver("http"),
+            max_body_bytes=receivers.http.max_body_bytes,
+            ssl_context=tls.ssl_context() if tls is not None else None,
+            inflight=inflight,
+            read_timeout=receivers.read_timeout,
+            idle_timeout=receivers.read_idle_timeout,
+        )
+    return grpc, http
 
 
 def _judging(

@@ -26,8 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from evaluators.traces.records import Attributes, LogRecord, SpanRecord
+from monitor.config.models import AssemblyConfig
 from monitor.engine.span_size import log_bytes, resource_bytes, span_bytes
 
+_DEFAULTS = AssemblyConfig()
 _ENTRY_KINDS = (2, 5)  # SERVER, CONSUMER
 
 
@@ -79,15 +81,16 @@ class TraceAssembler:
     def __init__(
         self,
         *,
-        quiet_period: float = 5.0,
-        max_trace_wait: float = 120.0,
-        max_pending_spans: int = 500_000,
-        max_pending_bytes: int = 128 * 1024 * 1024,
-        max_spans_per_trace: int = 10_000,
-        evaluated_trace_memory: int = 100_000,
-        late_span_window: float = 600.0,
+        quiet_period: float = _DEFAULTS.quiet_period,
+        max_trace_wait: float = _DEFAULTS.max_trace_wait,
+        max_pending_spans: int = _DEFAULTS.max_pending_spans,
+        max_pending_bytes: int = _DEFAULTS.max_pending_bytes,
+        max_spans_per_trace: int = _DEFAULTS.max_spans_per_trace,
+        evaluated_trace_memory: int = _DEFAULTS.evaluated_trace_memory,
+        late_span_window: float = _DEFAULTS.late_span_window,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """The defaults are `assembly:`'s (AssemblyConfig, the one source of them)."""
         self.quiet_period = quiet_period
         self.max_trace_wait = max_trace_wait
         self.max_pending_spans = max_pending_spans
@@ -108,6 +111,20 @@ class TraceAssembler:
         self.bytes_due = 0  # ...and of the traces in the due queue
         self.late_spans = 0
         self.duplicate_spans = 0
+
+    @classmethod
+    def from_config(cls, config: AssemblyConfig, clock: Callable[[], float] = time.monotonic) -> TraceAssembler:
+        """The assembler of the `assembly:` section."""
+        return cls(
+            quiet_period=config.quiet_period,
+            max_trace_wait=config.max_trace_wait,
+            max_pending_spans=config.max_pending_spans,
+            max_pending_bytes=config.max_pending_bytes,
+            max_spans_per_trace=config.max_spans_per_trace,
+            evaluated_trace_memory=config.evaluated_trace_memory,
+            late_span_window=config.late_span_window,
+            clock=clock,
+        )
 
     @property
     def traces_pending(self) -> int:

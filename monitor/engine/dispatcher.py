@@ -37,7 +37,7 @@ class DueTraceDispatcher:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="dispatch-due-traces")
 
-    async def shutdown(self, grace: float = 0.0) -> None:
+    async def shutdown(self, grace: float) -> None:
         """Stop ticking (due traces stay in the assembler for the caller to flush). Idempotent."""
         task, self._task = self._task, None
         if task is not None:

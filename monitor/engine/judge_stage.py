@@ -129,7 +129,7 @@ class JudgeStage:
         """Wait up to `timeout` for the judgements in flight; returns how many are still pending."""
         return await drain_tasks(self._tasks, timeout)
 
-    async def shutdown(self, grace: float = 5.0) -> None:
+    async def shutdown(self, grace: float) -> None:
         """Take no more jobs; wait up to `grace`, then cancel the rest (each counted as a skip). Idempotent."""
         self._closed = True
         if await self.drain(grace):

@@ -194,7 +194,7 @@ class PairwiseStage:
         """Wait up to `timeout` for the pairs being judged; returns how many are still pending."""
         return await drain_tasks(self._tasks, timeout)
 
-    async def shutdown(self, grace: float = 5.0) -> None:
+    async def shutdown(self, grace: float) -> None:
         """Take no more offers; the unpaired traces are no_pair skips; wait up to `grace` for the pairs being
         judged, then cancel the rest (each a judge_unavailable skip). Idempotent."""
         if not self._closed:

@@ -35,6 +35,7 @@ from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExec
 from typing import Any
 
 from monitor.config import MonitorConfig
+from monitor.config.models import EvaluationConfig
 from monitor.engine import worker_process
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.batch_run import BatchRun, StoreWrite
@@ -53,6 +54,7 @@ START_TIMEOUT_SECONDS = 120.0
 MAX_RESTART_DELAY_SECONDS = 30.0
 MIN_STALL_SECONDS = 60.0
 THREAD_PREFIX = "evaluation"
+_DEFAULTS = EvaluationConfig()
 
 
 def stall_limit(evaluation_timeout: float) -> float:
@@ -165,11 +167,11 @@ class EvaluationPool:
         record: Record,
         count_dropped: CountDropped,
         *,
-        queue_size: int = 256,
+        queue_size: int = _DEFAULTS.queue_size,
         batch_size: int = BATCH_SIZE,
         count_restart: Callable[[], None] = lambda: None,
         cores: int | None = None,
-        stall_seconds: float = stall_limit(30.0),
+        stall_seconds: float = stall_limit(_DEFAULTS.timeout),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """`cores`: the usable cores (default: this process's CPU affinity), for the first capacity estimate;
@@ -194,6 +196,28 @@ class EvaluationPool:
         self._emptied = asyncio.Event()
         self._emptied.set()
         self._closed = False
+
+    @classmethod
+    def from_config(
+        cls,
+        config: EvaluationConfig,
+        slots: Sequence[WorkerSlot],
+        record: Record,
+        count_dropped: CountDropped,
+        *,
+        count_restart: Callable[[], None] = lambda: None,
+        cores: int | None = None,
+    ) -> EvaluationPool:
+        """The pool of the `evaluation:` section (its queue size; stalled after four evaluator timeouts)."""
+        return cls(
+            slots,
+            record,
+            count_dropped,
+            queue_size=config.queue_size,
+            count_restart=count_restart,
+            cores=cores,
+            stall_seconds=stall_limit(config.timeout),
+        )
 
     @property
     def workers(self) -> int:
@@ -251,7 +275,7 @@ class EvaluationPool:
             await asyncio.wait_for(self._emptied.wait(), timeout=max(timeout, 0.0))
         return self.held
 
-    async def shutdown(self, grace: float = 5.0) -> None:
+    async def shutdown(self, grace: float) -> None:
         """Stop taking results and stop every worker (waiting up to `grace` for a running batch). Idempotent."""
         self._closed = True
         executors = [slot.executor for slot in self.slots if slot.executor is not None]

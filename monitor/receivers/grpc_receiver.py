@@ -285,7 +285,7 @@ class GrpcReceiver:
         for name in ("", *SERVICE_NAMES):
             await self._health.set(name, status)
 
-    async def shutdown(self, grace: float = 2.0) -> None:
+    async def shutdown(self, grace: float) -> None:
         """Stop taking requests; in-flight calls get `grace` seconds. Idempotent."""
         server, self._server = self._server, None
         if server is None:

@@ -320,5 +320,5 @@ class HttpReceiver:
         await self.server.start()
         log.info("OTLP/HTTP receiver listening on %s:%d", self.server.host, self.bound_port)
 
-    async def shutdown(self, grace: float = 2.0) -> None:
+    async def shutdown(self, grace: float) -> None:
         await self.server.shutdown(grace)

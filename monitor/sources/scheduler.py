@@ -62,7 +62,7 @@ class PollScheduler:
             if task is not None:
                 self._running.discard(task)
 
-    async def shutdown(self, grace: float = 10.0) -> None:
+    async def shutdown(self, grace: float) -> None:
         """Stop scheduling, let running runs finish their page (up to `grace` seconds), close the sources."""
         scheduler, self._scheduler = self._scheduler, None
         if scheduler is not None:

@@ -132,7 +132,7 @@ class QueuedResultStore(ABC):
             self._writer = threading.Thread(target=self._write_loop, name="result-store", daemon=True)
             self._writer.start()
 
-    async def shutdown(self, grace: float = 5.0) -> None:
+    async def shutdown(self, grace: float) -> None:
         """Write what is queued, stop the writer and close the database. Idempotent, safe before `start`."""
         if self._closed:
             return

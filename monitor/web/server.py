@@ -109,7 +109,7 @@ class WebServer:
         addresses = runner.addresses
         self._bound_port = addresses[0][1] if addresses else self.port
 
-    async def shutdown(self, grace: float = 1.0) -> None:
+    async def shutdown(self, grace: float) -> None:
         runner, self._runner = self._runner, None
         if runner is None:
             return

@@ -114,7 +114,7 @@ async def measure(config: MonitorConfig, name: str, kind: str, workers: int) -> 
         await run_pool(pool, traces)
         after = sampler.mark()
     finally:
-        await pool.shutdown()
+        await pool.shutdown(5.0)
     if dropped or outcomes[0] != WARM_UP + TRACES:
         raise Broken(f"{name}: {outcomes[0]} outcomes of {WARM_UP + TRACES}; dropped {', '.join(dropped) or 0}")
     main = sum(s - before.cpu.get(k, 0.0) for k, s in after.cpu.items() if k[0] == os.getpid())

@@ -1,8 +1,10 @@
-"""One lifecycle for every component: start(), then shutdown(grace) that is idempotent and safe before start()."""
+"""One lifecycle for every component: start(), then shutdown(grace) that is idempotent and safe before start();
+the daemon starts its components in dependency order and shuts them down in reverse, within one deadline."""
 
 from __future__ import annotations
 
 import asyncio
+import math
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -15,15 +17,35 @@ from monitor.config import MonitorConfig
 from monitor.daemon import Daemon
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.dispatcher import DueTraceDispatcher
+from monitor.engine.drain import PendingTraces
 from monitor.engine.ingest import Ingestor
 from monitor.engine.judge_stage import JudgeStage
+from monitor.engine.pairwise_stage import PairwiseStage
 from monitor.engine.pool import EvaluationPool, thread_slot
 from monitor.engine.trace_evaluation import TraceEvaluator
+from monitor.lifecycle import Closing, Component, Grace, Hook, Lifecycle, Part, Together
 from monitor.metrics import MetricsExporter
 from monitor.receivers.grpc_receiver import GrpcReceiver
 from monitor.receivers.http_receiver import HttpReceiver
+from monitor.sources.scheduler import PollScheduler
 from monitor.store.sqlite import ResultStore
 from monitor.web.server import WebServer
+
+# The daemon's components in start order (shutdown runs it backwards): a new one is added here and so tested.
+DAEMON_PARTS = [
+    "api",
+    "review",
+    "store",
+    "judge_engine",
+    "pool",
+    "judges",
+    "pending_traces",
+    "dispatcher",
+    "polling",
+    "http",
+    "grpc",
+    "intake",
+]
 
 
 def _ingestor() -> Ingestor:
@@ -38,6 +60,10 @@ async def _no_judge(judge: Any, request: Any, *, name: str) -> Any:
     raise AssertionError("no judgement expected")
 
 
+def _pairwise() -> PairwiseStage:
+    return PairwiseStage([], {}, _no_judge, lambda tally: None, None, lambda *args: None)
+
+
 def _daemon(tmp: Path) -> Daemon:
     config = MonitorConfig.model_validate(
         {
@@ -50,32 +76,158 @@ def _daemon(tmp: Path) -> Daemon:
     return Daemon(config)
 
 
-COMPONENTS: dict[str, Callable[[Path], Any]] = {
+async def _closed() -> None:
+    return None
+
+
+# Components built on their own, with the daemon itself (each also sits in DAEMON_PARTS, or inside one of them).
+STANDALONE: dict[str, Callable[[Path], Component]] = {
     "grpc_receiver": lambda tmp: GrpcReceiver(_ingestor(), "127.0.0.1", 0),
     "http_receiver": lambda tmp: HttpReceiver(_ingestor(), "127.0.0.1", 0, max_body_bytes=1 << 20),
     "web_server": lambda tmp: WebServer(web.Application(), "127.0.0.1", 0, name="api"),
     "evaluation_pool": lambda tmp: _pool(),
     "result_store": lambda tmp: ResultStore(tmp / "results.db"),
     "dispatcher": lambda tmp: DueTraceDispatcher(TraceAssembler(), _pool()),
+    "pending_traces": lambda tmp: PendingTraces(TraceAssembler(), _pool(), lambda r, n: None),
     "judge_stage": lambda tmp: JudgeStage({}, _no_judge, lambda tally: None),
+    "pairwise_stage": lambda tmp: _pairwise(),
+    "poll_scheduler": lambda tmp: PollScheduler([]),
+    "together": lambda tmp: Together(JudgeStage({}, _no_judge, lambda tally: None), _pairwise()),
+    "closing": lambda tmp: Closing(_closed),
+    "hook": lambda tmp: Hook(lambda: None),
     "daemon": _daemon,
 }
 
 
-@pytest.mark.parametrize("name", sorted(COMPONENTS))
-def test_shutdown_is_safe_before_start_and_idempotent_after(name: str, tmp_path: Path) -> None:
-    async def scenario() -> None:
-        never_started = COMPONENTS[name](tmp_path / "a")
-        await asyncio.wait_for(never_started.shutdown(0.5), 10)
-        await asyncio.wait_for(never_started.shutdown(0.5), 10)
-        component = COMPONENTS[name](tmp_path / "b")
-        await asyncio.wait_for(component.start(), 30)
-        await asyncio.wait_for(component.shutdown(0.5), 30)
-        await asyncio.wait_for(component.shutdown(0.5), 10)
+async def _safe_before_start_and_twice(build: Callable[[Path], Component], tmp: Path) -> None:
+    never_started = build(tmp / "a")
+    assert isinstance(never_started, Component)
+    await asyncio.wait_for(never_started.shutdown(0.5), 10)
+    await asyncio.wait_for(never_started.shutdown(0.5), 10)
+    component = build(tmp / "b")
+    await asyncio.wait_for(component.start(), 30)
+    await asyncio.wait_for(component.shutdown(0.5), 30)
+    await asyncio.wait_for(component.shutdown(0.5), 10)
 
+
+def _dirs(tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
+
+
+@pytest.mark.parametrize("name", sorted(STANDALONE))
+def test_shutdown_is_safe_before_start_and_idempotent_after(name: str, tmp_path: Path) -> None:
+    _dirs(tmp_path)
+    asyncio.run(_safe_before_start_and_twice(STANDALONE[name], tmp_path))
+
+
+@pytest.mark.parametrize("name", DAEMON_PARTS)
+def test_every_daemon_component_is_safe_before_start_and_idempotent_after(name: str, tmp_path: Path) -> None:
+    """Each of the daemon's own components (as it wired them), on its own; the daemon then releases the rest."""
+    daemons: list[Daemon] = []
+
+    def build(tmp: Path) -> Component:
+        daemons.append(_daemon(tmp))
+        return daemons[-1].lifecycle.components[name]
+
+    async def scenario() -> None:
+        try:
+            await _safe_before_start_and_twice(build, tmp_path)
+        finally:
+            for daemon in daemons:
+                await daemon.shutdown(0.5)
+
+    _dirs(tmp_path)
     asyncio.run(scenario())
+
+
+def test_the_daemon_starts_its_components_in_dependency_order(tmp_path: Path) -> None:
+    daemon = _daemon(tmp_path)
+    assert [part.name for part in daemon.lifecycle.parts] == DAEMON_PARTS
+    assert all(isinstance(part.component, Component) for part in daemon.lifecycle.parts)
+    asyncio.run(daemon.shutdown(0.5))
+
+
+class _Recorded:
+    """A component that writes what happens to it into a shared log; `fail` makes its start raise."""
+
+    def __init__(self, name: str, log: list[tuple[str, str, float]], fail: bool = False) -> None:
+        self.name, self.log, self.fail = name, log, fail
+
+    async def start(self) -> None:
+        if self.fail:
+            raise OSError(f"{self.name} cannot start")
+        self.log.append(("start", self.name, 0.0))
+
+    async def shutdown(self, grace: float) -> None:
+        self.log.append(("shutdown", self.name, grace))
+
+
+def test_a_lifecycle_starts_in_order_and_shuts_down_in_reverse_with_each_ones_grace() -> None:
+    log: list[tuple[str, str, float]] = []
+    lifecycle = Lifecycle(
+        [
+            Part("last", _Recorded("last", log), Grace.fixed(0.5)),
+            Part("floor", _Recorded("floor", log), Grace(floor=1.0)),
+            Part("left", _Recorded("left", log)),
+            Part("share", _Recorded("share", log), Grace(share=0.25, cap=2.0)),
+        ]
+    )
+
+    async def scenario() -> None:
+        await lifecycle.start()
+        await lifecycle.shutdown(4.0)
+        await lifecycle.shutdown(4.0)  # once only
+
+    asyncio.run(scenario())
+    assert [(what, name) for what, name, _ in log] == [
+        ("start", "last"),
+        ("start", "floor"),
+        ("start", "left"),
+        ("start", "share"),
+        ("shutdown", "share"),
+        ("shutdown", "left"),
+        ("shutdown", "floor"),
+        ("shutdown", "last"),
+    ]
+    graces = {name: grace for what, name, grace in log if what == "shutdown"}
+    assert graces["share"] == 1.0 and graces["last"] == 0.5
+    assert 3.0 < graces["left"] <= 4.0 and graces["floor"] >= 1.0
+
+
+def test_grace_shares() -> None:
+    assert Grace().of(30, -1) == 0.0
+    assert Grace(floor=0.1).of(30, -1) == 0.1
+    assert Grace(share=0.25, cap=2.0).of(30, 1) == 2.0
+    assert Grace(share=0.25, cap=2.0).of(4, 1) == 1.0
+    assert Grace.fixed(0.5).of(30, 29) == 0.5
+    assert Grace().of(30, math.inf) == math.inf
+
+
+def test_a_failed_lifecycle_start_shuts_everything_down_in_reverse() -> None:
+    log: list[tuple[str, str, float]] = []
+    names = ["first", "second", "broken", "never"]
+    lifecycle = Lifecycle([Part(name, _Recorded(name, log, fail=name == "broken")) for name in names])
+
+    async def scenario() -> None:
+        with pytest.raises(OSError, match="broken cannot start"):
+            await lifecycle.start(undo_grace=3.0)
+
+    asyncio.run(scenario())
+    assert [(what, name) for what, name, _ in log] == [
+        ("start", "first"),
+        ("start", "second"),
+        ("shutdown", "never"),  # safe before start: it releases what its constructor holds
+        ("shutdown", "broken"),
+        ("shutdown", "second"),
+        ("shutdown", "first"),
+    ]
+
+
+def test_component_names_are_unique() -> None:
+    log: list[tuple[str, str, float]] = []
+    with pytest.raises(ValueError, match="unique"):
+        Lifecycle([Part("x", _Recorded("x", log)), Part("x", _Recorded("x", log))])
 
 
 def test_a_failed_daemon_start_shuts_down_what_had_started(tmp_path: Path) -> None:
@@ -99,9 +251,11 @@ def test_a_failed_daemon_start_shuts_down_what_had_started(tmp_path: Path) -> No
         async def scenario() -> None:
             with pytest.raises(OSError):
                 await daemon.start()
+            await daemon.shutdown(0.5)  # already stopped: nothing more happens
 
         asyncio.run(scenario())
     assert daemon.api._runner is None and daemon.pool.accepting is False
+    assert daemon.dispatcher._task is None and daemon.ingestor.accepting is False
     with socket.socket() as again:  # the API port that had been bound is free again
         again.bind(("127.0.0.1", api_port))
 

@@ -83,7 +83,7 @@ def test_a_worker_process_counts_normalizer_errors_into_the_daemons_metrics(monk
                 assert pool.submit(completed)
             return await pool.drain(120)
         finally:
-            await pool.shutdown()
+            await pool.shutdown(5.0)
 
     assert asyncio.run(scenario()) == 0
     assert sum(t.evaluated for t in tallies) == len(traces) and not any(t.failures for t in tallies)

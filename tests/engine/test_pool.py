@@ -70,7 +70,7 @@ async def run_pool(slots, traces, queue_size: int = 10_000):
             assert pool.submit(completed)
         left = await pool.drain(120)
     finally:
-        await pool.shutdown()
+        await pool.shutdown(5.0)
     return tallies, dropped, left
 
 
@@ -142,7 +142,7 @@ def test_a_worker_killed_mid_batch_is_replaced_and_its_traces_are_counted_droppe
         for completed in later:
             pool.submit(completed)
         left_later = await pool.drain(60)
-        await pool.shutdown()
+        await pool.shutdown(5.0)
         return tallies, crashed, left, left_later, old_pid, victim, pool, later
 
     tallies, crashed, left, left_later, old_pid, victim, pool, later = asyncio.run(scenario())
@@ -157,15 +157,15 @@ def test_drain_waits_for_every_worker_and_shutdown_is_idempotent() -> None:
     async def scenario():
         tallies = []
         never_started = EvaluationPool(process_slots(slow_config(), 2), tallies.append, lambda r, n: None)
-        await never_started.shutdown()  # before start: nothing to stop
+        await never_started.shutdown(5.0)  # before start: nothing to stop
         pool = EvaluationPool(process_slots(slow_config(), 2), tallies.append, lambda r, n: None)
         await pool.start()
         pids = [slot.pid for slot in pool.slots]
         for completed in synthetic_traces(40):
             pool.submit(completed)
         left = await pool.drain(60)
-        await pool.shutdown()
-        await pool.shutdown()
+        await pool.shutdown(5.0)
+        await pool.shutdown(5.0)
         return tallies, left, pids
 
     tallies, left, pids = asyncio.run(scenario())

@@ -141,7 +141,7 @@ def test_worker_processes_report_a_store_they_cannot_open_and_evaluate_all_the_s
                 assert pool.submit(completed)
             return await pool.drain(120)
         finally:
-            await pool.shutdown()
+            await pool.shutdown(5.0)
 
     assert asyncio.run(scenario()) == 0
     value = metrics.registry.get_sample_value

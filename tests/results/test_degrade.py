@@ -73,7 +73,7 @@ def test_a_read_only_store_counts_each_failed_batch_and_logs_once_each_way(
         set_pragma(store, "query_only=OFF")
         store.write([outcome("9" * 32, row("a", False))])
         store.flush()
-        await store.shutdown()
+        await store.shutdown(5.0)
 
     with caplog.at_level(logging.INFO):
         asyncio.run(scenario())

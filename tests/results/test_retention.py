@@ -49,7 +49,7 @@ def test_the_writer_thread_deletes_what_passed_the_retention(tmp_path: Path, mon
             store._db.execute("UPDATE traces SET created_at = created_at - 7200")
         store.write([outcome("2" * 32, row("a", False))])
         store.flush()
-        await store.shutdown()
+        await store.shutdown(5.0)
 
     asyncio.run(scenario())
     assert kept(tmp_path / "r.db") == [int("2" * 32, 16)]
@@ -89,7 +89,7 @@ def test_the_writer_thread_holds_the_size_while_traces_keep_coming(
         for batch in range(10):
             store.write([outcome(f"{batch:08x}{n:024x}", row("a", False), given="w" * 3000) for n in range(50)])
             store.flush()
-        await store.shutdown()
+        await store.shutdown(5.0)
 
     asyncio.run(scenario())
     assert retention.size_on_disk(path) <= cap * 1.2  # checked after each batch: at most a batch over

@@ -40,8 +40,8 @@ def test_writes_happen_on_the_writer_thread_and_flush_waits_for_them(backend: Ba
             store.write([outcome(f"{n:032x}", row("a", True), row("b", False))])
         store.flush()
         assert store.count("traces") == 50 and store.count("results") == 50
-        await store.shutdown()
-        await store.shutdown()
+        await store.shutdown(5.0)
+        await store.shutdown(5.0)
 
     asyncio.run(scenario())
     assert writers == {"result-store"}
