@@ -34,6 +34,19 @@ def decode_bytes(data: bytes, where: str = "input") -> DecodedBatch:
     return decode_traces_protobuf(data, where)
 
 
+def decode_export(payload: bytes, encoding: str, signal: str, where: str) -> DecodedBatch:
+    """One OTLP export request's body as a receiver got it: `encoding` "json" | "protobuf", `signal` "traces" |
+    "logs" (from the path, not guessed from the content). Raises TraceDecodeError."""
+    if encoding == "json":
+        batch = decode_traces_json(payload, where)
+        if signal == "logs":
+            batch.spans.clear()
+        return batch
+    if signal == "logs":
+        return decode_logs_protobuf(payload, where)
+    return decode_traces_protobuf(payload, where)
+
+
 def _files_in(path: Path) -> list[Path]:
     if path.is_dir():
         found = [

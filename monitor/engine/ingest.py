@@ -15,9 +15,8 @@ from itertools import chain
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from evaluators.traces import TraceDecodeError
+from evaluators.traces.loader import decode_export
 from evaluators.traces.otlp_depth import MAX_VALUE_DEPTH
-from evaluators.traces.otlp_json import decode_traces_json
-from evaluators.traces.otlp_proto import decode_logs_protobuf, decode_traces_protobuf
 from evaluators.traces.records import DecodedBatch
 from monitor.consumer import IngestOutcome, Outcome
 from monitor.engine.assembler import TraceAssembler
@@ -132,15 +131,7 @@ class Ingestor:
 
     @staticmethod
     def _decode(payload: bytes, encoding: str, signal: str, receiver: str) -> DecodedBatch:
-        where = f"{receiver} {signal} request"
-        if encoding == "json":
-            batch = decode_traces_json(payload, where)
-            if signal == "logs":
-                batch.spans.clear()
-            return batch
-        if signal == "logs":
-            return decode_logs_protobuf(payload, where)
-        return decode_traces_protobuf(payload, where)
+        return decode_export(payload, encoding, signal, f"{receiver} {signal} request")
 
 
 def _batch_bytes(batch: DecodedBatch, sizes: list[int], log_sizes: list[int]) -> int:

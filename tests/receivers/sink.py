@@ -11,8 +11,7 @@ import threading
 from dataclasses import dataclass, field, replace
 
 from evaluators.traces import TraceDecodeError
-from evaluators.traces.otlp_json import decode_traces_json
-from evaluators.traces.otlp_proto import decode_logs_protobuf, decode_traces_protobuf
+from evaluators.traces.loader import decode_export
 from evaluators.traces.records import DecodedBatch, LogRecord, SpanRecord
 from monitor.consumer import IngestOutcome, Outcome
 
@@ -92,12 +91,4 @@ class TracesSink:
 
 
 def _decode(payload: bytes, encoding: str, signal: str, receiver: str) -> DecodedBatch:
-    where = f"{receiver} {signal} request"
-    if encoding == "json":
-        batch = decode_traces_json(payload, where)
-        if signal == "logs":
-            batch.spans.clear()
-        return batch
-    if signal == "logs":
-        return decode_logs_protobuf(payload, where)
-    return decode_traces_protobuf(payload, where)
+    return decode_export(payload, encoding, signal, f"{receiver} {signal} request")
