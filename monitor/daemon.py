@@ -104,6 +104,7 @@ class Daemon:
             self._record,
             self._count_dropped,
             count_restart=self.metrics.worker_restarts.inc,
+            on_store_report=self.store_health.apply_report,
             cores=usable_cpus(),
         )
         self.dispatcher = DueTraceDispatcher(self.assembler, self.pool, after_tick=self._update_gauges)

@@ -3,8 +3,9 @@
 It runs where the evaluation runs: in a worker process, with the worker's own connection to the result store
 (SQLite in WAL mode takes writers from several processes) and its own writer thread (worker_process.py: a batch
 waits a little for its rows, never for a database that hangs), or on the in-process evaluation thread, with the
-daemon's store (queued for its writer thread). Only the metrics tally (metrics/tally.py) goes back to the process
-that owns the registry, so that process does no per-result work: it applies one tally per batch.
+daemon's store (queued for its writer thread). Only the batch's `BatchResult` goes back to the process that owns the
+registry, so that process does no per-result work: it applies one metrics tally (metrics/tally.py) per batch, and
+hands the worker store's health report, side by side with it, to the daemon's StoreHealth.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
 
 from evaluators.traces.conventions import NORMALIZER_ERRORS
 from monitor.engine.assembler import CompletedTrace
@@ -24,6 +26,14 @@ from monitor.store.rows import TraceFailure, TraceOutcome
 
 StoreWrite = Callable[[Sequence[TraceOutcome]], None]
 log = logging.getLogger(__name__)
+
+
+class BatchResult(NamedTuple):
+    """What an evaluated batch sends back (builtins and tuples: it pickles small)."""
+
+    tally: tuple  # the metrics tally's wire form (`MetricsTally.from_wire`)
+    store: StoreReport | None  # the worker store's health report since its last batch; None: not stored there
+    seconds: float  # what the batch took, store included
 
 
 def tally_of(outcomes: Iterable[TraceOutcome | TraceFailure]) -> MetricsTally:
@@ -45,11 +55,11 @@ def tally_of(outcomes: Iterable[TraceOutcome | TraceFailure]) -> MetricsTally:
 
 
 class BatchRun:
-    """Callable on a batch: (the tally's wire form, the seconds the batch took, store included).
+    """Callable on a batch: its `BatchResult`.
 
     A store that fails never fails the batch: the store reports it to its health (and drops the rows), and in a
-    worker process `store_report` (the worker store's `StoreHealth.take_report`) goes back in the tally, for
-    the daemon's metrics and logs."""
+    worker process `store_report` (the worker store's `StoreHealth.take_report`) goes back in the result, beside
+    the tally, for the daemon's store health (its metrics and logs)."""
 
     def __init__(
         self,
@@ -62,7 +72,7 @@ class BatchRun:
         self.store_report = store_report
         self._write_failed = RateLimitedLogger(log, per_minute=1)
 
-    def __call__(self, batch: Iterable[CompletedTrace]) -> tuple[tuple, float]:
+    def __call__(self, batch: Iterable[CompletedTrace]) -> BatchResult:
         started = time.perf_counter()
         outcomes = self.evaluator.evaluate_batch(batch)
         if self.write is not None:
@@ -74,6 +84,5 @@ class BatchRun:
                     self._write_failed.warning("store", "storing %d evaluated traces failed: %r", len(evaluated), exc)
         tally = tally_of(outcomes)
         tally.normalizer_errors = NORMALIZER_ERRORS.take()  # this process's, since its last batch
-        if self.store_report is not None:
-            tally.store = self.store_report()
-        return tally.wire(), time.perf_counter() - started
+        report = self.store_report() if self.store_report is not None else None
+        return BatchResult(tally.wire(), report, time.perf_counter() - started)

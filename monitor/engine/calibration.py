@@ -96,7 +96,7 @@ def spans_per_second(evaluator: TraceEvaluator, rounds: int = ROUNDS) -> float:
         run(batch[:2])  # warm-up: first calls compile patterns and fill caches
         best = math.inf
         for _ in range(REPEATS):  # the best of a few: start-up is a noisy time to measure (imports, other workers)
-            best = min(best, run(batch)[1])
+            best = min(best, run(batch).seconds)
     finally:
         store.close()
     return spans / best if best > 0 else 0.0

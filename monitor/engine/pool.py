@@ -1,15 +1,18 @@
 """EvaluationPool: completed traces → evaluation workers (routed by trace id) → outcomes back on the loop.
 
 Each worker slot is a single-worker executor: a process (`evaluation.workers` ≥ 2) or one thread of this
-process (0 or 1). A trace always goes to the slot its trace id hashes to, so it is evaluated once and
-per-trace state stays in one place. Traces wait in the slot's queue and leave in batches, at most
-`BATCHES_IN_FLIGHT` per slot, so a worker always has its next batch ready and results come back in bulk.
+process (0 or 1); worker_slots.py starts, calibrates, stops and kills them. A trace always goes to the slot its
+trace id hashes to, so it is evaluated once and per-trace state stays in one place. Traces wait in the slot's
+queue and leave in batches, at most `BATCHES_IN_FLIGHT` per slot, so a worker always has its next batch ready and
+results come back in bulk.
 
 `queue_size` bounds the traces waiting in the slots' queues (not those in flight): `free_slots` is what
 admission control looks at, and `submit` takes every trace offered, so no worker starves behind a global
 cap while another worker's queue is full (routing by trace id is never perfectly even). A worker that dies
 has its in-flight traces counted as dropped (`worker_crash`) and is replaced (with backoff if it keeps
-dying); its queued traces go to the replacement. Outcomes are handed to `record` on the event loop thread.
+dying); its queued traces go to the replacement. Each batch's metrics tally is handed to `record` on the event
+loop thread, and the worker store's health report that comes back beside it (batch_run.BatchResult) to
+`on_store_report` (the daemon's `StoreHealth.apply_report`).
 
 A worker process that returns no batch for `stall_seconds` while it has one (an evaluator that never returns:
 an endless loop, a regular expression that backtracks for hours) is killed by `check_stalled`, which the
@@ -25,24 +28,37 @@ import asyncio
 import contextlib
 import functools
 import logging
-import multiprocessing
 import os
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
-from typing import Any
+from concurrent.futures import BrokenExecutor, Executor, Future
 
-from monitor.config import MonitorConfig
 from monitor.config.models import EvaluationConfig
-from monitor.engine import worker_process
 from monitor.engine.assembler import CompletedTrace
-from monitor.engine.batch_run import BatchRun, StoreWrite
-from monitor.engine.calibration import spans_per_second
-from monitor.engine.trace_evaluation import TraceEvaluator
-from monitor.engine.trace_wire import traces_to_wire
+from monitor.engine.batch_run import BatchResult
+from monitor.engine.worker_slots import (
+    EvaluationStartError,
+    WorkerSlot,
+    calibrate_workers,
+    process_slots,
+    start_workers,
+    stop_workers,
+    stuck_evaluation_threads,
+    thread_slot,
+)
 from monitor.metrics.tally import MetricsTally
+from monitor.store.health import StoreReport
+
+__all__ = [
+    "EvaluationPool",
+    "EvaluationStartError",
+    "WorkerSlot",
+    "process_slots",
+    "route",
+    "stall_limit",
+    "stuck_evaluation_threads",
+    "thread_slot",
+]
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +66,7 @@ BATCH_SIZE = 64
 MAIN_PROCESS_CORES = 0.5  # what ingest takes of the cores at full speed, for the first estimate of capacity
 RATE_WEIGHT = 0.05  # weight of the latest batch in a worker's moving average of spans per second
 BATCHES_IN_FLIGHT = 2
-START_TIMEOUT_SECONDS = 120.0
-MAX_RESTART_DELAY_SECONDS = 30.0
 MIN_STALL_SECONDS = 60.0
-THREAD_PREFIX = "evaluation"
 _DEFAULTS = EvaluationConfig()
 
 
@@ -64,100 +77,7 @@ def stall_limit(evaluation_timeout: float) -> float:
 
 Record = Callable[[MetricsTally], None]
 CountDropped = Callable[[str, int], None]
-
-
-class WorkerSlot:
-    """One evaluation worker and the traces queued for it."""
-
-    def __init__(
-        self,
-        index: int,
-        make_executor: Callable[[], Executor],
-        run_batch: Callable,
-        ping: Callable,
-        calibrate: Callable[[], float],
-        encode: Callable[[list[CompletedTrace]], Any] = list,
-    ) -> None:
-        self.index = index
-        self.encode = encode  # a batch → what `run_batch` takes
-        self._make_executor = make_executor
-        self._run_batch = run_batch
-        self._ping = ping
-        self._calibrate = calibrate
-        self.executor: Executor | None = None
-        self.pid: int | None = None  # the worker's process id once it has answered (this process for a thread)
-        self.calibrated = 0.0  # spans/s the worker evaluated at start (calibration.py)
-        self.rate = 0.0  # spans/s while busy: a moving average over its batches (wall time, so contention counts)
-        self.back_to_back_since: float | None = None  # when the last batch came back with the next one queued
-        self.queued: deque[CompletedTrace] = deque()
-        self.in_flight = 0  # batches
-        self.crashes_in_a_row = 0
-        self.paused = False
-        self.progress_at = 0.0  # time.monotonic() of the last batch sent to an idle worker or returned by it
-        self.stalled: Executor | None = None  # the worker the stall check killed: its batches count as worker_stalled
-        self.stall_logged = False
-
-    def start(self) -> Future:
-        """A fresh worker; the future completes (with its pid) once it answers."""
-        self.executor = self._make_executor()
-        future = self.executor.submit(self._ping)
-        future.add_done_callback(self._answered)
-        return future
-
-    def _answered(self, future: Future) -> None:
-        if not future.cancelled() and future.exception() is None:
-            self.pid = future.result()
-
-    def calibrate(self) -> Future:
-        """The worker's spans/s on typical traces (run one worker at a time, on an otherwise idle daemon)."""
-        assert self.executor is not None
-        return self.executor.submit(self._calibrate)
-
-    def submit(self, batch: list[CompletedTrace]) -> Future:
-        assert self.executor is not None
-        return self.executor.submit(self._run_batch, self.encode(batch))
-
-    def stop(self, wait: bool) -> None:
-        executor, self.executor = self.executor, None
-        if executor is not None:
-            executor.shutdown(wait=wait, cancel_futures=True)
-
-
-def process_slots(config: MonitorConfig, count: int) -> list[WorkerSlot]:
-    """`count` worker processes (spawned: forking a process that runs gRPC threads is unsafe). Batches go in
-    their wire form (trace_wire.py), which pickles much faster than the records."""
-    context = multiprocessing.get_context("spawn")
-
-    def make() -> Executor:
-        return ProcessPoolExecutor(
-            max_workers=1,
-            mp_context=context,
-            initializer=worker_process.initialize,
-            initargs=(config, os.getpid()),
-        )
-
-    return [
-        WorkerSlot(
-            i,
-            make,
-            worker_process.evaluate_batch,
-            worker_process.ping,
-            worker_process.calibrate,
-            encode=traces_to_wire,
-        )
-        for i in range(count)
-    ]
-
-
-def thread_slot(evaluator: TraceEvaluator, write: StoreWrite | None = None) -> list[WorkerSlot]:
-    """One in-process worker thread (`evaluation.workers` 0 or 1: tests and small installs); `write` stores
-    the evaluated traces (the daemon's result store)."""
-
-    def make() -> Executor:
-        return ThreadPoolExecutor(max_workers=1, thread_name_prefix=THREAD_PREFIX)
-
-    run = BatchRun(evaluator, write)
-    return [WorkerSlot(0, make, run, os.getpid, lambda: spans_per_second(evaluator))]
+OnStoreReport = Callable[[StoreReport], None]
 
 
 class EvaluationPool:
@@ -170,11 +90,13 @@ class EvaluationPool:
         queue_size: int = _DEFAULTS.queue_size,
         batch_size: int = BATCH_SIZE,
         count_restart: Callable[[], None] = lambda: None,
+        on_store_report: OnStoreReport | None = None,
         cores: int | None = None,
         stall_seconds: float = stall_limit(_DEFAULTS.timeout),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """`cores`: the usable cores (default: this process's CPU affinity), for the first capacity estimate;
+        """`on_store_report`: told each worker store's health report (the daemon's `StoreHealth.apply_report`);
+        `cores`: the usable cores (default: this process's CPU affinity), for the first capacity estimate;
         `stall_seconds`: see `check_stalled`."""
         if not slots:
             raise ValueError("an evaluation pool needs at least one worker slot")
@@ -182,6 +104,7 @@ class EvaluationPool:
         self.record = record
         self.count_dropped = count_dropped
         self.count_restart = count_restart
+        self.on_store_report = on_store_report
         self.queue_size = queue_size
         self.batch_size = batch_size
         self.stall_seconds = stall_seconds
@@ -206,6 +129,7 @@ class EvaluationPool:
         count_dropped: CountDropped,
         *,
         count_restart: Callable[[], None] = lambda: None,
+        on_store_report: OnStoreReport | None = None,
         cores: int | None = None,
     ) -> EvaluationPool:
         """The pool of the `evaluation:` section (its queue size; stalled after four evaluator timeouts)."""
@@ -215,6 +139,7 @@ class EvaluationPool:
             count_dropped,
             queue_size=config.queue_size,
             count_restart=count_restart,
+            on_store_report=on_store_report,
             cores=cores,
             stall_seconds=stall_limit(config.timeout),
         )
@@ -242,21 +167,10 @@ class EvaluationPool:
 
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
-        """Start every worker and wait until each has answered (its evaluators built)."""
+        """Start every worker and wait until each has answered (its evaluators built), then calibrate them."""
         self._loop = asyncio.get_running_loop()
-        started = [asyncio.wrap_future(slot.start()) for slot in self.slots]
-        try:
-            await asyncio.wait_for(asyncio.gather(*started), START_TIMEOUT_SECONDS)
-        except Exception as exc:
-            for slot in self.slots:
-                slot.stop(wait=False)
-            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            raise EvaluationStartError(f"evaluation workers failed to start: {detail}") from exc
-        for slot in self.slots:  # one after the other, so no worker measures while another one computes
-            try:
-                slot.calibrated = await asyncio.wait_for(asyncio.wrap_future(slot.calibrate()), START_TIMEOUT_SECONDS)
-            except Exception as exc:  # a worker that cannot measure still evaluates; real batches will tell
-                log.warning("evaluation worker %d could not calibrate: %r", slot.index, exc)
+        await start_workers(self.slots)
+        await calibrate_workers(self.slots)
         calibrated = [slot.calibrated for slot in self.slots if slot.calibrated > 0]
         if calibrated:
             # Measured alone on an idle daemon; under load the workers share the cores with ingest.
@@ -278,23 +192,7 @@ class EvaluationPool:
     async def shutdown(self, grace: float) -> None:
         """Stop taking results and stop every worker (waiting up to `grace` for a running batch). Idempotent."""
         self._closed = True
-        executors = [slot.executor for slot in self.slots if slot.executor is not None]
-        # Not asyncio.to_thread: a stop that never returns (a thread stuck in an evaluator) would hold the loop's
-        # default executor, which asyncio.run joins at the end, and the daemon would never exit.
-        waits = [asyncio.ensure_future(_in_daemon_thread(slot.stop, True)) for slot in self.slots if slot.executor]
-        if waits:
-            done, _ = await asyncio.wait(waits, timeout=max(grace, 0.1))
-            if len(done) < len(waits):
-                # A worker stuck in an evaluator would keep the process from exiting (the executor joins it).
-                log.warning("evaluation workers did not stop within %.1fs: killing them", grace)
-                killed = 0
-                for executor in executors:
-                    processes = getattr(executor, "_processes", None) or {}  # ProcessPoolExecutor's own table
-                    for process in list(processes.values()):
-                        process.kill()
-                        killed += 1
-                if killed:  # a thread cannot be killed: the daemon exits past it (cli.py)
-                    await asyncio.wait(waits, timeout=5.0)
+        await stop_workers(self.slots, grace)
         for slot in self.slots:
             slot.queued.clear()
         self.spans_held = 0
@@ -347,18 +245,14 @@ class EvaluationPool:
         error = future.exception() if not future.cancelled() else BrokenExecutorCancelled()
         if error is None:
             slot.crashes_in_a_row = 0
-            payload, busy_seconds = future.result()
+            result: BatchResult = future.result()
+            busy_seconds = result.seconds
             now = time.monotonic()
             if slot.back_to_back_since is not None:  # this batch was already waiting in the worker: no idle gap
                 busy_seconds = max(busy_seconds, now - slot.back_to_back_since)
             self._measure(slot, spans, busy_seconds)
             slot.back_to_back_since = now if slot.in_flight > 0 else None
-            tally = MetricsTally.from_wire(payload)
-            self.evaluated += tally.evaluated
-            try:
-                self.record(tally)
-            except Exception:
-                log.exception("could not record the results of %d traces", len(batch))
+            self._deliver(result, len(batch))
         elif isinstance(error, BrokenExecutor | BrokenExecutorCancelled):
             self.count_dropped("worker_stalled" if executor is slot.stalled else "worker_crash", len(batch))
             self._restart(slot, executor, error)
@@ -371,6 +265,20 @@ class EvaluationPool:
         if self.held == 0:
             self._emptied.set()
         self._pump(slot)
+
+    def _deliver(self, result: BatchResult, traces: int) -> None:
+        """A batch's metrics tally to `record`, its worker store's report to `on_store_report`."""
+        tally = MetricsTally.from_wire(result.tally)
+        self.evaluated += tally.evaluated
+        try:
+            self.record(tally)
+        except Exception:
+            log.exception("could not record the results of %d traces", traces)
+        if result.store is not None and self.on_store_report is not None:
+            try:
+                self.on_store_report(result.store)
+            except Exception:
+                log.exception("could not apply an evaluation worker's result store report")
 
     def _measure(self, slot: WorkerSlot, spans: int, busy_seconds: float) -> None:
         """Capacity from the batches themselves: each worker's spans per second of batch time (a moving average),
@@ -389,37 +297,7 @@ class EvaluationPool:
         """Kill every worker process that has had a batch for `stall_seconds` without returning one; returns how
         many were killed (their batches then fail as a crash would, counted as `worker_stalled`)."""
         now = self.clock()
-        killed = 0
-        for slot in self.slots:
-            busy_for = now - slot.progress_at
-            if (
-                slot.in_flight == 0
-                or slot.executor is None
-                or slot.stalled is slot.executor
-                or busy_for < self.stall_seconds
-            ):
-                continue
-            processes = getattr(slot.executor, "_processes", None)  # ProcessPoolExecutor's own table
-            if not processes:
-                if not slot.stall_logged:  # a thread cannot be killed
-                    slot.stall_logged = True
-                    log.error(
-                        "evaluation worker %d (in-process) has returned nothing for %.0fs: an evaluator never "
-                        "returns; the traces routed to it wait",
-                        slot.index,
-                        busy_for,
-                    )
-                continue
-            log.error(
-                "evaluation worker %d has returned nothing for %.0fs (an evaluator that never returns?): killing it",
-                slot.index,
-                busy_for,
-            )
-            slot.stalled = slot.executor
-            for process in list(processes.values()):
-                process.kill()
-            killed += 1
-        return killed
+        return sum(slot.kill_if_stalled(now, self.stall_seconds) for slot in self.slots)
 
     def _restart(self, slot: WorkerSlot, broken: Executor, error: BaseException) -> None:
         """Replace the slot's worker unless that already happened (several batches fail with one crash)."""
@@ -428,8 +306,7 @@ class EvaluationPool:
         slot.crashes_in_a_row += 1
         self.restarts += 1
         self.count_restart()
-        repeated = slot.crashes_in_a_row - 1
-        delay = min(2.0**repeated, MAX_RESTART_DELAY_SECONDS) if repeated else 0.0
+        delay = slot.restart_delay()
         log.error(
             "evaluation worker %d died (%s); %d traces queued for it; restarting%s",
             slot.index,
@@ -449,36 +326,6 @@ class EvaluationPool:
         slot.paused = False
         slot.start()  # the first batch waits behind the new worker's start-up
         self._pump(slot)
-
-
-async def _in_daemon_thread(function: Callable[..., Any], *args: Any) -> None:
-    """`function(*args)` on a daemon thread of its own (never joined at exit), awaited from the loop."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[None] = loop.create_future()
-
-    def finished() -> None:
-        if not done.done():
-            done.set_result(None)
-
-    def run() -> None:
-        try:
-            function(*args)
-        finally:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-                loop.call_soon_threadsafe(finished)
-
-    threading.Thread(target=run, name="stop-evaluation-worker", daemon=True).start()
-    await done
-
-
-def stuck_evaluation_threads() -> list[str]:
-    """In-process evaluation threads still running (an evaluator that never returned). The interpreter joins
-    executor threads at exit, so with one of these alive a normal exit would never end."""
-    return [t.name for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX) and t.is_alive()]
-
-
-class EvaluationStartError(Exception):
-    """The evaluation workers could not be started (the daemon cannot run)."""
 
 
 class BrokenExecutorCancelled(Exception):

@@ -48,5 +48,3 @@ class ResultRecorder:
         if tally.evaluated:
             metrics.traces_evaluated.inc(tally.evaluated)
             self.evaluated += tally.evaluated
-        if tally.store is not None and self.store_health is not None:
-            self.store_health.apply_report(tally.store)

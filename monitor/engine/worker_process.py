@@ -16,7 +16,7 @@ from collections.abc import Callable
 from multiprocessing import util
 
 from monitor.config import MonitorConfig
-from monitor.engine.batch_run import BatchRun
+from monitor.engine.batch_run import BatchResult, BatchRun
 from monitor.engine.calibration import spans_per_second
 from monitor.engine.evaluator_setup import build_evaluators
 from monitor.engine.gc_tuning import tune_gc
@@ -28,7 +28,7 @@ from monitor.store.health import StoreHealth, StoreReport
 from monitor.store.schema import StoreSchemaError
 
 PARENT_POLL_SECONDS = 1.0
-# How long a batch waits for its rows to be written before its tally goes back (so they are there when it is
+# How long a batch waits for its rows to be written before its result goes back (so they are there when it is
 # counted); past it, batches stop waiting until the store's writer thread has caught up: a database that is slow
 # or hangs never holds evaluation up (nor trips the worker stall limit).
 WRITE_WAIT_SECONDS = 2.0
@@ -73,15 +73,14 @@ def _store_writer(config: MonitorConfig) -> tuple[Callable | None, Callable[[], 
     return functools.partial(writer.write, wait=WRITE_WAIT_SECONDS), health.take_report
 
 
-def evaluate_batch(wire: list[WireTrace]) -> tuple[tuple, float]:
+def evaluate_batch(wire: list[WireTrace]) -> BatchResult:
     """Evaluate and store a batch in this worker, sent in its wire form (`trace_wire.traces_to_wire`): its metrics
-    tally in wire form (`MetricsTally.from_wire`), and the seconds it took (decoding included)."""
+    tally in wire form, this worker store's health report, and the seconds it took (decoding included)."""
     if _run is None:
         raise RuntimeError("evaluation worker not initialized")
     started = time.perf_counter()
     batch = traces_from_wire(wire)
-    tally, _ = _run(batch)
-    return tally, time.perf_counter() - started
+    return _run(batch)._replace(seconds=time.perf_counter() - started)
 
 
 def ping() -> int:

@@ -65,7 +65,6 @@ class MetricsTally:
         "normalizer_errors",
         "pair_offers",
         "results",
-        "store",
         "tokens",
         "tools",
         "traces",
@@ -84,9 +83,6 @@ class MetricsTally:
         self.judge_jobs: list[Any] = []  # judgements to make (engine.judge_stage), passed through as they are
         self.pair_offers: list[Any] = []  # traces the pairwise judge may pair (engine.pairing), passed through
         self.normalizer_errors: dict[str, int] = {}  # convention → normalizer calls that raised during the batch
-        # The worker's result store after the batch (store.health.StoreReport: errors and lost results since its
-        # last report, failing operations); None when the batch was not stored there.
-        self.store: Any = None
 
     # --- adding -----------------------------------------------------------------------------------
     def add_trace(
@@ -174,7 +170,6 @@ class MetricsTally:
             {key: counts.wire() for key, counts in self.results.items()},
             self.failures,
             self.judge_jobs,
-            self.store,
             self.pair_offers,
             self.normalizer_errors,
         )
@@ -193,7 +188,6 @@ class MetricsTally:
             results,
             tally.failures,
             tally.judge_jobs,
-            tally.store,
             tally.pair_offers,
             tally.normalizer_errors,
         ) = wire

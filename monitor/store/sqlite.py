@@ -6,7 +6,7 @@ busy timeout). In the daemon's own process, once started, `write(outcomes)` only
 inserts everything queued in one transaction, so the event loop never waits on the disk; that thread also keeps
 the retention by age and by size (retention.py). Text arrives bounded and is masked and made storable before
 it is written (packing.py, storable.py); a batch a row of which is refused is written again in halves, so that
-row costs only itself (writer.py). Readers use their own connections (review/sqlite_reader.py, built by
+row costs only itself (degrade.py). Readers use their own connections (review/sqlite_reader.py, built by
 review/of_store.py): WAL readers never block it.
 
 Two tables (schema.py, versioned and migrated at open). `results` has one row per failing result and per skip

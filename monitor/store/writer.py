@@ -2,10 +2,11 @@
 thread that inserts them in batches (so the event loop never waits on the database), keep the retention by age and
 by size when due, report every failure to the store's StoreHealth and never raise it to the daemon.
 
-The queue is bounded (MAX_QUEUED_TRACES): behind a database that is slow or hangs, what does not fit is dropped
-and counted, so neither the event loop nor an evaluation worker (`write(wait=...)`) is ever held by it. A batch
-that fails because the database refuses a row is written again in halves, so that row costs only itself; what is
-lost is counted per result and by reason (StoreHealth.lost).
+The queue and its thread are write_queue.py's: bounded (MAX_QUEUED_TRACES), so behind a database that is slow or
+hangs what does not fit is dropped and counted, and neither the event loop nor an evaluation worker
+(`write(wait=...)`) is ever held by it. How a write fails is degrade.py's: a batch that fails because the database
+refuses a row is written again in halves, so that row costs only itself; what is lost is counted per result and by
+reason (StoreHealth.lost).
 
 A subclass (store.ResultStore: SQLite; postgres.store.PostgresResultStore) gives the database side: `_store`
 (one transaction of packed rows), `_ensure_open` (reopen when due), `prune`, `enforce_size`, `_fetch`
@@ -17,31 +18,23 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import queue
-import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from monitor.store.degrade import DegradingWrite
 from monitor.store.health import StoreHealth, StoreUnavailable
-from monitor.store.packing import PASSED_FIELDS, Packed, Written, kept_results, merged, pack_one
+from monitor.store.packing import PASSED_FIELDS, Packed, Written
+from monitor.store.write_queue import WriteQueue
 
 log = logging.getLogger(__name__)
 
-MAX_TRACES_PER_TRANSACTION = 2000
-MAX_QUEUED_TRACES = 4096  # traces waiting for the writer thread; more are dropped (counted) while it is behind
 PRUNE_EVERY_SECONDS = 300.0  # retention by age
 SIZE_CHECK_EVERY_SECONDS = 10.0  # retention by size
 REOPEN_SECONDS = 30.0  # between attempts to open a store that could not be opened
 GiB = 1024**3
 T = TypeVar("T")
-
-
-@dataclass(slots=True)
-class _FlushMarker:
-    done: threading.Event
 
 
 class QueuedResultStore(ABC):
@@ -55,19 +48,26 @@ class QueuedResultStore(ABC):
         self.failing_only = results == "failing"
         self.prunes = prune
         self.health = health if health is not None else StoreHealth()
-        self.write_errors = 0
         self._last_prune = 0.0
         self._last_size_check = 0.0
-        self._queue: queue.Queue[list[Written | _FlushMarker] | None] = queue.Queue()
-        self._queued = 0  # traces in the queue (bounded by MAX_QUEUED_TRACES)
-        self._queued_lock = threading.Lock()
-        self._behind = False  # a `write(wait=...)` gave up waiting: no more waits until the writer catches up
-        self._writer: threading.Thread | None = None
+        self._write_all = DegradingWrite(
+            lambda packed: self._store(packed),  # looked up at each write: a test may spy on it
+            self.health,
+            failing_only=self.failing_only,
+            row_errors=self.ROW_ERRORS,
+            lost_reason=self._lost_reason,
+        )
+        self._queue = WriteQueue(self._write_all, self._maintain, idle_seconds=SIZE_CHECK_EVERY_SECONDS)
         self._closed = False
 
     @property
     def available(self) -> bool:
         return self.health.available
+
+    @property
+    def write_errors(self) -> int:
+        """Writes that lost traces (failed, or dropped before they were tried)."""
+        return self._write_all.errors
 
     # --- the database side ----------------------------------------------------------------------
     @abstractmethod
@@ -128,9 +128,8 @@ class QueuedResultStore(ABC):
 
     def start_writer(self) -> None:
         """Start the writer thread, from any thread (an evaluation worker process starts its own)."""
-        if self._writer is None and not self._closed:
-            self._writer = threading.Thread(target=self._write_loop, name="result-store", daemon=True)
-            self._writer.start()
+        if not self._closed:
+            self._queue.start()
 
     async def shutdown(self, grace: float) -> None:
         """Write what is queued, stop the writer and close the database. Idempotent, safe before `start`."""
@@ -143,15 +142,11 @@ class QueuedResultStore(ABC):
         writer (a worker process exiting while its database hangs), what it has not written is lost."""
         if self._closed:
             return
-        writer, self._writer = self._writer, None
-        if writer is not None:
-            self._queue.put(None)
-            writer.join(timeout)
-            if writer.is_alive():
-                self._closed = True
-                self._count_dropped(self._take_queued(), "failed", "the writer did not finish before the exit")
-                return
-        self._drain_synchronously()
+        if not self._queue.stop(timeout):
+            self._closed = True
+            self._write_all.dropped(self._queue.take(), "failed", "the writer did not finish before the exit")
+            return
+        self._insert(self._queue.take())
         self._closed = True
         self._close_database()
 
@@ -164,123 +159,20 @@ class QueuedResultStore(ABC):
         writer has caught up, once it took longer."""
         if not outcomes or self._closed:
             return
-        if self._writer is None:
+        if not self._queue.running:
             self._insert(outcomes)
-            return
-        with self._queued_lock:
-            room = self._queued + len(outcomes) <= MAX_QUEUED_TRACES
-            if room:
-                self._queued += len(outcomes)
-        if not room:
-            self._count_dropped(outcomes, "queue_full", "the writer is behind (the database is slow or hangs)")
-            return
-        done = threading.Event() if wait > 0 and not self._behind else None
-        self._queue.put([*outcomes, _FlushMarker(done)] if done is not None else list(outcomes))
-        if done is not None and not done.wait(wait):
-            self._behind = True
+        elif not self._queue.put(outcomes, wait):
+            self._write_all.dropped(outcomes, "queue_full", "the writer is behind (the database is slow or hangs)")
 
     def flush(self, timeout: float = 30.0) -> None:
         """Block until everything queued so far is written (tests, shutdown)."""
-        if self._writer is None:
-            return
-        done = threading.Event()
-        self._queue.put([_FlushMarker(done)])
-        done.wait(timeout)
+        self._queue.flush(timeout)
 
-    def _write_loop(self) -> None:
-        while True:
-            try:
-                item = self._queue.get(timeout=SIZE_CHECK_EVERY_SECONDS)
-            except queue.Empty:  # the worker processes insert: the retention still falls due here
-                self._maintain()
-                continue
-            if item is None:
-                return
-            batch: list[Written | _FlushMarker] = list(item)
-            while len(batch) < MAX_TRACES_PER_TRANSACTION:  # everything already waiting goes in one transaction
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    self._queue.put(None)
-                    break
-                batch.extend(more)
-            self._insert(batch)
-            if self._queue.empty():
-                self._behind = False
-
-    def _take_queued(self) -> list[Written]:
-        pending: list[Written] = []
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                return pending
-            for o in item or ():
-                if isinstance(o, _FlushMarker):
-                    o.done.set()
-                else:
-                    pending.append(o)
-
-    def _drain_synchronously(self) -> None:
-        self._insert(self._take_queued())
-
-    def _count_dropped(self, outcomes: Sequence[Written], reason: str, why: str) -> None:
+    def _insert(self, outcomes: Sequence[Written]) -> None:
+        """Write now, on this thread, then the retention when due."""
         if outcomes:
-            self.write_errors += 1
-            self.health.lost(reason, sum(kept_results(o, self.failing_only) for o in outcomes))
-            self.health.failed("write", f"{len(outcomes)} evaluated traces dropped: {why}")
-
-    def _insert(self, batch: Sequence[Written | _FlushMarker]) -> None:
-        markers = [o for o in batch if isinstance(o, _FlushMarker)]
-        outcomes = [o for o in batch if not isinstance(o, _FlushMarker)]
-        with self._queued_lock:
-            self._queued = max(self._queued - len(outcomes), 0)
-        try:
-            if outcomes:
-                self._write_all(outcomes)
-        finally:
-            for marker in markers:
-                marker.done.set()
+            self._write_all(outcomes)
         self._maintain()
-
-    def _write_all(self, outcomes: Sequence[Written]) -> None:
-        """Write the outcomes, one transaction when they all go in; a failure is reported, never raised."""
-        now = time.time()
-        parts: list[Packed] = []
-        failures: list[tuple[BaseException, int]] = []
-        for o in outcomes:
-            try:
-                parts.append(pack_one(o, now, self.failing_only))
-            except Exception as exc:  # a value packing cannot take (a bug): that trace only
-                failures.append((exc, kept_results(o, self.failing_only)))
-        written = self._write_parts(parts, failures) if parts else 0
-        for error, lost in failures:
-            self.write_errors += 1
-            log.debug("could not write evaluated traces to the result store: %r", error)
-            self.health.lost(self._lost_reason(error), lost)
-        if not failures:
-            self.health.succeeded("write")
-            return
-        for error, _ in failures[:-1]:
-            self.health.failed("write", error, counted_only=True)
-        self.health.failed("write", failures[-1][0], counted_only=bool(written))
-        if written:  # some rows refused, the others written: counted, and the store works
-            self.health.succeeded("write")
-
-    def _write_parts(self, parts: list[Packed], failures: list[tuple[BaseException, int]]) -> int:
-        """Write `parts` in one transaction; when the database refuses a row (ROW_ERRORS), each half again, until
-        the rows it refuses are alone: a bad row costs only itself. The parts written; the failures appended."""
-        try:
-            self._store(merged(parts))
-        except Exception as exc:
-            if len(parts) == 1 or not isinstance(exc, self.ROW_ERRORS):
-                failures.append((exc, sum(p.kept for p in parts)))
-                return 0
-            half = len(parts) // 2
-            return self._write_parts(parts[:half], failures) + self._write_parts(parts[half:], failures)
-        return len(parts)
 
     # --- retention ------------------------------------------------------------------------------
     def _maintain(self) -> None:

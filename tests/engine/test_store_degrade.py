@@ -21,13 +21,13 @@ from monitor.store.health import StoreHealth
 from tests.engine.helpers import synthetic_traces
 
 
-def daemon(store_path: Path) -> Daemon:
+def daemon(store_path: Path, workers: int = 1) -> Daemon:
     config = MonitorConfig.model_validate(
         {
             "receivers": {"grpc": {"host": "127.0.0.1", "port": 0}, "http": {"host": "127.0.0.1", "port": 0}},
             "metrics": {"host": "127.0.0.1", "port": 0},
             "store": {"path": str(store_path)},
-            "evaluation": {"workers": 1},
+            "evaluation": {"workers": workers},
         }
     )
     return Daemon(config)
@@ -116,6 +116,29 @@ def test_the_daemon_starts_with_a_store_that_cannot_be_opened(tmp_path: Path) ->
     asyncio.run(scenario())
 
 
+def test_the_daemon_counts_the_store_failures_its_worker_processes_report(tmp_path: Path) -> None:
+    """With worker processes the daemon writes no rows itself: every write error it counts is one a worker's store
+    reported, through the pool's own store report path (`on_store_report`), not the metrics tally."""
+    path = tmp_path / "results.db"
+    path.write_bytes(b"not a database " * 500)
+    d = daemon(path, workers=2)
+    assert d.store is not None and not d.store.available
+
+    async def scenario() -> None:
+        await d.start()
+        try:
+            await evaluate(d, synthetic_traces(20))
+            assert sample(d, "agent_monitor_traces_evaluated_total") == 20
+            assert (sample(d, "agent_monitor_store_errors_total", operation="write") or 0) >= 1
+            assert (sample(d, "agent_monitor_store_errors_total", operation="open") or 0) >= 3  # the daemon + 2 workers
+            assert sample(d, "agent_monitor_review_available") == 0
+            assert d.store_health.failing().get("write")  # the workers' failing write, beside the daemon's open
+        finally:
+            await d.shutdown(5)
+
+    asyncio.run(scenario())
+
+
 def test_a_disabled_store_means_no_review(tmp_path: Path) -> None:
     config = MonitorConfig.model_validate({"store": {"enabled": False}, "evaluation": {"workers": 1}})
     d = Daemon(config)
@@ -128,13 +151,14 @@ def test_worker_processes_report_a_store_they_cannot_open_and_evaluate_all_the_s
     path.write_bytes(b"not a database " * 500)
     config = MonitorConfig.model_validate({"store": {"path": str(path)}})
     metrics = MetricsExporter()
-    recorder = ResultRecorder(
-        metrics, store_health=StoreHealth(metrics.count_store_errors, metrics.set_review_available)
-    )
+    recorder = ResultRecorder(metrics)
+    health = StoreHealth(metrics.count_store_errors, metrics.set_review_available)
     metrics.set_review_available(True)
 
     async def scenario() -> int:
-        pool = EvaluationPool(process_slots(config, 2), recorder.record, lambda reason, n: None)
+        pool = EvaluationPool(
+            process_slots(config, 2), recorder.record, lambda reason, n: None, on_store_report=health.apply_report
+        )
         await pool.start()
         try:
             for completed in synthetic_traces(60):

@@ -25,7 +25,7 @@ from monitor.review.models import ResultFilter
 from monitor.review.of_store import reader_of
 from monitor.review.sqlite_reader import SQLiteReviewReader
 from monitor.store import sqlite as store_module
-from monitor.store.health import StoreHealth, StoreUnavailable
+from monitor.store.health import StoreHealth, StoreReport, StoreUnavailable
 from monitor.store.sqlite import ResultStore
 from tests.engine.helpers import synthetic_traces
 from tests.results.helpers import outcome, row
@@ -157,28 +157,34 @@ def test_reads_that_fail_are_counted_and_raise_store_unavailable(tmp_path: Path)
 
 
 def test_a_worker_whose_store_fails_still_returns_its_batch_metrics(tmp_path: Path) -> None:
-    """What a worker process runs (BatchRun over its own store); its report reaches the daemon's metrics."""
+    """What a worker process runs (BatchRun over its own store): its result carries the metrics tally and the
+    store's health report side by side; the report reaches the daemon's StoreHealth (as the pool hands it over),
+    the tally the metrics."""
     health = StoreHealth(quiet=True)
     store = ResultStore(tmp_path / "r.db", prune=False, health=health)
     run = BatchRun(TraceEvaluator([], store_results="all"), store.write, health.take_report)
     metrics = MetricsExporter()
     daemon_health = StoreHealth(metrics.count_store_errors, metrics.set_review_available)
     metrics.set_review_available(True)
-    recorder = ResultRecorder(metrics, store_health=daemon_health)
+    recorder = ResultRecorder(metrics)
 
-    def batch(count: int) -> MetricsTally:
-        tally = MetricsTally.from_wire(run(synthetic_traces(count))[0])
+    def batch(count: int) -> tuple[MetricsTally, StoreReport | None]:
+        result = run(synthetic_traces(count))
+        tally = MetricsTally.from_wire(result.tally)
         recorder.record(tally)
-        return tally
+        assert result.store is not None
+        daemon_health.apply_report(result.store)
+        return tally, result.store
 
     def sample(name: str, **labels: str) -> float | None:
         return metrics.registry.get_sample_value(name, labels)
 
-    assert batch(3).store == ({}, {}, {}) and sample("agent_monitor_review_available") == 1
+    assert batch(3)[1] == ({}, {}, {}) and sample("agent_monitor_review_available") == 1
     set_pragma(store, "query_only=ON")
-    failed = batch(4)
+    failed, report = batch(4)
     assert failed.evaluated == 4 and failed.traces  # the batch's metrics are all there
-    errors, failing, _ = failed.store
+    assert report is not None
+    errors, failing, _ = report
     assert errors == {"write": 1} and "readonly" in failing["write"]
     assert sample("agent_monitor_store_errors_total", operation="write") == 1
     assert sample("agent_monitor_review_available") == 0
@@ -187,11 +193,11 @@ def test_a_worker_whose_store_fails_still_returns_its_batch_metrics(tmp_path: Pa
     assert sample("agent_monitor_store_errors_total", operation="write") == 2
     set_pragma(store, "query_only=OFF")
     recovered_at = time.time()
-    assert batch(1).store == ({}, {}, {})
+    assert batch(1)[1] == ({}, {}, {})
     assert sample("agent_monitor_review_available") == 1
     with sqlite3.connect(tmp_path / "r.db") as db:  # the batch after the recovery is stored
         assert db.execute("SELECT COUNT(*) FROM traces WHERE created_at >= ?", (recovered_at,)).fetchone()[0] == 1
     daemon_health.failed("read", "the daemon's own failure")
-    recorder.record(MetricsTally.from_wire(run(synthetic_traces(1))[0]))  # a worker's success clears only its own
+    batch(1)  # a worker's success clears only its own
     assert sample("agent_monitor_review_available") == 0
     store.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.store import writer as writer_module
+from monitor.store import write_queue
 from monitor.store.sqlite import ResultStore
 from tests.results.helpers import outcome, row
 from tests.results.test_degrade import Recorded
@@ -18,7 +18,7 @@ from tests.results.test_degrade import Recorded
 def test_a_stuck_writer_never_holds_a_waiting_write_and_a_full_queue_is_counted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(writer_module, "MAX_QUEUED_TRACES", 20)
+    monkeypatch.setattr(write_queue, "MAX_QUEUED_TRACES", 20)
     path = tmp_path / "r.db"
     seen = Recorded()
     lost: dict[str, int] = {}

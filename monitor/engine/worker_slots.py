@@ -1,0 +1,242 @@
+"""Evaluation worker slots: one single-worker executor each, a process (`evaluation.workers` ≥ 2) or one thread of
+this process (0 or 1), and how the workers start, calibrate, stop and are killed.
+
+What goes to which slot, and what happens to a batch's result, is the pool's business (pool.py). Here: starting
+every worker and waiting until each answers (`start_workers`), measuring each in turn (`calibrate_workers`),
+stopping them within a grace and killing what does not stop (`stop_workers`), and killing a worker process that
+has had a batch for too long (`WorkerSlot.kill_if_stalled`). A thread cannot be killed: a stuck in-process
+worker is only logged, and the CLI exits past it (`stuck_evaluation_threads`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from typing import Any
+
+from monitor.config import MonitorConfig
+from monitor.engine import worker_process
+from monitor.engine.assembler import CompletedTrace
+from monitor.engine.batch_run import BatchRun, StoreWrite
+from monitor.engine.calibration import spans_per_second
+from monitor.engine.trace_evaluation import TraceEvaluator
+from monitor.engine.trace_wire import traces_to_wire
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT_SECONDS = 120.0
+MAX_RESTART_DELAY_SECONDS = 30.0
+THREAD_PREFIX = "evaluation"
+
+
+class EvaluationStartError(Exception):
+    """The evaluation workers could not be started (the daemon cannot run)."""
+
+
+class WorkerSlot:
+    """One evaluation worker and the traces queued for it."""
+
+    def __init__(
+        self,
+        index: int,
+        make_executor: Callable[[], Executor],
+        run_batch: Callable,
+        ping: Callable,
+        calibrate: Callable[[], float],
+        encode: Callable[[list[CompletedTrace]], Any] = list,
+    ) -> None:
+        self.index = index
+        self.encode = encode  # a batch → what `run_batch` takes
+        self._make_executor = make_executor
+        self._run_batch = run_batch
+        self._ping = ping
+        self._calibrate = calibrate
+        self.executor: Executor | None = None
+        self.pid: int | None = None  # the worker's process id once it has answered (this process for a thread)
+        self.calibrated = 0.0  # spans/s the worker evaluated at start (calibration.py)
+        self.rate = 0.0  # spans/s while busy: a moving average over its batches (wall time, so contention counts)
+        self.back_to_back_since: float | None = None  # when the last batch came back with the next one queued
+        self.queued: deque[CompletedTrace] = deque()
+        self.in_flight = 0  # batches
+        self.crashes_in_a_row = 0
+        self.paused = False
+        self.progress_at = 0.0  # time.monotonic() of the last batch sent to an idle worker or returned by it
+        self.stalled: Executor | None = None  # the worker the stall check killed: its batches count as worker_stalled
+        self.stall_logged = False
+
+    def start(self) -> Future:
+        """A fresh worker; the future completes (with its pid) once it answers."""
+        self.executor = self._make_executor()
+        future = self.executor.submit(self._ping)
+        future.add_done_callback(self._answered)
+        return future
+
+    def _answered(self, future: Future) -> None:
+        if not future.cancelled() and future.exception() is None:
+            self.pid = future.result()
+
+    def calibrate(self) -> Future:
+        """The worker's spans/s on typical traces (run one worker at a time, on an otherwise idle daemon)."""
+        assert self.executor is not None
+        return self.executor.submit(self._calibrate)
+
+    def submit(self, batch: list[CompletedTrace]) -> Future:
+        assert self.executor is not None
+        return self.executor.submit(self._run_batch, self.encode(batch))
+
+    def stop(self, wait: bool) -> None:
+        executor, self.executor = self.executor, None
+        if executor is not None:
+            executor.shutdown(wait=wait, cancel_futures=True)
+
+    def restart_delay(self) -> float:
+        """How long to wait before replacing a worker that died: none the first time, then doubling, capped."""
+        repeated = self.crashes_in_a_row - 1
+        return min(2.0**repeated, MAX_RESTART_DELAY_SECONDS) if repeated > 0 else 0.0
+
+    def kill_if_stalled(self, now: float, stall_seconds: float) -> bool:
+        """Kill the worker process when it has had a batch for `stall_seconds` without returning one (its batches
+        then fail as a crash would); whether it was killed. A thread cannot be: it is logged once."""
+        busy_for = now - self.progress_at
+        if self.in_flight == 0 or self.executor is None or self.stalled is self.executor or busy_for < stall_seconds:
+            return False
+        if not _processes(self.executor):
+            if not self.stall_logged:
+                self.stall_logged = True
+                log.error(
+                    "evaluation worker %d (in-process) has returned nothing for %.0fs: an evaluator never "
+                    "returns; the traces routed to it wait",
+                    self.index,
+                    busy_for,
+                )
+            return False
+        log.error(
+            "evaluation worker %d has returned nothing for %.0fs (an evaluator that never returns?): killing it",
+            self.index,
+            busy_for,
+        )
+        self.stalled = self.executor
+        _kill(self.executor)
+        return True
+
+
+def process_slots(config: MonitorConfig, count: int) -> list[WorkerSlot]:
+    """`count` worker processes (spawned: forking a process that runs gRPC threads is unsafe). Batches go in
+    their wire form (trace_wire.py), which pickles much faster than the records."""
+    context = multiprocessing.get_context("spawn")
+
+    def make() -> Executor:
+        return ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=context,
+            initializer=worker_process.initialize,
+            initargs=(config, os.getpid()),
+        )
+
+    return [
+        WorkerSlot(
+            i,
+            make,
+            worker_process.evaluate_batch,
+            worker_process.ping,
+            worker_process.calibrate,
+            encode=traces_to_wire,
+        )
+        for i in range(count)
+    ]
+
+
+def thread_slot(evaluator: TraceEvaluator, write: StoreWrite | None = None) -> list[WorkerSlot]:
+    """One in-process worker thread (`evaluation.workers` 0 or 1: tests and small installs); `write` stores
+    the evaluated traces (the daemon's result store)."""
+
+    def make() -> Executor:
+        return ThreadPoolExecutor(max_workers=1, thread_name_prefix=THREAD_PREFIX)
+
+    run = BatchRun(evaluator, write)
+    return [WorkerSlot(0, make, run, os.getpid, lambda: spans_per_second(evaluator))]
+
+
+async def start_workers(slots: Sequence[WorkerSlot]) -> None:
+    """Start every worker and wait until each has answered (its evaluators built); EvaluationStartError, with
+    every worker stopped, when one does not."""
+    started = [asyncio.wrap_future(slot.start()) for slot in slots]
+    try:
+        await asyncio.wait_for(asyncio.gather(*started), START_TIMEOUT_SECONDS)
+    except Exception as exc:
+        for slot in slots:
+            slot.stop(wait=False)
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise EvaluationStartError(f"evaluation workers failed to start: {detail}") from exc
+
+
+async def calibrate_workers(slots: Sequence[WorkerSlot]) -> None:
+    """Each worker's `calibrated` spans/s, one after the other, so no worker measures while another one computes."""
+    for slot in slots:
+        try:
+            slot.calibrated = await asyncio.wait_for(asyncio.wrap_future(slot.calibrate()), START_TIMEOUT_SECONDS)
+        except Exception as exc:  # a worker that cannot measure still evaluates; real batches will tell
+            log.warning("evaluation worker %d could not calibrate: %r", slot.index, exc)
+
+
+async def stop_workers(slots: Sequence[WorkerSlot], grace: float) -> None:
+    """Stop every worker, waiting up to `grace` for a running batch; kill the processes that do not stop."""
+    executors = [slot.executor for slot in slots if slot.executor is not None]
+    # Not asyncio.to_thread: a stop that never returns (a thread stuck in an evaluator) would hold the loop's
+    # default executor, which asyncio.run joins at the end, and the daemon would never exit.
+    waits = [asyncio.ensure_future(_in_daemon_thread(slot.stop, True)) for slot in slots if slot.executor]
+    if not waits:
+        return
+    done, _ = await asyncio.wait(waits, timeout=max(grace, 0.1))
+    if len(done) < len(waits):
+        # A worker stuck in an evaluator would keep the process from exiting (the executor joins it).
+        log.warning("evaluation workers did not stop within %.1fs: killing them", grace)
+        killed = sum(_kill(executor) for executor in executors)
+        if killed:  # a thread cannot be killed: the daemon exits past it (cli.py)
+            await asyncio.wait(waits, timeout=5.0)
+
+
+def _processes(executor: Executor) -> dict[Any, Any]:
+    """The worker processes of an executor (ProcessPoolExecutor's own table; none for a thread)."""
+    return getattr(executor, "_processes", None) or {}
+
+
+def _kill(executor: Executor) -> int:
+    """Kill the executor's worker processes; how many."""
+    processes = list(_processes(executor).values())
+    for process in processes:
+        process.kill()
+    return len(processes)
+
+
+async def _in_daemon_thread(function: Callable[..., Any], *args: Any) -> None:
+    """`function(*args)` on a daemon thread of its own (never joined at exit), awaited from the loop."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def finished() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    def run() -> None:
+        try:
+            function(*args)
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(finished)
+
+    threading.Thread(target=run, name="stop-evaluation-worker", daemon=True).start()
+    await done
+
+
+def stuck_evaluation_threads() -> list[str]:
+    """In-process evaluation threads still running (an evaluator that never returned). The interpreter joins
+    executor threads at exit, so with one of these alive a normal exit would never end."""
+    return [t.name for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX) and t.is_alive()]
