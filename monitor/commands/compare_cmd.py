@@ -26,14 +26,9 @@ from pydantic import ValidationError
 from evaluators.sdk.significance import ProportionTest, RankTest, Verdict, mann_whitney, two_proportions, verdict
 from evaluators.traces import TraceDecodeError, load_traces
 from evaluators.traces.model import Trace
-from monitor.commands.offline import (
-    EvaluatorReport,
-    InputError,
-    Selected,
-    evaluate_offline,
-    selection_and_judges,
-)
+from monitor.commands.offline import EvaluatorReport, evaluate_offline
 from monitor.commands.offline_judges import stderr_progress
+from monitor.commands.offline_spec import InputError, Selected, selection_and_judges
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.variants import attribute_value
 from monitor.text import clip

@@ -14,14 +14,9 @@ from typing import TextIO
 from pydantic import ValidationError
 
 from evaluators.traces import TraceDecodeError, load_traces
-from monitor.commands.offline import (
-    InputError,
-    OfflineReport,
-    evaluate_offline,
-    read_dataset,
-    selection_and_judges,
-)
+from monitor.commands.offline import OfflineReport, evaluate_offline, read_dataset
 from monitor.commands.offline_judges import stderr_progress
+from monitor.commands.offline_spec import InputError, selection_and_judges
 from monitor.engine.gc_tuning import tune_gc
 from monitor.text import clip
 

@@ -22,8 +22,9 @@ from evaluators.traces.loader import traces_from_batch
 from evaluators.traces.records import DecodedBatch, LogRecord, SpanRecord
 from monitor.commands import check_config, health_cmd
 from monitor.commands.evaluate_cmd import render_table
-from monitor.commands.offline import InputError, evaluate_offline, selection_and_judges
+from monitor.commands.offline import evaluate_offline
 from monitor.commands.offline_judges import stderr_progress
+from monitor.commands.offline_spec import InputError, selection_and_judges
 from monitor.config import DEFAULT_SOURCE, ConfigError, load_located
 from monitor.review.api_params import BadRequest, parse_time
 from monitor.sources.base import PolledTrace, SourceError, TraceSource

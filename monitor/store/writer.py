@@ -201,20 +201,6 @@ class QueuedResultStore(ABC):
             self.health.succeeded("prune")
 
     # --- reading --------------------------------------------------------------------------------
-    def failing(self, evaluator: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
-        """The most recent failing results, newest first (what the on-call SRE looks for)."""
-        query = (
-            "SELECT trace_id, evaluator, service, agent, score, explanation, created_at FROM results WHERE passed = 0"
-        )
-        params: list[Any] = []
-        if evaluator:
-            query += " AND evaluator = ?"
-            params.append(evaluator)
-        query += " ORDER BY created_at DESC LIMIT ?"
-        params.append(limit)
-        keys = ("trace_id", "evaluator", "service", "agent", "score", "explanation", "created_at")
-        return [dict(zip(keys, row)) for row in self._read(query, params)]
-
     def passed(self, trace_id: str) -> list[dict[str, Any]]:
         """The passing results stored for a trace (`results: all`), as dicts of `PASSED_FIELDS`."""
         rows = self._read("SELECT passed FROM traces WHERE trace_id = ?", (trace_id,))

@@ -10,11 +10,11 @@ from monitor.review.models import ReviewReader
 from monitor.review.service import STORE_DISABLED
 from monitor.store.writer import QueuedResultStore
 from monitor.web.access import Access, access_control
+from monitor.web.api_failing import api_failing_routes
 from monitor.web.api_v1 import ComparisonsInfo, EvaluatorsInfo, api_error_response, api_v1_routes
 from monitor.web.health import Readiness, Render, health_routes
 from monitor.web.pages import login_redirect, review_headers, review_page_routes, wants_login_page
 from monitor.web.pages.layout import error_page, is_review_path
-from monitor.web.review import review_routes
 
 MAX_BODY_BYTES = 64 * 1024  # the API takes no uploads
 NOT_FOUND = "not found: try /metrics, /healthz, /readyz, /api/v1/openapi.json\n"
@@ -77,14 +77,15 @@ def build_api_app(
     `evaluators_info` serve /api/v1 (api_v1.py) and the review page /review (pages/); while `reader` is None both
     answer 503 "review unavailable" with `unavailable` as the reason. `comparisons_info`: the live variant
     comparisons, for /api/v1/comparisons and /review/canary. `access`: who reads trace content (default: the
-    token, else loopback clients only; access.py)."""
+    token, else loopback clients only; access.py). `store` is no longer read here (/api/failing redirects to
+    /api/v1/results, which reads through `reader`); the daemon still passes it."""
     access = access if access is not None else Access(token)
     middlewares = [access_control(access, refusal_answer), api_errors]
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)
     app.add_routes(
         [
             *health_routes(render, readiness),
-            *review_routes(store),
+            *api_failing_routes(),
             *api_v1_routes(reader, evaluators_info, unavailable=unavailable, comparisons_info=comparisons_info),
             *review_page_routes(
                 reader,

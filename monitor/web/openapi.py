@@ -73,46 +73,68 @@ def _operation(
     return {"get": {"operationId": operation_id, "summary": summary, "parameters": params, "responses": responses}}
 
 
-def openapi_document() -> dict[str, Any]:
-    """The OpenAPI 3.1 document: every `/api/v1` path with its parameters, responses and security."""
-    trace_id = {
-        "name": "trace_id",
-        "in": "path",
-        "required": True,
-        "description": "The W3C trace id: 32 hex characters (upper case is accepted).",
-        "schema": {"type": "string", "pattern": TRACE_ID_PATTERN},
+_TRACE_ID_PARAM = {
+    "name": "trace_id",
+    "in": "path",
+    "required": True,
+    "description": "The W3C trace id: 32 hex characters (upper case is accepted).",
+    "schema": {"type": "string", "pattern": TRACE_ID_PATTERN},
+}
+_ALL_ERRORS = ("400", "401", "404", "503")
+_OPENAPI_OPERATION = {
+    "get": {
+        "operationId": "getOpenApi",
+        "summary": "This document (open: no trace content).",
+        "security": [],
+        "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {}}}}},
     }
-    evaluators_list = TypeAdapter(list[EvaluatorInfo]).json_schema(ref_template=REF, mode="serialization")
-    evaluators_list.pop("$defs", None)
-    comparisons_list = TypeAdapter(list[VariantComparison]).json_schema(ref_template=REF, mode="serialization")
-    comparisons_list.pop("$defs", None)
-    all_errors = ("400", "401", "404", "503")
-    paths = {
+}
+_SECURITY_SCHEMES = {
+    "bearer": {"type": "http", "scheme": "bearer", "description": "api.auth (else receivers.auth) token"},
+    "session": {
+        "type": "apiKey",
+        "in": "cookie",
+        "name": SESSION_COOKIE,
+        "description": "The review page's session cookie, set by its login form.",
+    },
+}
+
+
+def _without_defs(adapter: TypeAdapter[Any]) -> dict[str, Any]:
+    """The schema of `adapter`'s type, its definitions left to `components.schemas`."""
+    schema = adapter.json_schema(ref_template=REF, mode="serialization")
+    schema.pop("$defs", None)
+    return schema
+
+
+def _paths() -> dict[str, Any]:
+    """Every `/api/v1` path with its operation."""
+    return {
         f"{PREFIX}/results": _operation(
             "listResults",
             "Evaluation results, newest first, one page at a time (follow `next_cursor`).",
             _ref("ResultsPage"),
             [_query(p) for p in RESULTS_PARAMS],
-            all_errors,
+            _ALL_ERRORS,
         ),
         f"{PREFIX}/traces/{{trace_id}}": _operation(
             "getTrace",
             "One trace: its summary, step tree and every stored result.",
             _ref("TraceDetail"),
-            [trace_id],
-            all_errors,
+            [_TRACE_ID_PARAM],
+            _ALL_ERRORS,
         ),
         f"{PREFIX}/breakdown": _operation(
             "getBreakdown",
             "Verdict counts per service, agent, model, tool or variant, most failures first.",
             _ref("Breakdown"),
             [_query(p) for p in BREAKDOWN_PARAMS],
-            all_errors,
+            _ALL_ERRORS,
         ),
         f"{PREFIX}/evaluators": _operation(
             "listEvaluators",
             "The configured evaluators with their current window pass ratios and alert states.",
-            evaluators_list,
+            _without_defs(TypeAdapter(list[EvaluatorInfo])),
             [],
             ("401", "404", "503"),
         ),
@@ -120,19 +142,16 @@ def openapi_document() -> dict[str, Any]:
             "listComparisons",
             "The live variant comparisons (variants.compare): each candidate against its baseline over the entry's "
             "window, with the delta, its interval, the p-values and the verdict; empty when none is configured.",
-            comparisons_list,
+            _without_defs(TypeAdapter(list[VariantComparison])),
             [],
             ("400", "401", "404"),
         ),
-        OPENAPI_PATH: {
-            "get": {
-                "operationId": "getOpenApi",
-                "summary": "This document (open: no trace content).",
-                "security": [],
-                "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {}}}}},
-            }
-        },
+        OPENAPI_PATH: _OPENAPI_OPERATION,
     }
+
+
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI 3.1 document: every `/api/v1` path with its parameters, responses and security."""
     return {
         "openapi": "3.1.0",
         "info": {
@@ -140,18 +159,7 @@ def openapi_document() -> dict[str, Any]:
             "version": __version__,
             "description": "Read-only review of stored evaluation results and traces. Times are Unix seconds (UTC).",
         },
-        "paths": paths,
-        "components": {
-            "schemas": _schemas(),
-            "securitySchemes": {
-                "bearer": {"type": "http", "scheme": "bearer", "description": "api.auth (else receivers.auth) token"},
-                "session": {
-                    "type": "apiKey",
-                    "in": "cookie",
-                    "name": SESSION_COOKIE,
-                    "description": "The review page's session cookie, set by its login form.",
-                },
-            },
-        },
+        "paths": _paths(),
+        "components": {"schemas": _schemas(), "securitySchemes": _SECURITY_SCHEMES},
         "security": [{"bearer": []}, {"session": []}],
     }

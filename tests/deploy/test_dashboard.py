@@ -406,8 +406,18 @@ def test_pass_ratio_panel_shows_the_threshold_dashed_and_links_to_failing_traces
         and {"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}} in o["properties"]
     ]
     assert dashed
-    assert any(link["url"].startswith("${review_url}/api/failing") for link in p["links"])
+    assert any(link["url"].startswith("${review_url}/review?outcome=fail&") for link in p["links"])
     assert any("evaluator=${__field.labels.evaluator}" in link["url"] for link in p["fieldConfig"]["defaults"]["links"])
+
+
+def test_the_failing_traces_links_open_the_review_page_not_the_deprecated_api():
+    """/api/failing is a redirect to the JSON API (issue 24): a human clicking from Grafana wants the page."""
+    dashboard = load_dashboard()
+    assert [link["url"] for link in dashboard["links"] if link["title"] == "Failing traces"] == [
+        "${review_url}/review?outcome=fail"
+    ]
+    for where, link in links(dashboard):
+        assert "/api/failing" not in link["url"], where
 
 
 def test_exemplars_are_on_for_the_failing_result_and_score_panels():

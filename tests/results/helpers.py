@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from evaluators.traces import Trace
 from monitor.store.rows import ResultRow, TraceDetailRow, TraceOutcome
+from monitor.store.writer import QueuedResultStore
 from tests.unit.spanfactory import make_span, trace_of
 
 OPENAI_KEY = "sk-proj-" + "Q7x" * 10  # what the pii_leak detectors take for an OpenAI key
@@ -102,3 +104,10 @@ def outcome(
     return TraceOutcome(
         trace_id, service, 1.0, False, (), (), (), given, answer, 3, 1000.0, 0.0, tuple(rows), (), detail, variant
     )
+
+
+def failing(store: QueuedResultStore, limit: int = 50) -> list[dict[str, Any]]:
+    """The store's newest failing results (trace_id, evaluator, explanation), read through the store's own
+    connection: its failure is counted in the store's health and raised (StoreUnavailable while not open)."""
+    query = "SELECT trace_id, evaluator, explanation FROM results WHERE passed = 0 ORDER BY created_at DESC LIMIT ?"
+    return [dict(zip(("trace_id", "evaluator", "explanation"), r)) for r in store._read(query, (limit,))]

@@ -28,7 +28,7 @@ from monitor.store import sqlite as store_module
 from monitor.store.health import StoreHealth, StoreReport, StoreUnavailable
 from monitor.store.sqlite import ResultStore
 from tests.engine.helpers import synthetic_traces
-from tests.results.helpers import outcome, row
+from tests.results.helpers import failing, outcome, row
 
 
 class Recorded:
@@ -111,13 +111,13 @@ def test_a_store_that_cannot_be_opened_starts_unavailable_and_is_opened_once_it_
     store.write([outcome("1" * 32, row("a", False))])  # dropped (a reopen is not due yet)
     assert seen.errors == {"open": 1, "write": 1}
     with pytest.raises(StoreUnavailable):
-        store.failing()
+        failing(store)
     path.unlink()  # the operator moves the broken file away
     monkeypatch.setattr(store_module, "REOPEN_SECONDS", 0.0)
     store._next_open = 0.0
     store.write([outcome("2" * 32, row("a", False))])
     assert store.available and seen.changes == [False, True]
-    assert [r["trace_id"] for r in store.failing()] == ["2" * 32]
+    assert [r["trace_id"] for r in failing(store)] == ["2" * 32]
     store.close()
 
 

@@ -24,7 +24,7 @@ from monitor.store.postgres.schema import MIGRATIONS, SCHEMA_TABLE
 from monitor.store.postgres.store import PostgresResultStore
 from monitor.store.schema import SCHEMA_VERSION, StoreSchemaError
 from tests.pgserver import PostgresServer
-from tests.results.helpers import outcome, row
+from tests.results.helpers import failing, outcome, row
 from tests.results.test_degrade import Recorded
 
 
@@ -82,12 +82,12 @@ def test_a_server_that_is_down_then_up_then_gone_degrades_the_store_and_never_ra
         store.write([outcome("1" * 32, row("a", False))])  # dropped, counted
         assert store.write_errors == 1 and seen.errors["write"] == 1
         with pytest.raises(StoreUnavailable, match=r"postgres:\*\*\*@127\.0\.0\.1"):
-            store.failing()
+            failing(store)
 
         server.start()
         store.write([outcome("2" * 32, row("a", False))])
         assert store.available and seen.changes == [False, True]
-        assert [r["trace_id"] for r in store.failing()] == ["2" * 32]
+        assert [r["trace_id"] for r in failing(store)] == ["2" * 32]
         reader = reader_of(store)
         assert [i.trace_id for i in reader.results(ResultFilter(), 10).items] == ["2" * 32]
 
@@ -130,7 +130,7 @@ def test_the_size_budget_holds_the_tables_while_new_traces_keep_coming(postgres_
     with store._connection() as db:
         final = pg_retention.tables_size(db)
     assert final < after_first * 1.5, (before, after_first, final)
-    newest = {r["trace_id"] for r in store.failing(limit=1000)}
+    newest = {r["trace_id"] for r in failing(store, limit=1000)}
     assert f"{1000 + 400 * 3 - 1:032x}" in newest and f"{0:032x}" not in newest
     store.close()
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from monitor.store.rows import LateResults, ResultRow, TraceOutcome
 from monitor.store.sqlite import ResultStore
 from tests.results.backends import Backend
+from tests.results.helpers import failing
 
 
 def row(evaluator: str, passed: bool | None, skip: str | None = None) -> ResultRow:
@@ -127,7 +128,7 @@ def test_prune_removes_rows_past_the_retention(backend: Backend) -> None:
     backend.execute("UPDATE traces SET created_at = created_at - 1000")
     store.write([outcome("2" * 32, row("a", False))])
     assert store.prune() == 1
-    assert [r["trace_id"] for r in store.failing()] == ["2" * 32]
+    assert [r["trace_id"] for r in failing(store)] == ["2" * 32]
     assert store.count("traces") == 1
     store.close()
 
@@ -142,7 +143,7 @@ def test_a_trace_stored_again_replaces_its_row_and_nul_characters_are_kept_as_re
     store.write([outcome("1" * 32, nul, row("b", True)._replace(explanation="x\x00y"))])
     assert store.count("traces") == 1
     assert [p["evaluator"] for p in store.passed("1" * 32)] == ["b"]
-    explanation = store.failing()[0]["explanation"]
+    explanation = failing(store)[0]["explanation"]
     assert explanation in ("bad\x00byte", "bad\ufffdbyte")  # SQLite keeps NUL, PostgreSQL cannot
     assert store.passed("1" * 32)[0]["explanation"] in ("x\x00y", "x\ufffdy")
     assert store.health.available and store.write_errors == 0

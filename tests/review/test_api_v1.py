@@ -1,4 +1,5 @@
-"""/api/v1 on a real socket with the in-memory reader: filters, pagination, auth, errors, /api/failing."""
+"""/api/v1 on a real socket with the in-memory reader: filters, pagination, auth, errors (/api/failing, its
+deprecated predecessor, is in test_api_failing.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ import pytest
 
 from monitor.auth import SESSION_COOKIE, session_value
 from monitor.review.models import EvaluatorInfo, EvaluatorWindow, ResultFilter, ReviewReader
-from monitor.store.rows import ResultRow, TraceOutcome
-from monitor.store.sqlite import ResultStore
 from monitor.web.app import build_api_app
 from tests.review.fake_reader import FakeReader, item, trace_detail
 from tests.review.server import get, serve
@@ -39,11 +38,9 @@ def evaluators() -> list[EvaluatorInfo]:
 
 
 @contextmanager
-def api(
-    reader: ReviewReader | None, token: str | None = None, store: ResultStore | None = None, **kw: Any
-) -> Iterator[str]:
+def api(reader: ReviewReader | None, token: str | None = None, **kw: Any) -> Iterator[str]:
     app = build_api_app(
-        lambda accept: (b"", "text/plain"), dict, store, token, reader=reader, evaluators_info=evaluators, **kw
+        lambda accept: (b"", "text/plain"), dict, None, token, reader=reader, evaluators_info=evaluators, **kw
     )
     with serve(app) as base:
         yield base
@@ -286,23 +283,3 @@ def test_auth_on_bearer_or_session_cookie_and_off(reader: FakeReader) -> None:
     with api(reader) as base:
         for path in paths:
             assert get(base + path)[0] == 200, path
-
-
-def test_api_failing_is_a_deprecated_alias_with_the_same_answer(tmp_path) -> None:
-    store = ResultStore(tmp_path / "r.db")
-    failing = ResultRow(None, "planner", None, "error_free", "trace", 0.0, False, None, "tool failed", None, 0.001)
-    store.write([TraceOutcome(TRACE, "checkout", 1.0, True, (), (), (), "in", "out", 2, 10.0, 0.0, (failing,))])
-    try:
-        with api(None, store=store) as base:
-            status, headers, body = get(f"{base}/api/failing?evaluator=error_free")
-        assert status == 200
-        assert headers["Deprecation"] == "true"
-        assert headers["Link"] == '</api/v1/results?outcome=fail>; rel="successor-version"'
-        assert body == store.failing("error_free", 50)
-        assert [(r["trace_id"], r["explanation"], r["agent"]) for r in body] == [(TRACE, "tool failed", "planner")]
-    finally:
-        store.close()
-    with api(None) as base:
-        status, headers, body = get(f"{base}/api/failing")
-    assert (status, body) == (404, "the result store is disabled\n")
-    assert headers["Deprecation"] == "true"

@@ -96,7 +96,8 @@ def test_a_good_cursor_still_pages(base: str) -> None:
 def test_api_failing_bounds_its_parameters(base: str) -> None:
     assert get(f"{base}/api/failing?limit=%C2%B2")[0] == 400
     assert get(f"{base}/api/failing?evaluator={'e' * 5000}")[0] == 400
-    assert get(f"{base}/api/failing?limit=2")[0] == 200
+    status, _, body = get(f"{base}/api/failing?limit=2")  # followed: /api/v1/results?outcome=fail&limit=2
+    assert status == 200 and [i["trace_id"] for i in body["items"]] == [TRACE]
 
 
 _LINEAR = """

@@ -94,6 +94,88 @@ def _infos(site: ReviewSite) -> Sequence[EvaluatorInfo]:
         return []
 
 
+Render = Callable[[web.Request, ReviewReader], Awaitable[web.Response]]
+
+
+class _Pages:
+    """The handlers of the review page over one site: the data pages (results, trace, breakdown) read the
+    store through `guarded`; the canary page reads the live comparisons."""
+
+    def __init__(self, site: ReviewSite) -> None:
+        self.site = site
+
+    def guarded(self, render: Render) -> Callable[[web.Request], Awaitable[web.Response]]:
+        """`render` with the site's reader; no reader, a bad parameter or a failed read answer as a page."""
+        site = self.site
+
+        async def handler(request: web.Request) -> web.Response:
+            if site.reader is None:
+                return unavailable(site)
+            try:
+                return await render(request, site.reader)
+            except QueryError as exc:
+                return error_page(site, 400, "bad request", str(exc))
+            except BadCursor:
+                return error_page(site, 400, "bad request", "cursor: not one this store issued")
+            except StoreProblem as exc:
+                return unavailable(site, str(exc))
+
+        return handler
+
+    async def results(self, request: web.Request, reader: ReviewReader) -> web.Response:
+        query = request.query
+        where = result_filter(query, default_outcome="fail")
+        limit = limit_param(query, self.site.config.page_size, MAX_PAGE_SIZE)
+        cursor = text_param(query, "cursor")
+        page = await _read(reader.results, where, limit, cursor=cursor)
+        return respond(results_page(self.site, query, where, page, _infos(self.site)))
+
+    async def trace(self, request: web.Request, reader: ReviewReader) -> web.Response:
+        trace_id = request.match_info["trace_id"]
+        if not TRACE_ID.fullmatch(trace_id):
+            return error_page(self.site, 400, "bad trace id", "A trace id is 32 hexadecimal digits.")
+        detail = await _read(reader.trace, trace_id.lower())
+        if detail is None:
+            message = f"No trace {trace_id.lower()} in the store: never stored, or older than store.retention."
+            return error_page(self.site, 404, "trace not found", message)
+        return respond(trace_page(self.site, detail))
+
+    async def breakdown(self, request: web.Request, reader: ReviewReader) -> web.Response:
+        query = request.query
+        by = cast(BreakdownBy, breakdown_by(query))
+        evaluator, variant, now = text_param(query, "evaluator"), text_param(query, "variant"), time.time()
+        since, until = time_param(query, "since", now), time_param(query, "until", now)
+        if since is not None and until is not None and since >= until:
+            raise QueryError("since must be before until")
+        result = await _read(reader.breakdown, by, evaluator, since, until, variant)
+        params = {"evaluator": evaluator, "variant": variant}
+        params |= {"since": text_param(query, "since"), "until": text_param(query, "until")}
+        return respond(breakdown_page(self.site, params, result))
+
+    async def canary(self, request: web.Request) -> web.Response:
+        """Live figures from the metrics, not the store: shown even while the store is unavailable."""
+        site = self.site
+        try:
+            found = site.comparisons() if site.comparisons is not None else []
+        except Exception as exc:
+            _problems.warning("canary", "review page: computing the variant comparisons failed: %r", exc)
+            return error_page(site, 500, "canary unavailable", "Computing the comparisons failed (see the log).")
+        return respond(canary_page(site, found))
+
+    async def not_found(self, request: web.Request) -> web.Response:
+        return error_page(self.site, 404, "not found", "No such review page.")
+
+
+async def _css(request: web.Request) -> web.Response:
+    return web.Response(body=stylesheet(), content_type="text/css", charset="utf-8")
+
+
+async def _slash(request: web.Request) -> web.Response:
+    """/review/ → /review, the query kept."""
+    query = request.rel_url.raw_query_string
+    return web.Response(status=308, headers={"Location": ROOT + (f"?{query}" if query else "")})
+
+
 def review_page_routes(
     reader: ReviewReader | None,
     evaluators_info: EvaluatorsInfo,
@@ -116,80 +198,14 @@ def review_page_routes(
     )
     if unavailable_reason:
         site = replace(site, unavailable=unavailable_reason)
-
-    def guarded(
-        render: Callable[[web.Request, ReviewReader], Awaitable[web.Response]],
-    ) -> Callable[[web.Request], Awaitable[web.Response]]:
-        async def handler(request: web.Request) -> web.Response:
-            if site.reader is None:
-                return unavailable(site)
-            try:
-                return await render(request, site.reader)
-            except QueryError as exc:
-                return error_page(site, 400, "bad request", str(exc))
-            except BadCursor:
-                return error_page(site, 400, "bad request", "cursor: not one this store issued")
-            except StoreProblem as exc:
-                return unavailable(site, str(exc))
-
-        return handler
-
-    async def results(request: web.Request, reader: ReviewReader) -> web.Response:
-        query = request.query
-        where = result_filter(query, default_outcome="fail")
-        limit = limit_param(query, site.config.page_size, MAX_PAGE_SIZE)
-        cursor = text_param(query, "cursor")
-        page = await _read(reader.results, where, limit, cursor=cursor)
-        return respond(results_page(site, query, where, page, _infos(site)))
-
-    async def trace(request: web.Request, reader: ReviewReader) -> web.Response:
-        trace_id = request.match_info["trace_id"]
-        if not TRACE_ID.fullmatch(trace_id):
-            return error_page(site, 400, "bad trace id", "A trace id is 32 hexadecimal digits.")
-        detail = await _read(reader.trace, trace_id.lower())
-        if detail is None:
-            message = f"No trace {trace_id.lower()} in the store: never stored, or older than store.retention."
-            return error_page(site, 404, "trace not found", message)
-        return respond(trace_page(site, detail))
-
-    async def breakdown(request: web.Request, reader: ReviewReader) -> web.Response:
-        query = request.query
-        by = cast(BreakdownBy, breakdown_by(query))
-        evaluator, variant, now = text_param(query, "evaluator"), text_param(query, "variant"), time.time()
-        since, until = time_param(query, "since", now), time_param(query, "until", now)
-        if since is not None and until is not None and since >= until:
-            raise QueryError("since must be before until")
-        result = await _read(reader.breakdown, by, evaluator, since, until, variant)
-        params = {"evaluator": evaluator, "variant": variant}
-        params |= {"since": text_param(query, "since"), "until": text_param(query, "until")}
-        return respond(breakdown_page(site, params, result))
-
-    async def canary(request: web.Request) -> web.Response:
-        """Live figures from the metrics, not the store: shown even while the store is unavailable."""
-        try:
-            found = site.comparisons() if site.comparisons is not None else []
-        except Exception as exc:
-            _problems.warning("canary", "review page: computing the variant comparisons failed: %r", exc)
-            return error_page(site, 500, "canary unavailable", "Computing the comparisons failed (see the log).")
-        return respond(canary_page(site, found))
-
-    async def css(request: web.Request) -> web.Response:
-        return web.Response(body=stylesheet(), content_type="text/css", charset="utf-8")
-
-    async def slash(request: web.Request) -> web.Response:
-        query = request.rel_url.raw_query_string
-        return web.Response(status=308, headers={"Location": ROOT + (f"?{query}" if query else "")})
-
-    async def not_found(request: web.Request) -> web.Response:
-        return error_page(site, 404, "not found", "No such review page.")
-
+    pages = _Pages(site)
     return [
-        web.get(ROOT, guarded(results)),
-        web.get(f"{ROOT}/", slash),
-        web.get(f"{ROOT}/traces/{{trace_id}}", guarded(trace)),
-        web.get(BREAKDOWN, guarded(breakdown)),
-        web.get(CANARY, canary),
-        web.get(STYLESHEET, css),
+        web.get(ROOT, pages.guarded(pages.results)),
+        web.get(f"{ROOT}/", _slash),
+        web.get(f"{ROOT}/traces/{{trace_id}}", pages.guarded(pages.trace)),
+        web.get(BREAKDOWN, pages.guarded(pages.breakdown)),
+        web.get(CANARY, pages.canary),
+        web.get(STYLESHEET, _css),
         *login_routes(site),
-        web.get(f"{ROOT}/{{tail:.*}}", not_found),
+        web.get(f"{ROOT}/{{tail:.*}}", pages.not_found),
     ]
