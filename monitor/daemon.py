@@ -315,31 +315,13 @@ def _receivers(
     auth = BearerAuth(receivers.auth.token())
     grpc = http = None
     if receivers.grpc.enabled:
-        grpc = GrpcReceiver(
-            ingestor,
-            receivers.grpc.host,
-            receivers.grpc.port,
-            auth=auth,
-            telemetry=metrics.intake.receiver("grpc"),
-            max_message_bytes=receivers.grpc.max_message_bytes,
-            tls=(tls.key, tls.cert) if tls is not None else None,
-            inflight=inflight,
-            read_timeout=receivers.read_timeout,
-            max_concurrent_reads=receivers.grpc.max_concurrent_reads,
-        )
+        pem = (tls.key, tls.cert) if tls is not None else None
+        telemetry = metrics.intake.receiver("grpc")
+        grpc = GrpcReceiver(receivers, ingestor, auth=auth, telemetry=telemetry, inflight=inflight, tls=pem)
     if receivers.http.enabled:
-        http = HttpReceiver(
-            ingestor,
-            receivers.http.host,
-            receivers.http.port,
-            auth=auth,
-            telemetry=metrics.intake.receiver("http"),
-            max_body_bytes=receivers.http.max_body_bytes,
-            ssl_context=tls.ssl_context() if tls is not None else None,
-            inflight=inflight,
-            read_timeout=receivers.read_timeout,
-            idle_timeout=receivers.read_idle_timeout,
-        )
+        context = tls.ssl_context() if tls is not None else None
+        telemetry = metrics.intake.receiver("http")
+        http = HttpReceiver(receivers, ingestor, auth=auth, telemetry=telemetry, inflight=inflight, ssl_context=context)
     return grpc, http
 
 

@@ -1,27 +1,18 @@
-"""The daemon's configuration: units ← locate ← evaluators, alerting ← models ← loader (imports flow that way only)."""
+"""The daemon's configuration: units ← locate ← the sections ← models ← loader (imports flow that way only)."""
 
 from .alerting import AlertingConfig, DefaultAlertsConfig, HealthAlertsConfig
+from .api import ApiConfig
 from .evaluators import AlertConfig, EvaluatorEntry, EvaluatorOverride, EvaluatorSet, Resolved, SloConfig
+from .judges import JudgesConfig
 from .loader import DEFAULT_SOURCE, load_config, load_located
 from .locate import ConfigError, Loc, LocatedError, Locator, dotted, validation_problems
-from .models import (
-    ApiConfig,
-    AssemblyConfig,
-    AuthConfig,
-    EvaluationConfig,
-    GrpcReceiverConfig,
-    HttpReceiverConfig,
-    JudgesConfig,
-    LoggingConfig,
-    MetricsConfig,
-    MonitorConfig,
-    ReceiversConfig,
-    ShutdownConfig,
-    StoreConfig,
-    TlsConfig,
-    Window,
-)
+from .metrics import MetricsConfig, Window
+from .models import LoggingConfig, MonitorConfig, ShutdownConfig
+from .pipeline import AssemblyConfig, EvaluationConfig
+from .receivers import GrpcReceiverConfig, HttpReceiverConfig, ReceiversConfig
 from .review import ReviewConfig
+from .security import AuthConfig, TlsConfig
+from .store import StoreConfig
 from .units import parse_duration, parse_size
 from .variants import ComparisonConfig, PairwiseConfig, VariantsConfig
 

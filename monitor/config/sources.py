@@ -1,21 +1,20 @@
 """`sources:` — trace stores the daemon polls on a schedule (poll mode), besides or instead of receiving OTLP.
 
-Each entry has a `type` (jaeger, tempo, phoenix, amp, otlp_files) and a `name` (unique: the `source` label of
-the poll metrics and the key of its checkpoint). HTTP sources share the connection settings of HttpSourceConfig;
-a token comes from `token`, `token_env` (the name of an environment variable) or `token_file`, never logged.
+Each entry has a `type` (a row of SOURCE_TYPES: jaeger, tempo, phoenix, amp, otlp_files) and a `name` (unique:
+the `source` label of the poll metrics and the key of its checkpoint). HTTP sources share the connection
+settings of HttpSourceConfig; a token comes from `token`, `token_env` (the name of an environment variable) or
+`token_file`, never logged.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal, NamedTuple, TypeAlias, Union, get_args
 
 from pydantic import Field, PositiveInt, model_validator
 
 from .units import Duration, Label, MiB, NonNegativeDuration, Section, Size
-
-SourceType = Literal["jaeger", "tempo", "phoenix", "amp", "otlp_files"]
 
 
 class SourceTlsConfig(Section):
@@ -35,6 +34,9 @@ class SourceTlsConfig(Section):
 
 class SourceConfig(Section):
     """What every source has: when it runs and which time range each run reads."""
+
+    if TYPE_CHECKING:  # each type's own `type: Literal[...]` (the discriminator); declared here for the checker
+        type: str
 
     name: Label
     enabled: bool = True
@@ -136,10 +138,40 @@ class OtlpFilesSourceConfig(SourceConfig):
     interval: Duration = 5.0
 
 
-AnySourceConfig = Annotated[
-    JaegerSourceConfig | TempoSourceConfig | PhoenixSourceConfig | AmpSourceConfig | OtlpFilesSourceConfig,
-    Field(discriminator="type"),
-]
+class SourceType(NamedTuple):
+    """A source type: its config class (whose `type: Literal[...]` names it) and its source class, as
+    "module:Class", imported only when a source of this type is built (monitor.sources.factory.make_source)."""
+
+    config: type[SourceConfig]
+    source: str
+
+    @property
+    def name(self) -> str:
+        """The `type:` value (the config class's Literal)."""
+        (name,) = get_args(self.config.model_fields["type"].annotation)
+        return str(name)
+
+
+# Every source type. Adding one: its config class above, its source class in monitor/sources/ (taking that
+# config), and a row here.
+SOURCE_TYPES: dict[str, SourceType] = {
+    kind.name: kind
+    for kind in (
+        SourceType(JaegerSourceConfig, "monitor.sources.jaeger:JaegerSource"),
+        SourceType(TempoSourceConfig, "monitor.sources.tempo:TempoSource"),
+        SourceType(PhoenixSourceConfig, "monitor.sources.phoenix:PhoenixSource"),
+        SourceType(AmpSourceConfig, "monitor.sources.amp:AmpSource"),
+        SourceType(OtlpFilesSourceConfig, "monitor.sources.otlp_files:OtlpFilesFeed"),
+    )
+}
+
+if TYPE_CHECKING:
+    AnySourceConfig: TypeAlias = SourceConfig
+else:  # a `sources:` entry: the config class its `type` names
+    AnySourceConfig = Annotated[
+        Union[tuple(kind.config for kind in SOURCE_TYPES.values())],  # noqa: UP007 (built from the table)
+        Field(discriminator="type"),
+    ]
 
 
 def check_distinct_names(sources: list[AnySourceConfig]) -> list[AnySourceConfig]:

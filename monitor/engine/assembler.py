@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from evaluators.traces.records import Attributes, LogRecord, SpanRecord
-from monitor.config.models import AssemblyConfig
+from monitor.config.pipeline import AssemblyConfig
 from monitor.engine.span_size import log_bytes, resource_bytes, span_bytes
 
 _DEFAULTS = AssemblyConfig()

@@ -23,6 +23,7 @@ from typing import Any
 
 from evaluators.judges import LLMJudge
 from evaluators.sdk import EvalResult, SkipReason
+from monitor.config.judges import JudgesConfig
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
 from monitor.store.rows import JudgeJob, LateResults, ResultRow, bounded
@@ -43,7 +44,7 @@ class JudgeStage:
         apply_tally: ApplyTally,
         write: StoreWrite | None = None,
         *,
-        max_pending: int = 1000,
+        max_pending: int = JudgesConfig.model_fields["max_pending"].default,
         on_pending: Callable[[int], None] = lambda pending: None,
     ) -> None:
         """`judges`: the configured judge instances by label; `judge`: the engine's `judge` coroutine function."""

@@ -26,6 +26,7 @@ from typing import Any
 from evaluators.judges import PairwiseJudge, judge_pair
 from evaluators.judges.control import judge_sampled_in
 from evaluators.sdk import EvalResult, SkipReason
+from monitor.config.judges import JudgesConfig
 from monitor.config.variants import PairwiseConfig
 from monitor.engine.judge_stage import drain_tasks, late_results
 from monitor.engine.pairing import Pair, PairingBook, PairOffer
@@ -52,7 +53,7 @@ class PairwiseStage:
         write: StoreWrite | None = None,
         count_pair: CountPair | None = None,
         *,
-        max_pending: int = 1000,
+        max_pending: int = JudgesConfig.model_fields["max_pending"].default,
         clock: Callable[[], float] = time.monotonic,
         sweep_seconds: float = 1.0,
         on_pending: Callable[[int], None] = lambda pending: None,

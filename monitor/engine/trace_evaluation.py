@@ -22,12 +22,14 @@ from evaluators.sdk import Dispatched, Level, dispatch
 from evaluators.traces import build_trace, join_logs
 from evaluators.traces.model import Trace
 from monitor.config.models import MonitorConfig
+from monitor.config.pipeline import EvaluationConfig
+from monitor.config.store import StoreConfig
 from monitor.config.variants import VariantsConfig
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.configured import ConfiguredEvaluator, sampled_in
 from monitor.engine.variants import pair_keys, variant_of
 from monitor.store.rows import JudgeJob, ResultRow, TraceFailure, TraceOutcome, bounded
-from monitor.store.trace_detail import MAX_STEPS, trace_detail
+from monitor.store.trace_detail import trace_detail
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +55,10 @@ class TraceEvaluator:
         self,
         evaluators: Sequence[ConfiguredEvaluator],
         *,
-        timeout_seconds: float = 30.0,
-        mode: str = "monitor",
+        timeout_seconds: float = EvaluationConfig.model_fields["timeout"].default,
+        mode: str = EvaluationConfig.model_fields["mode"].default,
         store_results: str | None = None,
-        max_steps: int = MAX_STEPS,
+        max_steps: int = StoreConfig.model_fields["max_steps"].default,
         variants: VariantsConfig | None = None,
     ) -> None:
         """`store_results`: the store's `results` setting ("all", "failing"; None: no store), which decides the

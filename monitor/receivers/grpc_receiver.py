@@ -32,6 +32,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from prometheus_client import CollectorRegistry
 
 from monitor.auth import Authenticator, BearerAuth
+from monitor.config.receivers import ReceiversConfig
 from monitor.consumer import Outcome, TraceConsumer
 from monitor.metrics.intake import IntakeMetrics, ReceiverTelemetry
 from monitor.receivers.inflight import InflightBytes, ReadSlots
@@ -48,8 +49,6 @@ SERVICE_NAMES = (
 EXPORT_METHODS = frozenset(f"/{name}/Export" for name in SERVICE_NAMES)
 INFLIGHT_RETRY_SECONDS = 1.0  # requests in flight are answered within milliseconds; retry soon
 MAX_CONCURRENT_STREAMS = 100  # per connection (HTTP/2 SETTINGS): further calls wait at the client
-DEFAULT_READ_TIMEOUT = 10.0
-DEFAULT_CONCURRENT_READS = 8
 PREEMPT_AFTER_SECONDS = 1.0  # with every read slot taken, a call still without its message after this is cut
 
 
@@ -112,7 +111,7 @@ class ExportHandler:
         signal: str,
         inflight: InflightBytes,
         reads: ReadSlots,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        read_timeout: float,
         memory: MemoryReturner | None = None,
     ) -> None:
         self.consumer = consumer
@@ -200,36 +199,36 @@ def _export_method(handler: ExportHandler) -> grpc.RpcMethodHandler:
 
 
 class GrpcReceiver:
-    """`auth`: open to all when not given; `telemetry`: this receiver's counters (on a registry of its own when
-    not given)."""
+    """The OTLP/gRPC receiver of the `receivers:` section: its `grpc` subsection (host, port, message size, read
+    slots) and the receivers' shared `read_timeout`; every default is the config's. `auth`: open to all when not
+    given; `telemetry`: this receiver's counters (on a registry of its own when not given); `inflight`: the byte
+    budget shared with the other receiver (one of its own, of `max_inflight_bytes`, when not given); `tls`: the
+    (key, cert) PEM pair to serve with."""
 
     def __init__(
         self,
+        config: ReceiversConfig,
         consumer: TraceConsumer,
-        host: str,
-        port: int,
         *,
         auth: Authenticator | None = None,
         telemetry: ReceiverTelemetry | None = None,
-        max_message_bytes: int = 16 * 1024 * 1024,
-        tls: tuple[bytes, bytes] | None = None,
         inflight: InflightBytes | None = None,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
-        max_concurrent_reads: int = DEFAULT_CONCURRENT_READS,
+        tls: tuple[bytes, bytes] | None = None,
         preempt_after: float = PREEMPT_AFTER_SECONDS,
     ) -> None:
+        section = config.grpc
         self.consumer = consumer
         self.auth = auth or BearerAuth()
         self.telemetry = telemetry or IntakeMetrics(CollectorRegistry()).receiver(RECEIVER)
-        self.host = host
-        self.port = port
-        self.max_message_bytes = max_message_bytes
+        self.host = section.host
+        self.port = section.port
+        self.max_message_bytes = section.max_message_bytes
         self.tls = tls
-        self.inflight = inflight or InflightBytes(4 * max_message_bytes)
-        self.read_timeout = read_timeout
-        self.reads = ReadSlots(max_concurrent_reads, preempt_after)  # calls whose message is still arriving
+        self.inflight = inflight or InflightBytes(config.max_inflight_bytes)
+        self.read_timeout = config.read_timeout
+        self.reads = ReadSlots(section.max_concurrent_reads, preempt_after)  # calls whose message is still arriving
         self.memory = MemoryReturner()
-        self.bound_port = port
+        self.bound_port = section.port
         self._server: grpc.aio.Server | None = None
         self._health = health.aio.HealthServicer()  # grpcio-health-checking >= 1.60 always has it
 

@@ -10,9 +10,10 @@ Everything that can be decided from the headers (path, method, token, content ty
 declared length, room in the in-flight budget) is decided before a byte of the body is read, and
 `100 Continue` is sent only once those checks pass. The body's bytes are then reserved in the shared
 in-flight budget as they arrive, never the declared length up front: a client that declares 16 MiB
-and sends nothing holds nothing, and is cut after `idle_timeout` without a byte (or `read_timeout`
-in all). aiohttp (monitor/web/server.py) parses HTTP. The token is checked by the receiver's `Authenticator`;
-answers and refusals are counted in the receiver's own `ReceiverTelemetry`.
+and sends nothing holds nothing, and is cut after `read_idle_timeout` without a byte (or `read_timeout`
+in all: both from the `receivers:` section). aiohttp (monitor/web/server.py) parses HTTP. The token is
+checked by the receiver's `Authenticator`; answers and refusals are counted in the receiver's own
+`ReceiverTelemetry`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from prometheus_client import CollectorRegistry
 
 from monitor.auth import Authenticator, BearerAuth
+from monitor.config.receivers import ReceiversConfig
 from monitor.consumer import Outcome, TraceConsumer, grpc_code_of_http
 from monitor.metrics.intake import IntakeMetrics, ReceiverTelemetry
 from monitor.receivers.inflight import InflightBytes
@@ -45,8 +47,6 @@ PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 TEXT = "text/plain; charset=utf-8"
 SIGNALS = {"/v1/traces": "traces", "/v1/logs": "logs"}
-READ_TIMEOUT = 10.0  # a body must arrive within this long once its headers are in...
-IDLE_TIMEOUT = 5.0  # ...with no gap this long without a byte
 THROTTLE_RETRY_SECONDS = 1
 
 
@@ -107,7 +107,7 @@ class _Body:
 
     `reserved` is what this request holds; the caller releases it when the request is answered."""
 
-    def __init__(self, inflight: InflightBytes | None, limit: int, read_timeout: float, idle_timeout: float) -> None:
+    def __init__(self, inflight: InflightBytes, limit: int, read_timeout: float, idle_timeout: float) -> None:
         self.inflight = inflight
         self.limit = limit
         self.read_timeout = read_timeout
@@ -117,14 +117,14 @@ class _Body:
 
     def reserve(self, size: int) -> None:
         """Hold `size` more bytes; _OverBudget when the in-flight budget cannot take them."""
-        if self.inflight is not None and not self.inflight.try_acquire(size, held=self.reserved):
+        if not self.inflight.try_acquire(size, held=self.reserved):
             raise _OverBudget
         self.reserved += size
         self.size = max(self.size, self.reserved)
 
     def shrink_to(self, size: int) -> None:
         """Hold only `size` bytes (the earlier form of the body was dropped)."""
-        if self.inflight is not None and size < self.reserved:
+        if size < self.reserved:
             self.inflight.release(self.reserved - size)
         self.reserved = min(self.reserved, size)
 
@@ -151,17 +151,17 @@ class OtlpHttpHandler:
     def __init__(
         self,
         consumer: TraceConsumer,
-        max_body_bytes: int,
-        inflight: InflightBytes | None = None,
         *,
-        auth: Authenticator | None = None,
-        telemetry: ReceiverTelemetry | None = None,
-        read_timeout: float = READ_TIMEOUT,
-        idle_timeout: float = IDLE_TIMEOUT,
+        max_body_bytes: int,
+        inflight: InflightBytes,
+        auth: Authenticator,
+        telemetry: ReceiverTelemetry,
+        read_timeout: float,
+        idle_timeout: float,
     ) -> None:
         self.consumer = consumer
-        self.auth = auth or BearerAuth()
-        self.telemetry = telemetry or IntakeMetrics(CollectorRegistry()).receiver(RECEIVER)
+        self.auth = auth
+        self.telemetry = telemetry
         self.max_body_bytes = max_body_bytes
         self.inflight = inflight
         self.read_timeout = read_timeout
@@ -198,7 +198,7 @@ class OtlpHttpHandler:
         declared = request.content_length
         if declared is not None and declared > self.max_body_bytes:
             return self._refuse("too_large", _response(413, "request body too large\n"))
-        if self.inflight is not None and declared is not None and not self.inflight.has_room(declared):
+        if declared is not None and not self.inflight.has_room(declared):
             return self._refuse("throttled", self._over_budget(encoding))
         body = _Body(self.inflight, self.max_body_bytes, self.read_timeout, self.idle_timeout)
         try:
@@ -206,8 +206,7 @@ class OtlpHttpHandler:
                 await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             return await self._receive(request, body, signal, encoding, content_encoding == "gzip")
         finally:
-            if self.inflight is not None:
-                self.inflight.release(body.reserved)
+            self.inflight.release(body.reserved)
             self.memory.freed(body.size)
 
     @staticmethod
@@ -281,35 +280,35 @@ class OtlpHttpHandler:
 
 
 class HttpReceiver:
-    """`auth`: open to all when not given; `telemetry`: this receiver's counters (on a registry of its own when
-    not given)."""
+    """The OTLP/HTTP receiver of the `receivers:` section: its `http` subsection (host, port, body size) and the
+    receivers' shared `read_timeout` and `read_idle_timeout`; every default is the config's. `auth`: open to all
+    when not given; `telemetry`: this receiver's counters (on a registry of its own when not given); `inflight`:
+    the byte budget shared with the other receiver (one of its own, of `max_inflight_bytes`, when not given);
+    `ssl_context`: serve over TLS."""
 
     def __init__(
         self,
+        config: ReceiversConfig,
         consumer: TraceConsumer,
-        host: str,
-        port: int,
         *,
         auth: Authenticator | None = None,
         telemetry: ReceiverTelemetry | None = None,
-        max_body_bytes: int = 16 * 1024 * 1024,
-        ssl_context: ssl.SSLContext | None = None,
         inflight: InflightBytes | None = None,
-        read_timeout: float = READ_TIMEOUT,
-        idle_timeout: float = IDLE_TIMEOUT,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        section = config.http
         self.handler = OtlpHttpHandler(
             consumer,
-            max_body_bytes,
-            inflight,
-            auth=auth,
-            telemetry=telemetry,
-            read_timeout=read_timeout,
-            idle_timeout=idle_timeout,
+            max_body_bytes=section.max_body_bytes,
+            inflight=inflight or InflightBytes(config.max_inflight_bytes),
+            auth=auth or BearerAuth(),
+            telemetry=telemetry or IntakeMetrics(CollectorRegistry()).receiver(RECEIVER),
+            read_timeout=config.read_timeout,
+            idle_timeout=config.read_idle_timeout,
         )
         # auto_decompress off: gzip is inflated by our own bounded gunzip, never by the parser.
         self.server = WebServer(
-            self.handler, host, port, name="otlp-http", ssl_context=ssl_context, auto_decompress=False
+            self.handler, section.host, section.port, name="otlp-http", ssl_context=ssl_context, auto_decompress=False
         )
 
     @property

@@ -64,7 +64,7 @@ class ReadSlots:
     nothing cannot hold the slots while others wait. A new call is refused only when every slot was taken
     less than `preempt_after` ago."""
 
-    def __init__(self, limit: int, preempt_after: float = 1.0) -> None:
+    def __init__(self, limit: int, preempt_after: float) -> None:
         if limit <= 0:
             raise ValueError("limit must be positive")
         self.limit = limit

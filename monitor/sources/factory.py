@@ -1,38 +1,24 @@
-"""The source a `sources:` entry configures (each type in a module of its own)."""
+"""The source a `sources:` entry configures: the class its type's row of SOURCE_TYPES names (each type in a module
+of its own, imported only when a source of that type is built)."""
 
 from __future__ import annotations
 
-from monitor.config.sources import (
-    AmpSourceConfig,
-    AnySourceConfig,
-    JaegerSourceConfig,
-    OtlpFilesSourceConfig,
-    PhoenixSourceConfig,
-    TempoSourceConfig,
-)
+import importlib
+
+from monitor.config.sources import SOURCE_TYPES, AnySourceConfig
 from monitor.sources.base import SpanFeed, TraceSource
+
+
+def source_class(type_name: str) -> type[TraceSource | SpanFeed]:
+    """The source class of a source type (ValueError for a type without a row in SOURCE_TYPES)."""
+    kind = SOURCE_TYPES.get(type_name)
+    if kind is None:
+        raise ValueError(f"unknown source type {type_name!r}")
+    module, _, name = kind.source.partition(":")
+    cls: type[TraceSource | SpanFeed] = getattr(importlib.import_module(module), name)
+    return cls
 
 
 def make_source(config: AnySourceConfig) -> TraceSource | SpanFeed:
     """ValueError when the source cannot be set up (a token variable or file missing, TLS files unreadable)."""
-    if isinstance(config, JaegerSourceConfig):
-        from monitor.sources.jaeger import JaegerSource
-
-        return JaegerSource(config)
-    if isinstance(config, TempoSourceConfig):
-        from monitor.sources.tempo import TempoSource
-
-        return TempoSource(config)
-    if isinstance(config, PhoenixSourceConfig):
-        from monitor.sources.phoenix import PhoenixSource
-
-        return PhoenixSource(config)
-    if isinstance(config, AmpSourceConfig):
-        from monitor.sources.amp import AmpSource
-
-        return AmpSource(config)
-    if isinstance(config, OtlpFilesSourceConfig):
-        from monitor.sources.otlp_files import OtlpFilesFeed
-
-        return OtlpFilesFeed(config)
-    raise ValueError(f"unknown source type {config.type!r}")
+    return source_class(config.type)(config)  # type: ignore[call-arg]

@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from monitor.config.pipeline import AssemblyConfig
 from monitor.config.sources import SourceConfig
 from monitor.consumer import PollSink
 from monitor.metrics.poll import PollMetrics
@@ -77,7 +78,7 @@ class Poller:
         metrics: PollMetrics | None = None,
         clock: Callable[[], float] = time.time,
         after_evaluated: Callable[[list[PolledTrace]], Awaitable[object]] | None = None,
-        max_spans_per_trace: int = 10_000,
+        max_spans_per_trace: int = AssemblyConfig.model_fields["max_spans_per_trace"].default,
     ) -> None:
         """`after_evaluated`: called with each page's evaluated traces once their results are recorded (write-back);
         its failures are counted (kind "writeback") and do not fail the run. `max_spans_per_trace`: the

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from monitor.config.models import StoreConfig
+from monitor.config.store import StoreConfig
 from monitor.store.health import StoreHealth
 from monitor.store.writer import QueuedResultStore
 

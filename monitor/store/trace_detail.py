@@ -14,11 +14,12 @@ from typing import Any
 
 from evaluators.traces.model import Trace
 from evaluators.traces.spans import AgentSpan, HandoffSpan, LLMSpan, RetrieverSpan, Span, ToolSpan
+from monitor.config.store import StoreConfig
 from monitor.store.rows import MASK_MARGIN, TraceDetailRow
 
 STEP_TEXT = 500  # characters kept of a step's text and error
 NAME = 200  # characters kept of a name
-MAX_STEPS = 200
+MAX_STEPS: int = StoreConfig.model_fields["max_steps"].default  # store.max_steps's default
 MAX_LISTED = 100  # agents, models, tools and error spans listed per trace
 _JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from monitor.auth import BearerAuth
+from monitor.config import HttpReceiverConfig, ReceiversConfig
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.ingest import Ingestor
 from monitor.metrics import MetricsExporter
@@ -37,10 +38,10 @@ async def serve(impl: str, token: str | None, inflight_mib: int, max_seconds: fl
     ingestor = Ingestor(assembler, metrics)
     auth, telemetry = BearerAuth(token), metrics.intake.receiver("http")
     if impl == "aiohttp":
-        inflight = InflightBytes(inflight_mib * 1024 * 1024) if inflight_mib else None
-        server = HttpReceiver(
-            ingestor, "127.0.0.1", 0, max_body_bytes=MAX_BODY, inflight=inflight, auth=auth, telemetry=telemetry
-        )
+        # --inflight-mib 0: no budget to speak of (the legacy server has none)
+        inflight = InflightBytes(inflight_mib * 1024 * 1024 if inflight_mib else 1 << 50)
+        config = ReceiversConfig(http=HttpReceiverConfig(host="127.0.0.1", port=0, max_body_bytes=MAX_BODY))
+        server = HttpReceiver(config, ingestor, inflight=inflight, auth=auth, telemetry=telemetry)
     else:
         handler = OtlpHttpHandler(ingestor, MAX_BODY, auth, telemetry)
         server = HTTPServer(handler, "127.0.0.1", 0, max_body_bytes=MAX_BODY)

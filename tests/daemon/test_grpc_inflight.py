@@ -19,6 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from prometheus_client import CollectorRegistry
 
 from monitor.auth import BearerAuth
+from monitor.config import GrpcReceiverConfig, ReceiversConfig
 from monitor.metrics.intake import IntakeMetrics
 from monitor.receivers.grpc_receiver import GrpcReceiver
 from monitor.receivers.inflight import InflightBytes
@@ -91,16 +92,15 @@ def run() -> Callable[[Callable[[Server], Awaitable[None]]], None]:
     ) -> None:
         async def main() -> None:
             registry, sink = CollectorRegistry(), TracesSink()
+            section = GrpcReceiverConfig(
+                host="127.0.0.1", port=0, max_message_bytes=MAX_MESSAGE, max_concurrent_reads=max_concurrent_reads
+            )
             receiver = GrpcReceiver(
+                ReceiversConfig(grpc=section, read_timeout=read_timeout),
                 sink,
-                "127.0.0.1",
-                0,
                 auth=BearerAuth(TOKEN),
                 telemetry=IntakeMetrics(registry).receiver("grpc"),
-                max_message_bytes=MAX_MESSAGE,
                 inflight=InflightBytes(LIMIT),
-                read_timeout=read_timeout,
-                max_concurrent_reads=max_concurrent_reads,
                 preempt_after=preempt_after,
             )
             await receiver.start()

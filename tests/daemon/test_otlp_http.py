@@ -24,6 +24,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from prometheus_client import CollectorRegistry
 
 from monitor.auth import BearerAuth
+from monitor.config import HttpReceiverConfig, ReceiversConfig
 from monitor.consumer import grpc_code_of_http
 from monitor.metrics.intake import IntakeMetrics
 from monitor.receivers.http_receiver import HttpReceiver
@@ -63,16 +64,17 @@ class Receiver:
         self.sink = TracesSink()
         self.inflight = inflight
         self.loop = asyncio.new_event_loop()
+        config = ReceiversConfig(
+            http=HttpReceiverConfig(host="127.0.0.1", port=0, max_body_bytes=LIMIT),
+            read_timeout=read_timeout,
+            read_idle_timeout=idle_timeout,
+        )
         self.receiver = HttpReceiver(
+            config,
             self.sink,
-            "127.0.0.1",
-            0,
             auth=BearerAuth(token),
             telemetry=IntakeMetrics(self.registry).receiver("http"),
-            max_body_bytes=LIMIT,
             inflight=inflight,
-            read_timeout=read_timeout,
-            idle_timeout=idle_timeout,
         )
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
 

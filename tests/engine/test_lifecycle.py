@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from monitor.config import MonitorConfig
+from monitor.config import GrpcReceiverConfig, HttpReceiverConfig, MonitorConfig, ReceiversConfig
 from monitor.daemon import Daemon
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.dispatcher import DueTraceDispatcher
@@ -46,6 +46,12 @@ DAEMON_PARTS = [
     "grpc",
     "intake",
 ]
+
+
+def _local_receivers() -> ReceiversConfig:
+    return ReceiversConfig(
+        grpc=GrpcReceiverConfig(host="127.0.0.1", port=0), http=HttpReceiverConfig(host="127.0.0.1", port=0)
+    )
 
 
 def _ingestor() -> Ingestor:
@@ -82,8 +88,8 @@ async def _closed() -> None:
 
 # Components built on their own, with the daemon itself (each also sits in DAEMON_PARTS, or inside one of them).
 STANDALONE: dict[str, Callable[[Path], Component]] = {
-    "grpc_receiver": lambda tmp: GrpcReceiver(_ingestor(), "127.0.0.1", 0),
-    "http_receiver": lambda tmp: HttpReceiver(_ingestor(), "127.0.0.1", 0, max_body_bytes=1 << 20),
+    "grpc_receiver": lambda tmp: GrpcReceiver(_local_receivers(), _ingestor()),
+    "http_receiver": lambda tmp: HttpReceiver(_local_receivers(), _ingestor()),
     "web_server": lambda tmp: WebServer(web.Application(), "127.0.0.1", 0, name="api"),
     "evaluation_pool": lambda tmp: _pool(),
     "result_store": lambda tmp: ResultStore(tmp / "results.db"),

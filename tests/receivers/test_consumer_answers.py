@@ -16,6 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from prometheus_client import CollectorRegistry
 
 from monitor.auth import BearerAuth
+from monitor.config import GrpcReceiverConfig, ReceiversConfig
 from monitor.consumer import IngestOutcome, Outcome
 from monitor.metrics.intake import IntakeMetrics
 from monitor.receivers.grpc_receiver import GrpcReceiver
@@ -82,9 +83,8 @@ def _grpc(sink: TracesSink, body) -> CollectorRegistry:
     registry = CollectorRegistry()
 
     async def main() -> None:
-        receiver = GrpcReceiver(
-            sink, "127.0.0.1", 0, auth=BearerAuth(), telemetry=IntakeMetrics(registry).receiver("grpc")
-        )
+        config = ReceiversConfig(grpc=GrpcReceiverConfig(host="127.0.0.1", port=0))
+        receiver = GrpcReceiver(config, sink, auth=BearerAuth(), telemetry=IntakeMetrics(registry).receiver("grpc"))
         await receiver.start()
         try:
             async with grpc.aio.insecure_channel(f"127.0.0.1:{receiver.bound_port}") as channel:

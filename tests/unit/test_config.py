@@ -655,7 +655,7 @@ def test_default_set_leaves_out_builtins_that_need_config() -> None:
 
 
 def test_auto_workers_follow_a_cgroup_cpu_quota(tmp_path) -> None:
-    from monitor.config.models import usable_cpus
+    from monitor.config.pipeline import usable_cpus
 
     affinity = len(os.sched_getaffinity(0))
     limit = tmp_path / "cpu.max"
