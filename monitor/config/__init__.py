@@ -1,4 +1,8 @@
-"""The daemon's configuration: units ← locate ← evaluators, alerting ← models ← loader (imports flow that way only)."""
+"""The daemon's configuration: units ← locate ← evaluators, alerting ← models ← loader (imports flow that way only).
+
+The package re-exports the models and the loader's functions; `__all__` names them and, after them, the public
+modules other stages import. `locate` and `alerting` are internal to the package (their names are re-exported).
+"""
 
 from .alerting import AlertingConfig, DefaultAlertsConfig, HealthAlertsConfig
 from .evaluators import AlertConfig, EvaluatorEntry, EvaluatorOverride, EvaluatorSet, Resolved, SloConfig
@@ -66,3 +70,5 @@ __all__ = [
     "parse_size",
     "validation_problems",
 ]
+# the public modules; the others are internal to the package
+__all__ += ["evaluators", "loader", "models", "review", "sources", "units", "variants"]
