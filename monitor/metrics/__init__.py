@@ -1,7 +1,8 @@
 """Prometheus metrics: the contract's metrics, exact windowed aggregates, label capping and exposition.
 
 The package re-exports the names `__all__` lists first; after them, `__all__` names the public modules other stages
-import (the per-component metric groups, the tally, labels and windows). The others are internal to the package.
+import (the receivers' and pollers' metric groups, the tally, labels, windows, the variant comparison). The
+others are internal to the package.
 """
 
 from monitor.metrics.exporter import MetricsExporter
