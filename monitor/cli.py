@@ -74,7 +74,7 @@ def _exit_past_stuck_evaluators(code: int) -> None:
     import logging
     import os
 
-    from monitor.engine.worker_slots import stuck_evaluation_threads
+    from monitor.engine.pool import stuck_evaluation_threads
 
     stuck = stuck_evaluation_threads()
     if not stuck:

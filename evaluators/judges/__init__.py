@@ -5,7 +5,7 @@ The Gemini client (`evaluators.judges.client`) and the engine that sends judgeme
 import google-genai.
 """
 
-from .base import DATA_RULE, JudgeRequest, JudgeVerdict, LLMJudge
+from .base import DATA_RULE, JudgeCall, JudgeRequest, JudgeVerdict, LLMJudge
 from .decorator import FunctionJudge, llm_judge
 from .pairwise import PairwiseJudge, PairwiseReply, combine, judge_pair
 from .prepare import PreparedJudgement, prepare
@@ -27,6 +27,7 @@ __all__ = [
     "DATA_RULE",
     "DEFAULT_MODEL",
     "FunctionJudge",
+    "JudgeCall",
     "JudgeRequest",
     "JudgeSettings",
     "JudgeVerdict",

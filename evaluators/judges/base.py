@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import statistics
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -154,3 +155,12 @@ class LLMJudge(BaseEvaluator):
         if isinstance(prepared, EvalResult):
             return prepared
         return EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, f"{self.name}: no judge engine runs this evaluator here")
+
+
+class JudgeCall(Protocol):
+    """What sends one judgement: `JudgeEngine.judge`, or anything with its signature (a test's fake judge).
+
+    `name` is the metric label of the judgement (the engine's default is the judge's name).
+    """
+
+    def __call__(self, judge: LLMJudge, request: JudgeRequest, /, *, name: str) -> Awaitable[EvalResult]: ...

@@ -187,3 +187,6 @@ def _enum_text(value: Any) -> str:
     if value is None:
         return ""
     return str(getattr(value, "value", value))
+
+
+__all__ = ["JudgeClient"]

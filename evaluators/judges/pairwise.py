@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from ..sdk.result import EvalResult, SkipReason
-from .base import JudgeRequest, LLMJudge
+from .base import JudgeCall, JudgeRequest, LLMJudge
 from .prompt import compose, data_block, question
 from .verdicts import MAX_DETAIL_CHARS, shorten
 
@@ -35,9 +34,6 @@ SUMMARIES = {
     "loss": "loss: the baseline's answer is better",
     "tie": "tie: the answers are as good as each other",
 }
-
-# judge(judge, request, *, name) -> EvalResult: `JudgeEngine.judge`, or anything with its signature.
-JudgeCall = Callable[..., Awaitable[EvalResult]]
 
 
 class PairwiseReply(BaseModel):

@@ -54,3 +54,6 @@ class JudgeSettings(BaseModel):
     @property
     def enabled(self) -> bool:
         return bool(self.api_key or self.vertex_project)
+
+
+__all__ = ["DEFAULT_MODEL", "DEFAULT_RETRY_STATUS_CODES", "JudgeSettings", "RetrySettings"]

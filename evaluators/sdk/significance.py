@@ -204,3 +204,16 @@ def verdict(test: ProportionTest, ranks: RankTest | None, alpha: float, min_samp
     if ranks is not None and ranks.p_value < alpha and ranks.u_candidate != ranks.u_baseline:
         return Verdict(-1, "worse") if ranks.u_candidate < ranks.u_baseline else Verdict(1, "better")
     return Verdict(0, "no_significant_difference")
+
+
+__all__ = [
+    "ProportionTest",
+    "RankTest",
+    "Verdict",
+    "VerdictReason",
+    "VerdictValue",
+    "mann_whitney",
+    "two_proportions",
+    "verdict",
+    "wilson_interval",
+]

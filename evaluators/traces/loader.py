@@ -114,3 +114,6 @@ def load_traces(source: str | os.PathLike[str] | bytes | Iterable[str | os.PathL
     if isinstance(source, (str, os.PathLike)):
         return traces_from_batch(read_paths([source]))
     return traces_from_batch(read_paths(source))
+
+
+__all__ = ["decode_bytes", "decode_export", "join_logs", "load_traces", "read_paths", "traces_from_batch"]

@@ -201,3 +201,6 @@ def prune_json_text(text: str, max_depth: int = MAX_JSON_DEPTH) -> str:
         return text
     pieces.append(text[kept_from:])
     return "".join(pieces)
+
+
+__all__ = ["MAX_JSON_DEPTH", "MAX_VALUE_DEPTH"]

@@ -363,3 +363,6 @@ def decode_traces_json(data: bytes | str, where: str = "json") -> DecodedBatch:
             line_where = f"{where}:{number}"
             batch.extend(decode_traces_object(parse_json_text(line, line_where), line_where))
     return batch
+
+
+__all__ = ["decode_id", "decode_traces_json", "decode_traces_object", "json_object", "json_string", "parse_json_text"]

@@ -221,3 +221,6 @@ def looks_like_logs_protobuf(data: bytes) -> bool:
         for sl in rl.scope_logs
         for rec in sl.log_records
     )
+
+
+__all__ = ["decode_logs_protobuf", "decode_traces_protobuf"]

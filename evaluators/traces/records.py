@@ -117,3 +117,17 @@ class DecodedBatch:
         self.logs.extend(other.logs)
         self.rejected.extend(other.rejected)
         self.dropped_attributes += other.dropped_attributes
+
+
+__all__ = [
+    "SPAN_KIND_NAMES",
+    "STATUS_NAMES",
+    "AttributeValue",
+    "Attributes",
+    "DecodedBatch",
+    "LogRecord",
+    "RejectedSpan",
+    "SpanEvent",
+    "SpanLink",
+    "SpanRecord",
+]

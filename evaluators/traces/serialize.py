@@ -145,3 +145,6 @@ def trace_dict(trace: Trace) -> dict[str, Any]:
         "error_spans": [{"span_id": s.span_id, "name": s.span_name, "error": s.error} for s in trace.error_spans()],
         "spans": [_span_base(s) for s in trace.spans],
     }
+
+
+__all__ = ["agent_trace_dict", "llm_dict", "message_dict", "retrieval_dict", "tool_dict", "trace_dict"]

@@ -1,1 +1,17 @@
-"""One module per `agent-monitor` subcommand."""
+"""One module per `agent-monitor` subcommand, each run by `monitor.cli`.
+
+The public modules are the subcommands `__all__` names; their shared helpers (offline evaluation and judging, the
+review's rendering and its source) are internal to the package. Importing the package imports none of its modules.
+"""
+
+__all__ = [
+    "check_config",
+    "compare_cmd",
+    "evaluate_cmd",
+    "evaluators_cmd",
+    "health_cmd",
+    "inspect_cmd",
+    "poll_cmd",
+    "review_cmd",
+    "rules_cmd",
+]

@@ -1,4 +1,8 @@
-"""The daemon's configuration: units ← locate ← the sections ← models ← loader (imports flow that way only)."""
+"""The daemon's configuration: units ← locate ← the sections ← models ← loader (imports flow that way only).
+
+The package re-exports the models and the loader's functions; `__all__` names them and, after them, the public
+modules other stages import. `locate` and `alerting` are internal to the package (their names are re-exported).
+"""
 
 from .alerting import AlertingConfig, DefaultAlertsConfig, HealthAlertsConfig
 from .api import ApiConfig
@@ -57,3 +61,8 @@ __all__ = [
     "parse_size",
     "validation_problems",
 ]
+# the public modules; the others are internal to the package
+__all__ += [
+    "api", "evaluators", "judges", "loader", "metrics", "models", "pipeline", "receivers", "review", "security",
+    "sources", "store", "units", "variants",
+]  # fmt: skip

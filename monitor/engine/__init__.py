@@ -1,1 +1,25 @@
-"""The engine: ingest and admission, trace assembly, evaluation workers, evaluator setup."""
+"""The engine: ingest and admission, trace assembly, evaluation workers, judge and pairwise stages, evaluator
+setup.
+
+The public modules are the ones `__all__` names (what the daemon wires and the commands use); the worker side
+(`worker_process`, `batch_run`, `calibration`), the wire format of a trace (`trace_wire`), span sizes and the
+pairing book are internal to the package. Importing the package imports none of its modules.
+"""
+
+__all__ = [
+    "admission",
+    "assembler",
+    "configured",
+    "dispatcher",
+    "drain",
+    "evaluator_setup",
+    "gc_tuning",
+    "ingest",
+    "judge_stage",
+    "pairwise_stage",
+    "poll_intake",
+    "pool",
+    "recorder",
+    "trace_evaluation",
+    "variants",
+]

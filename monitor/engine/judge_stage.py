@@ -19,9 +19,8 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
-from evaluators.judges import LLMJudge
+from evaluators.judges import JudgeCall, LLMJudge
 from evaluators.sdk import EvalResult, SkipReason
 from monitor.config.judges import JudgesConfig
 from monitor.logutil import RateLimitedLogger
@@ -30,7 +29,6 @@ from monitor.store.rows import JudgeJob, LateResults, ResultRow, bounded
 
 log = logging.getLogger(__name__)
 
-Judge = Callable[..., Any]  # JudgeEngine.judge: (judge, request, *, name) -> awaitable EvalResult
 ApplyTally = Callable[[MetricsTally], None]
 StoreWrite = Callable[[Sequence[LateResults]], None]
 _DETAILS_JSON = json.JSONEncoder(default=str, ensure_ascii=False)
@@ -40,7 +38,7 @@ class JudgeStage:
     def __init__(
         self,
         judges: Mapping[str, LLMJudge],
-        judge: Judge,
+        judge: JudgeCall,
         apply_tally: ApplyTally,
         write: StoreWrite | None = None,
         *,

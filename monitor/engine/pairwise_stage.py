@@ -21,9 +21,8 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
-from evaluators.judges import PairwiseJudge, judge_pair
+from evaluators.judges import JudgeCall, PairwiseJudge, judge_pair
 from evaluators.judges.control import judge_sampled_in
 from evaluators.sdk import EvalResult, SkipReason
 from monitor.config.judges import JudgesConfig
@@ -36,7 +35,6 @@ from monitor.store.rows import LateResults, ResultRow, bounded
 
 log = logging.getLogger(__name__)
 
-Judge = Callable[..., Any]  # JudgeEngine.judge: (judge, request, *, name) -> awaitable EvalResult
 ApplyTally = Callable[[MetricsTally], None]
 StoreWrite = Callable[[Sequence[LateResults]], None]
 CountPair = Callable[[str, str, str, str], None]  # (evaluator, baseline, candidate, outcome)
@@ -48,7 +46,7 @@ class PairwiseStage:
         self,
         entries: Sequence[PairwiseConfig],
         judges: Mapping[str, PairwiseJudge],
-        judge: Judge,
+        judge: JudgeCall,
         apply_tally: ApplyTally,
         write: StoreWrite | None = None,
         count_pair: CountPair | None = None,

@@ -1,4 +1,9 @@
-"""Prometheus metrics: the contract's metrics, exact windowed aggregates, label capping and exposition."""
+"""Prometheus metrics: the contract's metrics, exact windowed aggregates, label capping and exposition.
+
+The package re-exports the names `__all__` lists first; after them, `__all__` names the public modules other stages
+import (the receivers' and pollers' metric groups, the tally, labels, windows, the variant comparison). The
+others are internal to the package.
+"""
 
 from monitor.metrics.exporter import MetricsExporter
 from monitor.metrics.exposition import wants_openmetrics
@@ -16,3 +21,5 @@ __all__ = [
     "score_stats",
     "wants_openmetrics",
 ]
+# the public modules; the others are internal to the package
+__all__ += ["intake", "labels", "poll", "tally", "variant_compare", "windows"]

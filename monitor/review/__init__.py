@@ -1,4 +1,11 @@
 """The review, its read side: readers over the result store (`sqlite_reader.py`, `postgres_reader.py`, their
 SQL in `sql.py`), the review's operations (`service.py`), the API's query parameters (`api_params.py`) and the
 models the API, the page and the CLI show (`models.py`). It reads the store's schema (`monitor.store`) and
-never writes."""
+never writes.
+
+The public modules are the ones `__all__` names (`sqlite_reader` holds the readers' base, `StoreReviewReader`);
+`postgres_reader` and `sql` are internal to the package: `of_store.reader_of` and `open_reader` choose the reader.
+Importing the package imports none of its modules.
+"""
+
+__all__ = ["api_params", "models", "of_store", "open_reader", "service", "sqlite_reader"]

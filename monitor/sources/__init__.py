@@ -1,1 +1,9 @@
-"""Poll mode: trace stores read on a schedule (sources), with checkpoints, beside the OTLP receivers."""
+"""Poll mode: trace stores read on a schedule (sources), with checkpoints, beside the OTLP receivers.
+
+The public modules are the ones `__all__` names: the source contract (`base`), building sources from the config
+(`factory`), the pollers and their scheduler, the runner and the checkpoints. The sources themselves (Tempo,
+Jaeger, Phoenix, AMP, OTLP files), their HTTP client, guard, errors and write-back are internal to the package.
+Importing the package imports none of its modules.
+"""
+
+__all__ = ["base", "checkpoints", "factory", "pollers", "runner", "scheduler"]

@@ -31,7 +31,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from monitor.config.pipeline import AssemblyConfig
 from monitor.config.sources import SourceConfig
@@ -42,6 +42,8 @@ from monitor.sources.checkpoints import Checkpoint, CheckpointStore
 from monitor.sources.guard import RunGuard, RunLimits
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass(slots=True)
@@ -268,9 +270,10 @@ class Poller:
             self._checkpoint = await self._call(self.checkpoints.load, self.name)
         return self._checkpoint
 
-    async def _call(self, method: Callable[..., Any], *args: Any) -> Any:
+    async def _call(self, method: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """`method(*args, **kwargs)` of the checkpoint store, on a thread; its failure is a CheckpointError."""
         try:
-            return await asyncio.to_thread(method, *args)
+            return await asyncio.to_thread(method, *args, **kwargs)
         except Exception as exc:
             raise CheckpointError(f"the checkpoint of {self.name} cannot be read or written: {exc}") from exc
 

@@ -32,8 +32,18 @@ CONVENTIONS: tuple[Convention, ...] = (
 
 
 def detect(span: SpanRecord) -> tuple[Convention, ...]:
-    """Every convention whose markers the span carries (the OTel fallback always matches)."""
-    return tuple(c for c in CONVENTIONS if c.detect(span))
+    """Every convention whose markers the span carries (the OTel fallback always matches); one whose `detect`
+    raises is left out for this span, counted and logged (see errors.py), and the others read it."""
+    found: list[Convention] = []
+    for convention in CONVENTIONS:
+        try:
+            matches = convention.detect(span)
+        except Exception as exc:  # a normalizer bug must never take a trace down, nor go unseen
+            NORMALIZER_ERRORS.record(convention.name, "detect", exc)
+            continue
+        if matches:
+            found.append(convention)
+    return tuple(found)
 
 
 def first(facet: str, span: SpanRecord, conventions: tuple[Convention, ...]) -> Any:

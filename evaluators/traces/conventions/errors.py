@@ -1,9 +1,10 @@
 """NormalizerErrors: the convention normalizers that raised, counted per convention in this process.
 
 A normalizer bug must never take a trace down: the facet falls back to the next convention that has it (see
-`conventions.first`). It is never silent either: each call that raised is counted under its convention's name,
-and the first of each (convention, facet, exception type) is logged with its traceback (a bounded number of
-lines however many spans hit it). The daemon exports the counts as agent_monitor_normalizer_errors_total.
+`conventions.first`), and a convention whose `detect` raises is left out for the span (`conventions.detect`).
+It is never silent either: each call that raised is counted under its convention's name, and the first of each
+(convention, facet, exception type) is logged with its traceback (a bounded number of lines however many spans
+hit it). The daemon exports the counts as agent_monitor_normalizer_errors_total.
 """
 
 from __future__ import annotations
@@ -36,11 +37,10 @@ class NormalizerErrors:
                 self._logged.add(key)
         if first:
             log.warning(
-                "the %s normalizer raised on facet %s (the span's %s is read from the next convention; "
+                "the %s normalizer raised on %s (the span is read from the other conventions; "
                 "further errors of this kind are counted, not logged)",
                 convention,
-                facet,
-                facet,
+                "detection" if facet == "detect" else f"facet {facet}",
                 exc_info=exc,
             )
 
