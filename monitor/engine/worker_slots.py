@@ -19,7 +19,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
-from typing import Any
+from typing import Any, ParamSpec
 
 from monitor.config import MonitorConfig
 from monitor.engine import worker_process
@@ -30,6 +30,7 @@ from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.engine.trace_wire import traces_to_wire
 
 log = logging.getLogger(__name__)
+_P = ParamSpec("_P")
 
 START_TIMEOUT_SECONDS = 120.0
 MAX_RESTART_DELAY_SECONDS = 30.0
@@ -216,8 +217,8 @@ def _kill(executor: Executor) -> int:
     return len(processes)
 
 
-async def _in_daemon_thread(function: Callable[..., Any], *args: Any) -> None:
-    """`function(*args)` on a daemon thread of its own (never joined at exit), awaited from the loop."""
+async def _in_daemon_thread(function: Callable[_P, object], *args: _P.args, **kwargs: _P.kwargs) -> None:
+    """`function(*args, **kwargs)` on a daemon thread of its own (never joined at exit), awaited from the loop."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
 
@@ -227,7 +228,7 @@ async def _in_daemon_thread(function: Callable[..., Any], *args: Any) -> None:
 
     def run() -> None:
         try:
-            function(*args)
+            function(*args, **kwargs)
         finally:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
                 loop.call_soon_threadsafe(finished)
