@@ -39,7 +39,7 @@ from monitor.store import retention
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.packing import PASSED_FIELDS, SAMPLED_OUT, Packed, Written
 from monitor.store.schema import BUSY_TIMEOUT_SECONDS, TRACE_COLUMNS, StoreSchemaError, set_up
-from monitor.store.writer import REOPEN_SECONDS, GiB, QueuedResultStore
+from monitor.store.writer import REOPEN_SECONDS, STORE_DEFAULTS, QueuedResultStore
 
 __all__ = ["PASSED_FIELDS", "SAMPLED_OUT", "ResultStore", "StoreSchemaError", "StoreUnavailable", "Written"]
 
@@ -77,11 +77,11 @@ class ResultStore(QueuedResultStore):
     def __init__(
         self,
         path: str | Path,
-        retention_seconds: float = 7 * 86400.0,
-        results: str = "all",
+        retention_seconds: float = STORE_DEFAULTS.retention,
+        results: str = STORE_DEFAULTS.results,
         *,
         prune: bool = True,
-        max_size: int = GiB,
+        max_size: int = STORE_DEFAULTS.max_size,
         health: StoreHealth | None = None,
     ) -> None:
         """Open (create, migrate) the database; when it cannot be, the store starts unavailable and retries.

@@ -23,6 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from monitor.config.store import StoreConfig
 from monitor.store.degrade import DegradingWrite
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.packing import PASSED_FIELDS, Packed, Written
@@ -33,7 +34,7 @@ log = logging.getLogger(__name__)
 PRUNE_EVERY_SECONDS = 300.0  # retention by age
 SIZE_CHECK_EVERY_SECONDS = 10.0  # retention by size
 REOPEN_SECONDS = 30.0  # between attempts to open a store that could not be opened
-GiB = 1024**3
+STORE_DEFAULTS = StoreConfig()  # the stores' defaults are the `store:` section's
 T = TypeVar("T")
 
 

@@ -21,6 +21,8 @@ from monitor.receivers.grpc_receiver import ExportHandler, GrpcReceiver
 from monitor.receivers.http_receiver import HttpReceiver, OtlpHttpHandler
 from monitor.receivers.inflight import ReadSlots
 from monitor.sources.runner import Poller
+from monitor.store.postgres.store import PostgresResultStore
+from monitor.store.sqlite import ResultStore
 from tests.receivers.sink import TracesSink
 
 COMPONENTS = (
@@ -34,9 +36,11 @@ COMPONENTS = (
     JudgeStage,
     PairwiseStage,
     Poller,
+    ResultStore,
+    PostgresResultStore,
 )
 # constructor parameters named otherwise than their config key
-ALIASES = {"timeout_seconds": "timeout", "idle_timeout": "read_idle_timeout"}
+ALIASES = {"timeout_seconds": "timeout", "idle_timeout": "read_idle_timeout", "retention_seconds": "retention"}
 
 
 def _sections(cls: type[Section] = Section) -> Iterator[type[Section]]:

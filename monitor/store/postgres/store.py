@@ -78,13 +78,13 @@ class PostgresResultStore(writer.QueuedResultStore):
     def __init__(
         self,
         url: str,
-        retention_seconds: float = 7 * 86400.0,
-        results: str = "all",
+        retention_seconds: float = writer.STORE_DEFAULTS.retention,
+        results: str = writer.STORE_DEFAULTS.results,
         *,
         prune: bool = True,
-        max_size: int = writer.GiB,
+        max_size: int = writer.STORE_DEFAULTS.max_size,
         health: StoreHealth | None = None,
-        pool_size: int = 4,
+        pool_size: int = writer.STORE_DEFAULTS.pool_size,
         timeouts: Timeouts | None = None,
     ) -> None:
         """Connect and set up the schema; when the server cannot be reached (within the connect timeout) the
