@@ -1,8 +1,10 @@
-"""Prometheus metrics: the contract's metrics, exact windowed aggregates, label capping and exposition."""
+"""Prometheus metrics: one registry, a metric group per component, exact windowed aggregates, label capping and
+exposition."""
 
 from monitor.metrics.exporter import MetricsExporter
 from monitor.metrics.exposition import wants_openmetrics
 from monitor.metrics.labels import OTHER, LabelCapper, sanitize_label_value
+from monitor.metrics.results import ResultMetrics
 from monitor.metrics.windows import QUANTILES, WindowStore, percentile, score_stats
 
 __all__ = [
@@ -10,6 +12,7 @@ __all__ = [
     "QUANTILES",
     "LabelCapper",
     "MetricsExporter",
+    "ResultMetrics",
     "WindowStore",
     "percentile",
     "sanitize_label_value",

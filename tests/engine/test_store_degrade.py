@@ -128,10 +128,11 @@ def test_worker_processes_report_a_store_they_cannot_open_and_evaluate_all_the_s
     path.write_bytes(b"not a database " * 500)
     config = MonitorConfig.model_validate({"store": {"path": str(path)}})
     metrics = MetricsExporter()
+    health = StoreHealth(metrics.store.error, on_lost=metrics.store.lost)
+    metrics.store.observe(health)  # as the daemon wires it: availability read at scrape time
     recorder = ResultRecorder(
-        metrics, store_health=StoreHealth(metrics.count_store_errors, metrics.set_review_available)
+        metrics.recording, metrics.results.apply_tally, metrics.evaluation.dropped, store_health=health
     )
-    metrics.set_review_available(True)
 
     async def scenario() -> int:
         pool = EvaluationPool(process_slots(config, 2), recorder.record, lambda reason, n: None)
