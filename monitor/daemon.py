@@ -83,13 +83,7 @@ class Daemon:
             problem_log=RateLimitedLogger(logging.getLogger(Ingestor.__module__), config.logging.per_span_problem_rate),
         )
         self.store_health = StoreHealth(telemetry.store.error, on_lost=telemetry.store.lost)
-        # The write side and the review's read side (connections of its own); a store that cannot be opened
-        # starts unavailable (and is retried): the daemon runs on.
-        self.store: QueuedResultStore | None = None
-        self.review: StoreReviewReader | None = None
-        if config.store.enabled:
-            self.store = open_result_store(config.store, health=self.store_health)
-            self.review = reader_of(self.store)
+        self.store, self.review = _result_store(config, self.store_health)
         self.recorder = ResultRecorder(
             telemetry.recording,
             telemetry.results.apply_tally,
@@ -275,6 +269,17 @@ def _observe(telemetry: MetricsExporter, daemon: Daemon) -> None:
     telemetry.evaluation.observe(daemon.pool)
     telemetry.judges.observe_pending([daemon.judge_stage, *([daemon.pairwise] if daemon.pairwise else [])])
     telemetry.store.observe(daemon.store_health if daemon.store is not None else None)
+
+
+def _result_store(
+    config: MonitorConfig, health: StoreHealth
+) -> tuple[QueuedResultStore | None, StoreReviewReader | None]:
+    """The write side and the review's read side (connections of its own); None, None when disabled. A store
+    that cannot be opened starts unavailable (and is retried): the daemon runs on."""
+    if not config.store.enabled:
+        return None, None
+    store = open_result_store(config.store, health=health)
+    return store, reader_of(store)
 
 
 def _slots(
