@@ -14,7 +14,6 @@ import contextlib
 import logging
 import math
 import signal
-from collections.abc import Callable
 
 from evaluators.judges import LLMJudge
 from evaluators.judges.client import JudgeClient
@@ -33,7 +32,7 @@ from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.ingest import Ingestor
 from monitor.engine.judge_stage import JudgeStage
 from monitor.engine.pairwise_stage import PairwiseStage
-from monitor.engine.poll_intake import DaemonSink
+from monitor.engine.poll_intake import FEED_RECEIVER, DaemonSink
 from monitor.engine.pool import EvaluationPool, EvaluationStartError, WorkerSlot, process_slots, thread_slot
 from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
@@ -74,48 +73,44 @@ class Daemon:
         prepared = prepared if prepared is not None else preflight(config)
         evaluators = prepared.evaluators
         self.evaluator_count = len(evaluators)
-        self.metrics = _metrics(config, evaluators)
+        self.metrics = telemetry = MetricsExporter.from_config(
+            config.metrics, thresholds_of(evaluators), config.variants
+        )
         self.assembler = TraceAssembler.from_config(assembly)
         self.ingestor = Ingestor(
             self.assembler,
-            self.metrics,
             retry_after_seconds=max(1, math.ceil(assembly.quiet_period)),
             problem_log=RateLimitedLogger(logging.getLogger(Ingestor.__module__), config.logging.per_span_problem_rate),
         )
-        self.store_health = StoreHealth(
-            self.metrics.count_store_errors,
-            self.metrics.set_review_available,
-            on_lost=self.metrics.count_store_results_lost,
+        self.store_health = StoreHealth(telemetry.store.error, on_lost=telemetry.store.lost)
+        self.store, self.review = _result_store(config, self.store_health)
+        self.recorder = ResultRecorder(
+            telemetry.recording,
+            telemetry.results.apply_tally,
+            telemetry.evaluation.dropped,
         )
-        # The write side and the review's read side (connections of its own); a store that cannot be opened
-        # starts unavailable (and is retried): the daemon runs on.
-        self.store: QueuedResultStore | None = None
-        self.review: StoreReviewReader | None = None
-        if config.store.enabled:
-            self.store = open_result_store(config.store, health=self.store_health)
-            self.review = reader_of(self.store)
-        self.metrics.set_review_available(self.store is not None and self.store_health.available)
-        self.recorder = ResultRecorder(self.metrics, store_health=self.store_health)
-        self.judge_engine, self.judge_stage = _judging(config, prepared, self.metrics, self.store, self._judges_pending)
-        self.pairwise = _pairwise(config, prepared, self.judge_engine, self.metrics, self.store, self._judges_pending)
+        self.judge_engine, self.judge_stage = _judging(config, prepared, telemetry, self.store)
+        self.pairwise = _pairwise(config, prepared, self.judge_engine, telemetry, self.store)
         self.pool = EvaluationPool.from_config(
             config.evaluation,
             _slots(config, evaluators, self.store),
             self._record,
-            self._count_dropped,
-            count_restart=self.metrics.worker_restarts.inc,
+            telemetry.evaluation.dropped,
+            count_restart=telemetry.evaluation.restarted,
             on_store_report=self.store_health.apply_report,
             cores=usable_cpus(),
         )
-        self.dispatcher = DueTraceDispatcher(self.assembler, self.pool, after_tick=self._update_gauges)
+        self.dispatcher = DueTraceDispatcher(self.assembler, self.pool)
+        _observe(telemetry, self)
 
         # Refuse only real shortage: due traces beyond the evaluation queue (memory has its own bound).
         self.admission = Admission(self.assembler, self.pool, quiet_period=assembly.quiet_period)
         self.ingestor.admission_refuses = self.admission.refuse
-        sink = DaemonSink(self.assembler, self.pool, self.metrics, room=self.admission.poll_room)
+        feed = telemetry.intake.receiver(FEED_RECEIVER)
+        sink = DaemonSink(self.assembler, self.pool, feed, room=self.admission.poll_room)
         judges = {e.label for e in evaluators if isinstance(e.evaluator, LLMJudge)}
         self.polling = PollScheduler(
-            build_pollers(config, prepared.sources, self.store, sink, self.metrics.poll, judges, reader_of)
+            build_pollers(config, prepared.sources, self.store, sink, telemetry.poll, judges, reader_of)
         )
         # One budget for both receivers: the bytes of requests in flight, process-wide.
         self.inflight = InflightBytes(config.receivers.max_inflight_bytes)
@@ -138,10 +133,10 @@ class Daemon:
             self.store,
             config.api_token(),
             reader=self.review,
-            evaluators_info=lambda: evaluator_infos(listed, self.metrics),
+            evaluators_info=lambda: evaluator_infos(listed, self.metrics.results),
             unavailable=STORE_DISABLED,
             review=config.review,
-            comparisons_info=comparison_infos(self.metrics.comparisons.states, self._pairwise_counts),
+            comparisons_info=comparison_infos(self.metrics.results.comparisons.states, self._pairwise_counts),
             access=self.access,
         )
         context = prepared.api_tls.ssl_context() if prepared.api_tls is not None else None
@@ -153,9 +148,7 @@ class Daemon:
         workers stopped, the judge engine closed, the store flushed, the review closed, the API server last (so
         /metrics and /healthz answer during the drain)."""
         receiver_grace = Grace(share=0.25, cap=2.0)
-        pending = PendingTraces(
-            self.assembler, self.pool, self._count_dropped, lambda: self.evaluated, self._update_gauges
-        )
+        pending = PendingTraces(self.assembler, self.pool, self.metrics.evaluation.dropped, lambda: self.evaluated)
         return [
             Part("api", self.api, Grace.fixed(0.5)),
             *([Part("review", Closing(self.review.close))] if self.review is not None else []),
@@ -178,28 +171,14 @@ class Daemon:
             self.judge_stage.submit(tally.judge_jobs)
         if tally.pair_offers and self.pairwise is not None:
             self.pairwise.submit(tally.pair_offers)
-        self.metrics.queue_depth.set(self.pool.depth)
 
     def _pairwise_counts(self, baseline: str, candidate: str) -> list[PairwiseCounts]:
         """The pairwise judges' outcomes of these two variants so far, for the canary view."""
         totals = self.metrics.pairwise.totals(baseline, candidate)
         return [PairwiseCounts(evaluator=evaluator, **counts) for evaluator, counts in totals]
 
-    def _judges_pending(self, _: int = 0) -> None:
-        """agent_monitor_judge_pending: the judgements of both stages (called once both are built)."""
-        pairs = self.pairwise.pending if self.pairwise is not None else 0
-        self.metrics.judges.pending.set(self.judge_stage.pending + pairs)
-
-    def _update_gauges(self) -> None:
-        self.ingestor.update_gauges()
-        self.metrics.queue_depth.set(self.pool.depth)
-        self.metrics.evaluation_capacity.set(self.pool.capacity)
-
     def _stop_accepting(self) -> None:
         self.ingestor.accepting = False
-
-    def _count_dropped(self, reason: str, traces: int) -> None:
-        self.metrics.traces_dropped.labels(reason=reason).inc(traces)
 
     @property
     def evaluated(self) -> int:
@@ -282,18 +261,25 @@ class Daemon:
         await self.lifecycle.shutdown(self.config.shutdown.grace_period if grace is None else grace)
 
 
-def _metrics(config: MonitorConfig, evaluators: list[ConfiguredEvaluator]) -> MetricsExporter:
-    """The metrics of the `metrics:` section, with the evaluators' thresholds and the variants."""
-    metrics = config.metrics
-    return MetricsExporter(
-        windows=[(w.label, w.seconds) for w in metrics.windows],
-        window_sample_cap=metrics.window_sample_cap,
-        label_value_cap=metrics.label_value_cap,
-        score_buckets=metrics.score_buckets,
-        duration_buckets=metrics.duration_buckets,
-        thresholds=thresholds_of(evaluators),
-        variants=config.variants,
-    )
+def _observe(telemetry: MetricsExporter, daemon: Daemon) -> None:
+    """The gauges that mirror a component's state, read from it at scrape time (on the event loop thread, where
+    those components change): the assembler's holdings, the pool's queue and capacity, the judgements pending,
+    whether the store works."""
+    telemetry.assembly.observe(daemon.assembler)
+    telemetry.evaluation.observe(daemon.pool)
+    telemetry.judges.observe_pending([daemon.judge_stage, *([daemon.pairwise] if daemon.pairwise else [])])
+    telemetry.store.observe(daemon.store_health if daemon.store is not None else None)
+
+
+def _result_store(
+    config: MonitorConfig, health: StoreHealth
+) -> tuple[QueuedResultStore | None, StoreReviewReader | None]:
+    """The write side and the review's read side (connections of its own); None, None when disabled. A store
+    that cannot be opened starts unavailable (and is retried): the daemon runs on."""
+    if not config.store.enabled:
+        return None, None
+    store = open_result_store(config.store, health=health)
+    return store, reader_of(store)
 
 
 def _slots(
@@ -330,7 +316,6 @@ def _judging(
     prepared: Prepared,
     metrics: MetricsExporter,
     store: QueuedResultStore | None,
-    on_pending: Callable[[int], None],
 ) -> tuple[JudgeEngine, JudgeStage]:
     """The judge engine and the stage that feeds it; judges configured without a key skip, with one warning."""
     settings = config.judges.settings()
@@ -347,10 +332,9 @@ def _judging(
     stage = JudgeStage(
         judges,
         engine.judge,
-        metrics.apply_tally,
+        metrics.results.apply_tally,
         store.write if store is not None else None,
         max_pending=settings.max_pending,
-        on_pending=on_pending,
     )
     return engine, stage
 
@@ -361,7 +345,6 @@ def _pairwise(
     engine: JudgeEngine,
     metrics: MetricsExporter,
     store: QueuedResultStore | None,
-    on_pending: Callable[[int], None],
 ) -> PairwiseStage | None:
     """The stage that pairs the variants' traces for the pairwise judges; None without `variants.pairwise`."""
     entries = config.variants.pairwise
@@ -371,11 +354,10 @@ def _pairwise(
         entries,
         prepared.pairwise_judges,
         engine.judge,
-        metrics.apply_tally,
+        metrics.results.apply_tally,
         store.write if store is not None else None,
         metrics.pairwise.count,
         max_pending=config.judges.settings().max_pending,
-        on_pending=on_pending,
     )
 
 

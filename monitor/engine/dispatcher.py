@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
 
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.pool import EvaluationPool
@@ -24,12 +23,10 @@ class DueTraceDispatcher:
         self,
         assembler: TraceAssembler,
         pool: EvaluationPool,
-        after_tick: Callable[[], None] = lambda: None,
         tick_seconds: float = TICK_SECONDS,
     ) -> None:
         self.assembler = assembler
         self.pool = pool
-        self.after_tick = after_tick
         self.tick_seconds = tick_seconds
         self._task: asyncio.Task | None = None
 
@@ -53,7 +50,6 @@ class DueTraceDispatcher:
             self.pool.submit(completed)
             moved += 1
         self.pool.check_stalled()
-        self.after_tick()
         return moved
 
     async def _run(self) -> None:

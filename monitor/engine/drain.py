@@ -22,14 +22,12 @@ class PendingTraces:
         pool: EvaluationPool,
         count_dropped: Callable[[str, int], None],
         evaluated: Callable[[], int] = lambda: 0,
-        after: Callable[[], None] = lambda: None,
     ) -> None:
-        """`evaluated`: the traces evaluated so far (for the closing log line); `after`: called once drained."""
+        """`evaluated`: the traces evaluated so far (for the closing log line)."""
         self.assembler = assembler
         self.pool = pool
         self._count_dropped = count_dropped
         self._evaluated = evaluated
-        self._after = after
         self._done = False
 
     async def start(self) -> None:
@@ -47,7 +45,6 @@ class PendingTraces:
             self._count_dropped("shutdown_timeout", dropped)
             log.warning("shutdown: %d traces could not be evaluated within the grace period", dropped)
         log.info("shutdown: evaluated %d traces in total (%d completed at shutdown)", self._evaluated(), len(pending))
-        self._after()
 
     def _submit_all(self, traces: list[CompletedTrace]) -> int:
         """Submit every trace (the pool takes all while open); returns how many it did not take."""

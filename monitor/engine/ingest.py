@@ -2,8 +2,8 @@
 
 Implements `monitor.consumer.TraceConsumer`. The answer (`IngestOutcome`) says what the receiver must
 reply: accepted (with partial-success counts), throttled (retry later) or malformed, and which spans were
-refused for which reason: the receiver counts those in its own telemetry. Counted here: only what belongs to
-the assembler (duplicate and late spans, the pending gauges).
+refused for which reason: the receiver counts those in its own telemetry. Nothing is counted here: the assembler
+keeps its own figures (spans held, late and duplicate spans), which its metrics read at scrape time.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from monitor.consumer import IngestOutcome, Outcome
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.span_size import log_bytes, resource_bytes, span_bytes
 from monitor.logutil import RateLimitedLogger
-from monitor.metrics import MetricsExporter
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +32,6 @@ class Ingestor:
     def __init__(
         self,
         assembler: TraceAssembler,
-        metrics: MetricsExporter,
         *,
         retry_after_seconds: float = 5.0,
         backlog_retry_seconds: float = 0.25,
@@ -41,7 +39,6 @@ class Ingestor:
         admission_refuses: Callable[[], bool] | None = None,
     ) -> None:
         self.assembler = assembler
-        self.metrics = metrics
         self.retry_after_seconds = retry_after_seconds
         self.backlog_retry_seconds = backlog_retry_seconds  # the evaluation queue drains in well under a second
         self.problems = problem_log or RateLimitedLogger(log, per_minute=10)
@@ -66,22 +63,31 @@ class Ingestor:
         except TraceDecodeError as exc:
             self.problems.warning("malformed_request", "%s receiver: malformed %s request: %s", receiver, signal, exc)
             return IngestOutcome(Outcome.MALFORMED, message=str(exc)[:500], refused=[("malformed", 1)])
-        incoming = len(batch.spans) + len(batch.logs)
         sizes = [span_bytes(span) for span in batch.spans]
         log_sizes = [log_bytes(record) for record in batch.logs]
-        crossed = self.assembler.limit_crossed(incoming, _batch_bytes(batch, sizes, log_sizes))
-        if crossed is not None:
-            if crossed == "bytes":
-                reason, limit = "pending_bytes", f"pending-byte limit ({self.assembler.max_pending_bytes} bytes)"
-            else:
-                reason, limit = "throttled", f"pending-span limit ({self.assembler.max_pending_spans})"
-            return IngestOutcome(
-                Outcome.THROTTLED,
-                message=f"over the {limit}; retry later",
-                retry_after_seconds=self.retry_after_seconds,
-                refused=[(reason, len(batch.spans))] if batch.spans else [],
-            )
-        refused: list[tuple[str, int]] = []
+        over_limit = self._over_limit(batch, _batch_bytes(batch, sizes, log_sizes))
+        if over_limit is not None:
+            return over_limit
+        return self._accept(batch, sizes, log_sizes, receiver)
+
+    def _over_limit(self, batch: DecodedBatch, size_bytes: int) -> IngestOutcome | None:
+        """The throttled answer when the batch would pass the assembler's pending-span or pending-byte limit."""
+        crossed = self.assembler.limit_crossed(len(batch.spans) + len(batch.logs), size_bytes)
+        if crossed is None:
+            return None
+        if crossed == "bytes":
+            reason, limit = "pending_bytes", f"pending-byte limit ({self.assembler.max_pending_bytes} bytes)"
+        else:
+            reason, limit = "throttled", f"pending-span limit ({self.assembler.max_pending_spans})"
+        return IngestOutcome(
+            Outcome.THROTTLED,
+            message=f"over the {limit}; retry later",
+            retry_after_seconds=self.retry_after_seconds,
+            refused=[(reason, len(batch.spans))] if batch.spans else [],
+        )
+
+    def _accept(self, batch: DecodedBatch, sizes: list[int], log_sizes: list[int], receiver: str) -> IngestOutcome:
+        """Hand the batch to the assembler; the accepted answer, with the spans refused and why."""
         if batch.dropped_attributes:
             self.problems.warning(
                 "too_deep",
@@ -90,44 +96,26 @@ class Ingestor:
                 batch.dropped_attributes,
                 MAX_VALUE_DEPTH,
             )
-        rejected = len(batch.rejected)
-        if rejected:
-            refused.append(("invalid_id", rejected))
+        refused: list[tuple[str, int]] = []
+        if batch.rejected:
+            refused.append(("invalid_id", len(batch.rejected)))
             self.problems.warning("invalid_id", "%s receiver: %s", receiver, batch.rejected[0].where)
         if batch.logs:
             self.assembler.add_logs(batch.logs, log_sizes)
-        result = self.assembler.add(batch.spans, sizes)
+        result = self.assembler.add(batch.spans, sizes)  # the assembler counts late and duplicate spans itself
+        parts = [f"{len(batch.rejected)} spans with invalid ids"] if batch.rejected else []
         if result.over_trace_cap:
             refused.append(("per_trace_cap", result.over_trace_cap))
-        if result.duplicates:
-            self.metrics.duplicate_spans.inc(result.duplicates)
-        if result.late:
-            self.metrics.late_spans.inc(result.late)
-        rejected += result.over_trace_cap
-        message = ""
-        if rejected:
-            parts = []
-            if batch.rejected:
-                parts.append(f"{len(batch.rejected)} spans with invalid ids")
-            if result.over_trace_cap:
-                parts.append(
-                    f"{result.over_trace_cap} spans over the per-trace cap of {self.assembler.max_spans_per_trace}"
-                )
-            message = "; ".join(parts)
-        self.update_gauges()
+            cap = self.assembler.max_spans_per_trace
+            parts.append(f"{result.over_trace_cap} spans over the per-trace cap of {cap}")
         return IngestOutcome(
             Outcome.ACCEPTED,
             accepted=result.accepted,
-            rejected=rejected,
-            message=message,
+            rejected=len(batch.rejected) + result.over_trace_cap,
+            message="; ".join(parts),
             refused=refused,
             dropped_attributes=batch.dropped_attributes,
         )
-
-    def update_gauges(self) -> None:
-        self.metrics.traces_pending.set(self.assembler.traces_pending)
-        self.metrics.spans_pending.set(self.assembler.spans_held)
-        self.metrics.bytes_pending.set(self.assembler.bytes_held)
 
     @staticmethod
     def _decode(payload: bytes, encoding: str, signal: str, receiver: str) -> DecodedBatch:

@@ -14,10 +14,10 @@ from evaluators.traces.records import LogRecord, SpanRecord
 from monitor.consumer import PolledTrace
 from monitor.engine.assembler import CompletedTrace, TraceAssembler
 from monitor.engine.pool import EvaluationPool
-from monitor.metrics import MetricsExporter
+from monitor.metrics.intake import ReceiverTelemetry
 
-FEED_RECEIVER = "poll"
-ROOM_WAIT_SECONDS = 0.05  # the `receiver` label of spans read by a span feed
+FEED_RECEIVER = "poll"  # the `receiver` label of spans read by a span feed
+ROOM_WAIT_SECONDS = 0.05
 
 
 class DaemonSink:
@@ -25,15 +25,15 @@ class DaemonSink:
         self,
         assembler: TraceAssembler,
         pool: EvaluationPool,
-        metrics: MetricsExporter,
+        telemetry: ReceiverTelemetry,
         room: Callable[[int], bool] = lambda spans: True,
     ) -> None:
-        """`room(spans)`: whether a polled trace of that many spans may go to the pool now (Admission.poll_room:
+        """`telemetry`: the span feed's (`IntakeMetrics.receiver(FEED_RECEIVER)`: it counts like a receiver);
+        `room(spans)`: whether a polled trace of that many spans may go to the pool now (Admission.poll_room:
         polled traces use the capacity the receivers leave)."""
         self.assembler = assembler
         self.pool = pool
-        self.metrics = metrics
-        self.telemetry = metrics.intake.receiver(FEED_RECEIVER)  # the span feed counts like a receiver
+        self.telemetry = telemetry
         self.room = room
 
     def claim(self, trace_ids: list[str]) -> list[str]:
@@ -73,11 +73,7 @@ class DaemonSink:
     def feed(self, spans: list[SpanRecord], logs: list[LogRecord]) -> None:
         if logs:
             self.assembler.add_logs(logs)
-        result = self.assembler.add(spans)
-        if result.duplicates:
-            self.metrics.duplicate_spans.inc(result.duplicates)
-        if result.late:
-            self.metrics.late_spans.inc(result.late)
+        result = self.assembler.add(spans)  # the assembler counts late and duplicate spans itself
         if result.over_trace_cap:
             self.telemetry.refused("per_trace_cap", result.over_trace_cap)
         self.telemetry.accepted(result.accepted)

@@ -10,41 +10,38 @@ import time
 from collections.abc import Callable
 
 from monitor.logutil import RateLimitedLogger
-from monitor.metrics import MetricsExporter
+from monitor.metrics.recording import RecordingMetrics
 from monitor.metrics.tally import MetricsTally
-from monitor.store.health import StoreHealth
 
 log = logging.getLogger(__name__)
 
 
 class ResultRecorder:
-    """Applies batch tallies on the event loop thread."""
+    """Applies batch tallies on the event loop thread: the results to the result metrics (`apply_tally`), the
+    traces evaluated and their delay to its own group, the failed traces as dropped (`count_dropped`, the
+    evaluation pool's group)."""
 
     def __init__(
         self,
-        metrics: MetricsExporter,
+        telemetry: RecordingMetrics,
+        apply_tally: Callable[[MetricsTally], None],
+        count_dropped: Callable[[str, int], None],
         *,
         clock: Callable[[], float] = time.monotonic,
-        store_health: StoreHealth | None = None,
     ) -> None:
-        """`store_health`: the daemon's result store health, told what the workers' stores report."""
-        self.metrics = metrics
+        self.telemetry = telemetry
+        self.apply_tally = apply_tally
+        self.count_dropped = count_dropped
         self.clock = clock
-        self.store_health = store_health
         self.evaluated = 0
         self._failures = RateLimitedLogger(log, per_minute=10)
 
     def record(self, tally: MetricsTally) -> None:
-        metrics = self.metrics
         for trace_id, error in tally.failures:
             self._failures.warning("trace_failed", "trace %s not evaluated: %s", trace_id, error)
         if tally.failures:
-            metrics.traces_dropped.labels(reason="evaluation_error").inc(len(tally.failures))
-        metrics.apply_tally(tally)
+            self.count_dropped("evaluation_error", len(tally.failures))
+        self.apply_tally(tally)
         now = self.clock()
-        delay = metrics.completion_delay
-        for last_seen in tally.delays_from:
-            delay.observe(max(now - last_seen, 0.0))
-        if tally.evaluated:
-            metrics.traces_evaluated.inc(tally.evaluated)
-            self.evaluated += tally.evaluated
+        self.telemetry.recorded(tally.evaluated, (now - last_seen for last_seen in tally.delays_from))
+        self.evaluated += tally.evaluated

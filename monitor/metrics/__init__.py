@@ -1,13 +1,15 @@
-"""Prometheus metrics: the contract's metrics, exact windowed aggregates, label capping and exposition.
+"""Prometheus metrics: one registry, a metric group per component, exact windowed aggregates, label capping and
+exposition.
 
 The package re-exports the names `__all__` lists first; after them, `__all__` names the public modules other stages
-import (the receivers' and pollers' metric groups, the tally, labels, windows, the variant comparison). The
-others are internal to the package.
+import (the components' metric groups, the tally, labels, windows, the variant comparison). The others are internal
+to the package.
 """
 
 from monitor.metrics.exporter import MetricsExporter
 from monitor.metrics.exposition import wants_openmetrics
 from monitor.metrics.labels import OTHER, LabelCapper, sanitize_label_value
+from monitor.metrics.results import ResultMetrics
 from monitor.metrics.windows import QUANTILES, WindowStore, percentile, score_stats
 
 __all__ = [
@@ -15,6 +17,7 @@ __all__ = [
     "QUANTILES",
     "LabelCapper",
     "MetricsExporter",
+    "ResultMetrics",
     "WindowStore",
     "percentile",
     "sanitize_label_value",
@@ -22,4 +25,7 @@ __all__ = [
     "wants_openmetrics",
 ]
 # the public modules; the others are internal to the package
-__all__ += ["intake", "labels", "poll", "tally", "variant_compare", "windows"]
+__all__ += [
+    "assembly", "evaluation", "intake", "judges", "labels", "pairwise", "poll", "recording", "results", "store",
+    "tally", "variant_compare", "windows",
+]  # fmt: skip

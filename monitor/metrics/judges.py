@@ -7,14 +7,24 @@ trace, so they need no cap.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 LATENCY_BUCKETS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0)
 
 
+class Pending(Protocol):
+    """A stage holding judgements (`monitor.engine.judge_stage.JudgeStage`, the pairwise stage)."""
+
+    @property
+    def pending(self) -> int: ...
+
+
 class JudgeMetrics:
-    """`agent_monitor_judge_*`; `request` and `budget` are what `evaluators.judges.engine.JudgeObserver` calls."""
+    """`agent_monitor_judge_*`; `request` and `budget` are what `evaluators.judges.engine.JudgeObserver` calls;
+    `agent_monitor_judge_pending` reads the stages at scrape time (`observe_pending`)."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         r = registry
@@ -43,6 +53,12 @@ class JudgeMetrics:
         self.pending = Gauge(
             "agent_monitor_judge_pending", "Judgements waiting for or in flight to the judge model.", registry=r
         )
+
+    def observe_pending(self, stages: Sequence[Pending]) -> None:
+        """Read the judgements `stages` hold at every scrape from now on (they change on the event loop thread,
+        where /metrics is rendered)."""
+        held = tuple(stages)
+        self.pending.set_function(lambda: sum(stage.pending for stage in held))
 
     def request(
         self, judge: str, model: str, status: str, seconds: float, input_tokens: int, output_tokens: int

@@ -3,7 +3,7 @@
 An evaluation worker adds every trace and result of its batch to a tally and returns the tally's wire form
 (builtins only, so it pickles small): counts per raw label set, the values each histogram series observes,
 and the (score, verdict) samples per window. The process that owns the registry applies it with
-`MetricsExporter.apply_tally`, which sanitises and caps each distinct label set once per batch instead of
+`ResultMetrics.apply_tally`, which sanitises and caps each distinct label set once per batch instead of
 once per result. Label values here are raw (as the traces carry them); nothing here knows the caps.
 """
 

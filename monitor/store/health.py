@@ -2,9 +2,9 @@
 
 Every store operation (`open`, `write`, `prune`, `read`) reports its outcome here. A failure is counted
 (`on_error(operation)`: agent_monitor_store_errors_total) and marks the operation failing until it next
-succeeds; the store is available while no operation is failing (`on_change(available)`:
-agent_monitor_review_available). One log line when it becomes unavailable, one when it recovers: never one per
-batch. Evaluation and metrics never wait on it.
+succeeds; the store is available while no operation is failing (`available`, which
+agent_monitor_review_available reads at scrape time; `on_change(available)` tells each change). One log line
+when it becomes unavailable, one when it recovers: never one per batch. Evaluation and metrics never wait on it.
 
 Worker processes keep their own quiet StoreHealth; each batch's report (`take_report`) travels back with the
 batch's metrics tally and the daemon's StoreHealth applies it (`apply_report`) under the source "workers", so a

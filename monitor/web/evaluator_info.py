@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from monitor.metrics import MetricsExporter
+from monitor.metrics import ResultMetrics
 from monitor.metrics.labels import sanitize_label_value
 from monitor.review.models import EvaluatorInfo, EvaluatorWindow
 
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from monitor.engine.configured import ConfiguredEvaluator
 
 
-def evaluator_infos(evaluators: Sequence[ConfiguredEvaluator], metrics: MetricsExporter) -> list[EvaluatorInfo]:
+def evaluator_infos(evaluators: Sequence[ConfiguredEvaluator], metrics: ResultMetrics) -> list[EvaluatorInfo]:
     """One EvaluatorInfo per configured evaluator, in config order: its window pass ratios and samples summed
     over services, and its alert's worst state over services (None without an alert)."""
     levels = metrics.alert_levels()

@@ -38,7 +38,7 @@ def filled(variants: VariantsConfig | None) -> MetricsExporter:
                 rows.append(ResultRow(None, None, None, evaluator, "trace", score, score < pass_rate, None, None,
                                       None, 0.001))  # fmt: skip
         tally.add_results("svc", "0" * 31 + "1", rows, version)
-        m.apply_tally(tally)
+        m.results.apply_tally(tally)
     return m
 
 

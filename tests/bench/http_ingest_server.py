@@ -35,7 +35,7 @@ MAX_BODY = 16 * 1024 * 1024
 async def serve(impl: str, token: str | None, inflight_mib: int, max_seconds: float) -> dict:
     metrics = MetricsExporter()
     assembler = TraceAssembler(quiet_period=0.2, max_trace_wait=5.0, max_pending_spans=1_000_000)
-    ingestor = Ingestor(assembler, metrics)
+    ingestor = Ingestor(assembler)
     auth, telemetry = BearerAuth(token), metrics.intake.receiver("http")
     if impl == "aiohttp":
         # --inflight-mib 0: no budget to speak of (the legacy server has none)

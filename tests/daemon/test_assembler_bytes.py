@@ -60,7 +60,8 @@ def test_large_child_spans_of_a_trace_whose_root_never_ends_are_refused_with_the
     """The issue's reproduction, scaled down: 40 child spans of 1 MB, root never sent, 8 MB allowed."""
     metrics = MetricsExporter()
     assembler = TraceAssembler(max_pending_bytes=8 * MB)
-    ingestor = Ingestor(assembler, metrics, retry_after_seconds=5)
+    ingestor = Ingestor(assembler, retry_after_seconds=5)
+    metrics.assembly.observe(assembler)  # as the daemon wires it: the pending gauges read the assembler
     outcomes = []
     for index in range(40):
         body = request([span(TRACE, f"{index + 1:016x}", ROOT, attrs={"gen_ai.output": "x" * MB})])

@@ -27,7 +27,7 @@ from tests.unit.test_decoders_depth import (
 def test_an_over_deep_attribute_is_counted_and_its_span_kept(encoding: str) -> None:
     metrics = MetricsExporter()
     assembler = TraceAssembler()
-    ingestor = Ingestor(assembler, metrics)
+    ingestor = Ingestor(assembler)
     if encoding == "protobuf":
         deep, plain = pb_attr("deep", pb_value(MAX_VALUE_DEPTH + 5, "kvlist")), pb_attr("ok", pb_text("x"))
         payload = pb_request([pb_span(0, [deep, plain]), pb_span(1, [plain])])

@@ -29,7 +29,7 @@ def wired(queue_size: int = 256, quiet: float = 5.0):
     )
     admission = Admission(assembler, pool, quiet_period=quiet)
     metrics = MetricsExporter()
-    ingestor = Counted(Ingestor(assembler, metrics, admission_refuses=admission.refuse), metrics)
+    ingestor = Counted(Ingestor(assembler, admission_refuses=admission.refuse), metrics)
     return clock, assembler, pool, admission, ingestor, metrics
 
 

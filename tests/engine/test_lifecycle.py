@@ -24,7 +24,6 @@ from monitor.engine.pairwise_stage import PairwiseStage
 from monitor.engine.pool import EvaluationPool, thread_slot
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.lifecycle import Closing, Component, Grace, Hook, Lifecycle, Part, Together
-from monitor.metrics import MetricsExporter
 from monitor.receivers.grpc_receiver import GrpcReceiver
 from monitor.receivers.http_receiver import HttpReceiver
 from monitor.sources.scheduler import PollScheduler
@@ -55,7 +54,7 @@ def _local_receivers() -> ReceiversConfig:
 
 
 def _ingestor() -> Ingestor:
-    return Ingestor(TraceAssembler(), MetricsExporter())
+    return Ingestor(TraceAssembler())
 
 
 def _pool() -> EvaluationPool:

@@ -110,7 +110,7 @@ def test_a_raising_detect_is_counted_in_the_metrics(monkeypatch) -> None:
     assert asyncio.run(scenario()) == 0
     assert sum(t.evaluated for t in tallies) == len(traces) and not any(t.failures for t in tallies)
     metrics = MetricsExporter()
-    recorder = ResultRecorder(metrics)
+    recorder = ResultRecorder(metrics.recording, metrics.results.apply_tally, metrics.evaluation.dropped)
     for tally in tallies:
         recorder.record(tally)
     series = 'agent_monitor_normalizer_errors_total{convention="openinference"}'
@@ -147,7 +147,7 @@ def test_a_worker_process_counts_normalizer_errors_into_the_daemons_metrics(monk
     assert asyncio.run(scenario()) == 0
     assert sum(t.evaluated for t in tallies) == len(traces) and not any(t.failures for t in tallies)
     metrics = MetricsExporter()
-    recorder = ResultRecorder(metrics)
+    recorder = ResultRecorder(metrics.recording, metrics.results.apply_tally, metrics.evaluation.dropped)
     for tally in tallies:
         recorder.record(tally)
     assert exported(metrics, SERIES) == expected

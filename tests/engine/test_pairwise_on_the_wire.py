@@ -43,7 +43,7 @@ def judge_all(url: str | None, traces: list[PairOffer], exporter: MetricsExporte
         engine = JudgeEngine(config, JudgeClient(config) if url else None, observer=exporter.judges)
         stage = PairwiseStage(
             CONFIG.pairwise, {"pairwise_quality": JUDGE}, engine.judge,
-            lambda tally: (recorder.tallies.append(tally), exporter.apply_tally(tally)), recorder.writes.extend,
+            lambda tally: (recorder.tallies.append(tally), exporter.results.apply_tally(tally)), recorder.writes.extend,
             exporter.pairwise.count,
         )  # fmt: skip
         try:

@@ -13,7 +13,7 @@ from monitor.metrics import MetricsExporter
 def test_feed_counts_accepted_and_per_trace_cap_spans_under_the_poll_receiver() -> None:
     metrics = MetricsExporter()
     pool = EvaluationPool(thread_slot(TraceEvaluator([])), lambda outcomes: None, lambda r, n: None, queue_size=4)
-    sink = DaemonSink(TraceAssembler(max_spans_per_trace=2), pool, metrics)
+    sink = DaemonSink(TraceAssembler(max_spans_per_trace=2), pool, metrics.intake.receiver(FEED_RECEIVER))
     spans = [
         SpanRecord("ab" * 16, f"{i + 1:016x}", "", f"s{i}", start_time_unix_nano=1, end_time_unix_nano=2)
         for i in range(3)

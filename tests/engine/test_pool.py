@@ -94,7 +94,7 @@ def test_two_worker_processes_store_and_export_what_in_process_evaluation_does(t
     exported = []
     for tallies in (local, remote):
         metrics = MetricsExporter()
-        recorder = ResultRecorder(metrics)
+        recorder = ResultRecorder(metrics.recording, metrics.results.apply_tally, metrics.evaluation.dropped)
         for tally in tallies:
             recorder.record(tally)
         exported.append(exposition_without_timings(metrics))

@@ -151,9 +151,9 @@ def test_worker_processes_report_a_store_they_cannot_open_and_evaluate_all_the_s
     path.write_bytes(b"not a database " * 500)
     config = MonitorConfig.model_validate({"store": {"path": str(path)}})
     metrics = MetricsExporter()
-    recorder = ResultRecorder(metrics)
-    health = StoreHealth(metrics.count_store_errors, metrics.set_review_available)
-    metrics.set_review_available(True)
+    health = StoreHealth(metrics.store.error, on_lost=metrics.store.lost)
+    metrics.store.observe(health)  # as the daemon wires it: availability read at scrape time
+    recorder = ResultRecorder(metrics.recording, metrics.results.apply_tally, metrics.evaluation.dropped)
 
     async def scenario() -> int:
         pool = EvaluationPool(

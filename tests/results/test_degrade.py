@@ -164,9 +164,9 @@ def test_a_worker_whose_store_fails_still_returns_its_batch_metrics(tmp_path: Pa
     store = ResultStore(tmp_path / "r.db", prune=False, health=health)
     run = BatchRun(TraceEvaluator([], store_results="all"), store.write, health.take_report)
     metrics = MetricsExporter()
-    daemon_health = StoreHealth(metrics.count_store_errors, metrics.set_review_available)
-    metrics.set_review_available(True)
-    recorder = ResultRecorder(metrics)
+    daemon_health = StoreHealth(metrics.store.error, on_lost=metrics.store.lost)
+    metrics.store.observe(daemon_health)  # as the daemon wires it: availability read at scrape time
+    recorder = ResultRecorder(metrics.recording, metrics.results.apply_tally, metrics.evaluation.dropped)
 
     def batch(count: int) -> tuple[MetricsTally, StoreReport | None]:
         result = run(synthetic_traces(count))

@@ -36,7 +36,7 @@ def test_windows_sum_services_and_the_alert_reports_its_worst_state() -> None:
     now = [1000.0]
     metrics = MetricsExporter(thresholds=thresholds_of([alerted, plain]), clock=lambda: now[0])
 
-    before = evaluator_infos([alerted, plain], metrics)
+    before = evaluator_infos([alerted, plain], metrics.results)
     assert before[0].alert_state == "inactive"  # an alert without results yet
     assert [(w.window, w.samples, w.pass_ratio) for w in before[0].windows] == [("5m", 0, None), ("1h", 0, None)]
 
@@ -44,7 +44,7 @@ def test_windows_sum_services_and_the_alert_reports_its_worst_state() -> None:
         observe(metrics, "errors", "checkout", False)
     observe(metrics, "errors", "search", True)
     observe(metrics, "error_free", "search", True)
-    info, other = evaluator_infos([alerted, plain], metrics)
+    info, other = evaluator_infos([alerted, plain], metrics.results)
     assert (info.name, info.kind, info.level, info.threshold, info.sampling) == ("errors", "rule", "trace", 0.75, 0.5)
     assert (info.alert_min_pass_ratio, info.alert_window, info.slo_objective) == (0.9, 3600.0, 0.99)
     assert [(w.window, w.samples, w.pass_ratio) for w in info.windows] == [("5m", 4, 0.25), ("1h", 4, 0.25)]
@@ -53,7 +53,7 @@ def test_windows_sum_services_and_the_alert_reports_its_worst_state() -> None:
     assert [(w.samples, w.pass_ratio) for w in other.windows] == [(1, 1.0), (1, 1.0)]
 
     now[0] += 301
-    info = evaluator_infos([alerted], metrics)[0]
+    info = evaluator_infos([alerted], metrics.results)[0]
     assert info.alert_state == "firing"
     assert [(w.window, w.samples, w.pass_ratio) for w in info.windows] == [("5m", 0, None), ("1h", 4, 0.25)]
 
@@ -76,7 +76,7 @@ def test_window_figures_per_variant_beside_those_of_every_variant() -> None:
             duration_seconds=0.001,
             variant=variant,
         )
-    [info] = evaluator_infos([plain], metrics)
+    [info] = evaluator_infos([plain], metrics.results)
     assert next((w.window, w.samples, w.pass_ratio) for w in info.windows) == ("5m", 4, 0.75)
     assert set(info.variant_windows) == {"v1", "v2"}  # results without a variant are in `windows` only
     assert next((w.samples, w.pass_ratio) for w in info.variant_windows["v1"]) == (2, 1.0)

@@ -38,7 +38,7 @@ def observe_trace(
     """One evaluated trace, through the daemon's path (a tally the exporter applies)."""
     tally = MetricsTally()
     tally.add_trace(service, duration_seconds, has_error, trace_id, tokens, tools, llm_calls)
-    exporter.apply_tally(tally)
+    exporter.results.apply_tally(tally)
 
 
 def observe_result(
@@ -61,7 +61,7 @@ def observe_result(
     row = ResultView(agent, evaluator, level, score, None if skipped else passed, skip_reason, duration_seconds)
     tally = MetricsTally()
     tally.add_results(service, trace_id, [row], variant)
-    exporter.apply_tally(tally)
+    exporter.results.apply_tally(tally)
 
 
 class FakeClock:

@@ -7,7 +7,9 @@ import math
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from evaluators.traces.records import SpanRecord
 from monitor.alerting.thresholds import AlertRule
+from monitor.engine.assembler import TraceAssembler
 from monitor.metrics import MetricsExporter
 from tests.unit.metrics_scrape import (
     TRACE_ID,
@@ -62,13 +64,13 @@ def test_every_contract_metric_has_its_exact_name_type_and_labels() -> None:
     m.intake.receiver("grpc").accepted(3)
     m.intake.receiver("http").refused("throttled", 2)
     m.intake.receiver("http").request("200")
-    m.traces_pending.set(4)
-    m.spans_pending.set(9)
-    m.late_spans.inc()
-    m.duplicate_spans.inc()
-    m.traces_dropped.labels(reason="shutdown_timeout").inc()
-    m.queue_depth.set(2)
-    m.traces_evaluated.inc()
+    assembler = TraceAssembler()
+    m.assembly.observe(assembler)  # the assembler's figures, read at scrape time
+    assembler.claim(["cd" * 16])  # evaluated: its spans are late from now on
+    spans = [_span(TRACE_ID, i) for i in range(4)]
+    assembler.add([*spans, spans[0], _span("cd" * 16, 9)])  # one duplicate, one late
+    m.evaluation.dropped("shutdown_timeout", 1)
+    m.recording.recorded(1, [0.5])
     text = classic(m)
     families = list(text_string_to_metric_families(text))
     for name, kind, labels in CONTRACT:
@@ -79,7 +81,13 @@ def test_every_contract_metric_has_its_exact_name_type_and_labels() -> None:
         assert all(set(s.labels) == labels for s in found), (name, [s.labels for s in found])
     assert value(m, "agent_monitor_build_info", version="0.1.0") == 1.0
     assert value(m, "agent_monitor_spans_refused_total", receiver="http", reason="throttled") == 2.0
-    assert value(m, "agent_monitor_traces_pending") == 4.0
+    assert value(m, "agent_monitor_traces_pending") == 1.0 and value(m, "agent_monitor_spans_pending") == 4.0
+    assert value(m, "agent_monitor_late_spans_total") == 1.0 and value(m, "agent_monitor_duplicate_spans_total") == 1.0
+    assert value(m, "agent_monitor_traces_dropped_total", reason="shutdown_timeout") == 1.0
+
+
+def _span(trace_id: str, index: int) -> SpanRecord:
+    return SpanRecord(trace_id, f"{index + 1:016x}", "", f"s{index}", start_time_unix_nano=1, end_time_unix_nano=2)
 
 
 def test_score_histogram_uses_the_configured_buckets() -> None:
@@ -239,16 +247,16 @@ def test_alert_flips_with_min_samples_and_recovers() -> None:
     assert value(m, "agent_eval_threshold_ratio", evaluator="relevance", service="svc") == 0.8
     scored(m, [0.1])
     assert value(m, "agent_eval_alert_active", **alert) == 1
-    [state] = m.alert_states()
+    [state] = m.results.alert_states()
     assert state == ("relevance", "svc", "relevance_pass_ratio", True, 0.0, 5, False)
     scored(m, [0.9] * 19)  # 19/24 < 0.8
     assert value(m, "agent_eval_alert_active", **alert) == 1
     scored(m, [0.9])  # 20/25 == 0.8: recovered
     assert value(m, "agent_eval_alert_active", **alert) == 0
-    assert m.alert_states()[0].active is False
+    assert m.results.alert_states()[0].active is False
     clock.now += 601  # the alert window (not an exported one) empties
     assert value(m, "agent_eval_alert_active", **alert) == 0
-    assert m.alert_states()[0].samples == 0
+    assert m.results.alert_states()[0].samples == 0
 
 
 def test_alert_fires_only_after_staying_breached_for_its_for() -> None:
@@ -258,18 +266,18 @@ def test_alert_fires_only_after_staying_breached_for_its_for() -> None:
     alert = dict(evaluator="relevance", service="svc", alert="r")
     scored(m, [0.1] * 3)
     assert value(m, "agent_eval_alert_active", **alert) == 0  # breached now: pending
-    assert m.alert_states()[0].pending is True
+    assert m.results.alert_states()[0].pending is True
     clock.now += 599
     assert value(m, "agent_eval_alert_active", **alert) == 0
     clock.now += 1
     assert value(m, "agent_eval_alert_active", **alert) == 1  # breached for 10m: firing
-    assert m.alert_states()[0].pending is False
+    assert m.results.alert_states()[0].pending is False
     scored(m, [0.9] * 20)  # 20/23 >= 0.8: resolved at once
     assert value(m, "agent_eval_alert_active", **alert) == 0
     scored(m, [0.1] * 10)  # breached again: the `for` starts over
     clock.now += 300
     assert value(m, "agent_eval_alert_active", **alert) == 0
-    assert m.alert_states()[0].pending is True
+    assert m.results.alert_states()[0].pending is True
 
 
 def test_a_quiet_night_with_few_traces_pages_nobody() -> None:
@@ -280,7 +288,7 @@ def test_a_quiet_night_with_few_traces_pages_nobody() -> None:
         scored(m, [0.0])
         clock.now += 1200
         assert value(m, "agent_eval_alert_active", evaluator="relevance", service="svc", alert="r") == 0
-    assert m.alert_states()[0].pending is False
+    assert m.results.alert_states()[0].pending is False
 
 
 def test_alert_uses_its_own_window() -> None:
@@ -300,7 +308,7 @@ def test_no_alert_series_without_a_rule() -> None:
     scored(m, [0.1] * 10)
     assert samples(m, "agent_eval_alert_active") == []
     assert samples(m, "agent_eval_threshold_ratio") == []
-    assert m.alert_states() == []
+    assert m.results.alert_states() == []
 
 
 def test_invalid_configuration_is_refused() -> None:

@@ -57,7 +57,7 @@ def test_a_breached_alert_does_not_resolve_when_its_window_empties() -> None:
     assert value(m, "agent_eval_alert_active", **ALERT) == 1
     clock.now += 601  # nothing left in the alert window
     assert value(m, "agent_eval_alert_active", **ALERT) == 1
-    [state] = m.alert_states()
+    [state] = m.results.alert_states()
     assert state.active is True and state.samples == 0 and state.pass_ratio is None
     scored(m, [0.9, 0.9])  # passing, but under min_samples: still undecided, still firing
     assert value(m, "agent_eval_alert_active", **ALERT) == 1

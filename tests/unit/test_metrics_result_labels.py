@@ -90,7 +90,7 @@ def test_no_created_series_in_either_format(accept: str | None) -> None:
     m = MetricsExporter()
     scored(m, [0.2, 0.9], level="agent", agent="planner")
     observe_trace(m, "svc", 1.0, False, [("gpt-4o", 3, 4)], [("t", True)], TRACE_ID, [("gpt-4o", True)])
-    m.traces_dropped.labels(reason="shutdown_timeout").inc()
+    m.evaluation.dropped("shutdown_timeout", 1)
     body = m.render(accept)[0].decode()
     parse = parse_openmetrics if accept else parse_classic
     names = {s.name for f in parse(body) for s in f.samples}
@@ -101,7 +101,11 @@ def test_no_created_series_in_either_format(accept: str | None) -> None:
 
 def _worker(*names: str) -> tuple[TraceEvaluator, ResultRecorder, MetricsExporter]:
     m = MetricsExporter()
-    return TraceEvaluator([ConfiguredEvaluator(builtin(n), n) for n in names]), ResultRecorder(m), m
+    return (
+        TraceEvaluator([ConfiguredEvaluator(builtin(n), n) for n in names]),
+        ResultRecorder(m.recording, m.results.apply_tally, m.evaluation.dropped),
+        m,
+    )
 
 
 def test_worker_feeds_agent_names_and_levels_from_a_recorded_handoff() -> None:
