@@ -45,9 +45,8 @@ from monitor.receivers.grpc_receiver import GrpcReceiver
 from monitor.receivers.http_receiver import HttpReceiver
 from monitor.receivers.inflight import InflightBytes
 from monitor.review.models import PairwiseCounts
-from monitor.review.of_store import reader_of
+from monitor.review.of_store import StoreReviewReader, reader_of
 from monitor.review.service import STORE_DISABLED
-from monitor.review.sqlite_reader import StoreReviewReader
 from monitor.sources.pollers import build_pollers
 from monitor.sources.scheduler import PollScheduler
 from monitor.store.from_config import open_result_store
@@ -130,7 +129,6 @@ class Daemon:
         app = build_api_app(
             self.metrics.render,
             self.readiness,
-            self.store,
             config.api_token(),
             reader=self.review,
             evaluators_info=lambda: evaluator_infos(listed, self.metrics.results),

@@ -43,7 +43,6 @@ class JudgeStage:
         write: StoreWrite | None = None,
         *,
         max_pending: int = JudgesConfig.model_fields["max_pending"].default,
-        on_pending: Callable[[int], None] = lambda pending: None,
     ) -> None:
         """`judges`: the configured judge instances by label; `judge`: the engine's `judge` coroutine function."""
         self.judges = dict(judges)
@@ -51,7 +50,6 @@ class JudgeStage:
         self._apply = apply_tally
         self._write = write
         self.max_pending = max_pending
-        self._on_pending = on_pending
         self._tasks: set[asyncio.Task[None]] = set()
         self._unavailable = RateLimitedLogger(log, per_minute=1)  # an outage is one line a minute, not one a trace
         self._closed = False
@@ -79,7 +77,6 @@ class JudgeStage:
             task.add_done_callback(self._finished)
         if refused:
             self._record(refused)
-        self._on_pending(len(self._tasks))
 
     def _refusal(self, job: JudgeJob) -> str | None:
         """Why `job` cannot wait for a judgement now, or None when it can."""
@@ -105,7 +102,6 @@ class JudgeStage:
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
-        self._on_pending(len(self._tasks))
 
     def _record(self, done: list[tuple[JudgeJob, EvalResult]], seconds: float = 0.0) -> None:
         tally = MetricsTally()

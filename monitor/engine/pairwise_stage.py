@@ -54,7 +54,6 @@ class PairwiseStage:
         max_pending: int = JudgesConfig.model_fields["max_pending"].default,
         clock: Callable[[], float] = time.monotonic,
         sweep_seconds: float = 1.0,
-        on_pending: Callable[[int], None] = lambda pending: None,
     ) -> None:
         """`judges`: a PairwiseJudge per entry's `evaluator`; `judge`: the engine's `judge` coroutine function;
         `clock`: the monotonic clock of the windows; `sweep_seconds`: how often unpaired traces are given up."""
@@ -69,7 +68,6 @@ class PairwiseStage:
         self._count_pair = count_pair
         self.max_pending = max_pending
         self.sweep_seconds = sweep_seconds
-        self._on_pending = on_pending
         self._tasks: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
         self._unavailable = RateLimitedLogger(log, per_minute=1)
@@ -118,7 +116,6 @@ class PairwiseStage:
                     if decided is not None:
                         done.append((pair.candidate, decided))
         self._record(done)
-        self._on_pending(len(self._tasks))
 
     def sweep(self) -> int:
         """Give up the traces that waited their entry's `window` without a partner; returns how many."""
@@ -168,7 +165,6 @@ class PairwiseStage:
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
-        self._on_pending(len(self._tasks))
 
     def _record(self, done: list[tuple[PairOffer, ResultRow]]) -> None:
         """Count every row on its trace's variant and add it to its trace in the store (sampled-out rows are

@@ -3,9 +3,10 @@ SQL in `sql.py`), the review's operations (`service.py`), the API's query parame
 models the API, the page and the CLI show (`models.py`). It reads the store's schema (`monitor.store`) and
 never writes.
 
-The public modules are the ones `__all__` names (`sqlite_reader` holds the readers' base, `StoreReviewReader`);
-`postgres_reader` and `sql` are internal to the package: `of_store.reader_of` and `open_reader` choose the reader.
+The public modules are the ones `__all__` names; `sqlite_reader`, `postgres_reader` and `sql` are internal to the
+package: `of_store.reader_of` and `open_reader` choose the reader (`of_store` re-exports the readers' base,
+`StoreReviewReader`).
 Importing the package imports none of its modules.
 """
 
-__all__ = ["api_params", "models", "of_store", "open_reader", "service", "sqlite_reader"]
+__all__ = ["api_params", "models", "of_store", "open_reader", "service"]

@@ -7,6 +7,8 @@ from monitor.review.sqlite_reader import SQLiteReviewReader, StoreReviewReader
 from monitor.store.sqlite import ResultStore
 from monitor.store.writer import QueuedResultStore
 
+__all__ = ["StoreReviewReader", "reader_of"]
+
 
 def reader_of(store: QueuedResultStore) -> StoreReviewReader:
     """A ReviewReader over `store`: SQLite with read-only connections of its own, PostgreSQL sharing the store's

@@ -8,7 +8,6 @@ from aiohttp.typedefs import Handler
 from monitor.config.review import ReviewConfig
 from monitor.review.models import ReviewReader
 from monitor.review.service import STORE_DISABLED
-from monitor.store.writer import QueuedResultStore
 from monitor.web.access import Access, access_control
 from monitor.web.api_failing import api_failing_routes
 from monitor.web.api_v1 import ComparisonsInfo, EvaluatorsInfo, api_error_response, api_v1_routes
@@ -63,7 +62,6 @@ async def nosniff(request: web.BaseRequest, response: web.StreamResponse) -> Non
 def build_api_app(
     render: Render,
     readiness: Readiness,
-    store: QueuedResultStore | None,
     token: str | None,
     *,
     reader: ReviewReader | None = None,
@@ -77,8 +75,7 @@ def build_api_app(
     `evaluators_info` serve /api/v1 (api_v1.py) and the review page /review (pages/); while `reader` is None both
     answer 503 "review unavailable" with `unavailable` as the reason. `comparisons_info`: the live variant
     comparisons, for /api/v1/comparisons and /review/canary. `access`: who reads trace content (default: the
-    token, else loopback clients only; access.py). `store` is no longer read here (/api/failing redirects to
-    /api/v1/results, which reads through `reader`); the daemon still passes it."""
+    token, else loopback clients only; access.py)."""
     access = access if access is not None else Access(token)
     middlewares = [access_control(access, refusal_answer), api_errors]
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)

@@ -95,7 +95,7 @@ def metrics_port(token: str | None = None, mode: str | None = None, host: str = 
 
         extra["access"] = Access(token, mode)  # type: ignore[arg-type]
     app = build_api_app(
-        lambda accept: (b"# metrics\n", "text/plain"), lambda: {"ok": True}, None, token, reader=reader, **extra
+        lambda accept: (b"# metrics\n", "text/plain"), lambda: {"ok": True}, token, reader=reader, **extra
     )
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="access-test", daemon=True)
@@ -170,7 +170,7 @@ class Peer:
 @pytest.mark.parametrize("remote", ["203.0.113.7", "10.0.0.5", "2001:db8::5", "::ffff:198.51.100.1", "192.0.2.2"])
 def test_the_rule_reads_the_requests_peer_address(remote: str) -> None:
     peer = Peer()
-    app = build_api_app(lambda accept: (b"", "text/plain"), dict, None, None, reader=FakeReader(items=[item(1)]))
+    app = build_api_app(lambda accept: (b"", "text/plain"), dict, None, reader=FakeReader(items=[item(1)]))
     app.middlewares.insert(0, peer.middleware)
     with serve(app) as base:
         assert get(f"{base}/api/v1/results")[0] == 200

@@ -54,7 +54,7 @@ def store(tmp_path: Path) -> Iterator[ResultStore]:
 @contextmanager
 def port(store: ResultStore | None, token: str | None = TOKEN) -> Iterator[str]:
     reader = reader_of(store) if store is not None else None
-    app = build_api_app(lambda accept: (b"", "text/plain"), dict, store, token, reader=reader)
+    app = build_api_app(lambda accept: (b"", "text/plain"), dict, token, reader=reader)
     try:
         with serve(app) as base:
             yield base

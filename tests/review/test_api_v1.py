@@ -40,7 +40,7 @@ def evaluators() -> list[EvaluatorInfo]:
 @contextmanager
 def api(reader: ReviewReader | None, token: str | None = None, **kw: Any) -> Iterator[str]:
     app = build_api_app(
-        lambda accept: (b"", "text/plain"), dict, None, token, reader=reader, evaluators_info=evaluators, **kw
+        lambda accept: (b"", "text/plain"), dict, token, reader=reader, evaluators_info=evaluators, **kw
     )
     with serve(app) as base:
         yield base

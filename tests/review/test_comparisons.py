@@ -44,7 +44,7 @@ def exporter() -> MetricsExporter:
 def app(m: MetricsExporter | None, pairwise=None):
     info = comparison_infos(m.results.comparisons.states, pairwise) if m is not None else None
     render = lambda accept: (b"", "text/plain")  # noqa: E731
-    return build_api_app(render, dict, None, None, reader=FakeReader(items=[]), comparisons_info=info)
+    return build_api_app(render, dict, None, reader=FakeReader(items=[]), comparisons_info=info)
 
 
 def test_the_api_gives_each_comparison_with_its_figures_and_matches_the_schema() -> None:

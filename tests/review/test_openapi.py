@@ -20,9 +20,7 @@ from tests.review.test_api_v1 import TOKEN, TRACE, evaluators
 def app_and_reader() -> tuple[Any, FakeReader]:
     reader = FakeReader(items=[item(1), item(2, outcome="pass", score=1.0)])
     reader.traces[TRACE] = trace_detail(TRACE, [item(3, trace_id=TRACE)])
-    app = build_api_app(
-        lambda accept: (b"", "text/plain"), dict, None, TOKEN, reader=reader, evaluators_info=evaluators
-    )
+    app = build_api_app(lambda accept: (b"", "text/plain"), dict, TOKEN, reader=reader, evaluators_info=evaluators)
     return app, reader
 
 

@@ -39,7 +39,7 @@ def reader() -> FakeReader:
 
 @pytest.fixture
 def base(reader: FakeReader) -> Iterator[str]:
-    app = build_api_app(lambda a: (b"", "text/plain"), dict, None, TOKEN, reader=reader, evaluators_info=evaluators)
+    app = build_api_app(lambda a: (b"", "text/plain"), dict, TOKEN, reader=reader, evaluators_info=evaluators)
     with serve(app) as url:
         yield url
 
@@ -169,7 +169,7 @@ def test_errors_are_one_line_with_exit_status(
 
 
 def test_unavailable_store_is_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
-    app = build_api_app(lambda a: (b"", "text/plain"), dict, None, None, reader=None, evaluators_info=evaluators)
+    app = build_api_app(lambda a: (b"", "text/plain"), dict, None, reader=None, evaluators_info=evaluators)
     with serve(app) as url:
         code, out, err = review(capsys, "--url", url)
         assert (code, out) == (1, "")

@@ -33,7 +33,6 @@ def review_app(
     return build_api_app(
         lambda accept: (b"# metrics\n", "text/plain"),
         lambda: {"ok": True},
-        None,
         token,
         reader=reader,
         evaluators_info=evaluators,
