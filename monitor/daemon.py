@@ -39,6 +39,7 @@ from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.lifecycle import Closing, Grace, Hook, Lifecycle, Part, Together
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics import MetricsExporter
+from monitor.metrics.loop_lag import EventLoopLag
 from monitor.metrics.tally import MetricsTally
 from monitor.preflight import Prepared, preflight
 from monitor.receivers.grpc_receiver import GrpcReceiver
@@ -148,6 +149,7 @@ class Daemon:
         receiver_grace = Grace(share=0.25, cap=2.0)
         pending = PendingTraces(self.assembler, self.pool, self.metrics.evaluation.dropped, lambda: self.evaluated)
         return [
+            Part("event_loop_lag", EventLoopLag(self.metrics.registry)),
             Part("api", self.api, Grace.fixed(0.5)),
             *([Part("review", Closing(self.review.close))] if self.review is not None else []),
             *([Part("store", self.store)] if self.store is not None else []),
