@@ -10,6 +10,7 @@ whole). Parts whose own API differs (the SDK's judge engine, the review reader) 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -132,3 +133,11 @@ class Hook:
         step, self._on_shutdown = self._on_shutdown, None
         if step is not None:
             step()
+
+
+async def cancel_task(task: asyncio.Task[None] | None) -> None:
+    """Cancel a component's background task (None: it never started) and wait until it has stopped."""
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

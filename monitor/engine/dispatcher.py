@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.pool import EvaluationPool
+from monitor.lifecycle import cancel_task
 
 log = logging.getLogger(__name__)
 TICK_SECONDS = 0.1
@@ -37,10 +37,7 @@ class DueTraceDispatcher:
     async def shutdown(self, grace: float) -> None:
         """Stop ticking (due traces stay in the assembler for the caller to flush). Idempotent."""
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_task(task)
 
     def dispatch_due(self) -> int:
         """Collect the traces that became due and hand them all to the pool; returns how many moved."""

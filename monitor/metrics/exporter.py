@@ -16,14 +16,13 @@ one component only (the daemon hands each component its own group, or the group'
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any
 
 from prometheus_client import CollectorRegistry, disable_created_metrics
 
 from monitor.alerting.thresholds import AlertRule
 from monitor.config import MetricsConfig
-from monitor.config.models import DEFAULT_DURATION_BUCKETS, DEFAULT_SCORE_BUCKETS
 from monitor.config.variants import VariantsConfig
 from monitor.metrics.assembly import AssemblyMetrics
 from monitor.metrics.build import BuildInfo
@@ -34,7 +33,7 @@ from monitor.metrics.judges import JudgeMetrics
 from monitor.metrics.pairwise import PairwiseMetrics
 from monitor.metrics.poll import PollMetrics
 from monitor.metrics.recording import RecordingMetrics
-from monitor.metrics.results import DEFAULT_WINDOWS, ResultMetrics
+from monitor.metrics.results import ResultMetrics
 from monitor.metrics.store import StoreMetrics
 
 # The daemon owns its process: counters and histograms expose no `*_created` series (a start time per label set
@@ -45,31 +44,11 @@ disable_created_metrics()
 class MetricsExporter:
     """The registry, the metric groups registered on it, and `render()` for /metrics."""
 
-    def __init__(
-        self,
-        *,
-        windows: Sequence[tuple[str, float]] = DEFAULT_WINDOWS,
-        window_sample_cap: int = 10000,
-        label_value_cap: int = 50,
-        score_buckets: Sequence[float] = DEFAULT_SCORE_BUCKETS,
-        duration_buckets: Sequence[float] = DEFAULT_DURATION_BUCKETS,
-        thresholds: Mapping[str, AlertRule] | None = None,
-        clock: Callable[[], float] = time.time,
-        variants: VariantsConfig | None = None,
-    ) -> None:
-        """The arguments are the result metrics' (`ResultMetrics`): windows, caps, buckets, alert rules, variants."""
+    def __init__(self, **results: Any) -> None:
+        """`results`: the result metrics' options (`ResultMetrics`: windows, caps, buckets, alert rules, clock,
+        variants), each defaulting to the `metrics:` section's default."""
         self.registry = r = CollectorRegistry()
-        self.results = ResultMetrics(
-            r,
-            windows=windows,
-            window_sample_cap=window_sample_cap,
-            label_value_cap=label_value_cap,
-            score_buckets=score_buckets,
-            duration_buckets=duration_buckets,
-            thresholds=thresholds,
-            clock=clock,
-            variants=variants,
-        )
+        self.results = ResultMetrics(r, **results)
         self.intake = IntakeMetrics(r)
         self.assembly = AssemblyMetrics(r)
         self.evaluation = EvaluationMetrics(r)
@@ -77,7 +56,7 @@ class MetricsExporter:
         self.store = StoreMetrics(r)
         self.judges = JudgeMetrics(r)
         self.poll = PollMetrics(r)
-        self.pairwise = PairwiseMetrics(r, variants or VariantsConfig(), self.results.variant_label)
+        self.pairwise = PairwiseMetrics(r, self.results.variants, self.results.variant_label)
         self.build = BuildInfo(r)
 
     @classmethod

@@ -5,10 +5,11 @@ a huge decode) shows here before it shows as refused exports, slow scrapes or a 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 
 from prometheus_client import CollectorRegistry, Histogram
+
+from monitor.lifecycle import cancel_task
 
 LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 SAMPLE_EVERY_SECONDS = 0.25
@@ -41,7 +42,4 @@ class EventLoopLag:
 
     async def shutdown(self, grace: float) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_task(task)

@@ -18,7 +18,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter
 
 from monitor.alerting.thresholds import AlertRule, AlertState
-from monitor.config.models import DEFAULT_DURATION_BUCKETS, DEFAULT_SCORE_BUCKETS
+from monitor.config.metrics import MetricsConfig
 from monitor.config.variants import VariantsConfig
 from monitor.metrics.collector import WindowCollector
 from monitor.metrics.labels import OTHER, LabelCapper, clean_label_text, sanitize_label_value
@@ -28,7 +28,8 @@ from monitor.metrics.tally import MetricsTally, ResultCounts, ResultKey
 from monitor.metrics.variant_compare import VariantComparisons, specs_of
 from monitor.metrics.windows import WindowStore
 
-DEFAULT_WINDOWS: tuple[tuple[str, float], ...] = (("5m", 300.0), ("1h", 3600.0))
+_DEFAULTS = MetricsConfig()  # the options' defaults are the `metrics:` section's
+DEFAULT_WINDOWS: tuple[tuple[str, float], ...] = tuple((w.label, w.seconds) for w in _DEFAULTS.windows)
 EVALUATION_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 MAX_RESOLVED = 20_000  # cached label resolutions (raw label values); beyond it results take the slow path
 RESULT_LABELS = ["evaluator", "level", "service", "agent", "variant"]
@@ -113,10 +114,10 @@ class ResultMetrics:
         registry: CollectorRegistry,
         *,
         windows: Sequence[tuple[str, float]] = DEFAULT_WINDOWS,
-        window_sample_cap: int = 10000,
-        label_value_cap: int = 50,
-        score_buckets: Sequence[float] = DEFAULT_SCORE_BUCKETS,
-        duration_buckets: Sequence[float] = DEFAULT_DURATION_BUCKETS,
+        window_sample_cap: int = _DEFAULTS.window_sample_cap,
+        label_value_cap: int = _DEFAULTS.label_value_cap,
+        score_buckets: Sequence[float] = tuple(_DEFAULTS.score_buckets),
+        duration_buckets: Sequence[float] = tuple(_DEFAULTS.duration_buckets),
         thresholds: Mapping[str, AlertRule] | None = None,
         clock: Callable[[], float] = time.time,
         variants: VariantsConfig | None = None,
@@ -143,7 +144,7 @@ class ResultMetrics:
         )
         self._collector = WindowCollector(self._store, self.windows, self.thresholds, clock)
         registry.register(self._collector)
-        variants = variants or VariantsConfig()
+        self.variants = variants = variants or VariantsConfig()
         for entry in [*variants.compare, *variants.pairwise]:
             for value in (entry.baseline, entry.candidate):
                 self.variant_label(value)  # configured variants come first under the cap

@@ -13,7 +13,8 @@ from evaluators.traces.conventions.openinference import OpenInference
 from evaluators.traces.conventions.otel_genai import OTelGenAI
 from evaluators.traces.model import Trace
 from monitor.config import MonitorConfig
-from monitor.engine.pool import EvaluationPool, process_slots, thread_slot
+from monitor.engine.assembler import CompletedTrace
+from monitor.engine.pool import EvaluationPool, WorkerSlot, process_slots, thread_slot
 from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
@@ -95,24 +96,7 @@ def test_a_raising_detect_is_counted_in_the_metrics(monkeypatch) -> None:
     traces = synthetic_traces(2)
     NORMALIZER_ERRORS.take()  # what earlier tests in this process left: not this test's
     monkeypatch.setattr(OpenInference, "detect", raising_detect)
-    tallies: list[MetricsTally] = []
-
-    async def scenario() -> int:
-        pool = EvaluationPool(thread_slot(TraceEvaluator([])), tallies.append, lambda reason, n: None)
-        await pool.start()
-        try:
-            for completed in traces:
-                assert pool.submit(completed)
-            return await pool.drain(60)
-        finally:
-            await pool.shutdown(5.0)
-
-    assert asyncio.run(scenario()) == 0
-    assert sum(t.evaluated for t in tallies) == len(traces) and not any(t.failures for t in tallies)
-    metrics = MetricsExporter()
-    recorder = ResultRecorder(metrics.recording, metrics.results.apply_tally, metrics.evaluation.dropped)
-    for tally in tallies:
-        recorder.record(tally)
+    metrics = _evaluated_and_recorded(thread_slot(TraceEvaluator([])), traces, 60)
     series = 'agent_monitor_normalizer_errors_total{convention="openinference"}'
     assert exported(metrics, series) == sum(len(t.spans) for t in traces)
 
@@ -132,15 +116,22 @@ def test_a_worker_process_counts_normalizer_errors_into_the_daemons_metrics(monk
     config = MonitorConfig.model_validate(
         {"evaluators": [{"module": "tests.engine.broken_normalizer:span_count"}], "store": {"enabled": False}}
     )
+    metrics = _evaluated_and_recorded(process_slots(config, 1), traces, 120)
+    assert exported(metrics, SERIES) == expected
+
+
+def _evaluated_and_recorded(slots: list[WorkerSlot], traces: list[CompletedTrace], timeout: float) -> MetricsExporter:
+    """`traces` evaluated by a pool over `slots` (every one evaluated, none failed), their tallies recorded into
+    a fresh exporter as the daemon records them."""
     tallies: list[MetricsTally] = []
 
     async def scenario() -> int:
-        pool = EvaluationPool(process_slots(config, 1), tallies.append, lambda reason, n: None)
+        pool = EvaluationPool(slots, tallies.append, lambda reason, n: None)
         await pool.start()
         try:
             for completed in traces:
                 assert pool.submit(completed)
-            return await pool.drain(120)
+            return await pool.drain(timeout)
         finally:
             await pool.shutdown(5.0)
 
@@ -150,4 +141,4 @@ def test_a_worker_process_counts_normalizer_errors_into_the_daemons_metrics(monk
     recorder = ResultRecorder(metrics.recording, metrics.results.apply_tally, metrics.evaluation.dropped)
     for tally in tallies:
         recorder.record(tally)
-    assert exported(metrics, SERIES) == expected
+    return metrics
