@@ -3,8 +3,8 @@
 Masked, in this order: URL queries and fragments (`?<query>`), e-mail addresses (`<email>`), UUIDs (`<uuid>`),
 timestamps and dates (`<ts>`), hexadecimal ids of 8 digits or more, with or without `0x` (`<hex>`), numbers
 (`<num>`: integers, decimals, exponents, thousands separators, a sign, a short unit) and long quoted values
-(`<str>`). Then whitespace is folded and the text bounded to `MAX_TEMPLATE_CHARS`. Masking is idempotent: it is repeated until
-the text no longer changes (twice for nearly every message), so a template masks to itself.
+(`<str>`). Then whitespace is folded and the text bounded to `MAX_TEMPLATE_CHARS`. Masking is idempotent: it is
+repeated until the text no longer changes (twice for nearly every message), so a template masks to itself.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from evaluators.signatures import (
     MAX_TEMPLATE_CHARS,
     Failure,
-    FailureSignature,
     SignatureRule,
     failure_signature,
     mask_message,
