@@ -30,8 +30,8 @@ from .metrics import DEFAULT_DURATION_BUCKETS, DEFAULT_SCORE_BUCKETS, MetricsCon
 from .pipeline import AssemblyConfig, EvaluationConfig, usable_cpus
 from .receivers import GrpcReceiverConfig, HttpReceiverConfig, ReceiversConfig
 from .review import ReviewConfig
-from .signatures import SignaturesConfig
 from .security import AuthConfig, TlsConfig
+from .signatures import SignaturesConfig
 from .sources import AnySourceConfig, check_distinct_names
 from .store import StoreConfig
 from .units import NonNegativeDuration, Section
