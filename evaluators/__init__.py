@@ -23,6 +23,7 @@ from .sdk import (
     register,
     run_evaluators,
 )
+from .signatures import Failure, FailureSignature
 from .traces import *  # noqa: F403
 from .traces import __all__ as _traces_all
 
@@ -35,6 +36,8 @@ __all__ = [
     "EvaluationRecord",
     "EvaluatorConfigError",
     "EvaluatorInfo",
+    "Failure",
+    "FailureSignature",
     "Param",
     "SkipReason",
     "Task",

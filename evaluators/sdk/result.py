@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evaluators.signatures.model import Failure
+
 Level = Literal["trace", "agent", "llm"]
 LEVELS: tuple[str, ...] = ("trace", "agent", "llm")
 DEFAULT_THRESHOLD = 0.5
@@ -57,6 +59,9 @@ class EvalResult:
     `passed` is the verdict, and there is one rule for it: `score >= threshold`, with the threshold of the
     evaluator that produced the result. `BaseEvaluator.run` sets it (see `resolve`); a `passed` given by
     an evaluator is replaced by that verdict (with a warning when they differ).
+
+    `failure`: what failed, when the result fails (`evaluators.signatures.Failure`: the step, the error type, a
+    message); failing results are grouped into failure signatures by it (by the masked explanation without it).
     """
 
     score: float | None
@@ -64,6 +69,7 @@ class EvalResult:
     explanation: str = ""
     details: dict[str, Any] = field(default_factory=dict)
     skip_reason: SkipReason | None = None
+    failure: Failure | None = None
 
     def __post_init__(self) -> None:
         if self.skip_reason is not None:
@@ -78,6 +84,8 @@ class EvalResult:
             raise TypeError(f"explanation must be a str, got {type(self.explanation).__name__}")
         if not isinstance(self.details, dict):
             raise TypeError(f"details must be a dict, got {type(self.details).__name__}")
+        if self.failure is not None and not isinstance(self.failure, Failure):
+            raise TypeError(f"failure must be an evaluators.signatures.Failure, got {type(self.failure).__name__}")
 
     @classmethod
     def skip(cls, reason: SkipReason | str, message: str = "", details: dict[str, Any] | None = None) -> EvalResult:
@@ -102,7 +110,7 @@ class EvalResult:
             return self
         # Every field but `passed` was validated when this result was built: copy without validating again.
         resolved = object.__new__(EvalResult)
-        for name in ("score", "explanation", "details", "skip_reason"):
+        for name in ("score", "explanation", "details", "skip_reason", "failure"):
             object.__setattr__(resolved, name, getattr(self, name))
         object.__setattr__(resolved, "passed", passed)
         return resolved

@@ -16,6 +16,7 @@ from .pipeline import AssemblyConfig, EvaluationConfig
 from .receivers import GrpcReceiverConfig, HttpReceiverConfig, ReceiversConfig
 from .review import ReviewConfig
 from .security import AuthConfig, TlsConfig
+from .signatures import SignatureRuleConfig, SignaturesConfig
 from .store import StoreConfig
 from .units import parse_duration, parse_size
 from .variants import ComparisonConfig, PairwiseConfig, VariantsConfig
@@ -49,6 +50,8 @@ __all__ = [
     "Resolved",
     "ReviewConfig",
     "ShutdownConfig",
+    "SignatureRuleConfig",
+    "SignaturesConfig",
     "SloConfig",
     "StoreConfig",
     "TlsConfig",
@@ -64,5 +67,5 @@ __all__ = [
 # the public modules; the others are internal to the package
 __all__ += [
     "api", "evaluators", "judges", "loader", "metrics", "models", "pipeline", "receivers", "review", "security",
-    "sources", "store", "units", "variants",
+    "signatures", "sources", "store", "units", "variants",
 ]  # fmt: skip

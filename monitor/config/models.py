@@ -31,6 +31,7 @@ from .pipeline import AssemblyConfig, EvaluationConfig, usable_cpus
 from .receivers import GrpcReceiverConfig, HttpReceiverConfig, ReceiversConfig
 from .review import ReviewConfig
 from .security import AuthConfig, TlsConfig
+from .signatures import SignaturesConfig
 from .sources import AnySourceConfig, check_distinct_names
 from .store import StoreConfig
 from .units import NonNegativeDuration, Section
@@ -83,6 +84,7 @@ class MonitorConfig(Section):
     evaluators: EvaluatorsSection = None
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
+    signatures: SignaturesConfig = Field(default_factory=SignaturesConfig)
     api: ApiConfig = Field(default_factory=ApiConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     judges: JudgesConfig = Field(default_factory=JudgesConfig)

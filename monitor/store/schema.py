@@ -16,6 +16,10 @@ Version 2: `poll_checkpoints` (per polled source: its time mark and its own stat
 Version 3: `traces.variant` (the agent version that produced the trace, `variants.attribute`; '' when variants are
 off, for the trace's lacking the attribute and for every row written before), with an index on (variant, time)
 for the review's variant filter.
+
+Version 4: failure signatures (`signatures`: one row per failure mode, evaluators.signatures) and
+`results.signature` (the signature id of a failing result, NULL for the others and for every row written before),
+indexed for the signature's results over time.
 """
 
 from __future__ import annotations
@@ -141,7 +145,50 @@ def _to_v3(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS traces_variant ON traces(variant, created_at)")
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1, _to_v2, _to_v3)
+# Version 4: failure signatures, the same statements on both databases (DOUBLE PRECISION is REAL to SQLite). The
+# JSON columns hold bounded arrays (store/signatures.py keeps the bounds): the services, agents, models, variants
+# and versions a signature was seen in, and example trace ids (newest last). `regressed_at`: when it was seen again
+# after `signatures.resolve_after` without a sighting (NULL: never).
+SIGNATURE_TABLES = (
+    """CREATE TABLE IF NOT EXISTS signatures (
+    id TEXT PRIMARY KEY,
+    version TEXT NOT NULL,
+    evaluator TEXT NOT NULL,
+    level TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    step_kind TEXT NOT NULL,
+    step_name TEXT NOT NULL,
+    error_type TEXT NOT NULL,
+    template TEXT NOT NULL,
+    example TEXT NOT NULL,
+    first_seen DOUBLE PRECISION NOT NULL,
+    last_seen DOUBLE PRECISION NOT NULL,
+    count BIGINT NOT NULL,
+    services TEXT NOT NULL,
+    agents TEXT NOT NULL,
+    models TEXT NOT NULL,
+    variants TEXT NOT NULL,
+    versions TEXT NOT NULL,
+    example_traces TEXT NOT NULL,
+    regressed_at DOUBLE PRECISION
+)""",
+    "CREATE INDEX IF NOT EXISTS signatures_last_seen ON signatures(last_seen)",
+    "CREATE INDEX IF NOT EXISTS signatures_evaluator ON signatures(evaluator, last_seen)",
+)
+SIGNATURE_COLUMN = "ALTER TABLE results ADD COLUMN signature TEXT"
+SIGNATURE_INDEX = (
+    "CREATE INDEX IF NOT EXISTS results_signature ON results(signature, created_at) WHERE signature IS NOT NULL"
+)
+
+
+def _to_v4(db: sqlite3.Connection) -> None:
+    for statement in SIGNATURE_TABLES:
+        db.execute(statement)
+    db.execute(SIGNATURE_COLUMN)
+    db.execute(SIGNATURE_INDEX)
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1, _to_v2, _to_v3, _to_v4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

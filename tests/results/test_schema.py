@@ -207,7 +207,7 @@ def test_a_version_2_database_gains_the_variant_column_and_keeps_its_rows(backen
     assert unmigrated.results(ResultFilter(variant="1.5"), 10).items == []
     unmigrated.close()  # type: ignore[attr-defined]
     store = backend.store()
-    assert store.available and backend.schema_version() == SCHEMA_VERSION == 3
+    assert store.available and backend.schema_version() == SCHEMA_VERSION >= 3
     assert "variant" in backend.trace_columns() and "traces_variant" in backend.indexes()
     assert backend.rows("SELECT trace_id, variant FROM traces ORDER BY trace_id") == [(T1, ""), (T2, "")]
     reader = reader_of(store)
@@ -220,4 +220,19 @@ def test_a_version_2_database_gains_the_variant_column_and_keeps_its_rows(backen
     assert [i.trace_id for i in reader.results(ResultFilter(variant="1.5"), 10).items] == ["3" * 32]
     groups = [(g.value, g.passed, g.failed, g.skipped) for g in reader.breakdown("variant").groups]
     assert groups == [("", 2, 1, 1), ("1.5", 0, 1, 0)]
+    store.close()
+
+
+def test_a_version_3_database_gains_the_signature_table_and_column_and_keeps_its_rows(backend: Backend) -> None:
+    """On both databases: version 4 adds `signatures` (empty) and `results.signature` (NULL for every row already
+    there) with its index; the rows written before are read as they were."""
+    backend.at_version(3, [outcome(T1, row("a", False), row("b", True), service="shop")])
+    assert backend.schema_version() == 3
+    store = backend.store()
+    assert store.available and backend.schema_version() == SCHEMA_VERSION >= 4
+    assert {"results_signature", "signatures_last_seen", "signatures_evaluator"} <= backend.indexes()
+    assert backend.scalar("SELECT COUNT(*) FROM signatures") == 0
+    assert backend.rows("SELECT evaluator, signature FROM results ORDER BY evaluator") == [("a", None)]
+    kept = {(i.trace_id, i.evaluator, i.outcome) for i in reader_of(store).results(ResultFilter(), 10).items}
+    assert kept == {(T1, "a", "fail"), (T1, "b", "pass")}
     store.close()

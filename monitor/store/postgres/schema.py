@@ -18,7 +18,16 @@ from typing import Any
 
 import psycopg
 
-from monitor.store.schema import POLL_TABLES, SCHEMA_VERSION, TRACE_COLUMNS, VARIANT_COLUMN, check_version
+from monitor.store.schema import (
+    POLL_TABLES,
+    SCHEMA_VERSION,
+    SIGNATURE_COLUMN,
+    SIGNATURE_INDEX,
+    SIGNATURE_TABLES,
+    TRACE_COLUMNS,
+    VARIANT_COLUMN,
+    check_version,
+)
 
 SCHEMA_TABLE = "agent_monitor_schema"
 MIGRATION_LOCK = 0x61676D5F73636D61  # pg_advisory_xact_lock key: "agm_scma"
@@ -82,7 +91,15 @@ def _to_v3(db: psycopg.Connection[Any]) -> None:
     db.execute("CREATE INDEX traces_variant ON traces(variant, created_at, id)")
 
 
-MIGRATIONS: tuple[Callable[[psycopg.Connection[Any]], None], ...] = (_to_v1, _to_v2, _to_v3)
+def _to_v4(db: psycopg.Connection[Any]) -> None:
+    """Version 4: failure signatures and `results.signature`, as on SQLite."""
+    for statement in SIGNATURE_TABLES:
+        db.execute(statement)
+    db.execute(SIGNATURE_COLUMN)
+    db.execute(SIGNATURE_INDEX)
+
+
+MIGRATIONS: tuple[Callable[[psycopg.Connection[Any]], None], ...] = (_to_v1, _to_v2, _to_v3, _to_v4)
 assert len(MIGRATIONS) == SCHEMA_VERSION, "a schema version migrates both databases"
 JSON_COLUMNS = frozenset({"passed", "agents", "models", "tools", "detail"})
 assert set(TRACE_COLUMNS) > JSON_COLUMNS

@@ -1,0 +1,54 @@
+"""The message of a failure with its variable parts masked, so that the same failure reads the same every time.
+
+Masked, in this order: URL queries and fragments (`?<query>`), e-mail addresses (`<email>`), UUIDs (`<uuid>`),
+timestamps and dates (`<ts>`), hexadecimal ids of 8 digits or more, with or without `0x` (`<hex>`), numbers
+(`<num>`: integers, decimals, exponents, thousands separators, a sign, a short unit) and long quoted values
+(`<str>`). Then whitespace is folded and the text bounded to `MAX_TEMPLATE_CHARS`. Masking is idempotent: it is
+repeated until the text no longer changes (twice for nearly every message), so a template masks to itself.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_TEMPLATE_CHARS = 200
+LONG_QUOTED_CHARS = 24  # quoted values at least this long are data, not words of the message
+
+_URL_QUERY = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s?#'\"<>]*)[?#](?!<query>)[^\s'\"<>]*")
+_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+_UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+_TIMESTAMP = re.compile(
+    r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"
+    r"|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"
+)
+_QUOTED = re.compile(rf"\"[^\"\n]{{{LONG_QUOTED_CHARS},}}\"|'[^'\n]{{{LONG_QUOTED_CHARS},}}'")
+_HEX = re.compile(r"\b(?:0[xX][0-9a-fA-F]+|(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,})\b")
+# a number with a short unit (12ms, 3.5s, 100KB, 20%) is one value; "gpt-4o" keeps its 4 (a name, not a value)
+_NUMBER = re.compile(r"(?<![\w.\-])[-+]?\d[\d,_]*(?:\.\d+)?(?:[eE][-+]?\d+)?(?:[a-zA-Z]{1,3}|%)?(?![\w%])")
+_SPACE = re.compile(r"\s+")
+
+
+MAX_PASSES = 8
+
+
+def mask_message(text: str, limit: int = MAX_TEMPLATE_CHARS) -> str:
+    """`text` with its variable parts masked, whitespace folded, at most `limit` characters."""
+    masked = text
+    for _ in range(MAX_PASSES):
+        again = _mask_once(masked, limit)
+        if again == masked:
+            break
+        masked = again
+    return masked
+
+
+def _mask_once(text: str, limit: int) -> str:
+    masked = _URL_QUERY.sub(r"\1?<query>", text)
+    masked = _EMAIL.sub("<email>", masked)
+    masked = _UUID.sub("<uuid>", masked)
+    masked = _TIMESTAMP.sub("<ts>", masked)
+    masked = _HEX.sub("<hex>", masked)
+    masked = _NUMBER.sub("<num>", masked)
+    masked = _QUOTED.sub("<str>", masked)
+    masked = _SPACE.sub(" ", masked).strip()
+    return masked[:limit].rstrip() if len(masked) > limit else masked

@@ -1,0 +1,107 @@
+"""Failure signatures v1: masking is idempotent and removes what varies; the same failure gets one signature
+whatever its ids, amounts, timestamps and whitespace; another tool, error type or evaluator gets another."""
+
+from __future__ import annotations
+
+import re
+import string
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evaluators.signatures import (
+    MAX_TEMPLATE_CHARS,
+    Failure,
+    SignatureRule,
+    failure_signature,
+    mask_message,
+)
+
+# random W3C trace ids (one without a letter or without a digit has odds of 1 in 10^6 and below; a run of digits
+# alone masks as a number)
+hex_ids = st.text("0123456789abcdef", min_size=32, max_size=32).filter(
+    lambda t: any(c.isdigit() for c in t) and any(c.isalpha() for c in t)
+)
+amounts = st.one_of(st.integers(-(10**9), 10**9).map(str), st.floats(0, 1e6, allow_nan=False).map(lambda f: f"{f:.2f}"))
+stamps = st.datetimes().map(lambda d: d.isoformat(timespec="seconds") + "Z")
+uuids = st.uuids().map(str)
+emails = st.from_regex(r"[a-z]{1,8}\.[a-z]{1,8}@[a-z]{2,8}\.(com|io|org)", fullmatch=True)
+spaces = st.text(" \t\n", min_size=1, max_size=4)
+
+
+@settings(max_examples=300)
+@given(st.text(string.printable + "éü–…", max_size=400))
+def test_masking_is_idempotent_and_bounded(text: str) -> None:
+    masked = mask_message(text)
+    assert mask_message(masked) == masked
+    assert len(masked) <= MAX_TEMPLATE_CHARS
+    assert not re.search(r"\s\s", masked) and masked == masked.strip()
+
+
+def _message(trace_id: str, amount: str, stamp: str, request: str, user: str, gap: str) -> str:
+    return (
+        f"convert_currency failed:{gap}HTTP 503 for amount {amount} EUR at {stamp} (trace {trace_id},{gap}"
+        f"request {request}, user {user}) https://fx.example.com/v1/convert?amount={amount}&to=USD"
+    )
+
+
+@settings(max_examples=150)
+@given(hex_ids, hex_ids, amounts, amounts, stamps, stamps, uuids, uuids, emails, emails, spaces, spaces)
+def test_the_same_failure_with_other_ids_amounts_and_times_gets_one_signature(
+    t1: str, t2: str, a1: str, a2: str, s1: str, s2: str, u1: str, u2: str, e1: str, e2: str, g1: str, g2: str
+) -> None:
+    first = Failure("tool", "convert_currency", "http_503", _message(t1, a1, s1, u1, e1, g1))
+    second = Failure("tool", "convert_currency", "http_503", _message(t2, a2, s2, u2, e2, g2))
+    one = failure_signature("tool_success_rate", "trace", None, first)
+    other = failure_signature("tool_success_rate", "trace", None, second)
+    assert one.id == other.id and one.template == other.template
+    assert t1 not in one.template and (a1 not in one.template or a1 in "503")
+
+
+def test_another_tool_error_type_or_evaluator_gets_another_signature() -> None:
+    base = Failure("tool", "convert_currency", "http_503", "upstream failed after 3 retries")
+    ids = {
+        failure_signature("tool_success_rate", "trace", None, base).id,
+        failure_signature(
+            "tool_success_rate", "trace", None, Failure("tool", "get_weather", "http_503", base.message)
+        ).id,
+        failure_signature(
+            "tool_success_rate", "trace", None, Failure("tool", "convert_currency", "http_500", base.message)
+        ).id,
+        failure_signature("error_free", "trace", None, base).id,
+        failure_signature("tool_success_rate", "agent", "planner", base).id,
+    }
+    assert len(ids) == 5
+
+
+def test_a_stated_failure_ignores_the_explanation_and_rules_merge_or_split() -> None:
+    stated = Failure("llm", "gemini-2.5-flash", "unsupported_claims")
+    one = failure_signature("faithfulness", "llm", None, stated, explanation="The answer claims X about Paris")
+    two = failure_signature("faithfulness", "llm", None, stated, explanation="Entirely different free text")
+    assert one.id == two.id and one.template == ""
+    rules = [SignatureRule("fx upstream down", step_name="convert_currency", message=re.compile(r"HTTP 50\d"))]
+    a = failure_signature(
+        "error_free", "trace", None, Failure("tool", "convert_currency", "http_503", "HTTP 503"), rules=rules
+    )
+    b = failure_signature(
+        "error_free", "trace", None, Failure("tool", "convert_currency", "http_503", "HTTP 502 bad gw"), rules=rules
+    )
+    c = failure_signature(
+        "error_free", "trace", None, Failure("tool", "convert_currency", "http_503", "timeout"), rules=rules
+    )
+    assert a.id == b.id != c.id and a.template == "fx upstream down"
+
+
+def test_signatures_are_stable_across_processes() -> None:
+    """The digest depends on the fields only (no hash randomisation, no process state): v1 gives this value in every
+    process and on every machine; a change to the algorithm must change SIGNATURE_VERSION, not this test."""
+    signature = failure_signature(
+        "error_free", "trace", None, Failure("tool", "convert_currency", "http_503", "HTTP 503")
+    )
+    assert (
+        signature.id
+        == failure_signature(
+            "error_free", "trace", None, Failure("tool", "convert_currency", "http_503", "HTTP 503")
+        ).id
+    )
+    assert re.fullmatch(r"[0-9a-f]{16}", signature.id) and signature.version == "v1"
