@@ -14,6 +14,7 @@ from monitor.text import clip
 
 MAX_EXAMPLE_TRACES = 5
 MAX_LISTED = 20  # signatures shown in the text report
+TEXT_TRACES = 3  # example trace ids per signature in the text report
 MAX_JSON = 200  # signatures in the JSON report (the rest are counted in `signatures_left_out`)
 # "far more often": the candidate's failures per trace at least this multiple of the baseline's
 FAR_MORE = 5.0
@@ -72,12 +73,16 @@ def step_text(signature: FailureSignature) -> str:
     return clip(" ".join(parts), 40) if parts else "-"
 
 
+def _traces(traces: Sequence[str]) -> str:
+    more = f", +{len(traces) - TEXT_TRACES}" if len(traces) > TEXT_TRACES else ""
+    return f"(traces: {', '.join(traces[:TEXT_TRACES])}{more})"
+
+
 def _line(group: SignatureGroup) -> str:
     s = group.signature
-    traces = ", ".join(group.traces)
     return (
         f"  {group.count:>5}  {s.id}  {clip(s.evaluator, 32)}  {step_text(s)}  {s.error_type or '-'}  "
-        f"{clip(s.template, 100) or '-'}  (traces: {traces})"
+        f"{clip(s.template, 80) or '-'}  {_traces(group.traces)}"
     )
 
 
@@ -157,7 +162,7 @@ def render_deltas(deltas: Sequence[SignatureDelta]) -> list[str]:
         mark = "NEW in candidate  " if d.new_in_candidate else ""
         lines.append(
             f"  {mark}{d.baseline:>5} → {d.candidate:<5}  {s.id}  {clip(s.evaluator, 32)}  {step_text(s)}  "
-            f"{s.error_type or '-'}  {clip(s.template, 100) or '-'}  (traces: {', '.join(d.traces)})"
+            f"{s.error_type or '-'}  {clip(s.template, 80) or '-'}  {_traces(d.traces)}"
         )
     if len(deltas) > MAX_LISTED:
         lines.append(f"  (+{len(deltas) - MAX_LISTED} more; see --format json)")
