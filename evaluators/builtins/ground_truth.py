@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Any
 
 from ..sdk import BaseEvaluator, EvalResult, Param, SkipReason, Task, TrajectoryStep, register
+from ..signatures import Failure
 from ..traces.model import Trace
 
 _SHOWN = 80  # characters of trace text quoted in an explanation
@@ -29,8 +30,13 @@ def _no_data(message: str) -> EvalResult:
     return EvalResult.skip(SkipReason.NO_DATA, message)
 
 
-def _verdict(ok: bool, explanation: str, **details: Any) -> EvalResult:
-    return EvalResult(1.0 if ok else 0.0, explanation=explanation, details=details)
+def _verdict(ok: bool, explanation: str, failure: Failure | None = None, **details: Any) -> EvalResult:
+    return EvalResult(1.0 if ok else 0.0, explanation=explanation, details=details, failure=None if ok else failure)
+
+
+def _answer_failure(error_type: str, message: str) -> Failure:
+    """A failure of the trace's final answer against the task (the texts vary: they are not in it)."""
+    return Failure(step_kind="trace", error_type=error_type, message=message)
 
 
 class _AnswerEvaluator(BaseEvaluator):
@@ -69,7 +75,11 @@ class ExactMatch(_AnswerEvaluator):
         output, expected = texts
         if output == expected:
             return _verdict(True, "output equals the expected output")
-        return _verdict(False, f"output {_short(trace.output)} differs from expected {_short(task.expected_output)}")
+        return _verdict(
+            False,
+            f"output {_short(trace.output)} differs from expected {_short(task.expected_output)}",
+            _answer_failure("answer_mismatch", "the output differs from the expected output"),
+        )
 
 
 @register
@@ -86,7 +96,11 @@ class ContainsMatch(_AnswerEvaluator):
         output, expected = texts
         if expected in output:
             return _verdict(True, "output contains the expected output")
-        return _verdict(False, f"expected {_short(task.expected_output)} not found in output {_short(trace.output)}")
+        return _verdict(
+            False,
+            f"expected {_short(task.expected_output)} not found in output {_short(trace.output)}",
+            _answer_failure("expected_not_found", "the expected output is not in the output"),
+        )
 
 
 def words(text: str) -> list[str]:
@@ -126,6 +140,7 @@ class ResponseMatch(BaseEvaluator):
             f1,
             explanation=f"ROUGE-1 F1 {f1:.3f} (precision {precision:.3f}, recall {recall:.3f})",
             details={"precision": precision, "recall": recall},
+            failure=None if f1 >= 1 else _answer_failure("low_overlap", "the output misses expected words"),
         )
 
 
@@ -187,7 +202,19 @@ class ToolTrajectory(BaseEvaluator):
             why = "" if ok else f"not called {how}: {', '.join(map(_step_text, missing))}; got [{', '.join(actual)}]"
         if ok:
             return _verdict(True, f"{len(calls)} tool calls match the expected trajectory ({self.mode})", **details)
-        return _verdict(False, f"{self.mode}: {why}", **details)
+        return _verdict(False, f"{self.mode}: {why}", self._failure(calls, expected, details.get("missing")), **details)
+
+    def _failure(self, calls: list[Any], expected: list[TrajectoryStep], missing: list[str] | None) -> Failure:
+        """The first expected step not matched (EXACT: the first position that differs, or an extra call)."""
+        kind = f"trajectory_{self.mode.lower()}"
+        if missing:
+            return Failure("tool", missing[0], kind, "an expected tool was not called")
+        for call, step in zip(calls, expected):
+            if not self._matches(call, step):
+                return Failure("tool", step.tool, kind, "another call where this one was expected")
+        if len(calls) > len(expected):
+            return Failure("tool", calls[len(expected)].name, kind, "a call beyond the expected trajectory")
+        return Failure("tool", expected[len(calls)].tool, kind, "an expected tool was not called")
 
     def _in_order_missing(self, calls: list[Any], expected: list[TrajectoryStep]) -> list[TrajectoryStep]:
         """The expected steps left once the calls are consumed in order (the first unmatched one onwards)."""
@@ -239,6 +266,9 @@ class _RetrievalEvaluator(BaseEvaluator):
             explanation=f"{self.name} {score:.3f}: {found} of {len(relevant)} relevant documents in the top "
             f"{self.k} of {len(ranked)} retrieved",
             details={"k": self.k, "retrieved": len(ranked), "relevant": len(relevant), "relevant_in_top_k": found},
+            failure=Failure("retriever", None, f"low_{self.name}", "relevant documents missing from the top k")
+            if score < 1
+            else None,
         )
 
     def metric(self, hits: list[bool], relevant: int) -> float:
@@ -336,4 +366,6 @@ class ConstraintsMet(BaseEvaluator):
         if unmeasured:
             explanation += f"; not measured: {', '.join(unmeasured)}"
         details = {"constraints": checked, "violations": violations, "unmeasured": unmeasured}
-        return EvalResult(met / len(checked), explanation=explanation, details=details)
+        broken = [key for key, c in checked.items() if not c["met"]]
+        failure = Failure("trace", None, "constraint_violated", "violated: " + ", ".join(broken)) if broken else None
+        return EvalResult(met / len(checked), explanation=explanation, details=details, failure=failure)

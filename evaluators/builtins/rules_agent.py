@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from evaluators.sdk import BaseEvaluator, EvalResult, Param, SkipReason, register
+from evaluators.signatures import Failure
 from evaluators.traces.messages import ToolCall, ToolDefinition
 from evaluators.traces.model import AgentTrace, LLMSpan
 
@@ -19,11 +21,32 @@ from ._common import (
     listing,
     shorten,
 )
+from ._failures import span_failure
 from ._schema import validate
 
 
 def _agent_label(agent: AgentTrace) -> str:
     return f"agent {agent.agent_name!r}" if agent.agent_name else "the agent"
+
+
+def _agent_failure(agent: AgentTrace, error_type: str, message: str) -> Failure:
+    return Failure(step_kind="agent", step_name=agent.agent_name, error_type=error_type, message=message)
+
+
+def _arguments_failure(call: ToolCall, problem: str) -> Failure:
+    """A call's first argument problem: not JSON, or a schema violation (its path and rule; values are masked)."""
+    if call.arguments_error is not None:
+        return Failure("tool", call.name, "invalid_json", "arguments are not valid JSON")
+    return Failure("tool", call.name, "schema_violation", _without_value(problem))
+
+
+_GOT_VALUE = re.compile(r", got .*$")
+_VALUE_NOT_IN = re.compile(r": .* is not one of ")
+
+
+def _without_value(problem: str) -> str:
+    """A schema problem without the offending value ("$.to: 'XYZ' is not one of [...]" → "$.to: a value ...")."""
+    return _VALUE_NOT_IN.sub(": a value is not one of ", _GOT_VALUE.sub("", problem), count=1)
 
 
 @register
@@ -48,6 +71,7 @@ class LLMCallBudget(BaseEvaluator):
             explanation=f"{_agent_label(agent)} made {count} LLM call(s), {'within' if within else 'over'} "
             f"the budget of {limit}",
             details={"llm_calls": count, "max_llm_calls": limit},
+            failure=None if within else _agent_failure(agent, "over_llm_call_budget", "more LLM calls than the budget"),
         )
 
 
@@ -73,6 +97,7 @@ class ToolSuccessRate(BaseEvaluator):
             score=ok / len(tools),
             explanation=text,
             details={"tool_calls": len(tools), "failed": len(failed), "failed_tools": [t.name for t in failed]},
+            failure=span_failure(failed[0]) if failed else None,
         )
 
 
@@ -152,6 +177,7 @@ class LoopDetection(BaseEvaluator):
                 explanation=f"loop: {name} called {run} times in a row with the same arguments "
                 f"(a loop from {self.max_repeats}) by {_agent_label(agent)}",
                 details={"loop": "repeat", "tool": name, "count": run, "source": source},
+                failure=Failure("tool", name, "loop", "the same call repeated with the same arguments"),
             )
         cycle = _find_cycle(calls, self.max_cycle_length, self.max_cycles)
         if cycle is not None:
@@ -162,6 +188,7 @@ class LoopDetection(BaseEvaluator):
                 explanation=f"loop: the cycle {' → '.join(names)} repeated {repeats} times with the same arguments "
                 f"by {_agent_label(agent)}",
                 details={"loop": "cycle", "tools": names, "count": repeats, "source": source},
+                failure=Failure("tool", " → ".join(names), "loop_cycle", "a cycle of calls repeated"),
             )
         return EvalResult(
             1.0,
@@ -193,6 +220,7 @@ class AgentEfficiency(BaseEvaluator):
             explanation=f"{llm} LLM call(s) for {tools} tool call(s): {ratio:.2f} per tool, "
             f"{'within' if within else 'over'} the limit of {fmt_num(limit)}",
             details={"llm_calls": llm, "tool_calls": tools, "llm_per_tool": ratio},
+            failure=None if within else _agent_failure(agent, "inefficient", "too many LLM calls per tool call"),
         )
 
 
@@ -238,6 +266,9 @@ class HallucinatedTool(BaseEvaluator):
             score=(checked - len(unknown)) / checked,
             explanation=text,
             details={"checked": checked, "unknown_tools": sorted(set(unknown))},
+            failure=Failure("tool", min(unknown), "unknown_tool", "a call names a tool that was not offered")
+            if unknown
+            else None,
         )
 
 
@@ -261,6 +292,7 @@ class ToolArgumentsValid(BaseEvaluator):
     def evaluate(self, agent: AgentTrace) -> EvalResult:
         checked, invalid = 0, 0
         problems: list[str] = []
+        first: Failure | None = None
         # the schemas executed tools declare on their own spans, for calls whose offered tools were not recorded
         declared = {t.name: t.parameters for t in agent.tool_steps if isinstance(t.parameters, dict)}
         for step in agent.llm_steps:
@@ -274,6 +306,7 @@ class ToolArgumentsValid(BaseEvaluator):
                 found = _call_problems(call, schema)
                 if found:
                     invalid += 1
+                    first = first or _arguments_failure(call, found[0])
                     problems.extend(f"{call.name}: {shorten(p, 120)}" for p in found[:3])
         if checked == 0:
             return EvalResult.skip(SkipReason.NO_DATA, f"no tool call of {_agent_label(agent)} has a declared schema")
@@ -285,4 +318,5 @@ class ToolArgumentsValid(BaseEvaluator):
             score=valid / checked,
             explanation=text,
             details={"checked": checked, "invalid": invalid, "problems": problems[:20]},
+            failure=first,
         )

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from evaluators.sdk import BaseEvaluator, EvalResult, Param, SkipReason, register
+from evaluators.signatures import Failure
 from evaluators.traces.model import LLMSpan
 
 from ..redaction import PII_KINDS, find_pii
@@ -36,6 +37,11 @@ def normalize_reason(reason: Any) -> str:
 @functools.lru_cache(maxsize=32)
 def _failing_reasons(fail_on: tuple[Any, ...]) -> frozenset[str]:
     return frozenset(normalize_reason(r) for r in fail_on if isinstance(r, str))
+
+
+def _llm_failure(call: LLMSpan, error_type: str, message: str) -> Failure:
+    """A failure of one LLM call: step llm, the call's model."""
+    return Failure(step_kind="llm", step_name=call.model or call.span_name, error_type=error_type, message=message)
 
 
 def _unrecorded(call: LLMSpan) -> EvalResult:
@@ -73,6 +79,7 @@ class FinishReason(BaseEvaluator):
             0.0,
             explanation=f"finish reason {', '.join(bad)}: {why}",
             details={"finish_reasons": reasons, "failing": bad},
+            failure=_llm_failure(call, normalize_reason(bad[0]), why),
         )
 
 
@@ -95,15 +102,20 @@ class ResponseLength(BaseEvaluator):
         length = len(text_of(call.response).strip())
         low, high = self.min_chars, self.max_chars
         within = low <= length <= high
+        failure = None
         if within:
             text = f"response has {length} chars, within [{low}, {high}]"
         else:
+            short = length < low
+            bound = "below" if short else "above"
+            failure = _llm_failure(call, "too_short" if short else "too_long", f"the response is {bound} its bounds")
             text = f"response has {length} chars, {'below the minimum' if length < low else 'above the maximum'} "
             text += f"of {low if length < low else high}"
         return EvalResult(
             1.0 if within else 0.0,
             explanation=text,
             details={"chars": length, "min_chars": low, "max_chars": high},
+            failure=failure,
         )
 
 
@@ -126,7 +138,10 @@ class NonEmptyResponse(BaseEvaluator):
             return EvalResult(1.0, explanation=f"response requests {len(call.tool_calls)} tool call(s): {names}")
         reasons = ", ".join(call.finish_reasons or []) or "none recorded"
         return EvalResult(
-            0.0, explanation=f"empty response: no text and no tool calls (finish reason: {reasons})", details={}
+            0.0,
+            explanation=f"empty response: no text and no tool calls (finish reason: {reasons})",
+            details={},
+            failure=_llm_failure(call, "empty_response", "no text and no tool calls"),
         )
 
 
@@ -158,7 +173,11 @@ class ProhibitedContent(BaseEvaluator):
             return EvalResult.skip(SkipReason.NO_DATA, "the response has no text")
         haystack = text if self.case_sensitive else text.casefold()
         hits = [repr(s) for s in strings if (s if self.case_sensitive else s.casefold()) in haystack]
-        hits += [f"/{p.pattern}/ ({shorten(m.group(0), 40)!r})" for p in self._compiled if (m := p.search(text))]
+        found = list(hits)  # what matched, as configured (not the matched text): the failure's message
+        for pattern in self._compiled:
+            if m := pattern.search(text):
+                hits.append(f"/{pattern.pattern}/ ({shorten(m.group(0), 40)!r})")
+                found.append(f"/{pattern.pattern}/")
         checked = len(strings) + len(self._compiled)
         if not hits:
             return EvalResult(1.0, explanation=f"none of {checked} prohibited string(s)/pattern(s) found")
@@ -166,6 +185,7 @@ class ProhibitedContent(BaseEvaluator):
             0.0,
             explanation=f"prohibited content found: {listing(hits, 5, ', ')}",
             details={"matches": len(hits), "checked": checked},
+            failure=_llm_failure(call, "prohibited_content", found[0]),
         )
 
 
@@ -194,4 +214,5 @@ class PIILeak(BaseEvaluator):
             0.0,
             explanation=f"{len(findings)} PII/secret item(s) in the response: {listing(samples, 5, ', ')}",
             details={"counts": counts, "samples": [{"kind": f.kind, "sample": f.sample} for f in findings[:20]]},
+            failure=_llm_failure(call, "pii", "found: " + ", ".join(sorted(counts))),
         )

@@ -7,9 +7,16 @@ import re
 from typing import Any
 
 from evaluators.sdk import BaseEvaluator, EvalResult, EvaluatorConfigError, Param, SkipReason, register
+from evaluators.signatures import Failure
 from evaluators.traces.model import LLMSpan, Trace
 
 from ._common import DECAY_HELP, compile_patterns, decay_score, fmt_num, listing, shorten, text_of
+from ._failures import first_cause, span_failure
+
+
+def _over(within: bool, error_type: str, message: str) -> Failure | None:
+    """The Failure of a trace over its budget (None within it): no measured value in it, they vary."""
+    return None if within else Failure(step_kind="trace", error_type=error_type, message=message)
 
 
 @register
@@ -34,6 +41,7 @@ class Latency(BaseEvaluator):
             score=decay_score(measured, limit, self.decay),
             explanation=f"trace took {fmt_num(measured)} ms, {verdict} the {fmt_num(limit)} ms budget",
             details={"latency_ms": measured, "max_latency_ms": limit},
+            failure=_over(within, "too_slow", "the trace took longer than its latency budget"),
         )
 
 
@@ -69,6 +77,7 @@ class TokenBudget(BaseEvaluator):
                 "output_tokens": usage.output_tokens,
                 "max_tokens": limit,
             },
+            failure=_over(within, "over_token_budget", "the trace used more tokens than its budget"),
         )
 
 
@@ -215,6 +224,7 @@ class CostBudget(BaseEvaluator):
                 "calls_estimated": estimated,
                 "calls_unpriced": len(unpriced),
             },
+            failure=_over(within, "over_cost_budget", "the trace cost more than its budget"),
         )
 
 
@@ -236,6 +246,7 @@ class ErrorFree(BaseEvaluator):
             0.0,
             explanation=f"{len(failed)} error span(s): {listing(described, self.max_listed)}",
             details={"error_count": len(failed), "error_spans": [s.span_name for s in failed[:20]]},
+            failure=span_failure(first_cause(failed, trace.spans)),
         )
 
 
@@ -269,7 +280,11 @@ class Refusal(BaseEvaluator):
             return EvalResult.skip(SkipReason.NO_DATA, "the trace recorded no final answer")
         answer = text_of(trace.output).strip()
         if not answer:
-            return EvalResult(0.0, explanation="the final answer is empty: the agent said nothing")
+            return EvalResult(
+                0.0,
+                explanation="the final answer is empty: the agent said nothing",
+                failure=Failure(step_kind="trace", error_type="empty_answer", message="the final answer is empty"),
+            )
         for pattern in self._compiled:
             match = pattern.search(answer)
             if match:
@@ -278,5 +293,7 @@ class Refusal(BaseEvaluator):
                     explanation=f"the final answer refuses or gives up: {shorten(match.group(0), 60)!r} "
                     f"in {shorten(answer, 100)!r}",
                     details={"matched": shorten(match.group(0), 60), "pattern": pattern.pattern},
+                    # the pattern, not the matched words: "Sorry, I couldn't" and "sorry I could not" are one mode
+                    failure=Failure(step_kind="trace", error_type="refusal", message=pattern.pattern),
                 )
         return EvalResult(1.0, explanation=f"no refusal pattern in the final answer ({len(answer)} chars)")

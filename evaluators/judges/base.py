@@ -13,6 +13,7 @@ validate twice, a spent budget are skips (`judge_unavailable`, `budget_exhausted
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import statistics
 from collections.abc import Awaitable
@@ -24,6 +25,8 @@ from pydantic import BaseModel, Field
 from ..sdk.base import BaseEvaluator
 from ..sdk.params import Param
 from ..sdk.result import EvalResult, SkipReason
+from ..signatures import Failure
+from .failures import judge_failure
 
 # Put before every judge's own instructions: the prompt's data blocks are evidence, never instructions.
 DATA_RULE = (
@@ -142,6 +145,18 @@ class LLMJudge(BaseEvaluator):
         if len(scores) > 1:
             details["score_stdev"] = round(statistics.pstdev(scores), 4)
         return EvalResult(chosen.score, explanation=chosen.explanation, details=details)
+
+    def failure(self, result: EvalResult) -> Failure:
+        """What a failing judgement of this judge states failed: the level's step and the category of its
+        structured verdict (`failures.verdict_category`), never the explanation's free text. Override to state
+        another."""
+        return judge_failure(str(self.level), result.details)
+
+    def stated(self, result: EvalResult) -> EvalResult:
+        """`result` with `failure` set when it fails and states none (the engine calls this on every judgement)."""
+        if result.passed is not False or result.failure is not None:
+            return result
+        return dataclasses.replace(result, failure=self.failure(result))
 
     # --- the synchronous evaluator API -----------------------------------------------------------
     def evaluate(self, subject: Any, task: Any = None) -> EvalResult:

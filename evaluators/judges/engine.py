@@ -150,7 +150,7 @@ class JudgeEngine:
         cached = self.cache.get(key)
         if cached is not None:
             self._observe(name, model, "cached", 0.0, 0, 0)
-            return _with_cost(cached.resolve(judge.threshold), model, cached=True)
+            return _with_cost(judge.stated(cached.resolve(judge.threshold)), model, cached=True)
         limits = self._limits_for(judge, name)
         spent = self._budget_skip(name, limits)
         if spent is not None:
@@ -168,7 +168,7 @@ class JudgeEngine:
             self._active -= 1
         if not result.is_skipped:
             self.cache.put(key, result)
-        return _with_cost(result, model, job.input_tokens, job.output_tokens)
+        return _with_cost(judge.stated(result), model, job.input_tokens, job.output_tokens)
 
     async def aclose(self) -> None:
         """Close the client; later judgements are `judge_unavailable` skips."""

@@ -172,7 +172,7 @@ async def judge_pair(
     assert isinstance(second, JudgeRequest)  # the same texts, swapped
     label = name or judge.name
     replies = await asyncio.gather(judge_call(judge, first, name=label), judge_call(judge, second, name=label))
-    return combine(*replies).resolve(judge.threshold)
+    return judge.stated(combine(*replies).resolve(judge.threshold))
 
 
 __all__ = [

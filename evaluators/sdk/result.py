@@ -136,6 +136,8 @@ class EvaluationRecord(BaseModel):
     explanation: str = ""
     details: dict[str, Any] = Field(default_factory=dict)
     duration_ms: float = 0.0
+    # what failed, as the evaluator stated it (EvalResult.failure); the offline reports group failures by it
+    failure: Failure | None = None
 
     @property
     def scored(self) -> bool:

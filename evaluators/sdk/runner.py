@@ -115,6 +115,7 @@ def run_evaluators(
             explanation=d.result.explanation,
             details=d.result.details,
             duration_ms=d.duration_ms,
+            failure=d.result.failure,
         )
         for d in dispatch(trace, evaluators, mode, task)
     ]

@@ -28,6 +28,7 @@ from evaluators.traces import TraceDecodeError, load_traces
 from evaluators.traces.model import Trace
 from monitor.commands.offline import EvaluatorReport, evaluate_offline
 from monitor.commands.offline_judges import stderr_progress
+from monitor.commands.offline_signatures import compare_groups, deltas_json, render_deltas
 from monitor.commands.offline_spec import InputError, Selected, selection_and_judges
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.variants import attribute_value
@@ -160,6 +161,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     base = evaluate_offline(base_traces, selection, worst=0, judges=judges, progress=progress)
     cand = evaluate_offline(cand_traces, selection, worst=0, judges=judges, progress=progress)
     comparisons = compare_reports(base.evaluators, cand.evaluators, args.alpha, args.min_samples, gates)
+    deltas = compare_groups(base.signatures, cand.signatures, base.trace_count, cand.trace_count)
     if args.format == "json":
         data = {
             "alpha": args.alpha,
@@ -167,12 +169,14 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             "baseline": {"source": base_name, "traces": base.trace_count},
             "candidate": {"source": cand_name, "traces": cand.trace_count},
             "evaluators": [c.to_dict() for c in comparisons],
+            **deltas_json(deltas),
         }
         json.dump(data, out, indent=2, ensure_ascii=False)
         out.write("\n")
     else:
         header = f"baseline {base_name}: {base.trace_count} traces; candidate {cand_name}: {cand.trace_count} traces"
-        out.write(render_table(comparisons, header, args.alpha, args.min_samples))
+        table = render_table(comparisons, header, args.alpha, args.min_samples)
+        out.write(table + "".join(f"{line}\n" for line in render_deltas(deltas)))
     return exit_code(comparisons)
 
 

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from evaluators.traces import TraceDecodeError, load_traces
 from monitor.commands.offline import OfflineReport, evaluate_offline, read_dataset
 from monitor.commands.offline_judges import stderr_progress
+from monitor.commands.offline_signatures import render_groups
 from monitor.commands.offline_spec import InputError, selection_and_judges
 from monitor.engine.gc_tuning import tune_gc
 from monitor.text import clip
@@ -139,6 +140,7 @@ def render_table(report: OfflineReport) -> str:
                 f"  {_num(r.score)} {verdict}  {clip(r.evaluator, 32).ljust(label_width)}  trace {r.trace_id}{where}  "
                 f"{clip(r.explanation, EXPLANATION_WIDTH)}"
             )
+    lines += render_groups(report.signatures)
     if report.judge_spend:
         lines += ["", "judge spend:"]
         for label, spend in report.judge_spend.items():

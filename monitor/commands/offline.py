@@ -22,6 +22,7 @@ from evaluators.sdk import (
 )
 from evaluators.traces.model import Trace
 from monitor.commands.offline_judges import JudgeSpend, Progress, run_judges
+from monitor.commands.offline_signatures import SignatureGroup, group_failures, groups_json
 from monitor.commands.offline_spec import InputError, Selected
 from monitor.engine.configured import relabel
 
@@ -141,6 +142,8 @@ class OfflineReport:
     matched: dict[str, int] = field(default_factory=dict)
     tasks_without_trace: int = 0
     judge_spend: dict[str, JudgeSpend] = field(default_factory=dict)
+    # the failing results grouped by failure signature, most results first
+    signatures: list[SignatureGroup] = field(default_factory=list)
 
     @property
     def failed_gates(self) -> list[EvaluatorReport]:
@@ -169,6 +172,7 @@ class OfflineReport:
             )
             for record in self.worst
         ]
+        data.update(groups_json(self.signatures))
         if self.judge_spend:
             data["judge_spend"] = {label: asdict(spend) for label, spend in self.judge_spend.items()}
         data["failed_gates"] = [e.label for e in self.failed_gates]
@@ -203,16 +207,18 @@ def evaluate_offline(
         for record in records:
             by_label[record.evaluator].append(record)
         spend = observer.by_judge
+    every = [r for rs in by_label.values() for r in rs]
     return OfflineReport(
         mode=mode,
         trace_count=len(traces),
         evaluators=[evaluator_report(s, by_label[s.label]) for s in selection],
-        worst=worst_records([r for rs in by_label.values() for r in rs], worst),
+        worst=worst_records(every, worst),
         dataset=dataset.name if dataset is not None else None,
         task_count=len(dataset) if dataset is not None else 0,
         matched=matched if dataset is not None else {},
         tasks_without_trace=len(dataset) - len(used) if dataset is not None else 0,
         judge_spend=spend,
+        signatures=group_failures(every),
     )
 
 

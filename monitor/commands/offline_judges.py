@@ -131,6 +131,7 @@ async def _run(
             explanation=result.explanation,
             details=result.details,
             duration_ms=(time.perf_counter() - started) * 1000.0,
+            failure=result.failure,
         )
 
     try:

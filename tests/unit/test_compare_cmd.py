@@ -96,7 +96,15 @@ def test_injected_tool_errors_make_error_free_worse_and_fail_the_run(versions: t
 def test_json_shape(versions: tuple[Path, Path]) -> None:
     baseline, candidate = versions
     _, report, _ = compare(baseline=baseline, candidate=candidate, alpha=0.01, min_samples=5)
-    assert set(report) == {"alpha", "min_samples", "baseline", "candidate", "evaluators"}
+    assert set(report) == {
+        "alpha",
+        "min_samples",
+        "baseline",
+        "candidate",
+        "evaluators",
+        "signatures",
+        "signatures_left_out",
+    }
     assert (report["alpha"], report["min_samples"]) == (0.01, 5)
     assert report["baseline"]["traces"] == report["candidate"]["traces"] == COPIES
     keys = {"evaluator", "baseline", "candidate", "delta", "ci", "p_value", "z", "scores_p_value"}
@@ -188,3 +196,45 @@ def test_registered_in_the_cli() -> None:
     args = build_parser().parse_args(["compare", "--baseline", "a", "--candidate", "b"])
     assert args.handler is compare_cmd.run and (args.alpha, args.min_samples, args.gate) == (0.05, 30, None)
     assert isinstance(args, argparse.Namespace)
+
+
+# --- failure signatures --------------------------------------------------------------------------
+
+
+def test_the_candidates_new_tool_failure_is_a_signature_new_in_the_candidate(versions: tuple[Path, Path]) -> None:
+    baseline, candidate = versions
+    _, report, _ = compare(baseline=baseline, candidate=candidate)
+    signatures = report["signatures"]
+    new = [s for s in signatures if s["new_in_candidate"]]
+    error_free = next(s for s in new if s["evaluator"] == "error_free")
+    assert (error_free["baseline"], error_free["candidate"]) == (0, COPIES // 2)
+    assert (error_free["step_kind"], error_free["error_type"], error_free["template"]) == (
+        "tool",
+        "error",
+        "tool call failed",
+    )
+    assert all(t.startswith(f"{2:08x}") for t in error_free["example_traces"])  # the candidate's traces
+    assert signatures[: len(new)] == new  # new failure modes first
+    _, text, _ = compare("table", baseline=baseline, candidate=candidate)
+    section = text[text.index("failure signatures (") :]
+    line = next(row for row in section.splitlines() if " error_free " in row)
+    assert line.strip().startswith("NEW in candidate") and f"0 → {COPIES // 2}" in line
+
+
+def test_far_more_often_in_the_candidate_is_new_and_a_similar_rate_is_not() -> None:
+    from evaluators.signatures import Failure, failure_signature
+    from monitor.commands.offline_signatures import SignatureGroup, compare_groups
+
+    def group(message: str, count: int) -> SignatureGroup:
+        sig = failure_signature("error_free", "trace", None, Failure("tool", "t", "error", message))
+        return SignatureGroup(sig, count, [f"trace-{message}"])
+
+    deltas = compare_groups(
+        [group("often", 1), group("steady", 10), group("gone", 3)],
+        [group("often", 20), group("steady", 12)],
+        base_traces=40,
+        cand_traces=40,
+    )
+    marks = {d.signature.template: (d.baseline, d.candidate, d.new_in_candidate) for d in deltas}
+    assert marks == {"often": (1, 20, True), "steady": (10, 12, False), "gone": (3, 0, False)}
+    assert deltas[0].signature.template == "often"

@@ -433,3 +433,57 @@ def test_evaluators_list_table_shows_each_evaluator_and_its_params() -> None:
     assert "trace" in header and "ground truth" in header and "threshold 0.5" in header
     assert any(line.split()[:3] == ["k", "=", "5"] for line in text.splitlines())
     assert parser().parse_args(["evaluators"]).handler(argparse.Namespace()) == 2
+
+
+# --- failure signatures --------------------------------------------------------------------------
+
+
+def test_failures_are_grouped_by_signature_in_the_json_report() -> None:
+    _, report, _ = evaluate(TOOL_AGENT, TOOL_ERROR)
+    signatures = report["signatures"]
+    assert report["signatures_left_out"] == 0
+    by_evaluator = {s["evaluator"]: s for s in signatures}
+    error_free = by_evaluator["error_free"]
+    assert {k: error_free[k] for k in ("level", "step_kind", "step_name", "error_type", "template", "count")} == {
+        "level": "trace",
+        "step_kind": "tool",
+        "step_name": "convert_currency",
+        "error_type": "http_503",
+        "template": "FX rate service unavailable (HTTP <num>)",
+        "count": 1,
+    }
+    assert error_free["example_traces"] == ["970ab4cb1f171423b83812d3eb2525ab"]
+    assert len(error_free["id"]) == 16 and error_free["example"] == "FX rate service unavailable (HTTP 503)"
+    assert by_evaluator["tool_success_rate"]["agent"] == "assistant_agent"
+    failed = sum(e["failed"] for e in report["evaluators"])
+    assert sum(s["count"] for s in signatures) == failed  # every failing result has exactly one signature
+    assert [s["count"] for s in signatures] == sorted((s["count"] for s in signatures), reverse=True)
+
+
+def test_a_user_evaluator_stating_no_failure_is_grouped_by_its_masked_explanation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(
+        tmp_path / "offline_sig_evals.py",
+        """\
+        from evaluators import EvalResult, Trace, evaluator
+
+        @evaluator("short_answer")
+        def short_answer(trace: Trace) -> EvalResult:
+            return EvalResult(0.0, explanation=f"answer has {len(trace.output or '')} chars, over 10")
+        """,
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = write(tmp_path / "spec.yaml", 'evaluators:\n  - {module: "offline_sig_evals:short_answer"}\n')
+    _, report, _ = evaluate(TOOL_AGENT, TOOL_ERROR, spec=spec)
+    (group,) = report["signatures"]  # two answers of different lengths: one failure mode
+    assert (group["count"], group["template"], group["step_kind"]) == (2, "answer has <num> chars, over <num>", None)
+
+
+def test_table_output_lists_the_failure_signatures() -> None:
+    _, text, _ = evaluate(TOOL_AGENT, TOOL_ERROR, fmt="table")
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("failure signatures ("))
+    error_free = next(line for line in lines[start:] if " error_free " in line)
+    assert "tool convert_currency  http_503  FX rate service unavailable (HTTP <num>)" in error_free
+    assert "970ab4cb1f171423b83812d3eb2525ab" in error_free and error_free.split()[0] == "1"
