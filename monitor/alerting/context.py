@@ -17,6 +17,7 @@ from .promql import duration
 
 Rule = dict[str, Any]
 SERVICE_QUERY = "{{ $labels.service | urlquery }}"  # {service} of a URL template: the alert's service
+EVALUATOR_QUERY = "{{ $labels.evaluator | urlquery }}"  # {evaluator} of an alert over every evaluator
 _SERVICE_PARAM = re.compile(r"([?&])[^?&=#]+=\{service\}(&?)")  # a query parameter that is only {service}
 
 
@@ -41,16 +42,22 @@ class RuleContext:
         )
 
     def fill(
-        self, template: str, alert: str, evaluator: str = "", window: float | None = None, service: bool = True
+        self,
+        template: str,
+        alert: str,
+        evaluator: str | None = "",
+        window: float | None = None,
+        service: bool = True,
     ) -> str | None:
-        """`template` with {alert}, {evaluator} (URL-quoted, so no `{{` of its own reaches Prometheus' templating)
-        and {window} (the alert's own window, e.g. 30m) replaced literally, and {service} by the Go template of
-        the alert's URL-quoted `service` label (for an alert without one, `service=false`, a query parameter
-        `x={service}` is left out); Go templates such as {{ $labels.service }} are kept. None when the template
-        is empty."""
+        """`template` with {alert}, {evaluator} (URL-quoted, so no `{{` of its own reaches Prometheus' templating;
+        None: the Go template of the alert's URL-quoted `evaluator` label) and {window} (the alert's own window,
+        e.g. 30m) replaced literally, and {service} by the Go template of the alert's URL-quoted `service` label
+        (for an alert without one, `service=false`, a query parameter `x={service}` is left out); Go templates such
+        as {{ $labels.service }} are kept. None when the template is empty."""
         if not template:
             return None
-        text = template.replace("{alert}", alert).replace("{evaluator}", urllib.parse.quote(evaluator, safe=":"))
+        quoted = EVALUATOR_QUERY if evaluator is None else urllib.parse.quote(evaluator, safe=":")
+        text = template.replace("{alert}", alert).replace("{evaluator}", quoted)
         if not service:
             text = _SERVICE_PARAM.sub(lambda m: m[1] if m[2] else "", text)
         text = text.replace("{service}", SERVICE_QUERY)
@@ -68,15 +75,18 @@ class RuleContext:
         evaluator: str | None = None,
         window: float | None = None,
         by_service: bool = True,
+        by_evaluator: bool = False,
     ) -> Rule:
         """An alerting rule with severity, the given and the configured labels, the runbook link and, for an
         evaluator's alert, its `evaluator` label and the link to its failing traces (of the alert's service, over
-        its `window` in seconds; `by_service`: the alert has a `service` label)."""
+        its `window` in seconds; `by_service`: the alert has a `service` label). `by_evaluator`: an alert over
+        every evaluator, whose series carry the `evaluator` label; its link is filled in from that label."""
         notes = dict(annotations)
-        if runbook := self.fill(self.runbook_url_template, name, evaluator or ""):
+        if runbook := self.fill(self.runbook_url_template, name, None if by_evaluator else evaluator or ""):
             notes["runbook_url"] = runbook
-        if evaluator is not None and (
-            traces := self.fill(self.traces_url_template, name, evaluator, window, by_service)
+        own = None if by_evaluator else evaluator
+        if (by_evaluator or evaluator is not None) and (
+            traces := self.fill(self.traces_url_template, name, own, window, by_service)
         ):
             notes["failing_traces_url"] = traces
         rule: Rule = {"alert": name, "expr": expr}

@@ -1,11 +1,12 @@
 """Prometheus rules from a `MonitorConfig`: pure functions, deterministic output.
 
 `rule_groups(config)` gives the rule groups (plain dicts): `agent-monitor.quality` (one `AgentEvalPassRatioLow`
-per evaluator with `alert:`), one `agent-monitor.slo.<evaluator>` per evaluator with `slo:` (recording rules
-and the four `AgentEvalErrorBudgetBurn` alerts), `agent-monitor.canary` (one `AgentEvalVariantWorse` per
-`variants.compare` entry), and `agent-monitor.health` (the daemon's own alerts, when
-`alerting.health.enabled`). Disabled evaluators get no rules; empty groups are left out. `render` writes them
-as a Prometheus rule file (`groups:`) or as a `PrometheusRule` resource of the Prometheus Operator.
+per evaluator with `alert:`, and `AgentEvalNewFailureSignature` over every evaluator), one
+`agent-monitor.slo.<evaluator>` per evaluator with `slo:` (recording rules and the four `AgentEvalErrorBudgetBurn`
+alerts), `agent-monitor.canary` (one `AgentEvalVariantWorse` per `variants.compare` entry), and
+`agent-monitor.health` (the daemon's own alerts, when `alerting.health.enabled`). Disabled evaluators get no
+rules; empty groups are left out. `render` writes them as a Prometheus rule file (`groups:`) or as a
+`PrometheusRule` resource of the Prometheus Operator.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from .canary_rules import canary_rules
 from .context import RuleContext, group
 from .health_rules import health_rules
 from .quality_rules import quality_rules
+from .signature_rules import signature_rules
 from .slo_rules import slo_groups
 
 Format = Literal["prometheus", "prometheus-operator"]
@@ -47,9 +49,11 @@ def rule_groups(config: MonitorConfig, evaluators: Labelled | None = None) -> li
     pairs = labelled_entries(config) if evaluators is None else evaluators
     alerts = [(label, entry.alert) for label, entry in pairs if entry.alert is not None]
     slos = [(label, entry.slo) for label, entry in pairs if entry.slo is not None]
+    new_signatures = config.alerting.default_alerts.new_signatures_alert()
+    quality = quality_rules(alerts, context) + signature_rules(new_signatures, config.signatures, context)
     groups = []
-    if alerts:
-        groups.append(group("agent-monitor.quality", interval, quality_rules(alerts, context)))
+    if quality:
+        groups.append(group("agent-monitor.quality", interval, quality))
     groups += slo_groups(slos, context, interval)
     if config.variants.compare:
         groups.append(group("agent-monitor.canary", interval, canary_rules(config.variants.compare, context)))

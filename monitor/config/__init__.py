@@ -4,7 +4,7 @@ The package re-exports the models and the loader's functions; `__all__` names th
 modules other stages import. `locate` and `alerting` are internal to the package (their names are re-exported).
 """
 
-from .alerting import AlertingConfig, DefaultAlertsConfig, HealthAlertsConfig
+from .alerting import AlertingConfig, DefaultAlertsConfig, HealthAlertsConfig, NewSignaturesAlertConfig
 from .api import ApiConfig
 from .evaluators import AlertConfig, EvaluatorEntry, EvaluatorOverride, EvaluatorSet, Resolved, SloConfig
 from .judges import JudgesConfig
@@ -45,6 +45,7 @@ __all__ = [
     "LoggingConfig",
     "MetricsConfig",
     "MonitorConfig",
+    "NewSignaturesAlertConfig",
     "PairwiseConfig",
     "ReceiversConfig",
     "Resolved",

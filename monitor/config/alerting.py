@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from .units import Duration, Label, Ratio, Section
+from .units import Duration, Label, NonNegativeDuration, Ratio, Section
 
 _LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MATCHER = r'[A-Za-z_]\w*\s*(=~|!=|!~|=)\s*"[^"]*"'
@@ -46,8 +46,19 @@ DEFAULT_MIN_PASS_RATIOS: dict[str, float] = {
 }
 
 
+class NewSignaturesAlertConfig(Section):
+    """`AgentEvalNewFailureSignature`: a failure signature counted new (`signatures.window`, `min_count`) fires it."""
+
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
+
+    enabled: bool = True
+    for_: NonNegativeDuration = Field(default=0.0, alias="for")
+    severity: Literal["warning", "critical", "info"] = "warning"
+
+
 class DefaultAlertsConfig(Section):
-    """Pass-ratio alerts given to the evaluators named in `min_pass_ratio` that have no `alert:` of their own."""
+    """Pass-ratio alerts given to the evaluators named in `min_pass_ratio` that have no `alert:` of their own, and
+    the new-failure-signature alert (`new_failure_signatures`, over every evaluator; off with `enabled: false`)."""
 
     model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
 
@@ -57,6 +68,11 @@ class DefaultAlertsConfig(Section):
     min_samples: Annotated[int, Field(gt=0)] = 50
     severity: Literal["warning", "critical", "info"] = "warning"
     min_pass_ratio: dict[Label, Ratio] = Field(default_factory=lambda: dict(DEFAULT_MIN_PASS_RATIOS))
+    new_failure_signatures: NewSignaturesAlertConfig = Field(default_factory=NewSignaturesAlertConfig)
+
+    def new_signatures_alert(self) -> NewSignaturesAlertConfig | None:
+        """The new-failure-signature alert's settings; None when it is off (here or with all default alerts)."""
+        return self.new_failure_signatures if self.enabled and self.new_failure_signatures.enabled else None
 
     def alert_fields(self, label: str) -> dict[str, object] | None:
         """The `alert:` block (as data) evaluator `label` gets by default; None when it gets none."""

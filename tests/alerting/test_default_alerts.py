@@ -9,7 +9,7 @@ import pytest
 
 from monitor.config import AlertConfig, ConfigError, load_config
 from monitor.config.alerting import DEFAULT_MIN_PASS_RATIOS
-from tests.alerting.helpers import alerts, config
+from tests.alerting.helpers import alerts, config, rules
 
 ALERT = "AgentEvalPassRatioLow"
 SERVICE = "{{ $labels.service | urlquery }}"
@@ -95,3 +95,42 @@ def test_each_alert_links_its_own_window_and_service() -> None:
     assert (
         rule["annotations"]["failing_traces_url"] == f"https://ui.example/t?service={SERVICE}&e=error_free&from=now-15m"
     )
+
+
+def test_every_quality_alert_links_the_signatures_of_its_evaluator_over_its_own_window() -> None:
+    """Pass ratio, SLO burn, canary and new signatures: each evaluator alert's link is the Failures page of its
+    evaluator (and service) over the range its expression reads; only the health alerts have none."""
+    cfg = config(
+        evaluators=[
+            {"name": "error_free", "alert": {"min_pass_ratio": 0.5, "window": "20m"}, "slo": {"objective": 0.99}}
+        ],
+        signatures={"window": "2h"},
+        variants={
+            "attribute": "service.version",
+            "compare": [{"evaluator": "error_free", "baseline": "1.4", "candidate": "1.5", "window": "45m"}],
+        },
+    )
+    page = "http://localhost:9464/review?evaluator="
+    expected = {  # (alert, long_window) -> link
+        ("AgentEvalPassRatioLow", None): f"{page}error_free&service={SERVICE}&since=20m",
+        ("AgentEvalVariantWorse", None): f"{page}error_free&since=45m&variant=1.5",
+        ("AgentEvalNewFailureSignature", None): f"{page}{{{{ $labels.evaluator | urlquery }}}}&service={SERVICE}"
+        "&since=2h",
+        **{
+            ("AgentEvalErrorBudgetBurn", w): f"{page}error_free&service={SERVICE}&since={w}"
+            for w in ("1h", "6h", "1d", "3d")
+        },
+    }
+    found = {}
+    for rule in rules(cfg):
+        if "alert" not in rule:
+            continue
+        link = rule["annotations"].get("failing_traces_url")
+        if rule["alert"].startswith("AgentMonitor"):
+            assert link is None, rule["alert"]
+            continue
+        found[(rule["alert"], rule["labels"].get("long_window"))] = link
+        range_read = link.split("since=")[1].split("&")[0]
+        if rule["alert"] != "AgentEvalVariantWorse":  # the daemon computes the verdict over the window
+            assert f"[{range_read}]" in rule["expr"] or "rate" + range_read in rule["expr"], rule["alert"]
+    assert found == expected

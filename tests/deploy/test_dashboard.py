@@ -65,6 +65,7 @@ RULE_SERIES = frozenset({*RECORDING_RULES, "ALERTS"})
 ALERT_NAMES = frozenset(
     {
         "AgentEvalPassRatioLow",
+        "AgentEvalNewFailureSignature",
         "AgentEvalVariantWorse",
         "AgentEvalErrorBudgetBurn",
         "AgentMonitorReceiversRefusing",
@@ -160,7 +161,8 @@ def referenced_variables(text: str) -> set[str]:
 
 
 def links(dashboard: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(where, link) for the dashboard links, the panel links and the data links of the field configs."""
+    """(where, link) for the dashboard links, the panel links and the data links of the field configs (their
+    defaults and their overrides)."""
     for link in dashboard.get("links", []):
         yield "dashboard", link
     for p in query_panels(dashboard):
@@ -168,6 +170,10 @@ def links(dashboard: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
             yield f"{p['title']} (panel link)", link
         for link in p["fieldConfig"]["defaults"].get("links", []):
             yield f"{p['title']} (data link)", link
+        for override in p["fieldConfig"]["overrides"]:
+            for prop in override["properties"]:
+                for link in prop["value"] if prop["id"] == "links" else []:
+                    yield f"{p['title']} (data link of {override['matcher']['options']})", link
 
 
 def load_yaml(path: Path) -> Any:
