@@ -112,7 +112,7 @@ class SignatureReads:
             traces = _traces(db, cols, found[:limit])
             following = None
             if len(found) > limit:
-                at, trace_id = found[limit - 1]
+                trace_id, at = found[limit - 1]
                 following = encode([where.since, where.until, float(at), trace_id])
             return SignatureDetail(signature=items[0], traces=traces, next_cursor=following)
 
