@@ -247,7 +247,9 @@ def _traces(db: Any, cols: Columns, found: Sequence[tuple]) -> list[SignatureTra
                 span_id=span_id,
             )
         )
-    stored = {trace_id: (service, variant) for trace_id, service, variant in db.execute(*trace_variants_query(ids, cols))}
+    stored = {
+        trace_id: (service, variant) for trace_id, service, variant in db.execute(*trace_variants_query(ids, cols))
+    }
     return [
         SignatureTrace(
             trace_id=trace_id,

@@ -1,4 +1,5 @@
-"""The review API v1 under /api/v1: results, one trace, a breakdown, the evaluators, the OpenAPI document.
+"""The review API v1 under /api/v1: results, one trace, a breakdown, failure signatures (by impact, and one with
+its traces), the evaluators, the OpenAPI document.
 
 Handlers read what they are given: a ReviewReader (None: the store is disabled) and a callable listing the
 configured evaluators. Reader calls run on a worker thread, so SQLite never blocks the event loop that also
@@ -20,7 +21,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from monitor.review.api_params import ReviewError, Unavailable
 from monitor.review.models import EvaluatorInfo, ReviewReader, VariantComparison
-from monitor.review.service import STORE_DISABLED, ReviewService
+from monitor.review.service import RESOLVE_AFTER, STORE_DISABLED, ReviewService
 from monitor.web.openapi import OPENAPI_PATH, PREFIX, openapi_document
 
 log = logging.getLogger(__name__)
@@ -59,10 +60,12 @@ def api_v1_routes(
     unavailable: str = STORE_DISABLED,
     clock: Callable[[], float] = time.time,
     comparisons_info: ComparisonsInfo | None = None,
+    resolve_after: float = RESOLVE_AFTER,
 ) -> list[web.RouteDef]:
     """GET routes of /api/v1; `unavailable` is the 503 reason while `reader` is None, `clock` the "now" of
-    relative times, `comparisons_info` the live variant comparisons (none configured: an empty list)."""
-    review = ReviewService(reader, unavailable, clock)
+    relative times, `comparisons_info` the live variant comparisons (none configured: an empty list),
+    `resolve_after` signatures.resolve_after (a signature's status)."""
+    review = ReviewService(reader, unavailable, clock, resolve_after)
     document = json.dumps(openapi_document(), ensure_ascii=False).encode()
 
     async def results(request: web.Request) -> web.Response:
@@ -76,6 +79,14 @@ def api_v1_routes(
     async def breakdown(request: web.Request) -> web.Response:
         pairs = list(request.query.items())
         return await _answer(lambda: review.breakdown(pairs))
+
+    async def signatures(request: web.Request) -> web.Response:
+        pairs = list(request.query.items())
+        return await _answer(lambda: review.signatures(pairs))
+
+    async def signature(request: web.Request) -> web.Response:
+        ident, pairs = request.match_info["signature_id"], list(request.query.items())
+        return await _answer(lambda: review.signature(ident, pairs))
 
     async def evaluators(request: web.Request) -> web.Response:
         if request.query:
@@ -108,6 +119,8 @@ def api_v1_routes(
         web.get(f"{PREFIX}/results", results),
         web.get(f"{PREFIX}/traces/{{trace_id}}", trace),
         web.get(f"{PREFIX}/breakdown", breakdown),
+        web.get(f"{PREFIX}/signatures", signatures),
+        web.get(f"{PREFIX}/signatures/{{signature_id}}", signature),
         web.get(f"{PREFIX}/evaluators", evaluators),
         web.get(f"{PREFIX}/comparisons", comparisons),
         web.get(OPENAPI_PATH, openapi),
