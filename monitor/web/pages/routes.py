@@ -157,8 +157,8 @@ class _Pages:
         where = signature_filter(query, ("evaluator", "service", "agent", "variant"))
         limit = limit_param(query, self.site.config.page_size, MAX_PAGE_SIZE)
         cursor = text_param(query, "cursor")
-        clock = time.time(), self.site.resolve_after
-        page = await _read(reader.signatures, where, limit, cursor, *clock)
+        resolve_after = self.site.resolve_after
+        page = await _read(reader.signatures, where, limit, cursor=cursor, now=time.time(), resolve_after=resolve_after)
         names = sorted({info.name for info in _infos(self.site)})
         return respond(failures_page(self.site, query, page, names))
 
