@@ -19,8 +19,8 @@ from typing import Any, TextIO
 from pydantic import TypeAdapter, ValidationError
 
 from monitor.commands.review_render import breakdown_table, evaluators_table, results_table, trace_view
-from monitor.commands.signatures_render import signature_view, signatures_table
 from monitor.commands.review_source import HttpSource, ReviewSource, SourceError, StoreSource
+from monitor.commands.signatures_render import signature_view, signatures_table
 from monitor.review.models import Breakdown, EvaluatorInfo, ResultsPage, TraceDetail
 from monitor.review.signature_models import SignatureDetail, SignaturesPage
 
