@@ -66,7 +66,6 @@ def api_v1_routes(
     relative times, `comparisons_info` the live variant comparisons (none configured: an empty list),
     `resolve_after` signatures.resolve_after (a signature's status)."""
     review = ReviewService(reader, unavailable, clock, resolve_after)
-    document = json.dumps(openapi_document(), ensure_ascii=False).encode()
 
     async def results(request: web.Request) -> web.Response:
         pairs = list(request.query.items())
@@ -79,14 +78,6 @@ def api_v1_routes(
     async def breakdown(request: web.Request) -> web.Response:
         pairs = list(request.query.items())
         return await _answer(lambda: review.breakdown(pairs))
-
-    async def signatures(request: web.Request) -> web.Response:
-        pairs = list(request.query.items())
-        return await _answer(lambda: review.signatures(pairs))
-
-    async def signature(request: web.Request) -> web.Response:
-        ident, pairs = request.match_info["signature_id"], list(request.query.items())
-        return await _answer(lambda: review.signature(ident, pairs))
 
     async def evaluators(request: web.Request) -> web.Response:
         if request.query:
@@ -112,19 +103,38 @@ def api_v1_routes(
             return json_error(500, "internal error (see the daemon's log)")
         return _json(_COMPARISONS.dump_json(found))
 
-    async def openapi(request: web.Request) -> web.Response:
-        return _json(document)
-
     return [
         web.get(f"{PREFIX}/results", results),
         web.get(f"{PREFIX}/traces/{{trace_id}}", trace),
         web.get(f"{PREFIX}/breakdown", breakdown),
-        web.get(f"{PREFIX}/signatures", signatures),
-        web.get(f"{PREFIX}/signatures/{{signature_id}}", signature),
+        *_signature_routes(review),
         web.get(f"{PREFIX}/evaluators", evaluators),
         web.get(f"{PREFIX}/comparisons", comparisons),
-        web.get(OPENAPI_PATH, openapi),
+        _openapi_route(),
     ]
+
+
+def _openapi_route() -> web.RouteDef:
+    document = json.dumps(openapi_document(), ensure_ascii=False).encode()
+
+    async def openapi(request: web.Request) -> web.Response:
+        return _json(document)
+
+    return web.get(OPENAPI_PATH, openapi)
+
+
+def _signature_routes(review: ReviewService) -> list[web.RouteDef]:
+    """/signatures (by impact) and /signatures/{signature_id} (one, with its traces)."""
+
+    async def signatures(request: web.Request) -> web.Response:
+        pairs = list(request.query.items())
+        return await _answer(lambda: review.signatures(pairs))
+
+    async def signature(request: web.Request) -> web.Response:
+        ident, pairs = request.match_info["signature_id"], list(request.query.items())
+        return await _answer(lambda: review.signature(ident, pairs))
+
+    return [web.get(f"{PREFIX}/signatures", signatures), web.get(f"{PREFIX}/signatures/{{signature_id}}", signature)]
 
 
 def api_error_response(

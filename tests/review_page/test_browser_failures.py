@@ -12,7 +12,7 @@ from monitor.web.app import build_api_app
 from tests.results.backends import sqlite_backend
 from tests.results.signature_rows import Sig, failing_traces, insert_signature, set_up
 from tests.review_page.serve import fetch, serve
-from tests.review_page.test_browser import browser  # noqa: F401  (the fixture)
+from tests.review_page.test_browser import browser  # noqa: F401, F811  (the fixture)
 
 BUSY, GROWING, QUIET = "1a" * 8, "2b" * 8, "3c" * 8
 
@@ -70,7 +70,7 @@ def seeded_store(tmp_path: Path) -> str:
     return backend.location
 
 
-def test_failures(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_failures(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     reader = sqlite_backend(tmp_path).reader() if seeded_store(tmp_path) else None
     app = build_api_app(
         lambda accept: (b"", "text/plain"),
