@@ -12,7 +12,7 @@ from monitor.web.app import build_api_app
 from tests.results.backends import sqlite_backend
 from tests.results.signature_rows import Sig, failing_traces, insert_signature, set_up
 from tests.review_page.serve import fetch, serve
-from tests.review_page.test_browser import browser  # noqa: F401, F811  (the fixture)
+from tests.review_page.test_browser import browser  # noqa: F401  (the fixture)
 
 BUSY, GROWING, QUIET = "1a" * 8, "2b" * 8, "3c" * 8
 
