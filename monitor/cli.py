@@ -16,6 +16,7 @@ from monitor.commands import (
     poll_cmd,
     review_cmd,
     rules_cmd,
+    signatures_cmd,
 )
 
 
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     health_cmd.add_parser(subparsers)
     rules_cmd.add_parser(subparsers)
     review_cmd.add_parser(subparsers)
+    signatures_cmd.add_parser(subparsers)
     poll_cmd.add_parser(subparsers)
     return parser
 

@@ -14,4 +14,5 @@ __all__ = [
     "poll_cmd",
     "review_cmd",
     "rules_cmd",
+    "signatures_cmd",
 ]

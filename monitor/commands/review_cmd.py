@@ -13,18 +13,22 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from pydantic import TypeAdapter, ValidationError
 
 from monitor.commands.review_render import breakdown_table, evaluators_table, results_table, trace_view
 from monitor.commands.review_source import HttpSource, ReviewSource, SourceError, StoreSource
+from monitor.commands.signatures_render import signature_view, signatures_table
 from monitor.review.models import Breakdown, EvaluatorInfo, ResultsPage, TraceDetail
+from monitor.review.signature_models import SignatureDetail, SignaturesPage
 
 TOKEN_ENV = "AGENT_MONITOR_API_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:9464"
 FILTERS = ("evaluator", "service", "variant", "agent", "model", "outcome", "since", "until", "limit")
 BREAKDOWN_FILTERS = ("evaluator", "variant", "since", "until")
+SIGNATURE_FILTERS = ("evaluator", "service", "variant", "agent", "since", "until", "limit")
 DEFAULT_OUTCOME = "fail"  # the failing results, as the review page lists them
 EVERY_OUTCOME = ("any", "all", "")
 
@@ -58,7 +62,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--trace", metavar="ID", help="show one trace: summary, step tree, every result")
     mode.add_argument(
-        "--by", metavar="service|agent|model|tool|variant", help="verdict counts per value, most failures first"
+        "--by",
+        metavar="service|agent|model|tool|variant|signature",
+        help="verdict counts per value, most failures first; signature: failures grouped by signature, by impact",
     )
     mode.add_argument("--evaluators", action="store_true", help="the configured evaluators (needs --url)")
     source = parser.add_mutually_exclusive_group()
@@ -81,8 +87,9 @@ def _check_mode(args: argparse.Namespace) -> None:
         extra = _given(args, FILTERS)
         what = "--trace" if args.trace is not None else "--evaluators"
     elif args.by is not None:
-        extra = [name for name in _given(args, FILTERS) if name not in BREAKDOWN_FILTERS]
-        what = "--by"
+        allowed = SIGNATURE_FILTERS if args.by == "signature" else BREAKDOWN_FILTERS
+        extra = [name for name in _given(args, FILTERS) if name not in allowed]
+        what = f"--by {args.by}" if args.by == "signature" else "--by"
     else:
         return
     if extra:
@@ -95,6 +102,12 @@ def _request(args: argparse.Namespace) -> tuple[str, list[tuple[str, str]], Any]
         return f"traces/{args.trace}", [], TypeAdapter(TraceDetail)
     if args.evaluators:
         return "evaluators", [], TypeAdapter(list[EvaluatorInfo])
+    if args.by == "signature":
+        return (
+            "signatures",
+            [(n, str(getattr(args, n))) for n in _given(args, SIGNATURE_FILTERS)],
+            TypeAdapter(SignaturesPage),
+        )
     if args.by is not None:
         params = [("by", args.by), *((n, str(getattr(args, n))) for n in _given(args, BREAKDOWN_FILTERS))]
         return "breakdown", params, TypeAdapter(Breakdown)
@@ -105,7 +118,7 @@ def _request(args: argparse.Namespace) -> tuple[str, list[tuple[str, str]], Any]
     return "results", params, TypeAdapter(ResultsPage)
 
 
-def _source(args: argparse.Namespace) -> ReviewSource:
+def source_of(args: argparse.Namespace) -> ReviewSource:
     if args.store is not None:
         return StoreSource(args.store)
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
@@ -119,22 +132,41 @@ def _render(answer: Any) -> str:
         return trace_view(answer)
     if isinstance(answer, Breakdown):
         return breakdown_table(answer)
+    if isinstance(answer, SignaturesPage):
+        return signatures_table(answer)
+    if isinstance(answer, SignatureDetail):
+        return signature_view(answer)
     return evaluators_table(answer)
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    def request() -> tuple[str, list[tuple[str, str]], Any]:
+        _check_mode(args)
+        return _request(args)
+
+    return show(args, request, "review", out, err)
+
+
+def show(
+    args: argparse.Namespace,
+    request: Callable[[], tuple[str, list[tuple[str, str]], Any]],
+    command: str,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Fetch `request()`'s (endpoint, params, model) from the arguments' source and print it (`--json`: as JSON);
+    the exit status."""
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        _check_mode(args)
-        endpoint, params, model = _request(args)
-        data = _source(args).fetch(endpoint, params)
+        endpoint, params, model = request()
+        data = source_of(args).fetch(endpoint, params)
         try:
             answer = model.validate_python(data)
         except ValidationError as exc:
             raise SourceError(f"unexpected answer (another agent-monitor version?): {exc.errors()[0]['msg']}") from None
     except SourceError as exc:
-        print(f"agent-monitor review: {exc}", file=err)
+        print(f"agent-monitor {command}: {exc}", file=err)
         return exc.exit_code
     if args.json:
         out.write(json.dumps(data, indent=2, ensure_ascii=True) + "\n")  # ASCII: no raw control characters

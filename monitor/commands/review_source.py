@@ -114,6 +114,10 @@ class StoreSource:
                 model = self.review.results(params)
             elif endpoint == "breakdown":
                 model = self.review.breakdown(params)
+            elif endpoint == "signatures":
+                model = self.review.signatures(params)
+            elif endpoint.startswith("signatures/"):
+                model = self.review.signature(endpoint.removeprefix("signatures/"), params)
             elif endpoint.startswith("traces/"):
                 model = self.review.trace(endpoint.removeprefix("traces/"))
             elif endpoint == "evaluators":

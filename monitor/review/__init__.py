@@ -9,4 +9,4 @@ package: `of_store.reader_of` and `open_reader` choose the reader (`of_store` re
 Importing the package imports none of its modules.
 """
 
-__all__ = ["api_params", "models", "of_store", "open_reader", "service"]
+__all__ = ["api_params", "models", "of_store", "open_reader", "service", "signature_models"]

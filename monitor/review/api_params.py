@@ -19,6 +19,7 @@ from typing import Any, get_args
 
 from monitor.config.units import parse_duration
 from monitor.review.models import BreakdownBy, Outcome, ResultFilter
+from monitor.review.signature_models import DEFAULT_RANGE, SignatureFilter
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -225,3 +226,67 @@ def breakdown_query(pairs: Iterable[tuple[str, str]], now: float) -> BreakdownQu
         raise BadRequest(f"by must be one of {', '.join(BREAKDOWN_BY)}, got {shown(by)!r}")
     since, until = _time_range(values, now)
     return BreakdownQuery(by, values.get("evaluator"), since, until, values.get("variant"))  # type: ignore[arg-type]
+
+
+SIGNATURE_LIMIT = 50
+MAX_SIGNATURE_LIMIT = 200
+_SIGNATURE_ID = re.compile(r"[0-9a-fA-F]{16}")
+SIGNATURE_ID_PATTERN = "^[0-9a-fA-F]{16}$"
+_SIGNATURE_LIMIT = QueryParam(
+    "limit",
+    f"Items per page (1 to {MAX_SIGNATURE_LIMIT}).",
+    {"type": "integer", "minimum": 1, "maximum": MAX_SIGNATURE_LIMIT, "default": SIGNATURE_LIMIT},
+)
+_RANGE_HELP = " Default: the last 24 hours before `until` (or now)."
+SIGNATURES_PARAMS: tuple[QueryParam, ...] = (
+    QueryParam("evaluator", "Only failures of this evaluator (its metric label)."),
+    QueryParam("service", "Only failures of traces from this service."),
+    QueryParam("agent", "Only failures on this agent."),
+    VARIANT,
+    QueryParam("since", f"Failures at or after: {_TIME_HELP}.{_RANGE_HELP}", _TIME_SCHEMA),
+    QueryParam("until", f"Failures before: {_TIME_HELP}. Default: now.", _TIME_SCHEMA),
+    _SIGNATURE_LIMIT,
+    QueryParam("cursor", "The `next_cursor` of the previous page (opaque; it keeps that page's range)."),
+)
+SIGNATURE_PARAMS: tuple[QueryParam, ...] = (
+    QueryParam("since", f"Traces with results at or after: {_TIME_HELP}.{_RANGE_HELP}", _TIME_SCHEMA),
+    QueryParam("until", f"Traces with results before: {_TIME_HELP}. Default: now.", _TIME_SCHEMA),
+    _SIGNATURE_LIMIT,
+    QueryParam("cursor", "The `next_cursor` of the previous page (opaque)."),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SignaturesQuery:
+    """A `/api/v1/signatures` (or one signature's) query: the filter with its range, page size and cursor."""
+
+    where: SignatureFilter
+    limit: int
+    cursor: str | None
+
+
+def signatures_query(pairs: Iterable[tuple[str, str]], now: float, one: bool = False) -> SignaturesQuery:
+    """The query of `/api/v1/signatures` (`one`: of `/api/v1/signatures/{id}`, which takes the range only)."""
+    values = query_values(pairs, SIGNATURE_PARAMS if one else SIGNATURES_PARAMS)
+    since, until = _time_range(values, now)
+    until = now if until is None else until
+    since = until - DEFAULT_RANGE if since is None else since
+    if since >= until:
+        raise BadRequest("since must be before until")
+    limit = SIGNATURE_LIMIT if "limit" not in values else parse_int("limit", values["limit"], 1, MAX_SIGNATURE_LIMIT)
+    where = SignatureFilter(
+        since=since,
+        until=until,
+        evaluator=values.get("evaluator"),
+        service=values.get("service"),
+        agent=values.get("agent"),
+        variant=values.get("variant"),
+    )
+    return SignaturesQuery(where, limit, values.get("cursor"))
+
+
+def parse_signature_id(text: str) -> str:
+    """The signature id in lower case; BadRequest unless it is 16 hex characters."""
+    if not _SIGNATURE_ID.fullmatch(text):
+        raise BadRequest(f"signature id must be 16 hex characters, got {shown(text)!r}")
+    return text.lower()

@@ -11,6 +11,8 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from monitor.review.signature_models import SignatureReader
+
 Outcome = Literal["pass", "fail", "skip"]
 BreakdownBy = Literal["service", "agent", "model", "tool", "variant"]
 StepKind = Literal["agent", "llm", "tool", "retrieval", "handoff", "span"]
@@ -195,8 +197,9 @@ class VariantComparison(ReviewModel):
     pairwise: list[PairwiseCounts] = []  # the pairwise judges of the same two variants
 
 
-class ReviewReader(Protocol):
-    """Read side of the result store, for the review API, page and CLI (`--store FILE`)."""
+class ReviewReader(SignatureReader, Protocol):
+    """Read side of the result store, for the review API, page and CLI (`--store FILE`); the failure signature
+    reads are `SignatureReader`'s."""
 
     def results(self, where: ResultFilter, limit: int, cursor: str | None = None) -> ResultsPage:
         """Results matching `where`, newest first; ValueError for a cursor this store did not issue."""

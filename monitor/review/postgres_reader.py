@@ -41,6 +41,9 @@ class PostgresDialect(Dialect):
     def no_index(self, column: str) -> str:
         return column
 
+    def bucket(self, expression: str) -> str:
+        return f"CAST(FLOOR({expression}) AS BIGINT)"
+
 
 POSTGRES = PostgresDialect()
 _COLUMNS = Columns(set(TRACE_COLUMNS), POSTGRES)
@@ -105,7 +108,7 @@ class PostgresReviewReader(StoreReviewReader):
                 "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema()"
                 " AND table_name = 'traces'"
             ).fetchall()
-            self._columns = Columns({name for (name,) in present}, POSTGRES)
+            self._columns = Columns({name for (name,) in present}, POSTGRES, signatures=version >= 4)
         self._checked = True
 
     def _columns_of(self, db: Any) -> Columns:

@@ -17,13 +17,17 @@ from monitor.review.api_params import (
     NotFound,
     Unavailable,
     breakdown_query,
+    parse_signature_id,
     parse_trace_id,
     results_query,
+    signatures_query,
 )
 from monitor.review.models import Breakdown, ResultsPage, ReviewReader, TraceDetail
+from monitor.review.signature_models import SignatureDetail, SignaturesPage
 from monitor.store.health import StoreUnavailable
 
 STORE_DISABLED = "the result store is disabled (store.enabled: false)"
+RESOLVE_AFTER = 86400.0  # signatures.resolve_after's default
 
 
 class ReviewService:
@@ -35,10 +39,12 @@ class ReviewService:
         reader: ReviewReader | None,
         unavailable: str = STORE_DISABLED,
         clock: Callable[[], float] = time.time,
+        resolve_after: float = RESOLVE_AFTER,
     ) -> None:
         self.reader = reader
         self.unavailable = unavailable
         self.clock = clock
+        self.resolve_after = resolve_after  # signatures.resolve_after: a signature's status
 
     @contextmanager
     def _reading(self) -> Iterator[ReviewReader]:
@@ -58,6 +64,32 @@ class ReviewService:
                 if cursor is None:
                     raise
                 raise BadRequest(f"invalid cursor: {exc}") from exc
+
+    def signatures(self, pairs: Iterable[tuple[str, str]]) -> SignaturesPage:
+        now = self.clock()
+        query = signatures_query(pairs, now)
+        with self._reading() as reader:
+            try:
+                return reader.signatures(query.where, query.limit, query.cursor, now, self.resolve_after)
+            except ValueError as exc:
+                if query.cursor is None:
+                    raise
+                raise BadRequest(f"invalid cursor: {exc}") from exc
+
+    def signature(self, signature_id: str, pairs: Iterable[tuple[str, str]] = ()) -> SignatureDetail:
+        ident = parse_signature_id(signature_id)
+        now = self.clock()
+        query = signatures_query(pairs, now, one=True)
+        with self._reading() as reader:
+            try:
+                detail = reader.signature(ident, query.where, query.limit, query.cursor, now, self.resolve_after)
+            except ValueError as exc:
+                if query.cursor is None:
+                    raise
+                raise BadRequest(f"invalid cursor: {exc}") from exc
+        if detail is None:
+            raise NotFound(f"unknown signature {ident}: no failure with it in the store")
+        return detail
 
     def trace(self, trace_id: str) -> TraceDetail:
         tid = parse_trace_id(trace_id)

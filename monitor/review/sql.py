@@ -79,6 +79,10 @@ class Dialect:
         a query on the `results` rows from an index on `traces` (PostgreSQL's planner weighs both itself)."""
         return f"+{column}"
 
+    def bucket(self, expression: str) -> str:
+        """The whole part of a non-negative number (a trend bucket's index)."""
+        return f"CAST({expression} AS INTEGER)"
+
 
 SQLITE = Dialect()
 
@@ -87,9 +91,10 @@ class Columns:
     """SQL for the `traces` columns a database has (one from before schema version 1 lacks some: NULL then),
     in the database's dialect."""
 
-    def __init__(self, present: set[str], dialect: Dialect = SQLITE) -> None:
+    def __init__(self, present: set[str], dialect: Dialect = SQLITE, signatures: bool = True) -> None:
         self.present = present
         self.dialect = dialect
+        self.signatures = signatures  # the database has `signatures` and `results.signature` (schema version 4)
 
     def __call__(self, name: str, alias: str = "t") -> str:
         return f"{alias}.{name}" if name in self.present else "NULL"

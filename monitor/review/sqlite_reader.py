@@ -40,6 +40,7 @@ from monitor.review.models import (
     TraceDetail,
     TraceSummary,
 )
+from monitor.review.signature_reader import SignatureReads
 from monitor.review.sql import (
     PASSING_SOURCE,
     RESULT_SOURCE,
@@ -62,7 +63,7 @@ T = TypeVar("T")
 _OUTCOMES = {1: "pass", 0: "fail", None: "skip"}
 
 
-class StoreReviewReader(ABC):
+class StoreReviewReader(SignatureReads, ABC):
     """The ReviewReader over the result store's tables, whatever the database. A subclass gives `_connection` (a
     connection of its own, checked), `DATABASE_ERRORS` (what its driver raises), `where` (the store, for
     messages), `_columns_of` (the `traces` columns present, in the database's dialect) and `close`."""
@@ -256,7 +257,8 @@ class SQLiteReviewReader(StoreReviewReader):
         columns = self._columns
         if columns is None:
             present = {row[1] for row in db.execute("PRAGMA table_info(traces)")}
-            columns = self._columns = Columns(present)
+            signed = "signature" in {row[1] for row in db.execute("PRAGMA table_info(results)")}
+            columns = self._columns = Columns(present, signatures=signed)
         return columns
 
 

@@ -1,4 +1,5 @@
-"""The review API v1 under /api/v1: results, one trace, a breakdown, the evaluators, the OpenAPI document.
+"""The review API v1 under /api/v1: results, one trace, a breakdown, failure signatures (by impact, and one with
+its traces), the evaluators, the OpenAPI document.
 
 Handlers read what they are given: a ReviewReader (None: the store is disabled) and a callable listing the
 configured evaluators. Reader calls run on a worker thread, so SQLite never blocks the event loop that also
@@ -20,7 +21,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from monitor.review.api_params import ReviewError, Unavailable
 from monitor.review.models import EvaluatorInfo, ReviewReader, VariantComparison
-from monitor.review.service import STORE_DISABLED, ReviewService
+from monitor.review.service import RESOLVE_AFTER, STORE_DISABLED, ReviewService
 from monitor.web.openapi import OPENAPI_PATH, PREFIX, openapi_document
 
 log = logging.getLogger(__name__)
@@ -59,11 +60,12 @@ def api_v1_routes(
     unavailable: str = STORE_DISABLED,
     clock: Callable[[], float] = time.time,
     comparisons_info: ComparisonsInfo | None = None,
+    resolve_after: float = RESOLVE_AFTER,
 ) -> list[web.RouteDef]:
     """GET routes of /api/v1; `unavailable` is the 503 reason while `reader` is None, `clock` the "now" of
-    relative times, `comparisons_info` the live variant comparisons (none configured: an empty list)."""
-    review = ReviewService(reader, unavailable, clock)
-    document = json.dumps(openapi_document(), ensure_ascii=False).encode()
+    relative times, `comparisons_info` the live variant comparisons (none configured: an empty list),
+    `resolve_after` signatures.resolve_after (a signature's status)."""
+    review = ReviewService(reader, unavailable, clock, resolve_after)
 
     async def results(request: web.Request) -> web.Response:
         pairs = list(request.query.items())
@@ -101,17 +103,38 @@ def api_v1_routes(
             return json_error(500, "internal error (see the daemon's log)")
         return _json(_COMPARISONS.dump_json(found))
 
-    async def openapi(request: web.Request) -> web.Response:
-        return _json(document)
-
     return [
         web.get(f"{PREFIX}/results", results),
         web.get(f"{PREFIX}/traces/{{trace_id}}", trace),
         web.get(f"{PREFIX}/breakdown", breakdown),
+        *_signature_routes(review),
         web.get(f"{PREFIX}/evaluators", evaluators),
         web.get(f"{PREFIX}/comparisons", comparisons),
-        web.get(OPENAPI_PATH, openapi),
+        _openapi_route(),
     ]
+
+
+def _openapi_route() -> web.RouteDef:
+    document = json.dumps(openapi_document(), ensure_ascii=False).encode()
+
+    async def openapi(request: web.Request) -> web.Response:
+        return _json(document)
+
+    return web.get(OPENAPI_PATH, openapi)
+
+
+def _signature_routes(review: ReviewService) -> list[web.RouteDef]:
+    """/signatures (by impact) and /signatures/{signature_id} (one, with its traces)."""
+
+    async def signatures(request: web.Request) -> web.Response:
+        pairs = list(request.query.items())
+        return await _answer(lambda: review.signatures(pairs))
+
+    async def signature(request: web.Request) -> web.Response:
+        ident, pairs = request.match_info["signature_id"], list(request.query.items())
+        return await _answer(lambda: review.signature(ident, pairs))
+
+    return [web.get(f"{PREFIX}/signatures", signatures), web.get(f"{PREFIX}/signatures/{{signature_id}}", signature)]
 
 
 def api_error_response(

@@ -7,7 +7,7 @@ from aiohttp.typedefs import Handler
 
 from monitor.config.review import ReviewConfig
 from monitor.review.models import ReviewReader
-from monitor.review.service import STORE_DISABLED
+from monitor.review.service import RESOLVE_AFTER, STORE_DISABLED
 from monitor.web.access import Access, access_control
 from monitor.web.api_failing import api_failing_routes
 from monitor.web.api_v1 import ComparisonsInfo, EvaluatorsInfo, api_error_response, api_v1_routes
@@ -70,12 +70,13 @@ def build_api_app(
     review: ReviewConfig | None = None,
     comparisons_info: ComparisonsInfo | None = None,
     access: Access | None = None,
+    resolve_after: float = RESOLVE_AFTER,
 ) -> web.Application:
     """The metrics port: what it serves is passed in (it reads, never drives, the engine). `reader` and
     `evaluators_info` serve /api/v1 (api_v1.py) and the review page /review (pages/); while `reader` is None both
     answer 503 "review unavailable" with `unavailable` as the reason. `comparisons_info`: the live variant
     comparisons, for /api/v1/comparisons and /review/canary. `access`: who reads trace content (default: the
-    token, else loopback clients only; access.py)."""
+    token, else loopback clients only; access.py). `resolve_after`: signatures.resolve_after (signature statuses)."""
     access = access if access is not None else Access(token)
     middlewares = [access_control(access, refusal_answer), api_errors]
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)
@@ -83,7 +84,13 @@ def build_api_app(
         [
             *health_routes(render, readiness),
             *api_failing_routes(),
-            *api_v1_routes(reader, evaluators_info, unavailable=unavailable, comparisons_info=comparisons_info),
+            *api_v1_routes(
+                reader,
+                evaluators_info,
+                unavailable=unavailable,
+                comparisons_info=comparisons_info,
+                resolve_after=resolve_after,
+            ),
             *review_page_routes(
                 reader,
                 evaluators_info,
@@ -92,6 +99,7 @@ def build_api_app(
                 unavailable_reason=unavailable,
                 comparisons=comparisons_info,
                 access=access,
+                resolve_after=resolve_after,
             ),
         ]
     )

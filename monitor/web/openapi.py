@@ -13,8 +13,17 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from monitor import __version__
 from monitor.auth import SESSION_COOKIE
-from monitor.review.api_params import BREAKDOWN_PARAMS, RESULTS_PARAMS, TRACE_ID_PATTERN, QueryParam
+from monitor.review.api_params import (
+    BREAKDOWN_PARAMS,
+    RESULTS_PARAMS,
+    SIGNATURE_ID_PATTERN,
+    SIGNATURE_PARAMS,
+    SIGNATURES_PARAMS,
+    TRACE_ID_PATTERN,
+    QueryParam,
+)
 from monitor.review.models import Breakdown, EvaluatorInfo, ResultsPage, TraceDetail, VariantComparison
+from monitor.review.signature_models import SignatureDetail, SignaturesPage
 
 PREFIX = "/api/v1"
 OPENAPI_PATH = f"{PREFIX}/openapi.json"
@@ -33,14 +42,15 @@ class ApiError(BaseModel):
 _ERRORS = {
     "400": "A bad parameter; `error` names it.",
     "401": "No token, or a wrong one (bearer token or review session cookie).",
-    "404": "Unknown trace or path.",
+    "404": "Unknown trace, signature or path.",
     "503": "The result store is disabled or unavailable.",
 }
 
 
 def _schemas() -> dict[str, Any]:
     schemas: dict[str, Any] = {}
-    for model in (ResultsPage, TraceDetail, Breakdown, EvaluatorInfo, VariantComparison, ApiError):
+    models = (ResultsPage, TraceDetail, Breakdown, SignaturesPage, SignatureDetail, EvaluatorInfo, VariantComparison)
+    for model in (*models, ApiError):
         schema = model.model_json_schema(ref_template=REF, mode="serialization")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
@@ -79,6 +89,13 @@ _TRACE_ID_PARAM = {
     "required": True,
     "description": "The W3C trace id: 32 hex characters (upper case is accepted).",
     "schema": {"type": "string", "pattern": TRACE_ID_PATTERN},
+}
+_SIGNATURE_ID_PARAM = {
+    "name": "signature_id",
+    "in": "path",
+    "required": True,
+    "description": "The failure signature's id: 16 hex characters.",
+    "schema": {"type": "string", "pattern": SIGNATURE_ID_PATTERN},
 }
 _ALL_ERRORS = ("400", "401", "404", "503")
 _OPENAPI_OPERATION = {
@@ -129,6 +146,22 @@ def _paths() -> dict[str, Any]:
             "Verdict counts per service, agent, model, tool or variant, most failures first.",
             _ref("Breakdown"),
             [_query(p) for p in BREAKDOWN_PARAMS],
+            _ALL_ERRORS,
+        ),
+        f"{PREFIX}/signatures": _operation(
+            "listSignatures",
+            "Failure signatures by impact over the range (failing results in it, then growth against the previous "
+            "range of the same length), each with its status, where it was seen and its trend; one page at a time.",
+            _ref("SignaturesPage"),
+            [_query(p) for p in SIGNATURES_PARAMS],
+            _ALL_ERRORS,
+        ),
+        f"{PREFIX}/signatures/{{signature_id}}": _operation(
+            "getSignature",
+            "One failure signature over the range and its traces, newest first: one row per trace with every "
+            "failing verdict it has.",
+            _ref("SignatureDetail"),
+            [_SIGNATURE_ID_PARAM, *(_query(p) for p in SIGNATURE_PARAMS)],
             _ALL_ERRORS,
         ),
         f"{PREFIX}/evaluators": _operation(

@@ -23,6 +23,13 @@ from monitor.review.models import (
     TraceDetail,
     TraceSummary,
 )
+from monitor.review.signature_models import (
+    CandidateSignatures,
+    SignatureDetail,
+    SignatureFilter,
+    SignatureItem,
+    SignaturesPage,
+)
 
 
 def _cursor(item: ResultItem, seq: int) -> str:
@@ -43,6 +50,7 @@ class FakeReader:
     traces: dict[str, TraceDetail] = field(default_factory=dict)
     calls: list[tuple[str, Any]] = field(default_factory=list)
     fail_with: Exception | None = None
+    signature_items: list[SignatureItem] = field(default_factory=list)  # in impact order
 
     @classmethod
     def of(cls, traces: list[TraceDetail], extra_results: list[ResultItem] | None = None) -> FakeReader:
@@ -54,6 +62,40 @@ class FakeReader:
         self.calls.append((name, args))
         if self.fail_with is not None:
             raise self.fail_with
+
+    def signatures(
+        self, where: SignatureFilter, limit: int, cursor: str | None, now: float, resolve_after: float
+    ) -> SignaturesPage:
+        self._enter("signatures", (where, limit, cursor))
+        if cursor is not None and cursor != "next":
+            raise ValueError("not a cursor of this store")
+        chosen = [s for s in self.signature_items if where.evaluator in (None, s.evaluator)]
+        start = limit if cursor == "next" else 0
+        more = "next" if cursor is None and len(chosen) > limit else None
+        return SignaturesPage(
+            since=where.since, until=where.until, items=chosen[start : start + limit], next_cursor=more
+        )
+
+    def signature(
+        self, signature: str, where: SignatureFilter, limit: int, cursor: str | None, now: float, resolve_after: float
+    ) -> SignatureDetail | None:
+        self._enter("signature", (signature, where, limit, cursor))
+        found = next((s for s in self.signature_items if s.id == signature), None)
+        return None if found is None else SignatureDetail(signature=found, traces=[])
+
+    def candidate_signatures(
+        self, candidate: str, baseline: str, since: float, until: float, limit: int = 20
+    ) -> CandidateSignatures:
+        self._enter("candidate_signatures", (candidate, baseline))
+        return CandidateSignatures(
+            candidate=candidate,
+            baseline=baseline,
+            since=since,
+            until=until,
+            candidate_traces=0,
+            baseline_traces=0,
+            items=[],
+        )
 
     def _ordered(self) -> list[tuple[int, ResultItem]]:
         """(insertion number, item) newest first; the number breaks ties between equal times."""

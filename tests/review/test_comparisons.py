@@ -91,9 +91,14 @@ def test_the_page_shows_the_verdicts_and_links_to_the_failures_behind_them() -> 
     assert "3 won · 1 tied · 7 lost" in rows[0]
     links = [parse_qs(urlsplit(html.unescape(h)).query) | {"path": [urlsplit(html.unescape(h)).path]}
              for h in re.findall(r'href="([^"]+)"', rows[0])]  # fmt: skip
-    assert {"path": ["/review"], "evaluator": ["error_free"], "variant": ["1.5"], "outcome": ["fail"],
+    assert {"path": ["/review/results"], "evaluator": ["error_free"], "variant": ["1.5"], "outcome": ["fail"],
             "since": ["1800s"]} in links  # fmt: skip
-    assert {"path": ["/review"], "evaluator": ["error_free"], "variant": ["1.4"], "outcome": ["fail"],
+    assert {"path": ["/review/results"], "evaluator": ["error_free"], "variant": ["1.4"], "outcome": ["fail"],
             "since": ["1800s"]} in links  # fmt: skip
     assert {"path": ["/review/breakdown"], "evaluator": ["error_free"], "by": ["variant"], "since": ["1800s"]} in links
-    assert {"path": ["/review"], "evaluator": ["pairwise_quality"], "variant": ["1.5"], "outcome": ["fail"]} in links
+    assert {
+        "path": ["/review/results"],
+        "evaluator": ["pairwise_quality"],
+        "variant": ["1.5"],
+        "outcome": ["fail"],
+    } in links

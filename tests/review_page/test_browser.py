@@ -89,7 +89,9 @@ def test_on_call_walkthrough(browser, review_site: Site, tmp_path: Path) -> None
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["value"] != review_site.token
     assert page.evaluate("document.cookie") == ""  # HttpOnly: out of reach of scripts
 
-    # 2. filter to one evaluator with the form
+    # 2. the results list (the Failures page is /review): filter to one evaluator with the form
+    page.click("nav a:text-is('results')")
+    assert page.url == f"{review_site.base}/review/results"
     page.select_option("#f-evaluator", facts.evaluator)
     page.fill("#f-since", "24h")
     with page.expect_navigation():

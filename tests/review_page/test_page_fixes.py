@@ -32,7 +32,7 @@ def test_a_long_explanation_is_cut_at_a_boundary_with_the_whole_on_the_trace_pag
     reader = FakeReader(items=[result])
     reader.traces[TRACE] = trace_detail(TRACE, [result])
     with serve(review_app(reader, None)) as base:
-        page = fetch(base, "/review")
+        page = fetch(base, "/review/results")
         trace = fetch(base, f"/review/traces/{TRACE}")
     [shown] = [c for c in cell_text(page.body) if c.startswith('{"verdict"')]
     clipped = shown.removesuffix(" full text")
@@ -44,7 +44,7 @@ def test_a_long_explanation_is_cut_at_a_boundary_with_the_whole_on_the_trace_pag
     assert 'id="verdicts"' in trace.body and json.dumps(explanation)[1:-1].replace('\\"', "&quot;") in trace.body
     short = item(2, explanation="short and whole")
     with serve(review_app(FakeReader(items=[short]), None)) as base:
-        assert "full text" not in fetch(base, "/review").body
+        assert "full text" not in fetch(base, "/review/results").body
 
 
 def test_the_verdicts_step_column_names_the_step() -> None:
@@ -78,9 +78,9 @@ def test_with_a_variant_filter_the_header_shows_that_variants_window_ratios() ->
     )
     reader = FakeReader(items=[item(1, variant="v2"), item(2, variant="v1")])
     with serve(review_app(reader, None, lambda: [info])) as base:
-        every = fetch(base, "/review?evaluator=error_free").body
-        v2 = fetch(base, "/review?evaluator=error_free&variant=v2").body
-        v3 = fetch(base, "/review?evaluator=error_free&variant=v3").body
+        every = fetch(base, "/review/results?evaluator=error_free").body
+        v2 = fetch(base, "/review/results?evaluator=error_free&variant=v2").body
+        v3 = fetch(base, "/review/results?evaluator=error_free&variant=v3").body
 
     def header(body: str) -> str:
         return unescape(re.sub(r"<[^>]+>", "", re.search(r'<p class="evaluator">(.*?)</p>', body, re.S)[1]))  # type: ignore[index]

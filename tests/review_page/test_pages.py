@@ -59,7 +59,7 @@ def test_every_review_answer_has_the_security_headers(review_site: Site) -> None
 
 
 def test_default_view_lists_recent_failures_newest_first(review_site: Site) -> None:
-    answer = get(review_site, "/review")
+    answer = get(review_site, "/review/results")
     assert answer.status == 200 and answer.headers["Content-Type"].startswith("text/html")
     found = rows(answer.body)
     assert found and all('class="row-fail"' in row for row in found)
@@ -71,7 +71,7 @@ def test_default_view_lists_recent_failures_newest_first(review_site: Site) -> N
 
 
 def test_query_parameters_prefilter_like_an_alert_link(review_site: Site, review_source: Source) -> None:
-    answer = get(review_site, "/review?evaluator=tool_success_rate&since=1h")
+    answer = get(review_site, "/review/results?evaluator=tool_success_rate&since=1h")
     found = rows(answer.body)
     assert len(found) == 1 and "tool_success_rate" in found[0] and review_site.facts.explanation in unescape(found[0])
     assert '<option value="tool_success_rate" selected>' in answer.body
@@ -82,15 +82,15 @@ def test_query_parameters_prefilter_like_an_alert_link(review_site: Site, review
 
 
 def test_outcome_any_and_the_other_filters(review_site: Site) -> None:
-    every = rows(get(review_site, "/review?outcome=any&service=checkout&agent=order_assistant&since=1h").body)
+    every = rows(get(review_site, "/review/results?outcome=any&service=checkout&agent=order_assistant&since=1h").body)
     assert {re.search(r'class="row-(\w+)"', r)[1] for r in every} == {"fail", "pass", "skip"}  # type: ignore[index]
-    assert rows(get(review_site, "/review?outcome=pass&service=search").body)
-    assert not rows(get(review_site, "/review?model=no-such-model").body)
-    assert "No results match" in get(review_site, "/review?model=no-such-model").body
+    assert rows(get(review_site, "/review/results?outcome=pass&service=search").body)
+    assert not rows(get(review_site, "/review/results?model=no-such-model").body)
+    assert "No results match" in get(review_site, "/review/results?model=no-such-model").body
 
 
 def test_older_link_pages_through_with_the_same_filters(review_site: Site) -> None:
-    first = get(review_site, "/review?evaluator=latency&limit=25")
+    first = get(review_site, "/review/results?evaluator=latency&limit=25")
     older = [h for h in hrefs(first.body) if "cursor=" in h]
     assert len(older) == 1 and "older →" in first.body
     query = parse_qs(urlsplit(older[0]).query)
@@ -114,7 +114,7 @@ def test_older_link_pages_through_with_the_same_filters(review_site: Site) -> No
     ],
 )
 def test_malformed_parameters_are_a_400_page(review_site: Site, query: str, problem: str) -> None:
-    answer = get(review_site, f"/review?{query}")
+    answer = get(review_site, f"/review/results?{query}")
     assert answer.status == 400 and problem in unescape(answer.body) and "Traceback" not in answer.body
 
 
@@ -164,7 +164,7 @@ def test_breakdown_rows_link_to_filtered_results(review_site: Site) -> None:
     assert answer.status == 200
     found = rows(answer.body, "breakdown")
     assert [re.search(r">(\w+)</a>", r)[1] for r in found] == ["checkout", "search"]  # type: ignore[index]  # most failures first
-    links = [h for h in hrefs(answer.body) if "service=" in h and h.startswith("/review?")]
+    links = [h for h in hrefs(answer.body) if "service=" in h and h.startswith("/review/results?")]
     assert parse_qs(urlsplit(links[0]).query) == {
         "evaluator": ["latency"], "service": ["checkout"], "outcome": ["fail"], "since": ["7d"],
     }  # fmt: skip
@@ -197,7 +197,7 @@ def test_a_failing_store_is_a_503_page_with_the_reason_never_a_traceback(error: 
 def test_evaluator_names_alone_and_a_failing_evaluator_list() -> None:
     reader = FakeReader.of(sample_traces())
     with serve(review_app(reader, None, ["error_free", "latency"])) as base:
-        body = fetch(base, "/review?evaluator=latency").body
+        body = fetch(base, "/review/results?evaluator=latency").body
         assert '<option value="latency" selected>' in body and '<option value="error_free">' in body
 
     def broken() -> list:

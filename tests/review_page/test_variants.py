@@ -48,7 +48,7 @@ def query_of(href: str) -> dict[str, list[str]]:
 
 
 def test_the_variant_filter_reaches_the_reader_and_shows_only_that_variant(base: str, reader: FakeReader) -> None:
-    answer = fetch(base, f"/review?variant={CANARY}&outcome=any")
+    answer = fetch(base, f"/review/results?variant={CANARY}&outcome=any")
     assert answer.status == 200
     assert reader.calls[-1][1][0] == ResultFilter(variant=CANARY)
     assert f'name="variant" id="f-variant" value="{CANARY}"' in answer.body
@@ -60,8 +60,8 @@ def test_the_variant_filter_reaches_the_reader_and_shows_only_that_variant(base:
 
 
 def test_every_link_the_results_page_builds_keeps_the_variant(base: str) -> None:
-    answer = fetch(base, f"/review?variant={CANARY}&evaluator=tool_success_rate&limit=2")
-    links = [h for h in hrefs(answer.body) if h.startswith("/review?") or h.startswith("/review/breakdown?")]
+    answer = fetch(base, f"/review/results?variant={CANARY}&evaluator=tool_success_rate&limit=2")
+    links = [h for h in hrefs(answer.body) if h.startswith("/review/results?") or h.startswith("/review/breakdown?")]
     older = [h for h in links if "cursor=" in h]
     ranges = [h for h in links if "since=" in h and "breakdown" not in h]
     breakdown = [h for h in links if h.startswith("/review/breakdown?")]
@@ -71,7 +71,7 @@ def test_every_link_the_results_page_builds_keeps_the_variant(base: str) -> None
     assert query_of(breakdown[0])["by"] == ["service"]  # the breakdown of this variant; no "by variant" link then
     second = fetch(base, older[0])
     assert variant_cells(second.body) == [CANARY] and "older →" not in second.body
-    unfiltered = fetch(base, "/review?evaluator=tool_success_rate")
+    unfiltered = fetch(base, "/review/results?evaluator=tool_success_rate")
     by_variant = [h for h in hrefs(unfiltered.body) if "by=variant" in h]
     assert by_variant and query_of(by_variant[0]) == {"evaluator": ["tool_success_rate"], "by": ["variant"]}
 
@@ -79,7 +79,7 @@ def test_every_link_the_results_page_builds_keeps_the_variant(base: str) -> None
 def test_without_variants_there_is_no_variant_column() -> None:
     reader = FakeReader.of([trace_detail("ab" * 16, [item(1, trace_id="ab" * 16)])])
     with serve(review_app(reader, None)) as base:
-        body = fetch(base, "/review").body
+        body = fetch(base, "/review/results").body
         assert rows(body) and "<th>variant</th>" not in body and variant_cells(body) == []
         assert 'id="f-variant"' in body  # the filter is there all the same
         trace = fetch(base, f"/review/traces/{'ab' * 16}").body
@@ -95,7 +95,7 @@ def test_the_breakdown_by_variant_links_to_each_variants_results(base: str, read
     found = rows(answer.body, "breakdown")
     values = [unescape(re.search(r"<td>(?:<a [^>]*>|<span>)([^<]*)<", r)[1]) for r in found]  # type: ignore[index]
     assert values == [CANARY, BASELINE, "(none)"]  # most failures first; "" is not a link
-    links = [h for h in hrefs(answer.body) if h.startswith("/review?")]
+    links = [h for h in hrefs(answer.body) if h.startswith("/review/results?")]
     assert [query_of(h) for h in links] == [
         {"evaluator": ["tool_success_rate"], "variant": [variant], "outcome": ["fail"], "since": ["1700000000"]}
         for variant in (CANARY, BASELINE)
@@ -108,7 +108,7 @@ def test_the_breakdown_of_one_variant_keeps_it_in_its_form_and_links(base: str, 
     assert reader.calls[-1] == ("breakdown", ("agent", None, None, None, CANARY))
     assert f"Breakdown by agent of variant {CANARY}" in unescape(answer.body)
     assert f'name="variant" id="f-variant" value="{CANARY}"' in answer.body
-    (link,) = [h for h in hrefs(answer.body) if h.startswith("/review?")]
+    (link,) = [h for h in hrefs(answer.body) if h.startswith("/review/results?")]
     assert query_of(link) == {"variant": [CANARY], "agent": ["planner"], "outcome": ["fail"]}
 
 
@@ -116,7 +116,9 @@ def test_the_trace_page_shows_the_variant_and_links_the_pairwise_partner(base: s
     answer = fetch(base, f"/review/traces/{PAIRED}")
     assert answer.status == 200
     summary = re.search(r'<dl class="summary">(.*?)</dl>', answer.body, re.S)[1]  # type: ignore[index]
-    assert f'<dt>variant</dt><dd><a href="/review?variant={CANARY}&amp;outcome=any">{CANARY}</a></dd>' in summary
+    assert (
+        f'<dt>variant</dt><dd><a href="/review/results?variant={CANARY}&amp;outcome=any">{CANARY}</a></dd>' in summary
+    )
     verdict = next(r for r in rows(answer.body, "verdicts") if PAIRWISE in r)
     partner_link = f'<a href="/review/traces/{BASELINE_TRACES[1]}" class="partner">'
     assert partner_link in verdict and f"({BASELINE})" in verdict

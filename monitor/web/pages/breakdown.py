@@ -9,7 +9,7 @@ import monitor.web.pages.fmt as fmt
 from monitor.review.models import Breakdown, BreakdownGroup
 from monitor.web.html import Html, el
 from monitor.web.page_params import BREAKDOWN_BY
-from monitor.web.pages.layout import ROOT, ReviewSite, link, shell
+from monitor.web.pages.layout import RESULTS, ROOT, ReviewSite, link, shell
 from monitor.web.pages.results import field, select, text_input, time_fields
 
 PAGE = f"{ROOT}/breakdown"
@@ -29,7 +29,7 @@ def group_row(group: BreakdownGroup, by: str, params: Mapping[str, str | None]) 
     if by in FILTERABLE and group.value:
         target = {"evaluator": params.get("evaluator"), "variant": params.get("variant")}
         target |= {by: group.value, "outcome": "fail", "since": params.get("since"), "until": params.get("until")}
-        value: Html = el("a", label, href=link(ROOT, target))
+        value: Html = el("a", label, href=link(RESULTS, target))
     else:
         value = el("span", label)
     cells = [

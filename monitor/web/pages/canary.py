@@ -11,7 +11,7 @@ import monitor.web.pages.fmt as fmt
 from monitor.review.models import VariantComparison, VariantSide
 from monitor.web.html import Html, el, join
 from monitor.web.pages.breakdown import PAGE as BREAKDOWN
-from monitor.web.pages.layout import ROOT, ReviewSite, link, shell
+from monitor.web.pages.layout import RESULTS, ROOT, ReviewSite, link, shell
 
 PAGE = f"{ROOT}/canary"
 VERDICTS = {
@@ -48,13 +48,13 @@ def _links(c: VariantComparison) -> Html:
     since = _since(c.window)
     failures = {"evaluator": c.evaluator, "outcome": "fail", "since": since}
     items: list[Html] = [
-        el("a", "candidate's failures", href=link(ROOT, {**failures, "variant": c.candidate.variant})),
-        el("a", "baseline's failures", href=link(ROOT, {**failures, "variant": c.baseline.variant})),
+        el("a", "candidate's failures", href=link(RESULTS, {**failures, "variant": c.candidate.variant})),
+        el("a", "baseline's failures", href=link(RESULTS, {**failures, "variant": c.baseline.variant})),
         el("a", "by variant", href=link(BREAKDOWN, {"evaluator": c.evaluator, "by": "variant", "since": since})),
     ]
     for pairs in c.pairwise:
         lost = {"evaluator": pairs.evaluator, "variant": c.candidate.variant, "outcome": "fail"}
-        items.append(el("a", f"pairs lost ({pairs.evaluator})", href=link(ROOT, lost)))
+        items.append(el("a", f"pairs lost ({pairs.evaluator})", href=link(RESULTS, lost)))
     return el("td", join(*items, sep=el("br")))
 
 
@@ -92,7 +92,8 @@ def comparison_row(c: VariantComparison) -> Html:
     return el("tr", cells, class_="row-fail" if c.verdict == -1 else None)
 
 
-def canary_page(site: ReviewSite, comparisons: Sequence[VariantComparison]) -> Html:
+def canary_page(site: ReviewSite, comparisons: Sequence[VariantComparison], modes: Sequence[Html] = ()) -> Html:
+    """The comparisons' table, then `modes`: each candidate's new failure modes (failures.candidate_section)."""
     title = "Canary: candidates against their baselines"
     if not comparisons:
         body: Html = el("p", "No comparison configured: add variants.compare entries to the config.", class_="muted")
@@ -111,4 +112,4 @@ def canary_page(site: ReviewSite, comparisons: Sequence[VariantComparison]) -> H
         "ratio minus the baseline's; the interval is its confidence interval.",
         class_="muted",
     )
-    return shell(site, "canary", [el("h1", title), note, table], active="canary")
+    return shell(site, "canary", [el("h1", title), note, table, *modes], active="canary")

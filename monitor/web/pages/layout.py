@@ -13,7 +13,9 @@ from monitor.review.models import EvaluatorInfo, ReviewReader, VariantComparison
 from monitor.web.access import Access
 from monitor.web.html import Child, Html, document, el
 
-ROOT = "/review"
+ROOT = "/review"  # the Failures page (failure signatures by impact)
+RESULTS = f"{ROOT}/results"
+SIGNATURES = f"{ROOT}/signatures"
 STATIC_PREFIX = "/review/static/"
 STYLESHEET = "/review/static/review.css"
 LOGIN = "/review/login"
@@ -43,6 +45,7 @@ class ReviewSite:
     unavailable: str = "the result store is disabled (store.enabled: false) or could not be opened"
     comparisons: ComparisonSource | None = None  # the live variant comparisons (None: the daemon has none)
     access: Access | None = None  # the port's policy: sessions, guess limiter, who reads without a token
+    resolve_after: float = 86400.0  # signatures.resolve_after: a failure signature's status
 
     def evaluator_names(self) -> list[str]:
         return sorted({info.name for info in self.evaluators()})
@@ -72,7 +75,8 @@ def link(path: str, params: Mapping[str, str | None]) -> str:
 
 def _nav(site: ReviewSite, active: str) -> Html:
     items = [
-        el("a", "results", href=ROOT, class_="active" if active == "results" else None),
+        el("a", "failures", href=ROOT, class_="active" if active == "failures" else None),
+        el("a", "results", href=RESULTS, class_="active" if active == "results" else None),
         el("a", "breakdown", href=f"{ROOT}/breakdown", class_="active" if active == "breakdown" else None),
     ]
     if site.comparisons is not None:
@@ -107,7 +111,7 @@ def respond(page: Html, status: int = 200) -> web.Response:
 
 
 def error_page(site: ReviewSite | None, status: int, title: str, message: Child) -> web.Response:
-    main = [el("h1", title), el("p", message, class_="problem"), el("p", el("a", "back to results", href=ROOT))]
+    main = [el("h1", title), el("p", message, class_="problem"), el("p", el("a", "back to failures", href=ROOT))]
     return respond(shell(site, title, main), status)
 
 

@@ -1,4 +1,4 @@
-"""GET /review: the filter form and the results table, newest first, with an "older →" link per page."""
+"""GET /review/results: the filter form and the results table, newest first, with an "older →" link per page."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from urllib.parse import quote
 import monitor.web.pages.fmt as fmt
 from monitor.review.models import EvaluatorInfo, ResultFilter, ResultItem, ResultsPage
 from monitor.web.html import Child, Html, el, join
-from monitor.web.pages.layout import ROOT, ReviewSite, link, shell
+from monitor.web.pages.layout import RESULTS, ROOT, ReviewSite, link, shell
 
 RANGES = ("15m", "1h", "6h", "24h", "7d")
 EXPLANATION_CHARS = 240
@@ -84,9 +84,9 @@ def filter_form(params: Mapping[str, str | None], evaluators: list[str]) -> Html
         *time_fields(params),
         el("button", "filter", type="submit"),
     ]
-    ranges = [el("a", r, href=link(ROOT, {**params, "since": r, "until": None})) for r in RANGES]
-    quick = el("p", "last ", join(*ranges, sep=" · "), " · ", el("a", "reset", href=ROOT), class_="ranges")
-    return join(el("form", controls, method="get", action=ROOT, class_="filters"), quick)
+    ranges = [el("a", r, href=link(RESULTS, {**params, "since": r, "until": None})) for r in RANGES]
+    quick = el("p", "last ", join(*ranges, sep=" · "), " · ", el("a", "reset", href=RESULTS), class_="ranges")
+    return join(el("form", controls, method="get", action=RESULTS, class_="filters"), quick)
 
 
 def evaluator_line(info: EvaluatorInfo, params: Mapping[str, str | None]) -> Html:
@@ -170,9 +170,9 @@ def results_page(
     selected = next((info for info in infos if info.name == where.evaluator), None)
     pager: list[Child] = []
     if query.get("cursor"):
-        pager.append(el("a", "← newest", href=link(ROOT, params)))
+        pager.append(el("a", "← newest", href=link(RESULTS, params)))
     if page.next_cursor:
-        older = link(ROOT, {**params, "limit": query.get("limit"), "cursor": page.next_cursor})
+        older = link(RESULTS, {**params, "limit": query.get("limit"), "cursor": page.next_cursor})
         pager.append(el("a", "older →", href=older, rel="next"))
     main = [
         el("h1", "Results"),

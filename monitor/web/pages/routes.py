@@ -10,7 +10,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
 from importlib import resources
@@ -20,15 +20,21 @@ from aiohttp import web
 
 from monitor.config.review import MAX_PAGE_SIZE, ReviewConfig
 from monitor.logutil import RateLimitedLogger
-from monitor.review.models import BreakdownBy, EvaluatorInfo, ReviewReader
+from monitor.review.models import BreakdownBy, EvaluatorInfo, ReviewReader, VariantComparison
+from monitor.review.service import RESOLVE_AFTER
+from monitor.review.signature_models import DEFAULT_RANGE, SignatureFilter
 from monitor.web.access import Access
+from monitor.web.html import Html, el
 from monitor.web.page_params import QueryError, breakdown_by, limit_param, result_filter, text_param, time_param
 from monitor.web.pages.breakdown import PAGE as BREAKDOWN
 from monitor.web.pages.breakdown import breakdown_page
 from monitor.web.pages.canary import PAGE as CANARY
 from monitor.web.pages.canary import canary_page
+from monitor.web.pages.failures import candidate_section, failures_page, signature_page
 from monitor.web.pages.layout import (
+    RESULTS,
     ROOT,
+    SIGNATURES,
     STYLESHEET,
     ComparisonSource,
     EvaluatorSource,
@@ -44,6 +50,8 @@ from monitor.web.pages.trace import trace_page
 log = logging.getLogger(__name__)
 _problems = RateLimitedLogger(log, per_minute=6)
 TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
+SIGNATURE_ID = re.compile(r"[0-9a-fA-F]{16}")
+RESULTS_ONLY = ("outcome", "model", "trace_id")  # parameters only the results list takes
 EvaluatorsInfo = EvaluatorSource | Sequence[str] | None
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -60,6 +68,18 @@ class BadCursor(Exception):
 @lru_cache(maxsize=1)
 def stylesheet() -> bytes:
     return resources.files("monitor.web.pages").joinpath("static/review.css").read_bytes()
+
+
+def signature_filter(query: Mapping[str, str], keys: Sequence[str]) -> SignatureFilter:
+    """The Failures page's filter (`keys`) and range: `since` 24 hours before `until` (now) when not given."""
+    now = time.time()
+    since, until = time_param(query, "since", now), time_param(query, "until", now)
+    until = now if until is None else until
+    since = until - DEFAULT_RANGE if since is None else since
+    if since >= until:
+        raise QueryError("since must be before until")
+    values = {key: text_param(query, key) for key in keys}
+    return SignatureFilter(since=since, until=until, **values)
 
 
 def evaluator_source(evaluators: EvaluatorsInfo) -> EvaluatorSource:
@@ -130,6 +150,35 @@ class _Pages:
         page = await _read(reader.results, where, limit, cursor=cursor)
         return respond(results_page(self.site, query, where, page, _infos(self.site)))
 
+    async def failures(self, request: web.Request, reader: ReviewReader) -> web.Response:
+        query = request.query
+        if any(key in query for key in RESULTS_ONLY):  # a results link from before the Failures page
+            return web.Response(status=302, headers={"Location": f"{RESULTS}?{request.rel_url.raw_query_string}"})
+        where = signature_filter(query, ("evaluator", "service", "agent", "variant"))
+        limit = limit_param(query, self.site.config.page_size, MAX_PAGE_SIZE)
+        cursor = text_param(query, "cursor")
+        resolve_after = self.site.resolve_after
+        page = await _read(reader.signatures, where, limit, cursor=cursor, now=time.time(), resolve_after=resolve_after)
+        names = sorted({info.name for info in _infos(self.site)})
+        return respond(failures_page(self.site, query, page, names))
+
+    async def signature(self, request: web.Request, reader: ReviewReader) -> web.Response:
+        ident = request.match_info["signature_id"]
+        if not SIGNATURE_ID.fullmatch(ident):
+            return error_page(self.site, 400, "bad signature id", "A signature id is 16 hexadecimal digits.")
+        query = request.query
+        where = signature_filter(query, ())
+        limit = limit_param(query, self.site.config.page_size, MAX_PAGE_SIZE)
+        cursor = text_param(query, "cursor")
+        detail = await _read(
+            reader.signature, ident.lower(), where, limit, cursor, time.time(), self.site.resolve_after
+        )
+        if detail is None:
+            return error_page(
+                self.site, 404, "signature not found", f"No failure signature {ident.lower()} in the store."
+            )
+        return respond(signature_page(self.site, query, detail))
+
     async def trace(self, request: web.Request, reader: ReviewReader) -> web.Response:
         trace_id = request.match_info["trace_id"]
         if not TRACE_ID.fullmatch(trace_id):
@@ -160,7 +209,28 @@ class _Pages:
         except Exception as exc:
             _problems.warning("canary", "review page: computing the variant comparisons failed: %r", exc)
             return error_page(site, 500, "canary unavailable", "Computing the comparisons failed (see the log).")
-        return respond(canary_page(site, found))
+        return respond(canary_page(site, found, await self._new_modes(found)))
+
+    async def _new_modes(self, comparisons: Sequence[VariantComparison]) -> list[Html]:
+        """Each candidate's new failure modes over its comparison's window, from the store; a note when the store
+        cannot answer (the live table is shown all the same)."""
+        reader, now, sections = self.site.reader, time.time(), []
+        seen: set[tuple[str, str, float]] = set()
+        for c in comparisons:
+            key = (c.candidate.variant, c.baseline.variant, c.window)
+            if key in seen:
+                continue
+            seen.add(key)
+            if reader is None:
+                sections.append(el("p", "New failure modes: the result store is unavailable.", class_="muted"))
+                break
+            try:
+                found = await _read(reader.candidate_signatures, key[0], key[1], now - c.window, now)
+            except StoreProblem as exc:
+                sections.append(el("p", f"New failure modes: {exc}", class_="problem"))
+                break
+            sections.append(candidate_section(found))
+        return sections
 
     async def not_found(self, request: web.Request) -> web.Response:
         return error_page(self.site, 404, "not found", "No such review page.")
@@ -184,6 +254,7 @@ def review_page_routes(
     unavailable_reason: str | None = None,
     comparisons: ComparisonSource | None = None,
     access: Access | None = None,
+    resolve_after: float = RESOLVE_AFTER,
 ) -> list[web.RouteDef]:
     """The review page's routes. `reader` None: every data page is a 503 saying `unavailable_reason`. `access`:
     the port's policy (its sessions and guess limiter; default: one of `token`'s own).
@@ -195,12 +266,15 @@ def review_page_routes(
         token,
         comparisons=comparisons,
         access=access if access is not None else Access(token),
+        resolve_after=resolve_after,
     )
     if unavailable_reason:
         site = replace(site, unavailable=unavailable_reason)
     pages = _Pages(site)
     return [
-        web.get(ROOT, pages.guarded(pages.results)),
+        web.get(ROOT, pages.guarded(pages.failures)),
+        web.get(RESULTS, pages.guarded(pages.results)),
+        web.get(f"{SIGNATURES}/{{signature_id}}", pages.guarded(pages.signature)),
         web.get(f"{ROOT}/", _slash),
         web.get(f"{ROOT}/traces/{{trace_id}}", pages.guarded(pages.trace)),
         web.get(BREAKDOWN, pages.guarded(pages.breakdown)),

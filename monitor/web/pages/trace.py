@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 import monitor.web.pages.fmt as fmt
 from monitor.review.models import ResultItem, Step, TraceDetail, TraceSummary
 from monitor.web.html import Child, Html, el, join
-from monitor.web.pages.layout import ROOT, ReviewSite, link, shell
+from monitor.web.pages.layout import RESULTS, ReviewSite, link, shell
 from monitor.web.pages.results import VERDICTS, span_anchor, trace_href
 
 MAX_INDENT = 16  # deeper steps share the last indentation class (review.css has .d0 … .d16)
@@ -39,7 +39,9 @@ def summary_block(summary: TraceSummary) -> Html:
     service = summary.service or ""
     pairs = [
         *_pair("evaluated (UTC)", fmt.utc(summary.evaluated_at)),
-        *_pair("service", el("a", service, href=link(ROOT, {"service": service, "outcome": "any"})) if service else ""),
+        *_pair(
+            "service", el("a", service, href=link(RESULTS, {"service": service, "outcome": "any"})) if service else ""
+        ),
         *_pair("agents", ", ".join(summary.agents)),
         *_pair("duration", fmt.duration_ms(summary.duration_ms)),
         *_pair("spans", str(summary.span_count)),
@@ -48,7 +50,7 @@ def summary_block(summary: TraceSummary) -> Html:
     ]
     if summary.variant:  # after the service
         pairs[4:4] = _pair(
-            "variant", el("a", summary.variant, href=link(ROOT, {"variant": summary.variant, "outcome": "any"}))
+            "variant", el("a", summary.variant, href=link(RESULTS, {"variant": summary.variant, "outcome": "any"}))
         )
     return el("dl", pairs, class_="summary")
 
