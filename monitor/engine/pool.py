@@ -282,17 +282,7 @@ class EvaluationPool:
             self.record(tally)
         except Exception:
             log.exception("could not record the results of %d traces", traces)
-        if result.store is not None and self.on_store_report is not None:
-            try:
-                self.on_store_report(result.store)
-            except Exception:
-                log.exception("could not apply an evaluation worker's result store report")
-        if result.new_signatures and self.on_new_signatures is not None:
-            try:
-                for (evaluator, service), count in result.new_signatures.items():
-                    self.on_new_signatures(evaluator, service, count)
-            except Exception:
-                log.exception("could not count the failure signatures an evaluation worker's store counted new")
+        _store_side(result, self.on_store_report, self.on_new_signatures)
 
     def _measure(self, slot: WorkerSlot, spans: int, busy_seconds: float) -> None:
         """Capacity from the batches themselves: each worker's spans per second of batch time (a moving average),
@@ -340,6 +330,21 @@ class EvaluationPool:
         slot.paused = False
         slot.start()  # the first batch waits behind the new worker's start-up
         self._pump(slot)
+
+
+def _store_side(result: BatchResult, on_report: OnStoreReport | None, on_new: OnNewSignatures | None) -> None:
+    """A batch's worker store report to `on_report`, the signatures that store counted new to `on_new`."""
+    if result.store is not None and on_report is not None:
+        try:
+            on_report(result.store)
+        except Exception:
+            log.exception("could not apply an evaluation worker's result store report")
+    if result.new_signatures and on_new is not None:
+        try:
+            for (evaluator, service), count in result.new_signatures.items():
+                on_new(evaluator, service, count)
+        except Exception:
+            log.exception("could not count the failure signatures an evaluation worker's store counted new")
 
 
 class BrokenExecutorCancelled(Exception):
