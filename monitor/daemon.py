@@ -14,6 +14,7 @@ import contextlib
 import logging
 import math
 import signal
+from collections.abc import Callable
 
 from evaluators.judges import LLMJudge
 from evaluators.judges.client import JudgeClient
@@ -35,6 +36,7 @@ from monitor.engine.pairwise_stage import PairwiseStage
 from monitor.engine.poll_intake import FEED_RECEIVER, DaemonSink
 from monitor.engine.pool import EvaluationPool, EvaluationStartError, WorkerSlot, process_slots, thread_slot
 from monitor.engine.recorder import ResultRecorder
+from monitor.engine.signing import Signer
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.lifecycle import Closing, Grace, Hook, Lifecycle, Part, Together
 from monitor.logutil import RateLimitedLogger
@@ -74,7 +76,7 @@ class Daemon:
         evaluators = prepared.evaluators
         self.evaluator_count = len(evaluators)
         self.metrics = telemetry = MetricsExporter.from_config(
-            config.metrics, thresholds_of(evaluators), config.variants
+            config.metrics, thresholds_of(evaluators), config.variants, config.signatures, config.store.enabled
         )
         self.assembler = TraceAssembler.from_config(assembly)
         self.ingestor = Ingestor(
@@ -84,13 +86,11 @@ class Daemon:
         )
         self.store_health = StoreHealth(telemetry.store.error, on_lost=telemetry.store.lost)
         self.store, self.review = _result_store(config, self.store_health)
-        self.recorder = ResultRecorder(
-            telemetry.recording,
-            telemetry.results.apply_tally,
-            telemetry.evaluation.dropped,
-        )
-        self.judge_engine, self.judge_stage = _judging(config, prepared, telemetry, self.store)
-        self.pairwise = _pairwise(config, prepared, self.judge_engine, telemetry, self.store)
+        if self.store is not None:
+            self.store.news.on_new = telemetry.signatures.new  # the judges' and in-process evaluation's signatures
+        self.recorder = ResultRecorder(telemetry.recording, self._apply_tally, telemetry.evaluation.dropped)
+        self.judge_engine, self.judge_stage = _judging(config, prepared, telemetry, self.store, self._apply_tally)
+        self.pairwise = _pairwise(config, prepared, self.judge_engine, telemetry, self.store, self._apply_tally)
         self.pool = EvaluationPool.from_config(
             config.evaluation,
             _slots(config, evaluators, self.store),
@@ -98,6 +98,7 @@ class Daemon:
             telemetry.evaluation.dropped,
             count_restart=telemetry.evaluation.restarted,
             on_store_report=self.store_health.apply_report,
+            on_new_signatures=telemetry.signatures.new,
             cores=usable_cpus(),
         )
         self.dispatcher = DueTraceDispatcher(self.assembler, self.pool)
@@ -137,6 +138,7 @@ class Daemon:
             review=config.review,
             comparisons_info=comparison_infos(self.metrics.results.comparisons.states, self._pairwise_counts),
             access=self.access,
+            resolve_after=config.signatures.resolve_after,
         )
         context = prepared.api_tls.ssl_context() if prepared.api_tls is not None else None
         return WebServer(app, config.metrics.host, config.metrics.port, name="api", ssl_context=context)
@@ -165,6 +167,11 @@ class Daemon:
         ]
 
     # --- wiring callbacks -----------------------------------------------------------------------
+    def _apply_tally(self, tally: MetricsTally) -> None:
+        """A tally to the result metrics and to the failure signatures' (active, and new without a store)."""
+        self.metrics.results.apply_tally(tally)
+        self.metrics.signatures.apply_tally(tally)
+
     def _record(self, tally: MetricsTally) -> None:
         self.recorder.record(tally)
         if tally.judge_jobs:
@@ -278,7 +285,7 @@ def _result_store(
     that cannot be opened starts unavailable (and is retried): the daemon runs on."""
     if not config.store.enabled:
         return None, None
-    store = open_result_store(config.store, health=health)
+    store = open_result_store(config.store, health=health, signatures=config.signatures)
     return store, reader_of(store)
 
 
@@ -316,6 +323,7 @@ def _judging(
     prepared: Prepared,
     metrics: MetricsExporter,
     store: QueuedResultStore | None,
+    apply_tally: Callable[[MetricsTally], None],
 ) -> tuple[JudgeEngine, JudgeStage]:
     """The judge engine and the stage that feeds it; judges configured without a key skip, with one warning."""
     settings = config.judges.settings()
@@ -332,9 +340,10 @@ def _judging(
     stage = JudgeStage(
         judges,
         engine.judge,
-        metrics.results.apply_tally,
+        apply_tally,
         store.write if store is not None else None,
         max_pending=settings.max_pending,
+        signer=Signer(config.signatures.compiled_rules()),
     )
     return engine, stage
 
@@ -345,6 +354,7 @@ def _pairwise(
     engine: JudgeEngine,
     metrics: MetricsExporter,
     store: QueuedResultStore | None,
+    apply_tally: Callable[[MetricsTally], None],
 ) -> PairwiseStage | None:
     """The stage that pairs the variants' traces for the pairwise judges; None without `variants.pairwise`."""
     entries = config.variants.pairwise
@@ -354,10 +364,11 @@ def _pairwise(
         entries,
         prepared.pairwise_judges,
         engine.judge,
-        metrics.results.apply_tally,
+        apply_tally,
         store.write if store is not None else None,
         metrics.pairwise.count,
         max_pending=config.judges.settings().max_pending,
+        signer=Signer(config.signatures.compiled_rules()),
     )
 
 

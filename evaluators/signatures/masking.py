@@ -25,7 +25,7 @@ _QUOTED = re.compile(rf"\"[^\"\n]{{{LONG_QUOTED_CHARS},}}\"|'[^'\n]{{{LONG_QUOTE
 _HEX = re.compile(r"\b(?:0[xX][0-9a-fA-F]+|(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,})\b")
 # a number with a short unit (12ms, 3.5s, 100KB, 20%) is one value; "gpt-4o" keeps its 4 (a name, not a value)
 _NUMBER = re.compile(r"(?<![\w.\-])[-+]?\d[\d,_]*(?:\.\d+)?(?:[eE][-+]?\d+)?(?:[a-zA-Z]{1,3}|%)?(?![\w%])")
-_SPACE = re.compile(r"\s+")
+_DIGIT = re.compile(r"\d")  # what the timestamp, hex and number patterns all need (0x needs a digit too)
 
 
 MAX_PASSES = 8
@@ -43,12 +43,18 @@ def mask_message(text: str, limit: int = MAX_TEMPLATE_CHARS) -> str:
 
 
 def _mask_once(text: str, limit: int) -> str:
-    masked = _URL_QUERY.sub(r"\1?<query>", text)
-    masked = _EMAIL.sub("<email>", masked)
-    masked = _UUID.sub("<uuid>", masked)
-    masked = _TIMESTAMP.sub("<ts>", masked)
-    masked = _HEX.sub("<hex>", masked)
-    masked = _NUMBER.sub("<num>", masked)
-    masked = _QUOTED.sub("<str>", masked)
-    masked = _SPACE.sub(" ", masked).strip()
+    # Each pattern runs only on a text that has the character it needs (the same result, in a fraction of the
+    # time: masking runs on every failing result).
+    masked = _URL_QUERY.sub(r"\1?<query>", text) if "://" in text else text
+    if "@" in masked:
+        masked = _EMAIL.sub("<email>", masked)
+    if "-" in masked:
+        masked = _UUID.sub("<uuid>", masked)
+    if _DIGIT.search(masked) is not None:
+        masked = _TIMESTAMP.sub("<ts>", masked)
+        masked = _HEX.sub("<hex>", masked)
+        masked = _NUMBER.sub("<num>", masked)
+    if "'" in masked or '"' in masked:
+        masked = _QUOTED.sub("<str>", masked)
+    masked = " ".join(masked.split())  # whitespace folded (str.split and re's \s agree on what it is)
     return masked[:limit].rstrip() if len(masked) > limit else masked

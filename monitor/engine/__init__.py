@@ -20,6 +20,7 @@ __all__ = [
     "poll_intake",
     "pool",
     "recorder",
+    "signing",
     "trace_evaluation",
     "variants",
 ]

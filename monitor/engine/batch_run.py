@@ -5,7 +5,8 @@ It runs where the evaluation runs: in a worker process, with the worker's own co
 waits a little for its rows, never for a database that hangs), or on the in-process evaluation thread, with the
 daemon's store (queued for its writer thread). Only the batch's `BatchResult` goes back to the process that owns the
 registry, so that process does no per-result work: it applies one metrics tally (metrics/tally.py) per batch, and
-hands the worker store's health report, side by side with it, to the daemon's StoreHealth.
+hands the worker store's health report, side by side with it, to the daemon's StoreHealth, and the failure
+signatures that store counted new (store/signatures.py) to the signature metrics.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
 from monitor.store.health import StoreReport
 from monitor.store.rows import TraceFailure, TraceOutcome
+from monitor.store.signatures import NewCounts
 
 StoreWrite = Callable[[Sequence[TraceOutcome]], None]
 log = logging.getLogger(__name__)
@@ -34,6 +36,7 @@ class BatchResult(NamedTuple):
     tally: tuple  # the metrics tally's wire form (`MetricsTally.from_wire`)
     store: StoreReport | None  # the worker store's health report since its last batch; None: not stored there
     seconds: float  # what the batch took, store included
+    new_signatures: NewCounts | None = None  # (evaluator, service) → signatures the worker's store counted new
 
 
 def tally_of(outcomes: Iterable[TraceOutcome | TraceFailure]) -> MetricsTally:
@@ -66,10 +69,13 @@ class BatchRun:
         evaluator: TraceEvaluator,
         write: StoreWrite | None = None,
         store_report: Callable[[], StoreReport] | None = None,
+        new_signatures: Callable[[], NewCounts] | None = None,
     ) -> None:
+        """`new_signatures`: the worker store's `SignatureNews.take` (the signatures it counted new since)."""
         self.evaluator = evaluator
         self.write = write
         self.store_report = store_report
+        self.new_signatures = new_signatures
         self._write_failed = RateLimitedLogger(log, per_minute=1)
 
     def __call__(self, batch: Iterable[CompletedTrace]) -> BatchResult:
@@ -85,4 +91,5 @@ class BatchRun:
         tally = tally_of(outcomes)
         tally.normalizer_errors = NORMALIZER_ERRORS.take()  # this process's, since its last batch
         report = self.store_report() if self.store_report is not None else None
-        return BatchResult(tally.wire(), report, time.perf_counter() - started)
+        new = self.new_signatures() if self.new_signatures is not None else None
+        return BatchResult(tally.wire(), report, time.perf_counter() - started, new or None)

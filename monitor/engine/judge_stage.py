@@ -22,7 +22,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from evaluators.judges import JudgeCall, LLMJudge
 from evaluators.sdk import EvalResult, SkipReason
+from evaluators.signatures import FailureSignature
 from monitor.config.judges import JudgesConfig
+from monitor.engine.signing import Signer
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
 from monitor.store.rows import JudgeJob, LateResults, ResultRow, bounded
@@ -31,6 +33,7 @@ log = logging.getLogger(__name__)
 
 ApplyTally = Callable[[MetricsTally], None]
 StoreWrite = Callable[[Sequence[LateResults]], None]
+TraceKey = tuple[str, str, str, str]  # (trace id, service, variant, version)
 _DETAILS_JSON = json.JSONEncoder(default=str, ensure_ascii=False)
 
 
@@ -43,9 +46,12 @@ class JudgeStage:
         write: StoreWrite | None = None,
         *,
         max_pending: int = JudgesConfig.model_fields["max_pending"].default,
+        signer: Signer | None = None,
     ) -> None:
-        """`judges`: the configured judge instances by label; `judge`: the engine's `judge` coroutine function."""
+        """`judges`: the configured judge instances by label; `judge`: the engine's `judge` coroutine function;
+        `signer`: the failure signatures of failing verdicts (`signatures.rules`)."""
         self.judges = dict(judges)
+        self.signer = signer if signer is not None else Signer()
         self._judge = judge
         self._apply = apply_tally
         self._write = write
@@ -105,13 +111,13 @@ class JudgeStage:
 
     def _record(self, done: list[tuple[JudgeJob, EvalResult]], seconds: float = 0.0) -> None:
         tally = MetricsTally()
-        late: dict[tuple[str, str], list[ResultRow]] = {}
+        late: dict[TraceKey, list[ResultRow]] = {}
         for job, result in done:
             if result.skip_reason is SkipReason.JUDGE_UNAVAILABLE:
                 self._unavailable.warning("judge_unavailable", "judge %s: %s", job.evaluator, result.explanation)
-            row = result_row(job, result, seconds)
+            row = result_row(job, result, seconds, self.signer(job.evaluator, job.level, job.agent, result))
             tally.add_results(job.service, job.trace_id, (row,), job.variant)
-            late.setdefault((job.trace_id, job.service), []).append(row)
+            late.setdefault((job.trace_id, job.service, job.variant, job.version), []).append(row)
             self.completed += 1
         try:
             self._apply(tally)
@@ -134,9 +140,9 @@ class JudgeStage:
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def late_results(rows: Mapping[tuple[str, str], list[ResultRow]]) -> list[LateResults]:
-    """{(trace id, service): rows} as the store's LateResults, one per trace."""
-    return [LateResults(trace_id, service, tuple(found)) for (trace_id, service), found in rows.items()]
+def late_results(rows: Mapping[TraceKey, list[ResultRow]]) -> list[LateResults]:
+    """{(trace id, service, variant, version): rows} as the store's LateResults, one per trace."""
+    return [LateResults(trace_id, service, tuple(found), *rest) for (trace_id, service, *rest), found in rows.items()]
 
 
 async def drain_tasks(tasks: set[asyncio.Task[None]], timeout: float) -> int:
@@ -147,7 +153,9 @@ async def drain_tasks(tasks: set[asyncio.Task[None]], timeout: float) -> int:
     return len(tasks)
 
 
-def result_row(job: JudgeJob, result: EvalResult, seconds: float) -> ResultRow:
+def result_row(
+    job: JudgeJob, result: EvalResult, seconds: float, signature: FailureSignature | None = None
+) -> ResultRow:
     details = _DETAILS_JSON.encode(result.details) if result.details else None
     return ResultRow(
         span_id=job.span_id,
@@ -161,4 +169,5 @@ def result_row(job: JudgeJob, result: EvalResult, seconds: float) -> ResultRow:
         explanation=bounded(result.explanation) if result.explanation else result.explanation,
         details=bounded(details),
         duration_seconds=seconds,
+        signature=signature,
     )

@@ -25,10 +25,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from evaluators.judges import JudgeCall, PairwiseJudge, judge_pair
 from evaluators.judges.control import judge_sampled_in
 from evaluators.sdk import EvalResult, SkipReason
+from evaluators.signatures import FailureSignature
 from monitor.config.judges import JudgesConfig
 from monitor.config.variants import PairwiseConfig
-from monitor.engine.judge_stage import drain_tasks, late_results
+from monitor.engine.judge_stage import TraceKey, drain_tasks, late_results
 from monitor.engine.pairing import Pair, PairingBook, PairOffer
+from monitor.engine.signing import Signer
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
 from monitor.store.rows import LateResults, ResultRow, bounded
@@ -54,6 +56,7 @@ class PairwiseStage:
         max_pending: int = JudgesConfig.model_fields["max_pending"].default,
         clock: Callable[[], float] = time.monotonic,
         sweep_seconds: float = 1.0,
+        signer: Signer | None = None,
     ) -> None:
         """`judges`: a PairwiseJudge per entry's `evaluator`; `judge`: the engine's `judge` coroutine function;
         `clock`: the monotonic clock of the windows; `sweep_seconds`: how often unpaired traces are given up."""
@@ -62,6 +65,7 @@ class PairwiseStage:
             raise ValueError(f"no pairwise judge for {', '.join(missing)}")
         self.books = [PairingBook(entry, clock) for entry in entries]
         self.judges = dict(judges)
+        self.signer = signer if signer is not None else Signer()
         self._judge = judge
         self._apply = apply_tally
         self._write = write
@@ -161,7 +165,9 @@ class PairwiseStage:
             except Exception:
                 log.exception("could not count a pair of %s", entry.evaluator)
         self.judged += 1
-        self._record([(candidate, _row(book, pair, result, time.perf_counter() - started))])
+        seconds = time.perf_counter() - started
+        signature = self.signer(book.entry.evaluator, "trace", None, result)
+        self._record([(candidate, _row(book, pair, result, seconds, signature))])
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -172,11 +178,11 @@ class PairwiseStage:
         if not done:
             return
         tally = MetricsTally()
-        late: dict[tuple[str, str], list[ResultRow]] = {}
+        late: dict[TraceKey, list[ResultRow]] = {}
         for offer, row in done:
             tally.add_results(offer.service, offer.trace_id, (row,), offer.variant)
             if row.skip_reason != SkipReason.SAMPLED_OUT:
-                late.setdefault((offer.trace_id, offer.service), []).append(row)
+                late.setdefault((offer.trace_id, offer.service, offer.variant, ""), []).append(row)
         try:
             self._apply(tally)
         except Exception:
@@ -223,7 +229,9 @@ def _no_pair(book: PairingBook, offer: PairOffer, why: str) -> ResultRow:
     )
 
 
-def _row(book: PairingBook, pair: Pair, result: EvalResult, seconds: float = 0.0) -> ResultRow:
+def _row(
+    book: PairingBook, pair: Pair, result: EvalResult, seconds: float = 0.0, signature: FailureSignature | None = None
+) -> ResultRow:
     """The pair's result as a row of the pairwise evaluator on the candidate's trace, its partner in details."""
     entry = book.entry
     details = {
@@ -245,4 +253,5 @@ def _row(book: PairingBook, pair: Pair, result: EvalResult, seconds: float = 0.0
         explanation=bounded(result.explanation) if result.explanation else result.explanation,
         details=bounded(_DETAILS_JSON.encode(details)),
         duration_seconds=seconds,
+        signature=signature,
     )

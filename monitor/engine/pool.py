@@ -12,7 +12,8 @@ cap while another worker's queue is full (routing by trace id is never perfectly
 has its in-flight traces counted as dropped (`worker_crash`) and is replaced (with backoff if it keeps
 dying); its queued traces go to the replacement. Each batch's metrics tally is handed to `record` on the event
 loop thread, and the worker store's health report that comes back beside it (batch_run.BatchResult) to
-`on_store_report` (the daemon's `StoreHealth.apply_report`).
+`on_store_report` (the daemon's `StoreHealth.apply_report`), the failure signatures that store counted new to
+`on_new_signatures` (the signature metrics).
 
 A worker process that returns no batch for `stall_seconds` while it has one (an evaluator that never returns:
 an endless loop, a regular expression that backtracks for hours) is killed by `check_stalled`, which the
@@ -78,6 +79,7 @@ def stall_limit(evaluation_timeout: float) -> float:
 Record = Callable[[MetricsTally], None]
 CountDropped = Callable[[str, int], None]
 OnStoreReport = Callable[[StoreReport], None]
+OnNewSignatures = Callable[[str, str, int], None]  # (evaluator, service, signatures counted new)
 
 
 class EvaluationPool:
@@ -91,11 +93,13 @@ class EvaluationPool:
         batch_size: int = BATCH_SIZE,
         count_restart: Callable[[], None] = lambda: None,
         on_store_report: OnStoreReport | None = None,
+        on_new_signatures: OnNewSignatures | None = None,
         cores: int | None = None,
         stall_seconds: float = stall_limit(_DEFAULTS.timeout),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """`on_store_report`: told each worker store's health report (the daemon's `StoreHealth.apply_report`);
+        `on_new_signatures`: told the failure signatures each worker store counted new (the signature metrics);
         `cores`: the usable cores (default: this process's CPU affinity), for the first capacity estimate;
         `stall_seconds`: see `check_stalled`."""
         if not slots:
@@ -105,6 +109,7 @@ class EvaluationPool:
         self.count_dropped = count_dropped
         self.count_restart = count_restart
         self.on_store_report = on_store_report
+        self.on_new_signatures = on_new_signatures
         self.queue_size = queue_size
         self.batch_size = batch_size
         self.stall_seconds = stall_seconds
@@ -130,6 +135,7 @@ class EvaluationPool:
         *,
         count_restart: Callable[[], None] = lambda: None,
         on_store_report: OnStoreReport | None = None,
+        on_new_signatures: OnNewSignatures | None = None,
         cores: int | None = None,
     ) -> EvaluationPool:
         """The pool of the `evaluation:` section (its queue size; stalled after four evaluator timeouts)."""
@@ -140,6 +146,7 @@ class EvaluationPool:
             queue_size=config.queue_size,
             count_restart=count_restart,
             on_store_report=on_store_report,
+            on_new_signatures=on_new_signatures,
             cores=cores,
             stall_seconds=stall_limit(config.timeout),
         )
@@ -267,18 +274,15 @@ class EvaluationPool:
         self._pump(slot)
 
     def _deliver(self, result: BatchResult, traces: int) -> None:
-        """A batch's metrics tally to `record`, its worker store's report to `on_store_report`."""
+        """A batch's metrics tally to `record`, its worker store's report to `on_store_report`, the signatures
+        that store counted new to `on_new_signatures`."""
         tally = MetricsTally.from_wire(result.tally)
         self.evaluated += tally.evaluated
         try:
             self.record(tally)
         except Exception:
             log.exception("could not record the results of %d traces", traces)
-        if result.store is not None and self.on_store_report is not None:
-            try:
-                self.on_store_report(result.store)
-            except Exception:
-                log.exception("could not apply an evaluation worker's result store report")
+        _store_side(result, self.on_store_report, self.on_new_signatures)
 
     def _measure(self, slot: WorkerSlot, spans: int, busy_seconds: float) -> None:
         """Capacity from the batches themselves: each worker's spans per second of batch time (a moving average),
@@ -326,6 +330,21 @@ class EvaluationPool:
         slot.paused = False
         slot.start()  # the first batch waits behind the new worker's start-up
         self._pump(slot)
+
+
+def _store_side(result: BatchResult, on_report: OnStoreReport | None, on_new: OnNewSignatures | None) -> None:
+    """A batch's worker store report to `on_report`, the signatures that store counted new to `on_new`."""
+    if result.store is not None and on_report is not None:
+        try:
+            on_report(result.store)
+        except Exception:
+            log.exception("could not apply an evaluation worker's result store report")
+    if result.new_signatures and on_new is not None:
+        try:
+            for (evaluator, service), count in result.new_signatures.items():
+                on_new(evaluator, service, count)
+        except Exception:
+            log.exception("could not count the failure signatures an evaluation worker's store counted new")
 
 
 class BrokenExecutorCancelled(Exception):

@@ -19,6 +19,7 @@ from typing import cast
 from evaluators.judges import LLMJudge, prepare
 from evaluators.judges.control import judge_sampled_in
 from evaluators.sdk import Dispatched, Level, dispatch
+from evaluators.signatures import FailureSignature
 from evaluators.traces import build_trace, join_logs
 from evaluators.traces.model import Trace
 from monitor.config.models import MonitorConfig
@@ -27,13 +28,15 @@ from monitor.config.store import StoreConfig
 from monitor.config.variants import VariantsConfig
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.configured import ConfiguredEvaluator, sampled_in
-from monitor.engine.variants import pair_keys, variant_of
+from monitor.engine.signing import Signer
+from monitor.engine.variants import MAX_VARIANT_CHARS, pair_keys, variant_of
 from monitor.store.rows import JudgeJob, ResultRow, TraceFailure, TraceOutcome, bounded
 from monitor.store.trace_detail import trace_detail
 
 log = logging.getLogger(__name__)
 
 Outcome = TraceOutcome | TraceFailure
+SERVICE_VERSION = "service.version"
 _DETAILS_JSON = json.JSONEncoder(default=str, ensure_ascii=False)  # built once: json.dumps builds one per call
 
 
@@ -49,6 +52,7 @@ class TraceEvaluator:
             store_results=store.results if store.enabled else None,
             max_steps=store.max_steps,
             variants=config.variants,
+            signer=Signer(config.signatures.compiled_rules()),
         )
 
     def __init__(
@@ -60,16 +64,19 @@ class TraceEvaluator:
         store_results: str | None = None,
         max_steps: int = StoreConfig.model_fields["max_steps"].default,
         variants: VariantsConfig | None = None,
+        signer: Signer | None = None,
     ) -> None:
         """`store_results`: the store's `results` setting ("all", "failing"; None: no store), which decides the
         traces whose review detail (steps, models, tools, errors; trace_detail.py) is built here. `variants`:
-        which attribute gives each trace its variant, and which variants are paired for the pairwise judge."""
+        which attribute gives each trace its variant, and which variants are paired for the pairwise judge.
+        `signer`: the failure signature of each failing result (`signatures.rules`)."""
         self.evaluators = list(evaluators)
         self.timeout_seconds = timeout_seconds
         self.mode = mode
         self.store_results = store_results
         self.max_steps = max_steps
         self.variants = variants or VariantsConfig()
+        self.signer = signer if signer is not None else Signer()
         self._label_of = {id(c.evaluator): c.label for c in self.evaluators}
         self._is_judge = {c.label: isinstance(c.evaluator, LLMJudge) for c in self.evaluators}
         self._levels = {c.label: str(getattr(c.evaluator, "level", "trace")) for c in self.evaluators}
@@ -97,7 +104,8 @@ class TraceEvaluator:
         jobs: list[JudgeJob] = []
         service = trace.service_name or "unknown"
         variant = variant_of(trace, self.variants.attribute)
-        rows = tuple(self.rows(trace, jobs, service, variant))
+        version = version_of(trace)
+        rows = tuple(self.rows(trace, jobs, service, variant, version))
         return TraceOutcome(
             trace_id=trace.trace_id,
             service=service,
@@ -116,6 +124,7 @@ class TraceEvaluator:
             detail=trace_detail(trace, self.max_steps) if self._stores(rows) else None,
             variant=variant,
             pair_keys=pair_keys(trace, variant, self.variants),
+            version=version,
         )
 
     def _stores(self, rows: tuple[ResultRow, ...]) -> bool:
@@ -126,7 +135,12 @@ class TraceEvaluator:
         return self.store_results == "failing" and any(not r.passed and r.skip_reason != "sampled_out" for r in rows)
 
     def rows(
-        self, trace: Trace, jobs: list[JudgeJob] | None = None, service: str = "unknown", variant: str = ""
+        self,
+        trace: Trace,
+        jobs: list[JudgeJob] | None = None,
+        service: str = "unknown",
+        variant: str = "",
+        version: str = "",
     ) -> list[ResultRow]:
         """One row per (evaluator, dispatch unit), in configured evaluator order. A judge's row is here only when
         it is already decided (sampled out, nothing to judge); its requests are appended to `jobs` (without a
@@ -146,12 +160,12 @@ class TraceEvaluator:
             else:
                 by_label[label] = [self._sampled_out(configured)]
         if judges and jobs is not None:
-            self._prepare_judges(trace, judges, by_label, jobs, service, variant)
+            self._prepare_judges(trace, judges, by_label, jobs, service, (variant, version))
         spent: dict[str, float] = {}
         for done in dispatch(trace, chosen, self.mode):  # type: ignore[arg-type]  # mode is validated by config
             label = self._label_of[id(done.evaluator)]
             spent[label] = spent.get(label, 0.0) + done.duration_ms
-            by_label.setdefault(label, []).append(_row(label, done))
+            by_label.setdefault(label, []).append(self._row(label, done))
         limit_ms = self.timeout_seconds * 1000.0
         for label, ms in spent.items():
             if ms > limit_ms:
@@ -166,7 +180,7 @@ class TraceEvaluator:
         by_label: dict[str, list[ResultRow]],
         jobs: list[JudgeJob],
         service: str,
-        variant: str,
+        variant: tuple[str, str],
     ) -> None:
         for prepared in prepare(trace, [c.evaluator for c in judges], self.mode):
             label = self._label_of[id(prepared.judge)]
@@ -177,7 +191,7 @@ class TraceEvaluator:
                 done = Dispatched(
                     prepared.judge, level, prepared.span_id, prepared.agent_name, prepared.model, result, 0.0
                 )
-                by_label.setdefault(label, []).append(_row(label, done))
+                by_label.setdefault(label, []).append(self._row(label, done))
             else:
                 jobs.append(
                     JudgeJob(
@@ -189,7 +203,7 @@ class TraceEvaluator:
                         prepared.agent_name,
                         prepared.model,
                         prepared.request,
-                        variant,
+                        *variant,
                     )
                 )
 
@@ -198,8 +212,17 @@ class TraceEvaluator:
         level = self._levels[configured.label]
         return ResultRow(None, None, None, configured.label, level, None, None, "sampled_out", message, None, 0.0)
 
+    def _row(self, label: str, done: Dispatched) -> ResultRow:
+        return _row(label, done, self.signer(label, done.level, done.agent_name, done.result))
 
-def _row(label: str, done: Dispatched) -> ResultRow:
+
+def version_of(trace: Trace) -> str:
+    """The `service.version` of the trace's resource ("" when it has none), bounded like a variant."""
+    value = trace.resource_attributes.get(SERVICE_VERSION)
+    return "" if value is None else str(value).strip()[:MAX_VARIANT_CHARS]
+
+
+def _row(label: str, done: Dispatched, signature: FailureSignature | None = None) -> ResultRow:
     result = done.result
     details = _DETAILS_JSON.encode(result.details) if result.details else None
     return ResultRow(
@@ -214,10 +237,13 @@ def _row(label: str, done: Dispatched) -> ResultRow:
         explanation=bounded(result.explanation) if result.explanation else result.explanation,
         details=bounded(details),
         duration_seconds=done.duration_ms / 1000.0,
+        signature=signature,
     )
 
 
 def _as_timeout(row: ResultRow, message: str) -> ResultRow:
     if row.skip_reason is not None:
         return row
-    return row._replace(score=None, passed=None, skip_reason="timeout", explanation=message, details=None)
+    return row._replace(
+        score=None, passed=None, skip_reason="timeout", explanation=message, details=None, signature=None
+    )

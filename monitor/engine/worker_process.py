@@ -26,6 +26,7 @@ from monitor.logutil import configure_logging
 from monitor.store.from_config import open_result_store
 from monitor.store.health import StoreHealth, StoreReport
 from monitor.store.schema import StoreSchemaError
+from monitor.store.signatures import NewCounts
 
 PARENT_POLL_SECONDS = 1.0
 # How long a batch waits for its rows to be written before its result goes back (so they are there when it is
@@ -54,23 +55,26 @@ def initialize(config: MonitorConfig, parent_pid: int) -> None:
     tune_gc()
 
 
-def _store_writer(config: MonitorConfig) -> tuple[Callable | None, Callable[[], StoreReport] | None]:
+def _store_writer(
+    config: MonitorConfig,
+) -> tuple[Callable | None, Callable[[], StoreReport] | None, Callable[[], NewCounts] | None]:
     """This worker's connection to the result store: its `write` (through the store's bounded queue and writer
-    thread, waiting WRITE_WAIT_SECONDS at most; the main process keeps the retention) and its health report for
-    the tallies. A store that cannot be opened here is reported through them, and retried, like any store failure:
-    the worker evaluates all the same."""
+    thread, waiting WRITE_WAIT_SECONDS at most; the main process keeps the retention), its health report and the
+    failure signatures it counted new, for the tallies (the rows written after their batch went back are
+    reported with the next batch). A store that cannot be opened here is reported through them, and retried,
+    like any store failure: the worker evaluates all the same."""
     store = config.store
     if not store.enabled:
-        return None, None
+        return None, None, None
     health = StoreHealth(quiet=True)  # the daemon logs what the reports say
     try:
-        writer = open_result_store(store, health=health, prune=False, pool_size=1)
+        writer = open_result_store(store, health=health, prune=False, pool_size=1, signatures=config.signatures)
     except StoreSchemaError as exc:  # preflight refuses such a database: it changed since
         health.failed("open", exc)
-        return None, health.take_report
+        return None, health.take_report, None
     writer.start_writer()
     util.Finalize(None, writer.close, kwargs={"timeout": EXIT_WRITE_SECONDS}, exitpriority=10)  # at worker exit
-    return functools.partial(writer.write, wait=WRITE_WAIT_SECONDS), health.take_report
+    return functools.partial(writer.write, wait=WRITE_WAIT_SECONDS), health.take_report, writer.news.take
 
 
 def evaluate_batch(wire: list[WireTrace]) -> BatchResult:

@@ -12,10 +12,13 @@ one component only (the daemon hands each component its own group, or the group'
 - `store` (`StoreMetrics`): store errors and results lost (StoreHealth), review availability read from it.
 - `judges`, `pairwise`, `poll` (`JudgeMetrics`, `PairwiseMetrics`, `PollMetrics`): the judge engine, the pairwise
   stage, the poll runners. `build` (`BuildInfo`): the version.
+- `signatures` (`SignatureMetrics`): failure signatures counted new (told by the result stores) and active (from
+  the tallies): the daemon.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +26,7 @@ from prometheus_client import CollectorRegistry, disable_created_metrics
 
 from monitor.alerting.thresholds import AlertRule
 from monitor.config import MetricsConfig
+from monitor.config.signatures import SignaturesConfig
 from monitor.config.variants import VariantsConfig
 from monitor.metrics.assembly import AssemblyMetrics
 from monitor.metrics.build import BuildInfo
@@ -34,6 +38,7 @@ from monitor.metrics.pairwise import PairwiseMetrics
 from monitor.metrics.poll import PollMetrics
 from monitor.metrics.recording import RecordingMetrics
 from monitor.metrics.results import ResultMetrics
+from monitor.metrics.signatures import SignatureMetrics
 from monitor.metrics.store import StoreMetrics
 
 # The daemon owns its process: counters and histograms expose no `*_created` series (a start time per label set
@@ -44,9 +49,13 @@ disable_created_metrics()
 class MetricsExporter:
     """The registry, the metric groups registered on it, and `render()` for /metrics."""
 
-    def __init__(self, **results: Any) -> None:
+    def __init__(
+        self, *, signatures: SignaturesConfig | None = None, store_enabled: bool = True, **results: Any
+    ) -> None:
         """`results`: the result metrics' options (`ResultMetrics`: windows, caps, buckets, alert rules, clock,
-        variants), each defaulting to the `metrics:` section's default."""
+        variants), each defaulting to the `metrics:` section's default; `signatures`: the failure signatures'
+        section (`SignatureMetrics`), and whether a store counts new signatures (`store_enabled`; else this process
+        does)."""
         self.registry = r = CollectorRegistry()
         self.results = ResultMetrics(r, **results)
         self.intake = IntakeMetrics(r)
@@ -58,12 +67,27 @@ class MetricsExporter:
         self.poll = PollMetrics(r)
         self.pairwise = PairwiseMetrics(r, self.results.variants, self.results.variant_label)
         self.build = BuildInfo(r)
+        signatures = signatures or SignaturesConfig()
+        self.signatures = SignatureMetrics(
+            r,
+            self.results.evaluator_service,
+            window=signatures.window,
+            min_count=signatures.min_count,
+            decides_new=not store_enabled,
+            clock=results.get("clock", time.time),
+        )
 
     @classmethod
     def from_config(
-        cls, config: MetricsConfig, thresholds: Mapping[str, AlertRule], variants: VariantsConfig
+        cls,
+        config: MetricsConfig,
+        thresholds: Mapping[str, AlertRule],
+        variants: VariantsConfig,
+        signatures: SignaturesConfig | None = None,
+        store_enabled: bool = True,
     ) -> MetricsExporter:
-        """The metrics of the `metrics:` section, with the evaluators' alert rules and the variants."""
+        """The metrics of the `metrics:` section, with the evaluators' alert rules, the variants and the failure
+        signatures (`signatures:`; `store_enabled`: a store decides which are new)."""
         return cls(
             windows=[(w.label, w.seconds) for w in config.windows],
             window_sample_cap=config.window_sample_cap,
@@ -72,6 +96,8 @@ class MetricsExporter:
             duration_buckets=config.duration_buckets,
             thresholds=thresholds,
             variants=variants,
+            signatures=signatures,
+            store_enabled=store_enabled,
         )
 
     def render(self, accept_header: str | None) -> tuple[bytes, str]:

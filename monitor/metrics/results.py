@@ -243,6 +243,10 @@ class ResultMetrics:
             self._resolved[raw] = key
         return key
 
+    def evaluator_service(self, evaluator: str, service: str) -> tuple[str, str]:
+        """The label values of (evaluator, service), as the result series have them (sanitised, capped)."""
+        return sanitize_label_value(evaluator), self._capped("service", service)
+
     def variant_label(self, variant: str) -> str:
         """The capped variant; empty for no variant (variants off, or the trace lacks the attribute)."""
         text = clean_label_text(variant)

@@ -15,6 +15,7 @@ from typing import Any
 NO_VERDICT = "no_verdict"  # skip reason for an unskipped result that carries no pass/fail verdict
 
 ResultKey = tuple[str, str, str, str | None, str]  # (evaluator, level, service, agent, variant), raw
+SignatureKey = tuple[str, str, str]  # (evaluator, service, failure signature id), raw
 
 
 def finite(value: Any) -> float | None:
@@ -65,6 +66,7 @@ class MetricsTally:
         "normalizer_errors",
         "pair_offers",
         "results",
+        "signatures",
         "tokens",
         "tools",
         "traces",
@@ -83,6 +85,7 @@ class MetricsTally:
         self.judge_jobs: list[Any] = []  # judgements to make (engine.judge_stage), passed through as they are
         self.pair_offers: list[Any] = []  # traces the pairwise judge may pair (engine.pairing), passed through
         self.normalizer_errors: dict[str, int] = {}  # convention → normalizer calls that raised during the batch
+        self.signatures: dict[SignatureKey, int] = {}  # (evaluator, service, signature id) → failing results
 
     # --- adding -----------------------------------------------------------------------------------
     def add_trace(
@@ -129,8 +132,10 @@ class MetricsTally:
     def add_results(self, service: str, trace_id: str, rows: Any, variant: str = "") -> None:
         """The results of one trace (of `variant`: "" when none); each row has agent, evaluator, level, score,
         passed, skip_reason and duration_seconds (by name). A row with a skip_reason is a skip; one with neither
-        a skip_reason nor a verdict is a skip with reason `no_verdict`."""
+        a skip_reason nor a verdict is a skip with reason `no_verdict`. A failing row's `signature` (when it has
+        one) is counted in `signatures`."""
         results = self.results
+        signatures = self.signatures
         for row in rows:
             key = (row.evaluator, row.level, service, row.agent, variant)
             counts = results.get(key)
@@ -153,6 +158,10 @@ class MetricsTally:
                 counts.failed += 1
                 counts.failed_trace = trace_id
                 counts.samples.append((finite(row.score), False, trace_id))
+                signature = getattr(row, "signature", None)
+                if signature is not None:
+                    seen = (row.evaluator, service, signature.id)
+                    signatures[seen] = signatures.get(seen, 0) + 1
 
     def add_failure(self, trace_id: str, error: str) -> None:
         self.failures.append((trace_id, error))
@@ -172,6 +181,7 @@ class MetricsTally:
             self.judge_jobs,
             self.pair_offers,
             self.normalizer_errors,
+            self.signatures,
         )
 
     @classmethod
@@ -190,6 +200,7 @@ class MetricsTally:
             tally.judge_jobs,
             tally.pair_offers,
             tally.normalizer_errors,
+            tally.signatures,
         ) = wire
         tally.results = {key: ResultCounts.from_wire(counts) for key, counts in results.items()}
         return tally

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
+from monitor.config.signatures import SignaturesConfig
 from monitor.review.api_params import (
     BadRequest,
     NotFound,
@@ -27,7 +28,7 @@ from monitor.review.signature_models import SignatureDetail, SignaturesPage
 from monitor.store.health import StoreUnavailable
 
 STORE_DISABLED = "the result store is disabled (store.enabled: false)"
-RESOLVE_AFTER = 86400.0  # signatures.resolve_after's default
+RESOLVE_AFTER: float = SignaturesConfig.model_fields["resolve_after"].default  # signatures.resolve_after
 
 
 class ReviewService:

@@ -7,4 +7,6 @@ The public modules are the ones `__all__` names; `packing`, `retention` and `sto
 package. Importing the package imports none of its modules.
 """
 
-__all__ = ["from_config", "health", "postgres", "rows", "schema", "sqlite", "trace_detail", "writer"]
+__all__ = [
+    "from_config", "health", "postgres", "rows", "schema", "signatures", "sqlite", "trace_detail", "writer",
+]  # fmt: skip

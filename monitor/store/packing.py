@@ -9,7 +9,8 @@ trace, and are not scanned again.
 One `traces` row per trace: its passing results (`results: all`) packed as a JSON array of `PASSED_FIELDS`, its
 agents, models and tools as JSON arrays of names, the rest of its review detail as one JSON object
 (`DETAIL_KEYS`), its variant as it is (bounded where it is read, engine/variants.py). One `results` row per
-failing result and per skip (not sampled_out).
+failing result and per skip (not sampled_out), a failing result's with its signature's id, and a `Sighting` of
+each signature for the `signatures` table (signatures.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import NamedTuple
 
 from evaluators.redaction import redact_texts
 from monitor.store.rows import MAX_TEXT, LateResults, ResultRow, TraceDetailRow, TraceOutcome
+from monitor.store.signatures import Sighting
 from monitor.store.storable import storable, storable_json, storable_values
 from monitor.store.trace_detail import NAME, STEP_TEXT
 
@@ -53,8 +55,9 @@ def mask(texts: list[str | None], limits: list[int]) -> list[str | None]:
 class Packed(NamedTuple):
     traces: list[tuple]  # schema.TRACE_COLUMNS
     results: list[tuple]  # created_at, trace_id, service, span_id, agent, model, evaluator, level, score, passed,
-    # skip_reason, explanation, details
+    # skip_reason, explanation, details, signature
     appended: list[tuple[str, str]]  # (a late passing result packed, its trace id)
+    sightings: list[Sighting]  # the failing results with a signature (signatures.py)
     kept: int = 0  # the results these rows hold (what is lost when they cannot be written)
 
 
@@ -67,11 +70,12 @@ def merged(parts: Sequence[Packed]) -> Packed:
     """Several outcomes' rows as one Packed (one transaction)."""
     if len(parts) == 1:
         return parts[0]
-    packed = Packed([], [], [], sum(p.kept for p in parts))
+    packed = Packed([], [], [], [], sum(p.kept for p in parts))
     for part in parts:
         packed.traces.extend(part.traces)
         packed.results.extend(part.results)
         packed.appended.extend(part.appended)
+        packed.sightings.extend(part.sightings)
     return packed
 
 
@@ -85,7 +89,7 @@ def pack_one(o: Written, now: float, failing_only: bool) -> Packed:
                 passing.append(r)
         elif r.skip_reason != SAMPLED_OUT:  # sampled-out skips are counted in the metrics, not stored
             stored.append(r)
-    packed = Packed([], [], [], len(stored) + len(passing))
+    packed = Packed([], [], [], [], len(stored) + len(passing))
     if isinstance(o, LateResults):
         texts = _result_texts(stored + passing)
         masked = iter(mask(texts, [MAX_TEXT] * len(texts)))
@@ -94,7 +98,22 @@ def pack_one(o: Written, now: float, failing_only: bool) -> Packed:
         packed.appended.extend((_json(_passed_entry(r, masked)), trace_id) for r in passing)
     elif stored or not failing_only:
         _pack_trace(o, stored, passing, now, packed)
+    else:
+        return packed
+    _sightings(o, stored, now, packed.sightings)
     return packed
+
+
+def _sightings(o: Written, stored: list[ResultRow], now: float, into: list[Sighting]) -> None:
+    """A Sighting per stored failing result with a signature."""
+    signed = [r for r in stored if r.signature is not None and r.passed is False]
+    if not signed:
+        return
+    trace_id, service, variant, version = storable_values((o.trace_id, o.service, o.variant, o.version))
+    for r in signed:
+        agent, model = storable_values((r.agent, r.model))
+        assert r.signature is not None
+        into.append(Sighting(r.signature, now, trace_id, service, agent, model, variant, version))
 
 
 def kept_results(o: Written, failing_only: bool) -> int:
@@ -157,8 +176,9 @@ def _result_texts(rows: list[ResultRow]) -> list[str | None]:
 
 
 def _result_row(now: float, trace_id: str, service: str, r: ResultRow, texts: Iterator[str | None]) -> tuple:
+    signature = r.signature.id if r.signature is not None and r.passed is False else None
     return storable_values((now, trace_id, service, r.span_id, r.agent, r.model, r.evaluator, r.level, r.score,
-                            r.passed, r.skip_reason, next(texts), next(texts)))  # fmt: skip
+                            r.passed, r.skip_reason, next(texts), next(texts), signature))  # fmt: skip
 
 
 def _passed_entry(r: ResultRow, texts: Iterator[str | None]) -> tuple:

@@ -27,18 +27,19 @@ CHECKPOINT_WAIT_MS = 1000  # how long the truncating checkpoint waits for reader
 
 
 def prune_by_age(db: Database, cutoff: float, trace_key: str = "rowid") -> int:
-    """Delete results and traces created before `cutoff` (autocommit connection, SQLite's or PostgreSQL's: the
-    traces' key is `trace_key`); the results deleted."""
+    """Delete results and traces created before `cutoff`, and the failure signatures last seen before it
+    (autocommit connection, SQLite's or PostgreSQL's: the traces' key is `trace_key`); the results deleted."""
     removed = _delete_chunks(db, "results", "id", cutoff)
     _delete_chunks(db, "traces", trace_key, cutoff)
+    _delete_chunks(db, "signatures", "id", cutoff, "last_seen")
     return removed
 
 
-def _delete_chunks(db: Database, table: str, key: str, cutoff: float) -> int:
+def _delete_chunks(db: Database, table: str, key: str, cutoff: float, column: str = "created_at") -> int:
     removed = 0
     while True:
         count = db.execute(
-            f"DELETE FROM {table} WHERE {key} IN (SELECT {key} FROM {table} WHERE created_at < ? LIMIT ?)",
+            f"DELETE FROM {table} WHERE {key} IN (SELECT {key} FROM {table} WHERE {column} < ? LIMIT ?)",
             (cutoff, CHUNK_ROWS),
         ).rowcount
         removed += count

@@ -8,7 +8,10 @@ a secret cut at the limit is still recognised and masked.
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from evaluators.signatures import FailureSignature
 
 MAX_TEXT = 4000  # characters the store keeps of a text
 MASK_MARGIN = 64  # characters kept beyond a limit until the text is masked
@@ -36,6 +39,7 @@ class ResultRow(NamedTuple):
     explanation: str | None  # bounded
     details: str | None  # JSON, bounded; None when empty
     duration_seconds: float
+    signature: FailureSignature | None = None  # a failing result's failure signature (None for the others)
 
 
 class TraceOutcome(NamedTuple):
@@ -58,6 +62,7 @@ class TraceOutcome(NamedTuple):
     detail: TraceDetailRow | None = None  # what the review shows besides the results (None: not stored)
     variant: str = ""  # the agent version that produced it (variants.attribute); "" when unset or missing
     pair_keys: tuple[tuple[str, str], ...] = ()  # (pair_by, key): what a pairwise judge pairs it on
+    version: str = ""  # the `service.version` of the trace's resource ("" when it has none)
 
 
 class TraceDetailRow(NamedTuple):
@@ -101,6 +106,7 @@ class JudgeJob(NamedTuple):
     model: str | None
     request: Any
     variant: str = ""  # the trace's variant (the `variant` label of the judge's result)
+    version: str = ""  # the trace's `service.version`
 
 
 class LateResults(NamedTuple):
@@ -109,6 +115,8 @@ class LateResults(NamedTuple):
     trace_id: str
     service: str
     results: tuple[ResultRow, ...]
+    variant: str = ""  # the trace's variant and version (where its failure signatures were seen)
+    version: str = ""
 
 
 class TraceFailure(NamedTuple):

@@ -35,10 +35,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from monitor.config.signatures import SignaturesConfig
 from monitor.store import retention
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.packing import PASSED_FIELDS, SAMPLED_OUT, Packed, Written
 from monitor.store.schema import BUSY_TIMEOUT_SECONDS, TRACE_COLUMNS, StoreSchemaError, set_up
+from monitor.store.signatures import Batch, NewCounts, Policy, upsert
 from monitor.store.writer import REOPEN_SECONDS, STORE_DEFAULTS, QueuedResultStore
 
 __all__ = ["PASSED_FIELDS", "SAMPLED_OUT", "ResultStore", "StoreSchemaError", "StoreUnavailable", "Written"]
@@ -52,7 +54,7 @@ _INSERT_TRACE = (
 )
 _INSERT_RESULT = (
     "INSERT INTO results (created_at, trace_id, service, span_id, agent, model, evaluator, level, score, passed,"
-    " skip_reason, explanation, details) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    " skip_reason, explanation, details, signature) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 _APPEND_PASSED = "UPDATE traces SET passed = json_insert(COALESCE(passed, '[]'), '$[#]', json(?)) WHERE trace_id = ?"
 
@@ -83,11 +85,14 @@ class ResultStore(QueuedResultStore):
         prune: bool = True,
         max_size: int = STORE_DEFAULTS.max_size,
         health: StoreHealth | None = None,
+        signatures: SignaturesConfig | None = None,
     ) -> None:
         """Open (create, migrate) the database; when it cannot be, the store starts unavailable and retries.
         StoreSchemaError for a database from a newer agent-monitor. `prune`: False for the workers' stores (the
-        daemon's keeps the retention)."""
-        super().__init__(retention_seconds, results, prune=prune, max_size=max_size, health=health)
+        daemon's keeps the retention); `signatures`: the `signatures:` section (when one is new, regressed)."""
+        super().__init__(
+            retention_seconds, results, prune=prune, max_size=max_size, health=health, signatures=signatures
+        )
         self.path = Path(path)
         self.memory = str(path) == ":memory:"
         self._db: sqlite3.Connection | None = None
@@ -150,22 +155,27 @@ class ResultStore(QueuedResultStore):
 
     # --- writing --------------------------------------------------------------------------------
     def _store(self, packed: Packed) -> None:
+        batches = self._batches(packed)
         with self._lock:
-            self._write(self._connection(), packed)
+            new = self._write(self._connection(), packed, batches, self.policy)
+        self.news.add(new)
 
     @staticmethod
-    def _write(db: sqlite3.Connection, packed: Packed) -> None:
+    def _write(db: sqlite3.Connection, packed: Packed, batches: list[Batch], policy: Policy) -> NewCounts:
+        """The rows and the signatures' upserts in one transaction; the signatures it counted new."""
         db.execute("BEGIN IMMEDIATE")
         try:
             db.executemany(_INSERT_TRACE, packed.traces)
             db.executemany(_INSERT_RESULT, packed.results)
             if packed.appended:
                 db.executemany(_APPEND_PASSED, packed.appended)
+            new = upsert(db, batches, policy, "max") if batches else {}
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
+        return new
 
     def transaction(self, work: Callable[[Any], T]) -> T:
         with self._lock:

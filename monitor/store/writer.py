@@ -23,10 +23,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from monitor.config.signatures import SignaturesConfig
 from monitor.config.store import StoreConfig
 from monitor.store.degrade import DegradingWrite
 from monitor.store.health import StoreHealth, StoreUnavailable
-from monitor.store.packing import PASSED_FIELDS, Packed, Written
+from monitor.store.packing import PASSED_FIELDS, Packed, Written, mask
+from monitor.store.rows import MAX_TEXT
+from monitor.store.signatures import Batch, Policy, SignatureNews, batched
 from monitor.store.write_queue import WriteQueue
 
 log = logging.getLogger(__name__)
@@ -40,8 +43,17 @@ T = TypeVar("T")
 
 class QueuedResultStore(ABC):
     def __init__(
-        self, retention_seconds: float, results: str, *, prune: bool, max_size: int, health: StoreHealth | None
+        self,
+        retention_seconds: float,
+        results: str,
+        *,
+        prune: bool,
+        max_size: int,
+        health: StoreHealth | None,
+        signatures: SignaturesConfig | None = None,
     ) -> None:
+        """`signatures`: when a signature is new and when it has regressed (signatures.py); the signatures this
+        store counts new go to `news`."""
         if results not in ("all", "failing"):
             raise ValueError(f"results must be 'all' or 'failing', got {results!r}")
         self.retention_seconds = retention_seconds
@@ -49,6 +61,8 @@ class QueuedResultStore(ABC):
         self.failing_only = results == "failing"
         self.prunes = prune
         self.health = health if health is not None else StoreHealth()
+        self.policy = Policy.of(signatures)
+        self.news = SignatureNews()
         self._last_prune = 0.0
         self._last_size_check = 0.0
         self._write_all = DegradingWrite(
@@ -74,6 +88,13 @@ class QueuedResultStore(ABC):
     @abstractmethod
     def _store(self, packed: Packed) -> None:
         """Insert the rows in one transaction; raises when it fails (StoreUnavailable when not open)."""
+
+    @staticmethod
+    def _batches(packed: Packed) -> list[Batch]:
+        """The signatures of a write, summed, their texts masked (before the transaction: it holds locks)."""
+        if not packed.sightings:
+            return []
+        return batched(packed.sightings, lambda texts: mask(texts, [MAX_TEXT] * len(texts)))
 
     @abstractmethod
     def _ensure_open(self) -> bool:

@@ -82,12 +82,17 @@ class Backend:
         for values in packed.traces:
             marks = ", ".join("?" for _ in kept)
             self.execute(f"INSERT INTO traces ({columns}) VALUES ({marks})", tuple(values[i] for i in kept))
+        insert = pg_store._INSERT_RESULT if self.name == "postgres" else sqlite_store._INSERT_RESULT
+        results = packed.results
+        if version < 4:  # before results.signature: the row's last value
+            insert = insert.replace(", signature)", ")").replace(", %s)", ")").replace(",?)", ")")
+            results = [row[:-1] for row in results]
         if self.name == "postgres":
             with psycopg.connect(self.location, autocommit=True) as db, db.cursor() as cursor:
-                cursor.executemany(pg_store._INSERT_RESULT, packed.results)
+                cursor.executemany(insert, results)
         else:
             with sqlite3.connect(self.location) as db:
-                db.executemany(sqlite_store._INSERT_RESULT, packed.results)
+                db.executemany(insert, results)
 
     def schema_version(self) -> int:
         if self.name == "postgres":

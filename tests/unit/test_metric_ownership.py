@@ -28,6 +28,7 @@ OWNERS: dict[str, set[str]] = {
     "pairwise": set(),
     "poll": {"monitor/sources/runner.py"},  # the poll runner: PollMetrics is its group
     "build": set(),
+    "signatures": set(),
 }
 
 

@@ -23,6 +23,7 @@ import psycopg
 import psycopg_pool
 from psycopg_pool import ConnectionPool
 
+from monitor.config.signatures import SignaturesConfig
 from monitor.store import writer
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.packing import Packed
@@ -37,6 +38,7 @@ from monitor.store.postgres.connection import (
 )
 from monitor.store.postgres.schema import JSON_COLUMNS, set_up
 from monitor.store.schema import TRACE_COLUMNS
+from monitor.store.signatures import NewCounts, upsert
 
 _UPDATED = ", ".join(f"{c} = EXCLUDED.{c}" for c in TRACE_COLUMNS if c != "trace_id")
 _INSERT_TRACE = (
@@ -46,8 +48,8 @@ _INSERT_TRACE = (
 )
 _INSERT_RESULT = (
     "INSERT INTO results (created_at, trace_id, service, span_id, agent, model, evaluator, level, score, passed,"
-    " skip_reason, explanation, details) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, NULLIF(%s::float8, 'NaN'),"
-    " %s::int, %s, %s, %s)"
+    " skip_reason, explanation, details, signature) VALUES (%s, %s, %s, %s, %s, %s, %s, %s,"
+    " NULLIF(%s::float8, 'NaN'), %s::int, %s, %s, %s, %s)"
 )
 _APPEND_PASSED = (
     "UPDATE traces SET passed = COALESCE(passed, '[]'::jsonb) || jsonb_build_array(%s::jsonb) WHERE trace_id = %s"
@@ -86,10 +88,13 @@ class PostgresResultStore(writer.QueuedResultStore):
         health: StoreHealth | None = None,
         pool_size: int = writer.STORE_DEFAULTS.pool_size,
         timeouts: Timeouts | None = None,
+        signatures: SignaturesConfig | None = None,
     ) -> None:
         """Connect and set up the schema; when the server cannot be reached (within the connect timeout) the
         store starts unavailable and retries. StoreSchemaError for a database from a newer agent-monitor."""
-        super().__init__(retention_seconds, results, prune=prune, max_size=max_size, health=health)
+        super().__init__(
+            retention_seconds, results, prune=prune, max_size=max_size, health=health, signatures=signatures
+        )
         self.url = url
         self.timeouts = timeouts
         self.where = redacted(url)
@@ -162,13 +167,20 @@ class PostgresResultStore(writer.QueuedResultStore):
 
     # --- writing --------------------------------------------------------------------------------
     def _store(self, packed: Packed) -> None:
-        """The rows (made storable where they were packed: packing.py) in one transaction."""
+        """The rows (made storable where they were packed: packing.py) and the signatures' upserts
+        (signatures.py) in one transaction."""
+        batches = self._batches(packed)
+        new: NewCounts = {}
         with self._connection() as db, db.conn.transaction(), db.conn.cursor() as cursor:
             for sql, rows in ((_INSERT_TRACE, packed.traces), (_INSERT_RESULT, packed.results),
                               (_APPEND_PASSED, packed.appended)):  # fmt: skip
                 if rows:
                     db.renew()
                     cursor.executemany(sql, rows)
+            if batches:
+                db.renew()
+                new = upsert(db, batches, self.policy, "GREATEST")
+        self.news.add(new)
 
     def transaction(self, work: Callable[[Any], T]) -> T:
         with self._connection() as db, db.conn.transaction():
