@@ -1,10 +1,11 @@
 """The message of a failure with its variable parts masked, so that the same failure reads the same every time.
 
 Masked, in this order: URL queries and fragments (`?<query>`), e-mail addresses (`<email>`), UUIDs (`<uuid>`),
-timestamps and dates (`<ts>`), hexadecimal ids of 8 digits or more, with or without `0x` (`<hex>`), numbers
-(`<num>`: integers, decimals, exponents, thousands separators, a sign, a short unit) and long quoted values
-(`<str>`). Then whitespace is folded and the text bounded to `MAX_TEMPLATE_CHARS`. Masking is idempotent: it is
-repeated until the text no longer changes (twice for nearly every message), so a template masks to itself.
+timestamps and dates (`<ts>`), hexadecimal ids (16 hex digits or more; 8 or more mixing digits and letters; or
+`0x...`: `<hex>`), numbers (`<num>`: integers, decimals, exponents, thousands separators, a sign, a short unit)
+and long quoted values (`<str>`). Then whitespace is folded and the text bounded to `MAX_TEMPLATE_CHARS`. Masking
+is idempotent: it is repeated until the text no longer changes (twice for nearly every message), so a template
+masks to itself.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ _TIMESTAMP = re.compile(
     r"|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"
 )
 _QUOTED = re.compile(rf"\"[^\"\n]{{{LONG_QUOTED_CHARS},}}\"|'[^'\n]{{{LONG_QUOTED_CHARS},}}'")
-_HEX = re.compile(r"\b(?:0[xX][0-9a-fA-F]+|(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,})\b")
+# A hex id: 0x..., 8+ hex digits mixing digits and letters, or 16+ digits alone (a span or trace id that happens to
+# have no letter; no amount is that long). An 8-15 digit id without a letter reads as a number.
+_HEX = re.compile(r"\b(?:0[xX][0-9a-fA-F]+|(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}|[0-9]{16,})\b")
 # a number with a short unit (12ms, 3.5s, 100KB, 20%) is one value; "gpt-4o" keeps its 4 (a name, not a value)
 _NUMBER = re.compile(r"(?<![\w.\-])[-+]?\d[\d,_]*(?:\.\d+)?(?:[eE][-+]?\d+)?(?:[a-zA-Z]{1,3}|%)?(?![\w%])")
 _DIGIT = re.compile(r"\d")  # what the timestamp, hex and number patterns all need (0x needs a digit too)
