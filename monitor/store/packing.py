@@ -110,10 +110,24 @@ def _sightings(o: Written, stored: list[ResultRow], now: float, into: list[Sight
     if not signed:
         return
     trace_id, service, variant, version = storable_values((o.trace_id, o.service, o.variant, o.version))
+    trace_agents, trace_models = _trace_agents_and_models(o)
     for r in signed:
         agent, model = storable_values((r.agent, r.model))
         assert r.signature is not None
-        into.append(Sighting(r.signature, now, trace_id, service, agent, model, variant, version))
+        # a trace-level (or unattributed) result was seen in every agent and model of its trace
+        agents = (agent,) if agent else trace_agents
+        models = (model,) if model else trace_models
+        into.append(Sighting(r.signature, now, trace_id, service, agents, models, variant, version))
+
+
+def _trace_agents_and_models(o: Written) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The agents and models of `o`'s trace, in order of appearance (none for late judge results)."""
+    if not isinstance(o, TraceOutcome):
+        return (), ()
+    agents = o.detail.agents if o.detail is not None else ()
+    models = dict.fromkeys(model for model, _ in o.llm_calls if model)
+    found = storable_values((*agents, *models))
+    return tuple(a for a in found[: len(agents)] if a), tuple(m for m in found[len(agents) :] if m)
 
 
 def kept_results(o: Written, failing_only: bool) -> int:

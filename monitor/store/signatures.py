@@ -48,8 +48,8 @@ class Sighting(NamedTuple):
     seen_at: float
     trace_id: str
     service: str
-    agent: str | None
-    model: str | None
+    agents: tuple[str, ...]  # the result's agent, or every agent of its trace for a trace-level result
+    models: tuple[str, ...]  # likewise
     variant: str
     version: str
 
@@ -130,8 +130,12 @@ def batched(sightings: Iterable[Sighting], mask: Callable[[list[str | None]], li
         batch.count += 1
         batch.first, batch.last = min(batch.first, s.seen_at), max(batch.last, s.seen_at)
         values = batch.values
-        for name, value in zip(SETS, (s.service, s.agent, s.model, s.variant, s.version), strict=True):
+        for name, value in (("services", s.service), ("variants", s.variant), ("versions", s.version)):
             _add(values[name], value, MAX_VALUES)
+        for agent in s.agents:
+            _add(values["agents"], agent, MAX_VALUES)
+        for model in s.models:
+            _add(values["models"], model, MAX_VALUES)
         _add(batch.traces, s.trace_id, MAX_TRACES)
     ordered = [batches[key] for key in sorted(batches)]
     texts = mask([text for b in ordered for text in (b.signature.template, b.signature.example)])

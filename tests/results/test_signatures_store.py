@@ -9,7 +9,7 @@ import time
 
 from evaluators.signatures import Failure, FailureSignature, failure_signature
 from monitor.config.signatures import SignaturesConfig
-from monitor.store.rows import LateResults, ResultRow, TraceOutcome
+from monitor.store.rows import LateResults, ResultRow, TraceDetailRow, TraceOutcome
 from monitor.store.signatures import MAX_TRACES, MAX_VALUES
 from tests.results.backends import Backend
 
@@ -128,3 +128,28 @@ def test_retention_prunes_the_signatures_last_seen_before_it(backend: Backend) -
     finally:
         store.close()
     assert backend.rows("SELECT id FROM signatures") == [(recent.id,)]
+
+
+def test_a_trace_level_result_is_seen_in_every_agent_and_model_of_its_trace(backend: Backend) -> None:
+    """error_free fails at trace level (no agent, no model of its own): its signature lists its trace's agents (the
+    step tree's) and the models of its LLM calls; an agent-level result keeps its own agent and model."""
+    sig = signature()
+    trace_level = ResultRow(None, None, None, "error_free", "trace", 0.0, False, None, "tool failed", None, 0.0, sig)
+    agent_sig = failure_signature("tool_success_rate", "agent", "booker", Failure("tool", "convert_currency"))
+    agent_level = ResultRow(None, "booker", "gpt-4o", "tool_success_rate", "agent", 0.0, False, None, "", None, 0.0,
+                            agent_sig)  # fmt: skip
+    detail = TraceDetailRow(("planner", "booker"), (), (), (), (), False)
+    llm_calls = (("gpt-4o-mini", True), ("gpt-4o", True), ("gpt-4o-mini", False))
+    trace = TraceOutcome(
+        "a" * 32, "shop", 0.1, True, (), (), llm_calls, None, None, 1, 100.0, 0.0, (trace_level, agent_level),
+        detail=detail,
+    )  # fmt: skip
+    store = backend.store(results="failing")
+    try:
+        store.write([trace])
+    finally:
+        store.close()
+    row = stored(backend, sig.id)
+    assert row["agents"] == ["planner", "booker"] and row["models"] == ["gpt-4o-mini", "gpt-4o"]
+    own = stored(backend, agent_sig.id)
+    assert own["agents"] == ["booker"] and own["models"] == ["gpt-4o"]
