@@ -182,9 +182,12 @@ def send_synthetic(
     version: str | None = None,
     question: str = "Weather in Paris?",
     answer: str = "It is sunny in Paris.",
+    tool_name: str = "get_weather",
+    tool_error: str | None = None,
 ) -> int:
     """`traces` agent traces; `question` and `answer` may hold `{i}`, the trace's index; `version` is the
-    resource's service.version."""
+    resource's service.version. A failing tool call records `tool_error` (when given) as a RuntimeError exception
+    event; it may hold `{i}`, `{id}` (a fresh hex id) and `{amount}` (varying with the index)."""
     exporter = CountingExporter(exporter)
     resource = {"service.name": service, **({"service.version": version} if version else {})}
     provider = TracerProvider(resource=Resource(resource))
@@ -214,11 +217,15 @@ def send_synthetic(
                         "gen_ai.output.messages",
                         json.dumps([{"role": "assistant", "parts": [reply], "finish_reason": "stop"}]),
                     )
-                with tracer.start_as_current_span("execute_tool get_weather") as tool:
+                with tracer.start_as_current_span(f"execute_tool {tool_name}") as tool:
                     tool.set_attribute("gen_ai.operation.name", "execute_tool")
-                    tool.set_attribute("gen_ai.tool.name", "get_weather")
+                    tool.set_attribute("gen_ai.tool.name", tool_name)
                     tool.set_attribute("gen_ai.tool.call.arguments", '{"city": "Paris"}')
-                    if failing:
+                    if failing and tool_error is not None:
+                        text = tool_error.format(i=index, id=secrets.token_hex(6), amount=f"{17.5 * (index + 3):.2f}")
+                        tool.record_exception(RuntimeError(text))
+                        tool.set_status(Status(StatusCode.ERROR, f"RuntimeError: {text}"))
+                    elif failing:
                         tool.set_status(Status(StatusCode.ERROR, "weather service down"))
     ok = provider.force_flush(120_000) and exporter.failed_batches == 0
     provider.shutdown()
@@ -250,6 +257,8 @@ def main() -> int:
     synthetic.add_argument("--version", help="the resource's service.version")
     synthetic.add_argument("--question", default="Weather in Paris?", help="the user's question; {i}: the index")
     synthetic.add_argument("--answer", default="It is sunny in Paris.", help="the agent's answer; {i}: the index")
+    synthetic.add_argument("--tool", default="get_weather", help="the tool's name")
+    synthetic.add_argument("--tool-error", help="a failing tool's RuntimeError message; {i}, {id}, {amount} vary")
     args = parser.parse_args()
     headers = {"authorization": f"Bearer {args.token}"} if args.token else {}
     exporter = make_exporter(args.protocol, args.endpoint, headers, args.compression)
@@ -263,7 +272,7 @@ def main() -> int:
     else:
         failures = send_synthetic(
             exporter, args.traces, args.service, args.fail_every, args.max_queue,
-            args.version, args.question, args.answer,
+            args.version, args.question, args.answer, args.tool, args.tool_error,
         )  # fmt: skip
     print(f"done in {time.monotonic() - started:.2f}s failures={failures}", flush=True)
     return 1 if failures else 0
