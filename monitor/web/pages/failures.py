@@ -11,7 +11,7 @@ from urllib.parse import quote
 import monitor.web.pages.fmt as fmt
 from monitor.review.signature_models import CandidateSignatures, SignatureDetail, SignatureItem, SignaturesPage
 from monitor.web.html import Child, Html, el, join
-from monitor.web.pages.layout import RESULTS, ROOT, SIGNATURES, ReviewSite, link, shell
+from monitor.web.pages.layout import RESULTS, ROOT, SIGNATURES, ReviewSite, link, pager, shell
 from monitor.web.pages.results import field, select, text_input, time_fields, trace_href
 
 FILTERS = ("evaluator", "service", "agent", "variant", "since", "until")
@@ -128,12 +128,7 @@ def failures_page(site: ReviewSite, query: Mapping[str, str], page: SignaturesPa
         table: Html = el("table", head, rows, class_="signatures")
     else:
         table = el("p", "No failures in this range. Widen the time range, or check the filters.")
-    pager: list[Child] = []
-    if query.get("cursor"):
-        pager.append(el("a", "← first", href=link(ROOT, params)))
-    if page.next_cursor:
-        following = link(ROOT, {**params, "limit": query.get("limit"), "cursor": page.next_cursor})
-        pager.append(el("a", "more →", href=following, rel="next"))
+    links = pager(ROOT, params, query, page.next_cursor, ("← first", "more →"))
     main = [
         el("h1", "Failures"),
         failures_form(params, list(evaluators)),
@@ -144,7 +139,7 @@ def failures_page(site: ReviewSite, query: Mapping[str, str], page: SignaturesPa
             class_="muted",
         ),
         table,
-        el("p", join(*pager, sep=" · "), class_="pager") if pager else None,
+        el("p", join(*links, sep=" · "), class_="pager") if links else None,
     ]
     return shell(site, "failures", main, active="failures")
 
@@ -200,10 +195,10 @@ def signature_page(site: ReviewSite, query: Mapping[str, str], detail: Signature
         f"{fmt.utc(item.first_seen)} · last seen {fmt.utc(item.last_seen)} · ",
         trend_bars(item),
     ]
-    pager = None
+    older = None
     if detail.next_cursor:
         following = link(signature_href(item.id), {**params, "cursor": detail.next_cursor})
-        pager = el("p", el("a", "older →", href=following, rel="next"), class_="pager")
+        older = el("p", el("a", "older →", href=following, rel="next"), class_="pager")
     main = [
         el("h1", "Failure ", el("code", item.id)),
         el("p", *what_failed(item), class_="template"),
@@ -212,7 +207,7 @@ def signature_page(site: ReviewSite, query: Mapping[str, str], detail: Signature
         el("table", el("tbody", el("tr", _where(item))), class_="where"),
         el("p", el("a", "← failures", href=link(ROOT, {**params, "evaluator": item.evaluator}))),
         table,
-        pager,
+        older,
     ]
     return shell(site, f"failure {item.id}", main, active="failures")
 

@@ -73,6 +73,23 @@ def link(path: str, params: Mapping[str, str | None]) -> str:
     return f"{path}?{query}" if query else path
 
 
+def pager(
+    path: str,
+    params: Mapping[str, str | None],
+    query: Mapping[str, str],
+    next_cursor: str | None,
+    labels: tuple[str, str],
+) -> list[Child]:
+    """Links back to the first page (when on a later one) and on to the next (when there is one): `labels`."""
+    links: list[Child] = []
+    if query.get("cursor"):
+        links.append(el("a", labels[0], href=link(path, params)))
+    if next_cursor:
+        following = link(path, {**params, "limit": query.get("limit"), "cursor": next_cursor})
+        links.append(el("a", labels[1], href=following, rel="next"))
+    return links
+
+
 def _nav(site: ReviewSite, active: str) -> Html:
     items = [
         el("a", "failures", href=ROOT, class_="active" if active == "failures" else None),

@@ -8,7 +8,7 @@ from urllib.parse import quote
 import monitor.web.pages.fmt as fmt
 from monitor.review.models import EvaluatorInfo, ResultFilter, ResultItem, ResultsPage
 from monitor.web.html import Child, Html, el, join
-from monitor.web.pages.layout import RESULTS, ROOT, ReviewSite, link, shell
+from monitor.web.pages.layout import RESULTS, ROOT, ReviewSite, link, pager, shell
 
 RANGES = ("15m", "1h", "6h", "24h", "7d")
 EXPLANATION_CHARS = 240
@@ -168,17 +168,12 @@ def results_page(
     params = state(query, where)
     names = sorted({info.name for info in infos})
     selected = next((info for info in infos if info.name == where.evaluator), None)
-    pager: list[Child] = []
-    if query.get("cursor"):
-        pager.append(el("a", "← newest", href=link(RESULTS, params)))
-    if page.next_cursor:
-        older = link(RESULTS, {**params, "limit": query.get("limit"), "cursor": page.next_cursor})
-        pager.append(el("a", "older →", href=older, rel="next"))
+    links = pager(RESULTS, params, query, page.next_cursor, ("← newest", "older →"))
     main = [
         el("h1", "Results"),
         filter_form(params, names),
         evaluator_line(selected, params) if selected is not None else None,
         results_table(page),
-        el("p", join(*pager, sep=" · "), class_="pager") if pager else None,
+        el("p", join(*links, sep=" · "), class_="pager") if links else None,
     ]
     return shell(site, "results", main, active="results")
