@@ -17,7 +17,7 @@ from evaluators.traces import TraceDecodeError, load_traces
 from monitor.commands.offline import OfflineReport, evaluate_offline, read_dataset
 from monitor.commands.offline_judges import stderr_progress
 from monitor.commands.offline_signatures import render_groups
-from monitor.commands.offline_spec import InputError, selection_and_judges
+from monitor.commands.offline_spec import InputError, selection_and_judges, signature_rules
 from monitor.engine.gc_tuning import tune_gc
 from monitor.text import clip
 
@@ -58,6 +58,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     err = err or sys.stderr
     try:
         selection, judges = selection_and_judges(args.spec)
+        rules = signature_rules(args.spec)
         dataset = read_dataset(args.dataset) if args.dataset else None
         traces = load_traces(args.paths)
     except (InputError, TraceDecodeError) as exc:
@@ -71,7 +72,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         return 2
     tune_gc()  # every trace is held in memory: untuned, the collector re-walks them all again and again
     report = evaluate_offline(
-        traces, selection, dataset, worst=args.worst, judges=judges, progress=stderr_progress(err)
+        traces,
+        selection,
+        dataset,
+        worst=args.worst,
+        judges=judges,
+        progress=stderr_progress(err),
+        signature_rules=rules,
     )
     if args.format == "json":
         json.dump(report.to_dict(), out, indent=2, ensure_ascii=False, default=str)

@@ -20,6 +20,7 @@ from evaluators.sdk import (
     scores,
     summarize,
 )
+from evaluators.signatures import SignatureRule
 from evaluators.traces.model import Trace
 from monitor.commands.offline_judges import JudgeSpend, Progress, run_judges
 from monitor.commands.offline_signatures import SignatureGroup, group_failures, groups_json
@@ -188,9 +189,11 @@ def evaluate_offline(
     *,
     judges: JudgeSettings | None = None,
     progress: Progress | None = None,
+    signature_rules: Sequence[SignatureRule] = (),
 ) -> OfflineReport:
     """Run the selected evaluators over every trace: experiment mode with a dataset, monitor mode without.
-    LLM judges go through one judge engine with `judges` settings (none: every judgement skips)."""
+    LLM judges go through one judge engine with `judges` settings (none: every judgement skips). Failures are
+    grouped by signature, with `signature_rules` (the spec's `signatures.rules`)."""
     mode: Mode = "experiment" if dataset is not None else "monitor"
     tasks, matched, used = match_tasks(traces, dataset)
     by_label: dict[str, list[EvaluationRecord]] = {s.label: [] for s in selection}
@@ -218,7 +221,7 @@ def evaluate_offline(
         matched=matched if dataset is not None else {},
         tasks_without_trace=len(dataset) - len(used) if dataset is not None else 0,
         judge_spend=spend,
-        signatures=group_failures(every),
+        signatures=group_failures(every, signature_rules),
     )
 
 

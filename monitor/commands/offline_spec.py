@@ -17,9 +17,11 @@ from pydantic import BaseModel, Field, ValidationError
 
 from evaluators.judges import JudgeSettings
 from evaluators.sdk import BaseEvaluator, in_default_set, list_builtins
+from evaluators.signatures import SignatureRule
 from monitor.commands.offline_judges import judge_settings
 from monitor.config import EvaluatorEntry, EvaluatorOverride, EvaluatorSet, Loc, dotted, validation_problems
 from monitor.config.evaluators import DEFAULTS_CONTEXT, evaluators_field, resolve_section
+from monitor.config.signatures import SignaturesConfig
 from monitor.config.units import Label
 from monitor.engine.evaluator_setup import build_evaluators
 
@@ -102,6 +104,18 @@ def selection_and_judges(spec_path: str | None) -> tuple[list[Selected], JudgeSe
     spec = load_spec(spec_path) if spec_path else None
     selection = read_spec(spec_path, spec) if spec_path else default_selection()
     return selection, judge_settings(spec if isinstance(spec, dict) else None, os.environ)
+
+
+def signature_rules(spec_path: str | None) -> tuple[SignatureRule, ...]:
+    """The fingerprint rules of the spec file's `signatures:` section (the daemon config's, so one file serves
+    both); none without a spec or a section. InputError when the section is invalid."""
+    spec = load_spec(spec_path) if spec_path else None
+    section = spec.get("signatures") if isinstance(spec, dict) else None
+    try:
+        return SignaturesConfig.model_validate(section or {}).compiled_rules()
+    except ValidationError as exc:
+        problems = [(("signatures", *loc), message) for loc, message in validation_problems(SignaturesConfig, exc)]
+        raise _invalid(str(spec_path), problems) from None
 
 
 def load_spec(path: str | os.PathLike[str]) -> Any:

@@ -122,7 +122,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         batch.logs.extend(trace.logs)
     traces = traces_from_batch(batch)
     print(f"{PROG}: {entry.name}: {report.listed} traces started in the range, {len(traces)} evaluated", file=err)
-    result = evaluate_offline(traces, selection, None, worst=args.worst, judges=judges, progress=stderr_progress(err))
+    result = evaluate_offline(
+        traces,
+        selection,
+        None,
+        worst=args.worst,
+        judges=judges,
+        progress=stderr_progress(err),
+        signature_rules=config.signatures.compiled_rules(),
+    )
     if args.format == "json":
         json.dump(result.to_dict(), out, indent=2, ensure_ascii=False, default=str)
         out.write("\n")

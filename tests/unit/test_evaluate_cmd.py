@@ -487,3 +487,25 @@ def test_table_output_lists_the_failure_signatures() -> None:
     error_free = next(line for line in lines[start:] if " error_free " in line)
     assert "tool convert_currency  http_503  FX rate service unavailable (HTTP <num>)" in error_free
     assert "970ab4cb1f171423b83812d3eb2525ab" in error_free and error_free.split()[0] == "1"
+
+
+def test_the_spec_files_signature_rules_name_the_groups_offline(tmp_path: Path) -> None:
+    """A spec (or daemon config) with `signatures.rules` groups offline as the daemon does: the matching failures
+    under the rule's name; a broken rule is a usage error naming it."""
+    spec = write(
+        tmp_path / "spec.yaml",
+        """\
+        evaluators: [{name: error_free}]
+        signatures:
+          rules:
+            - {name: "fx provider down", step_name: convert_currency, message: "HTTP 5\\\\d\\\\d"}
+        """,
+    )
+    _, report, _ = evaluate(TOOL_AGENT, TOOL_ERROR, spec=spec)
+    (group,) = report["signatures"]
+    assert (group["evaluator"], group["template"], group["count"]) == ("error_free", "fx provider down", 1)
+    broken = write(
+        tmp_path / "broken.yaml", "evaluators: [{name: error_free}]\nsignatures: {rules: [{name: x, message: '('}]}\n"
+    )
+    code, _, err = evaluate(TOOL_AGENT, TOOL_ERROR, spec=broken)
+    assert code == 2 and "signatures.rules[0].message" in err and "regular expression" in err
