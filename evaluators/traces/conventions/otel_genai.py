@@ -51,10 +51,11 @@ def name_suffix(span: SpanRecord, prefix: str) -> str | None:
 
 
 # Usage detail keys: cache reads and writes are a part of input_tokens, reasoning of output_tokens (semconv 1.40/1.41;
-# the google-genai instrumentation adds Gemini's thoughts to output_tokens).
-CACHE_READ_KEYS = ("gen_ai.usage.cache_read.input_tokens",)
-CACHE_WRITE_KEYS = ("gen_ai.usage.cache_creation.input_tokens",)
-REASONING_KEYS = ("gen_ai.usage.reasoning.output_tokens",)
+# the google-genai instrumentation adds Gemini's thoughts to output_tokens). Then OpenLLMetry's own spellings: its
+# >=0.55 spans carry no Traceloop marker, so this fallback reads them (`reasoning_tokens` beside the semconv names).
+CACHE_READ_KEYS = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens")
+CACHE_WRITE_KEYS = ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens")
+REASONING_KEYS = ("gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens")
 
 
 def usage_from_attributes(

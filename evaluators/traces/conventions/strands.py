@@ -24,7 +24,7 @@ from ..messages import (
 )
 from ..records import SpanEvent, SpanRecord
 from .base import Convention, SpanKind, TokenUsage, ToolInvocation
-from .otel_genai import CACHE_READ_KEYS, CACHE_WRITE_KEYS, DETAILS_EVENT, span_events, usage_from_attributes
+from .otel_genai import CACHE_WRITE_KEYS, DETAILS_EVENT, span_events, usage_from_attributes
 from .parts import make_tool_call, object_schema, parse_parts_messages, parse_parts_output
 
 FRAMEWORK = "strands-agents"
@@ -32,7 +32,6 @@ SCOPE = "strands.telemetry.tracer"
 CYCLE_SPAN = "execute_event_loop_cycle"
 # Strands writes the Bedrock-style names beside the semconv ones; the counts are the model provider's own (Bedrock
 # counts cache tokens apart from inputTokens, OpenAI inside prompt tokens). No reasoning count is written.
-CACHE_READ = (*CACHE_READ_KEYS, "gen_ai.usage.cache_read_input_tokens")
 CACHE_WRITE = (*CACHE_WRITE_KEYS, "gen_ai.usage.cache_write_input_tokens")
 MESSAGE_EVENTS = {
     "gen_ai.system.message": "system",
@@ -57,7 +56,7 @@ class Strands(Convention):
     # provider: left to the OTel fallback, which ignores `strands-agents` (the framework).
 
     def usage(self, span: SpanRecord) -> TokenUsage | None:
-        return usage_from_attributes(span.attributes, cache_read=CACHE_READ, cache_write=CACHE_WRITE)
+        return usage_from_attributes(span.attributes, cache_write=CACHE_WRITE)
 
     def input_messages(self, span: SpanRecord) -> list[Message] | None:
         latest = _details(span, "gen_ai.input.messages")

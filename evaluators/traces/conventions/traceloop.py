@@ -23,13 +23,6 @@ from .base import Convention, Retrieval, SpanKind, TokenUsage, ToolInvocation, f
 from .otel_genai import CACHE_READ_KEYS, CACHE_WRITE_KEYS, REASONING_KEYS, usage_from_attributes
 from .parts import make_tool_call
 
-# Usage details: the pre-0.55 names (`cache_read_input_tokens`, Anthropic's `cache_creation_input_tokens`,
-# OpenAI's `reasoning_tokens`), then the semconv names TL moved to. Cache tokens are a part of the input tokens
-# (the Anthropic instrumentation adds them in), reasoning a part of the output tokens (as OpenAI reports it).
-CACHE_READ = ("gen_ai.usage.cache_read_input_tokens", *CACHE_READ_KEYS)
-CACHE_WRITE = ("gen_ai.usage.cache_creation_input_tokens", *CACHE_WRITE_KEYS)
-REASONING = ("gen_ai.usage.reasoning_tokens", *REASONING_KEYS)
-
 _LEGACY_KEY = re.compile(r"^(gen_ai\.(prompt|completion)|llm\.(prompts|completions))\.\d+\.")
 _ENTITY_KINDS = {"tool": SpanKind.TOOL, "agent": SpanKind.AGENT}
 _REQUEST_TYPES = {"chat": SpanKind.LLM, "completion": SpanKind.LLM, "embedding": SpanKind.EMBEDDING}
@@ -85,18 +78,19 @@ class Traceloop(Convention):
         out = as_int(attrs.get("llm.usage.completion_tokens"))
         if inp is None and out is None:
             # Since 2024-04 TL writes gen_ai.usage.prompt_tokens / completion_tokens beside llm.usage.total_tokens.
-            from_gen_ai = usage_from_attributes(
-                attrs, cache_read=CACHE_READ, cache_write=CACHE_WRITE, reasoning=REASONING
-            )
+            from_gen_ai = usage_from_attributes(attrs)
             if from_gen_ai is not None:
                 return from_gen_ai
         return usage_from(
             inp,
             out,
             as_int(attrs.get("llm.usage.total_tokens")),
-            cache_read=first_count(attrs, *CACHE_READ),
-            cache_write=first_count(attrs, *CACHE_WRITE),
-            reasoning=first_count(attrs, *REASONING),
+            # details (OTel reader's keys): TL's `cache_read_input_tokens`, Anthropic's `cache_creation_input_tokens`,
+            # OpenAI's `reasoning_tokens`, and the semconv names TL moved to. Cache tokens are a part of the input
+            # (the Anthropic instrumentation adds them in), reasoning a part of the output (as OpenAI reports it).
+            cache_read=first_count(attrs, *CACHE_READ_KEYS),
+            cache_write=first_count(attrs, *CACHE_WRITE_KEYS),
+            reasoning=first_count(attrs, *REASONING_KEYS),
         )
 
     def input_messages(self, span: SpanRecord) -> list[Message] | None:
