@@ -6,6 +6,7 @@ import base64
 from dataclasses import asdict
 from typing import Any
 
+from .conventions.base import TokenUsage
 from .messages import AssistantMessage, Message, ToolMessage
 from .model import AgentTrace, Trace
 from .spans import LLMSpan, RetrieverSpan, Span, ToolSpan
@@ -63,6 +64,9 @@ def llm_dict(call: LLMSpan) -> dict[str, Any]:
             "input_tokens": metrics.input_tokens,
             "output_tokens": metrics.output_tokens,
             "total_tokens": metrics.total_tokens,
+            "cache_read_tokens": metrics.cache_read_tokens,
+            "cache_write_tokens": metrics.cache_write_tokens,
+            "reasoning_tokens": metrics.reasoning_tokens,
             "duration_ms": round(metrics.duration_ms, 3),
             "cost": metrics.cost,
         },
@@ -88,6 +92,14 @@ def retrieval_dict(span: RetrieverSpan) -> dict[str, Any]:
     }
 
 
+def _usage_detail(usage: TokenUsage) -> dict[str, int | None]:
+    return {
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "reasoning_tokens": usage.reasoning_tokens,
+    }
+
+
 def agent_trace_dict(agent: AgentTrace) -> dict[str, Any]:
     usage = agent.metrics.token_usage
     return {
@@ -108,6 +120,7 @@ def agent_trace_dict(agent: AgentTrace) -> dict[str, Any]:
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
             "total_tokens": usage.total_tokens,
+            **_usage_detail(usage),
             "duration_ms": round(agent.metrics.total_duration_ms, 3),
         },
     }
@@ -130,6 +143,7 @@ def trace_dict(trace: Trace) -> dict[str, Any]:
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
             "total_tokens": usage.total_tokens,
+            **_usage_detail(usage),
             "llm_calls": metrics.llm_call_count,
             "tool_calls": metrics.tool_call_count,
             "error_count": metrics.error_count,

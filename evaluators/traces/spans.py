@@ -121,12 +121,17 @@ def answer_order(call: LLMSpan) -> tuple[bool, int]:
 
 @dataclass
 class LLMMetrics:
+    """One call's figures; the token fields mean what `TokenUsage`'s do (details None when not reported)."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
     duration_ms: float = 0.0
     cost: float | None = None
     has_usage: bool = False
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
 
 class LLMSpan(Span):
@@ -179,6 +184,9 @@ class LLMSpan(Span):
             duration_ms=self.duration_ms,
             cost=self._facet("cost"),
             has_usage=usage is not None,
+            cache_read_tokens=usage.cache_read_tokens if usage else None,
+            cache_write_tokens=usage.cache_write_tokens if usage else None,
+            reasoning_tokens=usage.reasoning_tokens if usage else None,
         )
 
     @cached_property

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..jsonutil import as_int, as_text, get_path, parse_json
+from ..jsonutil import as_text, get_path, parse_json
 from ..messages import LLMOutput, Message, SystemMessage, ToolDefinition
 from ..records import SpanRecord
-from .base import Convention, SpanKind, TokenUsage, ToolInvocation, usage_from
+from .base import Convention, SpanKind, TokenUsage, ToolInvocation, token_count, usage_from
 from .otel_genai import name_suffix
 from .parts import content_text, gemini_contents, gemini_output, parse_tool_definitions
 
@@ -59,10 +59,18 @@ class GoogleADK(Convention):
         meta = (response or {}).get("usage_metadata") or (response or {}).get("usageMetadata")
         if not isinstance(meta, dict):
             return None
+        # Gemini counts cached content inside the prompt, but thoughts apart from the candidates: they are added
+        # to the output (as the google-genai OTel instrumentation does), so output includes reasoning everywhere.
+        thoughts = token_count(_meta(meta, "thoughts_token_count", "thoughtsTokenCount"))
+        candidates = token_count(_meta(meta, "candidates_token_count", "candidatesTokenCount"))
+        if thoughts is not None:
+            candidates = (candidates or 0) + thoughts
         return usage_from(
-            as_int(meta.get("prompt_token_count", meta.get("promptTokenCount"))),
-            as_int(meta.get("candidates_token_count", meta.get("candidatesTokenCount"))),
-            as_int(meta.get("total_token_count", meta.get("totalTokenCount"))),
+            token_count(_meta(meta, "prompt_token_count", "promptTokenCount")),
+            candidates,
+            token_count(_meta(meta, "total_token_count", "totalTokenCount")),
+            cache_read=_meta(meta, "cached_content_token_count", "cachedContentTokenCount"),
+            reasoning=thoughts,
         )
 
     def input_messages(self, span: SpanRecord) -> list[Message] | None:
@@ -108,3 +116,9 @@ class GoogleADK(Convention):
 
     def io(self, span: SpanRecord) -> tuple[Any, Any] | None:
         return None
+
+
+def _meta(meta: dict[str, Any], snake: str, camel: str) -> Any:
+    """A `usage_metadata` field, snake_case (ADK) or camelCase (Gemini REST)."""
+    value = meta.get(snake)
+    return meta.get(camel) if value is None else value

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from ..jsonutil import as_int
 from ..messages import LLMOutput, Message, RetrievedDocument, ToolDefinition
 from ..records import SpanRecord
 
@@ -22,16 +23,59 @@ class SpanKind(StrEnum):
 
 @dataclass
 class TokenUsage:
+    """Tokens of one LLM call (or a sum of calls), normalized across conventions.
+
+    - `input_tokens`: every prompt token, cached ones included (cache reads and, where reported, cache writes are
+      a part of it: OTel GenAI says input SHOULD include them, and OpenInference, OpenLLMetry and Gemini report
+      them so). Strands reports whatever its model provider gives (Bedrock counts cache tokens apart).
+    - `output_tokens`: every generated token, reasoning included (OpenAI reports it so; Gemini does not, so the
+      ADK `usage_metadata` reader adds `thoughts_token_count`, as the google-genai OTel instrumentation does).
+    - `total_tokens`: as reported, else input + output.
+    - `cache_read_tokens`: the part of `input_tokens` read from a prompt cache.
+    - `cache_write_tokens`: the part of `input_tokens` written to a prompt cache (Anthropic cache creation).
+    - `reasoning_tokens`: the part of `output_tokens` spent on reasoning / thinking.
+
+    The detail fields are None when the span does not report them and 0 only when it reports 0; a sum keeps
+    None only when no part reported the field.
+    """
+
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.total_tokens + other.total_tokens,
+            _add(self.cache_read_tokens, other.cache_read_tokens),
+            _add(self.cache_write_tokens, other.cache_write_tokens),
+            _add(self.reasoning_tokens, other.reasoning_tokens),
         )
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    return a if b is None else a + b
+
+
+def token_count(value: Any) -> int | None:
+    """A reported token count: a non-negative int, or None for anything else (absent, negative, not a number)."""
+    count = as_int(value)
+    return count if count is not None and count >= 0 else None
+
+
+def first_count(attrs: dict[str, Any], *keys: str) -> int | None:
+    """The first of `keys` that holds a token count."""
+    for key in keys:
+        count = token_count(attrs.get(key))
+        if count is not None:
+            return count
+    return None
 
 
 @dataclass
@@ -107,8 +151,25 @@ class Convention:
         return None
 
 
-def usage_from(input_tokens: int | None, output_tokens: int | None, total: int | None) -> TokenUsage | None:
-    if input_tokens is None and output_tokens is None and total is None:
+def usage_from(
+    input_tokens: int | None,
+    output_tokens: int | None,
+    total: int | None,
+    *,
+    cache_read: Any = None,
+    cache_write: Any = None,
+    reasoning: Any = None,
+) -> TokenUsage | None:
+    """The usage a span reports, or None when it reports no input, output or total; negative counts are dropped."""
+    inp, out, total = (c if c is not None and c >= 0 else None for c in (input_tokens, output_tokens, total))
+    if inp is None and out is None and total is None:
         return None
-    inp, out = input_tokens or 0, output_tokens or 0
-    return TokenUsage(inp, out, total if total is not None else inp + out)
+    inp, out = inp or 0, out or 0
+    return TokenUsage(
+        inp,
+        out,
+        total if total is not None else inp + out,
+        token_count(cache_read),
+        token_count(cache_write),
+        token_count(reasoning),
+    )

@@ -72,10 +72,14 @@ class OpenInference(Convention):
 
     def usage(self, span: SpanRecord) -> TokenUsage | None:
         attrs = span.attributes
+        # The details are parts of prompt / completion (the OpenAI and Anthropic instrumentors report them so).
         return usage_from(
             as_int(attrs.get("llm.token_count.prompt")),
             as_int(attrs.get("llm.token_count.completion")),
             as_int(attrs.get("llm.token_count.total")),
+            cache_read=attrs.get("llm.token_count.prompt_details.cache_read"),
+            cache_write=attrs.get("llm.token_count.prompt_details.cache_write"),
+            reasoning=attrs.get("llm.token_count.completion_details.reasoning"),
         )
 
     def cost(self, span: SpanRecord) -> float | None:

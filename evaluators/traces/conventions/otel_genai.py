@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..jsonutil import as_float, as_int, as_str_list, as_text, parse_json
+from ..jsonutil import as_float, as_str_list, as_text, parse_json
 from ..messages import LLMOutput, Message, RetrievedDocument, ToolDefinition, is_placeholder
 from ..records import SpanEvent, SpanRecord
-from .base import Convention, Retrieval, SpanKind, TokenUsage, ToolInvocation, usage_from
+from .base import Convention, Retrieval, SpanKind, TokenUsage, ToolInvocation, first_count, usage_from
 from .parts import (
     content_text,
     make_tool_call,
@@ -50,19 +50,36 @@ def name_suffix(span: SpanRecord, prefix: str) -> str | None:
     return None
 
 
-def usage_from_attributes(attrs: dict[str, Any]) -> TokenUsage | None:
-    inp = as_int(attrs.get("gen_ai.usage.input_tokens"))
-    if inp is None:
-        inp = as_int(attrs.get("gen_ai.usage.prompt_tokens"))
-    out = as_int(attrs.get("gen_ai.usage.output_tokens"))
-    if out is None:
-        out = as_int(attrs.get("gen_ai.usage.completion_tokens"))
-    total = as_int(attrs.get("gen_ai.usage.total_tokens"))
-    if total is None:
-        total = as_int(attrs.get("llm.usage.total_tokens"))
+# Usage detail keys: cache reads and writes are a part of input_tokens, reasoning of output_tokens (semconv 1.40/1.41;
+# the google-genai instrumentation adds Gemini's thoughts to output_tokens). Then OpenLLMetry's own spellings: its
+# >=0.55 spans carry no Traceloop marker, so this fallback reads them (`reasoning_tokens` beside the semconv names).
+CACHE_READ_KEYS = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens")
+CACHE_WRITE_KEYS = ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens")
+REASONING_KEYS = ("gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens")
+
+
+def usage_from_attributes(
+    attrs: dict[str, Any],
+    *,
+    cache_read: tuple[str, ...] = CACHE_READ_KEYS,
+    cache_write: tuple[str, ...] = CACHE_WRITE_KEYS,
+    reasoning: tuple[str, ...] = REASONING_KEYS,
+) -> TokenUsage | None:
+    """`gen_ai.usage.*` (and the pre-1.27 prompt/completion names); a convention that spells the details its own
+    way passes its keys, first match wins."""
+    inp = first_count(attrs, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")
+    out = first_count(attrs, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")
+    total = first_count(attrs, "gen_ai.usage.total_tokens", "llm.usage.total_tokens")
     if inp is None and out is None:
         return None
-    return usage_from(inp, out, total)
+    return usage_from(
+        inp,
+        out,
+        total,
+        cache_read=first_count(attrs, *cache_read),
+        cache_write=first_count(attrs, *cache_write),
+        reasoning=first_count(attrs, *reasoning),
+    )
 
 
 def log_usage(span: SpanRecord) -> TokenUsage | None:
@@ -302,4 +319,13 @@ def _legacy_completion_text(text: str | None) -> str | None:
     return text
 
 
-__all__ = ["DETAILS_EVENT", "OTelGenAI", "log_usage", "make_tool_call", "usage_from_attributes"]
+__all__ = [
+    "CACHE_READ_KEYS",
+    "CACHE_WRITE_KEYS",
+    "DETAILS_EVENT",
+    "REASONING_KEYS",
+    "OTelGenAI",
+    "log_usage",
+    "make_tool_call",
+    "usage_from_attributes",
+]

@@ -15,7 +15,8 @@ from typing import Any
 from ..jsonutil import as_int, as_text, parse_json
 from ..messages import LLMOutput, Message, ToolCall, ToolDefinition
 from ..records import SpanRecord
-from .base import Convention, SpanKind, ToolInvocation
+from .base import Convention, SpanKind, TokenUsage, ToolInvocation
+from .otel_genai import CACHE_READ_KEYS, CACHE_WRITE_KEYS, REASONING_KEYS, usage_from_attributes
 from .parts import (
     content_text,
     openai_message,
@@ -26,6 +27,11 @@ from .parts import (
 )
 
 SCOPE = "pydantic-ai"
+# `RequestUsage` details go to `gen_ai.usage.details.{key}`: cache reads / writes (parts of input_tokens, which
+# PAI sums them into for every provider) and OpenAI's `reasoning_tokens` (a part of output_tokens).
+CACHE_READ = ("gen_ai.usage.details.cache_read_tokens", *CACHE_READ_KEYS)
+CACHE_WRITE = ("gen_ai.usage.details.cache_write_tokens", *CACHE_WRITE_KEYS)
+REASONING = ("gen_ai.usage.details.reasoning_tokens", *REASONING_KEYS)
 MARKERS = ("logfire.msg", "pydantic_ai.all_messages", "final_result", "model_request_parameters", "agent_name")
 AGENT_MARKERS = ("pydantic_ai.all_messages", "all_messages_events", "final_result")
 V1_EVENTS = {
@@ -69,6 +75,14 @@ class PydanticAI(Convention):
             return None
         attrs = span.attributes
         return _str(attrs.get("gen_ai.agent.name")) or _str(attrs.get("agent_name"))
+
+    def usage(self, span: SpanRecord) -> TokenUsage | None:
+        """A `chat` span's `gen_ai.usage.*` with PAI's details; agent spans' run totals are never read."""
+        if is_agent_span(span):
+            return None
+        return usage_from_attributes(
+            span.attributes, cache_read=CACHE_READ, cache_write=CACHE_WRITE, reasoning=REASONING
+        )
 
     def input_messages(self, span: SpanRecord) -> list[Message] | None:
         attrs = span.attributes

@@ -23,13 +23,16 @@ from ..messages import (
     make_message,
 )
 from ..records import SpanEvent, SpanRecord
-from .base import Convention, SpanKind, ToolInvocation
-from .otel_genai import DETAILS_EVENT, span_events
+from .base import Convention, SpanKind, TokenUsage, ToolInvocation
+from .otel_genai import CACHE_WRITE_KEYS, DETAILS_EVENT, span_events, usage_from_attributes
 from .parts import make_tool_call, object_schema, parse_parts_messages, parse_parts_output
 
 FRAMEWORK = "strands-agents"
 SCOPE = "strands.telemetry.tracer"
 CYCLE_SPAN = "execute_event_loop_cycle"
+# Strands writes the Bedrock-style names beside the semconv ones; the counts are the model provider's own (Bedrock
+# counts cache tokens apart from inputTokens, OpenAI inside prompt tokens). No reasoning count is written.
+CACHE_WRITE = (*CACHE_WRITE_KEYS, "gen_ai.usage.cache_write_input_tokens")
 MESSAGE_EVENTS = {
     "gen_ai.system.message": "system",
     "gen_ai.user.message": "user",
@@ -51,6 +54,9 @@ class Strands(Convention):
         return SpanKind.OTHER if span.name == CYCLE_SPAN else None
 
     # provider: left to the OTel fallback, which ignores `strands-agents` (the framework).
+
+    def usage(self, span: SpanRecord) -> TokenUsage | None:
+        return usage_from_attributes(span.attributes, cache_write=CACHE_WRITE)
 
     def input_messages(self, span: SpanRecord) -> list[Message] | None:
         latest = _details(span, "gen_ai.input.messages")

@@ -19,8 +19,8 @@ from ..messages import (
     make_message,
 )
 from ..records import SpanRecord
-from .base import Convention, Retrieval, SpanKind, TokenUsage, ToolInvocation, usage_from
-from .otel_genai import usage_from_attributes
+from .base import Convention, Retrieval, SpanKind, TokenUsage, ToolInvocation, first_count, usage_from
+from .otel_genai import CACHE_READ_KEYS, CACHE_WRITE_KEYS, REASONING_KEYS, usage_from_attributes
 from .parts import make_tool_call
 
 _LEGACY_KEY = re.compile(r"^(gen_ai\.(prompt|completion)|llm\.(prompts|completions))\.\d+\.")
@@ -81,7 +81,17 @@ class Traceloop(Convention):
             from_gen_ai = usage_from_attributes(attrs)
             if from_gen_ai is not None:
                 return from_gen_ai
-        return usage_from(inp, out, as_int(attrs.get("llm.usage.total_tokens")))
+        return usage_from(
+            inp,
+            out,
+            as_int(attrs.get("llm.usage.total_tokens")),
+            # details (OTel reader's keys): TL's `cache_read_input_tokens`, Anthropic's `cache_creation_input_tokens`,
+            # OpenAI's `reasoning_tokens`, and the semconv names TL moved to. Cache tokens are a part of the input
+            # (the Anthropic instrumentation adds them in), reasoning a part of the output (as OpenAI reports it).
+            cache_read=first_count(attrs, *CACHE_READ_KEYS),
+            cache_write=first_count(attrs, *CACHE_WRITE_KEYS),
+            reasoning=first_count(attrs, *REASONING_KEYS),
+        )
 
     def input_messages(self, span: SpanRecord) -> list[Message] | None:
         raw = unflatten(span.attributes, "gen_ai.prompt") or unflatten(span.attributes, "llm.prompts")

@@ -22,7 +22,7 @@ from ..messages import (
     normalize_role,
 )
 from ..records import SpanRecord
-from .base import Convention, SpanKind, TokenUsage, ToolInvocation, usage_from
+from .base import Convention, SpanKind, TokenUsage, ToolInvocation, first_count, usage_from
 from .parts import make_tool_call, parse_tool_definitions
 
 LLM_OPERATIONS = {
@@ -91,7 +91,16 @@ class VercelAI(Convention):
         out = as_int(_first(attrs, "ai.usage.completionTokens", "ai.usage.outputTokens"))
         if inp is None and out is None:
             return None  # the OTel fallback reads gen_ai.usage.*
-        return usage_from(inp, out, as_int(attrs.get("ai.usage.totalTokens")))
+        # AI SDK 5 writes cachedInputTokens / reasoningTokens (parts of input / output); 6 nests them in
+        # inputTokenDetails / outputTokenDetails.
+        return usage_from(
+            inp,
+            out,
+            as_int(attrs.get("ai.usage.totalTokens")),
+            cache_read=first_count(attrs, "ai.usage.cachedInputTokens", "ai.usage.inputTokenDetails.cacheReadTokens"),
+            cache_write=first_count(attrs, "ai.usage.inputTokenDetails.cacheWriteTokens"),
+            reasoning=first_count(attrs, "ai.usage.reasoningTokens", "ai.usage.outputTokenDetails.reasoningTokens"),
+        )
 
     def input_messages(self, span: SpanRecord) -> list[Message] | None:
         raw = parse_json(span.attributes.get("ai.prompt.messages"))
