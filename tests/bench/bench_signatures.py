@@ -7,7 +7,7 @@ the signatures add to them: the Signer on every result, and the store's write of
 signatures (sightings, `results.signature`, the upsert). Best of REPEATS; CPU time, not wall time, because the
 benches share the host.
 
-    PYTHONPATH=. python tests/bench/bench_signatures.py [failing share, default 0 0.1 0.5 1]
+    python tests/bench/bench_signatures.py [failing share, default 0 0.1 0.5 1]
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # `python tests/bench/bench_signatures.py` (make bench)
 
 from evaluators.sdk import EvalResult
 from monitor.config import MonitorConfig
