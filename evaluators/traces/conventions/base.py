@@ -65,6 +65,10 @@ def _add(a: int | None, b: int | None) -> int | None:
 
 def token_count(value: Any) -> int | None:
     """A reported token count: a non-negative int, or None for anything else (absent, negative, not a number)."""
+    if type(value) is int:  # the usual case, first (this runs several times per LLM call)
+        return value if value >= 0 else None
+    if value is None:
+        return None
     count = as_int(value)
     return count if count is not None and count >= 0 else None
 
@@ -72,7 +76,10 @@ def token_count(value: Any) -> int | None:
 def first_count(attrs: dict[str, Any], *keys: str) -> int | None:
     """The first of `keys` that holds a token count."""
     for key in keys:
-        count = token_count(attrs.get(key))
+        value = attrs.get(key)
+        if value is None:  # the usual case: most keys are absent
+            continue
+        count = token_count(value)
         if count is not None:
             return count
     return None
@@ -161,7 +168,9 @@ def usage_from(
     reasoning: Any = None,
 ) -> TokenUsage | None:
     """The usage a span reports, or None when it reports no input, output or total; negative counts are dropped."""
-    inp, out, total = (c if c is not None and c >= 0 else None for c in (input_tokens, output_tokens, total))
+    inp = input_tokens if input_tokens is not None and input_tokens >= 0 else None
+    out = output_tokens if output_tokens is not None and output_tokens >= 0 else None
+    total = total if total is not None and total >= 0 else None
     if inp is None and out is None and total is None:
         return None
     inp, out = inp or 0, out or 0
