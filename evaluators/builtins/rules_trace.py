@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import UTC, datetime
 from typing import Any
 
+from evaluators.pricing import ModelPrice, price_call
 from evaluators.sdk import BaseEvaluator, EvalResult, EvaluatorConfigError, Param, SkipReason, register
 from evaluators.signatures import Failure
 from evaluators.traces.model import LLMSpan, Trace
@@ -81,67 +83,6 @@ class TokenBudget(BaseEvaluator):
         )
 
 
-# Approximate list prices in USD per 1,000 tokens [input, output], mid-2025; check your provider's pricing.
-# A model matches its exact name or the longest entry it starts with ("gpt-4o-mini-2024-07-18" → "gpt-4o-mini").
-DEFAULT_PRICES: dict[str, list[float]] = {
-    "gpt-4o": [0.0025, 0.01],
-    "gpt-4o-mini": [0.00015, 0.0006],
-    "gpt-4.1": [0.002, 0.008],
-    "gpt-4.1-mini": [0.0004, 0.0016],
-    "gpt-4.1-nano": [0.0001, 0.0004],
-    "gpt-4-turbo": [0.01, 0.03],
-    "gpt-3.5-turbo": [0.0005, 0.0015],
-    "o1": [0.015, 0.06],
-    "o3": [0.002, 0.008],
-    "o3-mini": [0.0011, 0.0044],
-    "o4-mini": [0.0011, 0.0044],
-    "gemini-1.5-flash": [0.000075, 0.0003],
-    "gemini-1.5-pro": [0.00125, 0.005],
-    "gemini-2.0-flash": [0.0001, 0.0004],
-    "gemini-2.0-flash-lite": [0.000075, 0.0003],
-    "gemini-2.5-flash": [0.0003, 0.0025],
-    "gemini-2.5-flash-lite": [0.0001, 0.0004],
-    "gemini-2.5-pro": [0.00125, 0.01],
-    "claude-3-haiku": [0.00025, 0.00125],
-    "claude-3-5-haiku": [0.0008, 0.004],
-    "claude-3-5-sonnet": [0.003, 0.015],
-    "claude-3-7-sonnet": [0.003, 0.015],
-    "claude-sonnet-4": [0.003, 0.015],
-    "claude-opus-4": [0.015, 0.075],
-}
-
-
-def _normalize_model(model: str) -> str:
-    """`models/gemini-2.0-flash`, `openai/gpt-4o`, `GPT-4o` → the bare lower-case model name."""
-    return model.strip().lower().rsplit("/", 1)[-1]
-
-
-_PRICE_TABLES: dict[int, tuple[dict[str, list[float]], dict[str, tuple[str, list[float]]]]] = {}
-
-
-def _price_table(prices: dict[str, list[float]]) -> dict[str, tuple[str, list[float]]]:
-    """`prices` keyed by normalized model name, built once per prices dict (an evaluator's param)."""
-    cached = _PRICE_TABLES.get(id(prices))
-    if cached is not None and cached[0] is prices:
-        return cached[1]
-    table = {_normalize_model(k): (k, v) for k, v in prices.items()}
-    if len(_PRICE_TABLES) < 64:  # a few evaluator instances; never grows with traffic
-        _PRICE_TABLES[id(prices)] = (prices, table)
-    return table
-
-
-def price_for(model: str | None, prices: dict[str, list[float]]) -> tuple[str, list[float]] | None:
-    """The (entry name, [input_per_1k, output_per_1k]) pricing `model`: exact match, else the longest prefix."""
-    if not model:
-        return None
-    wanted = _normalize_model(model)
-    table = _price_table(prices)
-    if wanted in table:
-        return table[wanted]
-    prefixes = [k for k in table if wanted.startswith(k)]
-    return table[max(prefixes, key=len)] if prefixes else None
-
-
 def _check_prices(owner: str, prices: dict[str, Any]) -> None:
     for model, pair in prices.items():
         ok = (
@@ -160,7 +101,7 @@ def _check_prices(owner: str, prices: dict[str, Any]) -> None:
 
 @register
 class CostBudget(BaseEvaluator):
-    """Trace cost in USD within a budget, from span cost attributes or an approximate price table."""
+    """Trace cost in USD within a budget: span cost attributes, else genai-prices' table or a `prices` override."""
 
     name = "cost_budget"
     description = "Trace cost in USD: 1 at or below max_cost_usd, decaying above; threshold 1 = within budget."
@@ -169,9 +110,10 @@ class CostBudget(BaseEvaluator):
     threshold = 1.0
     max_cost_usd = Param(1.0, "cost budget of one trace, in USD", min=0)
     prices = Param(
-        DEFAULT_PRICES,
-        "model → [USD per 1K input tokens, USD per 1K output tokens], used when a span has no cost attribute "
-        "(the defaults are approximate list prices; a model matches its name or the longest listed prefix)",
+        {},
+        "model → [USD per 1K input tokens, USD per 1K output tokens]: overrides (negotiated, self-hosted) that win "
+        "over the genai-prices table used when a span has no cost attribute; a model matches its name or the "
+        "longest listed prefix",
         type=dict,
     )
     decay = Param(2.0, DECAY_HELP, min=1.0, max=100.0)
@@ -179,50 +121,54 @@ class CostBudget(BaseEvaluator):
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         _check_prices(self.name, self._params["prices"])
+        self._overrides = {
+            model: ModelPrice(input=pair[0] * 1000, output=pair[1] * 1000)
+            for model, pair in self._params["prices"].items()
+        }
 
-    def _call_cost(self, call: LLMSpan, prices: dict[str, list[float]]) -> tuple[float | None, str]:
-        """(cost, source) of one call: its recorded cost, else tokens × the table price, else (None, why)."""
+    def _call_cost(self, call: LLMSpan) -> tuple[float | None, str]:
+        """(cost, source) of one call: its recorded cost, else its priced usage, else (None, why)."""
         metrics = call.metrics
         if isinstance(metrics.cost, int | float) and math.isfinite(metrics.cost):
             return float(metrics.cost), "recorded"
-        if not metrics.has_usage:
+        usage = call.usage
+        if usage is None:
             return None, "no usage"
-        priced = price_for(call.model, prices)
+        when = datetime.fromtimestamp(call.start_time / 1e9, UTC) if call.start_time > 0 else None
+        priced = price_call(call.model, usage, provider=call.provider, when=when, overrides=self._overrides)
         if priced is None:
             return None, f"no price for {call.model or 'unknown model'}"
-        in_price, out_price = priced[1]
-        return (metrics.input_tokens * in_price + metrics.output_tokens * out_price) / 1000.0, "estimated"
+        return priced.usd, priced.source
 
     def evaluate(self, trace: Trace) -> EvalResult:
-        prices = self.prices
-        total, recorded, estimated, unpriced = 0.0, 0, 0, []
+        total, counts, unpriced = 0.0, {"recorded": 0, "price_table": 0, "override": 0}, []
         for call in trace.get_llm_calls():
-            cost, source = self._call_cost(call, prices)
+            cost, source = self._call_cost(call)
             if cost is None:
                 unpriced.append(source)
                 continue
             total += max(cost, 0.0)
-            recorded += source == "recorded"
-            estimated += source == "estimated"
-        if recorded + estimated == 0:
+            counts[source] += 1
+        if not any(counts.values()):
             why = f" ({listing(sorted(set(unpriced)))})" if unpriced else ""
             return EvalResult.skip(SkipReason.NO_DATA, f"no LLM call has a recorded cost or a known price{why}")
         limit = self.max_cost_usd
         within = total <= limit
-        sources = [f"{recorded} recorded" if recorded else "", f"{estimated} estimated" if estimated else ""]
-        note = f"; {len(unpriced)} call(s) without cost left out" if unpriced else ""
+        labels = {"recorded": "recorded", "price_table": "from the price table", "override": "from overrides"}
+        sources = ", ".join(f"{n} {labels[k]}" for k, n in counts.items() if n)
+        note = f"; {len(unpriced)} unpriced call(s) left out ({listing(sorted(set(unpriced)))})" if unpriced else ""
         return EvalResult(
             score=decay_score(total, limit, self.decay),
-            explanation=(
-                f"cost ${total:.6f} ({', '.join(s for s in sources if s)}), "
-                f"{'within' if within else 'over'} the ${limit:g} budget{note}"
-            ),
+            explanation=f"cost ${total:.6f} ({sources}), {'within' if within else 'over'} the ${limit:g} budget{note}",
             details={
                 "cost_usd": total,
                 "max_cost_usd": limit,
-                "calls_recorded": recorded,
-                "calls_estimated": estimated,
+                "calls_recorded": counts["recorded"],
+                "calls_estimated": counts["price_table"] + counts["override"],
+                "calls_price_table": counts["price_table"],
+                "calls_override": counts["override"],
                 "calls_unpriced": len(unpriced),
+                "unpriced": sorted(set(unpriced)),
             },
             failure=_over(within, "over_cost_budget", "the trace cost more than its budget"),
         )

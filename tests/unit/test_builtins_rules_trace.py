@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evaluators import EvaluatorConfigError, Task, builtin, list_builtins
-from evaluators.builtins.rules_trace import DEFAULT_PRICES, price_for
+from evaluators.pricing import price_call
 from evaluators.traces.records import SpanRecord
 from tests.unit.builtins_spans import agent, chat, tool
 from tests.unit.spanfactory import make_span, next_start, trace_of
@@ -102,12 +102,18 @@ def test_token_budget_skips_without_usage() -> None:
 
 
 def test_cost_budget_estimates_from_the_price_table() -> None:
-    # gpt-4o-mini-2024-07-18 matches the longest prefix gpt-4o-mini, not gpt-4o
-    trace = trace_of(chat("a", model="gpt-4o-mini-2024-07-18", input_tokens=1000, output_tokens=1000))
+    call = chat("a", model="gpt-4o-mini-2024-07-18", input_tokens=1000, output_tokens=1000)
+    trace = trace_of(call)
     result = run("cost_budget", trace)
-    expected = sum(DEFAULT_PRICES["gpt-4o-mini"])
-    assert result.details["cost_usd"] == pytest.approx(expected)
-    assert result.score == 1.0 and result.passed is True and "estimated" in result.explanation
+    expected = price_call(call_of(trace).model, call_of(trace).usage, when=None)
+    assert expected is not None and expected.source == "price_table"
+    assert result.details["cost_usd"] == pytest.approx(expected.usd)
+    assert result.score == 1.0 and result.passed is True and "1 from the price table" in result.explanation
+
+
+def call_of(trace):
+    (call,) = trace.get_llm_calls()
+    return call
 
 
 def test_cost_budget_fails_over_budget_with_custom_prices() -> None:
@@ -139,10 +145,12 @@ def test_cost_budget_rejects_malformed_prices() -> None:
         builtin("cost_budget", prices={"gpt-4o": [0.1]})
 
 
-def test_price_lookup_normalizes_provider_prefixes() -> None:
-    assert price_for("models/gemini-2.0-flash-001", DEFAULT_PRICES)[0] == "gemini-2.0-flash"
-    assert price_for("openai/GPT-4o", DEFAULT_PRICES)[0] == "gpt-4o"
-    assert price_for(None, DEFAULT_PRICES) is None
+def test_cost_budget_reports_an_unknown_model_as_unpriced_beside_priced_calls() -> None:
+    trace = trace_of(chat("a", model="gpt-4o"), chat("b", model="unknown-llm"))
+    result = run("cost_budget", trace)
+    assert result.details["calls_price_table"] == 1 and result.details["calls_unpriced"] == 1
+    assert result.details["unpriced"] == ["no price for unknown-llm"]
+    assert "1 unpriced call(s) left out (no price for unknown-llm)" in result.explanation
 
 
 # --- error_free -------------------------------------------------------------------------------

@@ -1,0 +1,131 @@
+"""What one LLM call cost in USD: from the `genai-prices` price table, or from an override that wins over it.
+
+The prices are the data bundled with the installed `genai-prices` package (`genai_prices.calc_price` reads its
+bundled snapshot; this module never calls `genai_prices.UpdatePrices`), so nothing here fetches prices over the
+network: upgrading the package updates them. The library resolves the provider, model aliases and dated model
+names, cache read/write rates and prices that changed over time (`when`, the call's start).
+
+A model the table does not know is priced None, never 0: callers count it as unpriced.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+import genai_prices
+
+from evaluators.traces.conventions.base import TokenUsage
+
+__all__ = ["CallPrice", "ModelPrice", "price_call"]
+
+PER = 1_000_000  # override prices are per 1M tokens, like the library's
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    """An override: USD per 1M tokens. Cache reads and writes cost the input rate unless given."""
+
+    input: float
+    output: float
+    cache_read: float | None = None
+    cache_write: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallPrice:
+    """The cost of one call in USD, where it came from, and the price entry (library model id or override key)."""
+
+    usd: float
+    source: Literal["price_table", "override"]
+    entry: str
+
+
+def _normalize(model: str) -> str:
+    """`models/gemini-2.0-flash`, `openai/gpt-4o`, `GPT-4o` → the bare lower-case model name."""
+    return model.strip().lower().rsplit("/", 1)[-1]
+
+
+def _override_for(model: str, overrides: Mapping[str, ModelPrice]) -> tuple[str, ModelPrice] | None:
+    """The override of `model`: its exact name, else its normalized name, else the longest listed prefix of it."""
+    if model in overrides:
+        return model, overrides[model]
+    wanted = _normalize(model)
+    best: str | None = None
+    for key in overrides:
+        norm = _normalize(key)
+        if norm == wanted:
+            return key, overrides[key]
+        if wanted.startswith(norm) and (best is None or len(norm) > len(_normalize(best))):
+            best = key
+    return (best, overrides[best]) if best is not None else None
+
+
+def _parts(usage: TokenUsage) -> tuple[int, int, int, int]:
+    """(uncached input, cache read, cache write, output) tokens; cache parts never exceed the input they are in."""
+    total_in = max(usage.input_tokens, 0)
+    read = min(max(usage.cache_read_tokens or 0, 0), total_in)
+    write = min(max(usage.cache_write_tokens or 0, 0), total_in - read)
+    return total_in - read - write, read, write, max(usage.output_tokens, 0)
+
+
+def _override_cost(usage: TokenUsage, price: ModelPrice) -> float:
+    plain, read, write, out = _parts(usage)
+    read_rate = price.input if price.cache_read is None else price.cache_read
+    write_rate = price.input if price.cache_write is None else price.cache_write
+    return (plain * price.input + read * read_rate + write * write_rate + out * price.output) / PER
+
+
+def _library_usage(usage: TokenUsage) -> genai_prices.Usage:
+    """`usage` as genai-prices' Usage (its input_tokens, like ours, include the cache reads and writes)."""
+    plain, read, write, out = _parts(usage)
+    return genai_prices.Usage(
+        input_tokens=plain + read + write, cache_read_tokens=read, cache_write_tokens=write, output_tokens=out
+    )
+
+
+@functools.lru_cache(maxsize=1024)  # model names are few; unknown ones are not looked up again
+def _resolve(model: str, provider: str | None) -> tuple[str, str | None] | None:
+    """The (model_ref, provider_id) the library knows `model` by: as given, the name after a `provider/` prefix
+    (the prefix as the provider), then without the provider; None when it knows none of them."""
+    candidates: list[tuple[str, str | None]] = [(model, provider)]
+    if "/" in model:
+        head, tail = model.rsplit("/", 1)
+        candidates += [(tail, provider or head.rsplit("/", 1)[-1]), (tail, None)]
+    if provider is not None:
+        candidates.append((model, None))
+    probe = genai_prices.Usage(input_tokens=0, output_tokens=0)
+    for ref, prov in candidates:
+        try:
+            genai_prices.calc_price(probe, ref, provider_id=prov)
+        except LookupError:
+            continue
+        return ref, prov
+    return None
+
+
+def price_call(
+    model: str | None,
+    usage: TokenUsage,
+    *,
+    provider: str | None = None,
+    when: datetime | None = None,
+    overrides: Mapping[str, ModelPrice] | None = None,
+) -> CallPrice | None:
+    """The cost of one call of `model` (by `provider`, at `when`, default now): an override of the model wins
+    over the price table; None when neither knows the model (never a silent 0)."""
+    if not model:
+        return None
+    if overrides:
+        found = _override_for(model, overrides)
+        if found is not None:
+            return CallPrice(_override_cost(usage, found[1]), "override", found[0])
+    resolved = _resolve(model, provider or None)
+    if resolved is None:
+        return None
+    ref, prov = resolved
+    calc = genai_prices.calc_price(_library_usage(usage), ref, provider_id=prov, genai_request_timestamp=when)
+    return CallPrice(float(calc.total_price), "price_table", calc.model.id)
