@@ -12,6 +12,8 @@ from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from monitor.metrics.zeroed import counter_at_zero
+
 DROP_REASONS = ("shutdown_timeout", "evaluation_error", "worker_crash", "worker_stalled")
 
 
@@ -30,7 +32,9 @@ class EvaluationMetrics:
 
     def __init__(self, registry: CollectorRegistry) -> None:
         r = registry
-        self.traces_dropped = Counter("agent_monitor_traces_dropped", "Traces not evaluated.", ["reason"], registry=r)
+        self.traces_dropped = counter_at_zero(
+            "agent_monitor_traces_dropped", "Traces not evaluated.", "reason", DROP_REASONS, r
+        )
         self.worker_restarts = Counter(
             "agent_monitor_worker_restarts", "Evaluation worker processes replaced after dying.", registry=r
         )
@@ -40,10 +44,6 @@ class EvaluationMetrics:
             registry=r,
         )
         self.queue_depth = Gauge("agent_monitor_queue_depth", "Traces waiting for evaluation.", registry=r)
-        # The known reasons start at 0: `increase()` and `rate()` only see a counter grow after its first scrape,
-        # so a series born at 1 would hide the first drop from the dashboards and the health alerts.
-        for reason in DROP_REASONS:
-            self.traces_dropped.labels(reason=reason)
 
     def observe(self, pool: PoolState) -> None:
         """Read the queue depth and the capacity estimate from `pool` at every scrape from now on."""

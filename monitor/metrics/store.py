@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Gauge
+
+from monitor.metrics.zeroed import counter_at_zero
 
 STORE_OPERATIONS = ("write", "prune", "read", "open")
 STORE_LOSS_REASONS = ("rejected", "failed", "unavailable", "timeout", "queue_full")
@@ -27,22 +29,20 @@ class StoreMetrics:
 
     def __init__(self, registry: CollectorRegistry) -> None:
         r = registry
-        self.errors = Counter(
+        self.errors = counter_at_zero(
             "agent_monitor_store_errors",
             "Result store operations that failed (rows not stored, retention not kept, reads not answered).",
-            ["operation"],
-            registry=r,
+            "operation",
+            STORE_OPERATIONS,
+            r,
         )
-        for operation in STORE_OPERATIONS:
-            self.errors.labels(operation=operation)
-        self.results_lost = Counter(
+        self.results_lost = counter_at_zero(
             "agent_monitor_store_results_lost",
             "Evaluation results the result store could not keep (their metrics are counted all the same).",
-            ["reason"],
-            registry=r,
+            "reason",
+            STORE_LOSS_REASONS,
+            r,
         )
-        for reason in STORE_LOSS_REASONS:
-            self.results_lost.labels(reason=reason)
         self.review_available = Gauge(
             "agent_monitor_review_available",
             "1 while the result store works (the review can be used), 0 while it is failing or disabled.",
