@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -27,14 +26,13 @@ from monitor.config.judges import JudgesConfig
 from monitor.engine.signing import Signer
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
-from monitor.store.rows import JudgeJob, LateResults, ResultRow, bounded
+from monitor.store.rows import JudgeJob, LateResults, ResultRow, result_row
 
 log = logging.getLogger(__name__)
 
 ApplyTally = Callable[[MetricsTally], None]
 StoreWrite = Callable[[Sequence[LateResults]], None]
 TraceKey = tuple[str, str, str, str]  # (trace id, service, variant, version)
-_DETAILS_JSON = json.JSONEncoder(default=str, ensure_ascii=False)
 
 
 class JudgeStage:
@@ -115,7 +113,7 @@ class JudgeStage:
         for job, result in done:
             if result.skip_reason is SkipReason.JUDGE_UNAVAILABLE:
                 self._unavailable.warning("judge_unavailable", "judge %s: %s", job.evaluator, result.explanation)
-            row = result_row(job, result, seconds, self.signer(job.evaluator, job.level, job.agent, result))
+            row = judge_row(job, result, seconds, self.signer(job.evaluator, job.level, job.agent, result))
             tally.add_results(job.service, job.trace_id, (row,), job.variant)
             late.setdefault((job.trace_id, job.service, job.variant, job.version), []).append(row)
             self.completed += 1
@@ -153,21 +151,17 @@ async def drain_tasks(tasks: set[asyncio.Task[None]], timeout: float) -> int:
     return len(tasks)
 
 
-def result_row(
+def judge_row(
     job: JudgeJob, result: EvalResult, seconds: float, signature: FailureSignature | None = None
 ) -> ResultRow:
-    details = _DETAILS_JSON.encode(result.details) if result.details else None
-    return ResultRow(
+    """The row of a judgement of `job`."""
+    return result_row(
+        result,
         span_id=job.span_id,
         agent=job.agent,
         model=job.model,
         evaluator=job.evaluator,
         level=job.level,
-        score=result.score,
-        passed=None if result.is_skipped else result.passed,
-        skip_reason=str(result.skip_reason) if result.skip_reason is not None else None,
-        explanation=bounded(result.explanation) if result.explanation else result.explanation,
-        details=bounded(details),
-        duration_seconds=seconds,
+        seconds=seconds,
         signature=signature,
     )

@@ -17,6 +17,7 @@ period are cancelled, each counted as the same skip.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
@@ -33,7 +34,7 @@ from monitor.engine.pairing import Pair, PairingBook, PairOffer
 from monitor.engine.signing import Signer
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
-from monitor.store.rows import LateResults, ResultRow, bounded
+from monitor.store.rows import LateResults, ResultRow, bounded, result_row
 
 log = logging.getLogger(__name__)
 
@@ -241,17 +242,13 @@ def _row(
         "partner_service": pair.baseline.service,
         "pair_by": entry.pair_by,
     }
-    return ResultRow(
+    return result_row(
+        dataclasses.replace(result, details=details),
         span_id=None,
         agent=None,
         model=None,
         evaluator=entry.evaluator,
         level="trace",
-        score=result.score,
-        passed=None if result.is_skipped else result.passed,
-        skip_reason=str(result.skip_reason) if result.skip_reason is not None else None,
-        explanation=bounded(result.explanation) if result.explanation else result.explanation,
-        details=bounded(_DETAILS_JSON.encode(details)),
-        duration_seconds=seconds,
+        seconds=seconds,
         signature=signature,
     )

@@ -11,7 +11,6 @@ judge stage (judge_stage.py), which waits on the network on the event loop, neve
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable, Sequence
 from typing import cast
@@ -30,14 +29,13 @@ from monitor.engine.assembler import CompletedTrace
 from monitor.engine.configured import ConfiguredEvaluator, sampled_in
 from monitor.engine.signing import Signer
 from monitor.engine.variants import MAX_VARIANT_CHARS, pair_keys, variant_of
-from monitor.store.rows import JudgeJob, ResultRow, TraceFailure, TraceOutcome, bounded
+from monitor.store.rows import JudgeJob, ResultRow, TraceFailure, TraceOutcome, bounded, result_row
 from monitor.store.trace_detail import trace_detail
 
 log = logging.getLogger(__name__)
 
 Outcome = TraceOutcome | TraceFailure
 SERVICE_VERSION = "service.version"
-_DETAILS_JSON = json.JSONEncoder(default=str, ensure_ascii=False)  # built once: json.dumps builds one per call
 
 
 class TraceEvaluator:
@@ -223,20 +221,14 @@ def version_of(trace: Trace) -> str:
 
 
 def _row(label: str, done: Dispatched, signature: FailureSignature | None = None) -> ResultRow:
-    result = done.result
-    details = _DETAILS_JSON.encode(result.details) if result.details else None
-    return ResultRow(
+    return result_row(
+        done.result,
         span_id=done.span_id,
         agent=done.agent_name,
         model=done.model,
         evaluator=label,
         level=done.level,
-        score=result.score,
-        passed=None if result.is_skipped else result.passed,
-        skip_reason=str(result.skip_reason) if result.skip_reason is not None else None,
-        explanation=bounded(result.explanation) if result.explanation else result.explanation,
-        details=bounded(details),
-        duration_seconds=done.duration_ms / 1000.0,
+        seconds=done.duration_ms / 1000.0,
         signature=signature,
     )
 

@@ -11,10 +11,12 @@ import json
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
+    from evaluators.sdk import EvalResult
     from evaluators.signatures import FailureSignature
 
 MAX_TEXT = 4000  # characters the store keeps of a text
 MASK_MARGIN = 64  # characters kept beyond a limit until the text is masked
+_DETAILS_JSON = json.JSONEncoder(default=str, ensure_ascii=False)  # built once: json.dumps builds one per call
 
 
 def bounded(text: Any, limit: int = MAX_TEXT + MASK_MARGIN) -> str | None:
@@ -40,6 +42,35 @@ class ResultRow(NamedTuple):
     details: str | None  # JSON, bounded; None when empty
     duration_seconds: float
     signature: FailureSignature | None = None  # a failing result's failure signature (None for the others)
+
+
+def result_row(
+    result: EvalResult,
+    *,
+    span_id: str | None,
+    agent: str | None,
+    model: str | None,
+    evaluator: str,
+    level: str,
+    seconds: float,
+    signature: FailureSignature | None = None,
+) -> ResultRow:
+    """The row of one evaluator's `result` on one dispatch unit (its explanation and details bounded)."""
+    details = _DETAILS_JSON.encode(result.details) if result.details else None
+    return ResultRow(
+        span_id=span_id,
+        agent=agent,
+        model=model,
+        evaluator=evaluator,
+        level=level,
+        score=result.score,
+        passed=None if result.is_skipped else result.passed,
+        skip_reason=str(result.skip_reason) if result.skip_reason is not None else None,
+        explanation=bounded(result.explanation) if result.explanation else result.explanation,
+        details=bounded(details),
+        duration_seconds=seconds,
+        signature=signature,
+    )
 
 
 class TraceOutcome(NamedTuple):

@@ -8,7 +8,7 @@ from evaluators.sdk import EvalResult
 from evaluators.signatures import Failure, SignatureRule
 from monitor.config import MonitorConfig
 from monitor.engine.evaluator_setup import build_evaluators
-from monitor.engine.judge_stage import result_row
+from monitor.engine.judge_stage import judge_row
 from monitor.engine.signing import Signer
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.store.rows import JudgeJob
@@ -44,7 +44,7 @@ def test_judge_rows_and_the_signer() -> None:
     signer = Signer((SignatureRule("refusals", error_type="refusal"),))
     failed = EvalResult(0.1, False, "refused: order 123", failure=Failure(error_type="refusal"))
     job = JudgeJob("ab" * 16, "shop", "helpfulness", "agent", None, "planner", None, None, "b", "1.5")
-    row = result_row(job, failed, 0.5, signer(job.evaluator, job.level, job.agent, failed))
+    row = judge_row(job, failed, 0.5, signer(job.evaluator, job.level, job.agent, failed))
     assert row.signature is not None and row.signature.template == "refusals" and row.signature.agent == "planner"
     assert signer("helpfulness", "trace", None, EvalResult(0.9, True)) is None
     assert signer("helpfulness", "trace", None, EvalResult.skip("no_data")) is None
