@@ -10,17 +10,23 @@ A model the table does not know is priced None, never 0: callers count it as unp
 
 from __future__ import annotations
 
+import fnmatch
 import functools
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Literal
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Literal
 
 import genai_prices
 
 from evaluators.traces.conventions.base import TokenUsage
 
-__all__ = ["CallPrice", "ModelPrice", "price_call"]
+if TYPE_CHECKING:
+    from evaluators.traces.spans import LLMSpan
+
+__all__ = ["TOKEN_KINDS", "CallCost", "CallPrice", "ModelPrice", "call_cost", "price_call", "token_kinds"]
 
 PER = 1_000_000  # override prices are per 1M tokens, like the library's
 
@@ -42,6 +48,17 @@ class CallPrice:
     usd: float
     source: Literal["price_table", "override"]
     entry: str
+    provider: str = ""  # the library's provider id when priced from the table
+
+
+@dataclass(frozen=True, slots=True)
+class CallCost:
+    """What one call cost in USD and where the figure came from: the span's own cost attribute (`span`), the
+    price table or an override. `provider`: the price table's provider id, else the provider the span names."""
+
+    usd: float
+    source: Literal["span", "price_table", "override"]
+    provider: str
 
 
 def _normalize(model: str) -> str:
@@ -49,8 +66,19 @@ def _normalize(model: str) -> str:
     return model.strip().lower().rsplit("/", 1)[-1]
 
 
+_VERSION_SUFFIX = re.compile(r"[-@](?:\d{8}|\d{4}-\d{2}-\d{2}|\d{3}|latest)")
+
+
+def _dated(model: str, key: str) -> bool:
+    """`model` is `key` with a date or version after it: `-2024-08-06`, `-20250514`, `@20240620`, `-001`,
+    `-latest` (not `-mini`, not `-5`: those are other models)."""
+    return model.startswith(key) and _VERSION_SUFFIX.fullmatch(model, len(key)) is not None
+
+
 def _override_for(model: str, overrides: Mapping[str, ModelPrice]) -> tuple[str, ModelPrice] | None:
-    """The override of `model`: its exact name, else its normalized name, else the longest listed prefix of it."""
+    """The override of `model`: its exact name, else its normalized name, else a glob (`my-llama-*`), else the
+    longest listed name that `model` is a dated version of (`gpt-4o` prices `gpt-4o-2024-08-06`, not
+    `gpt-4o-mini`)."""
     if model in overrides:
         return model, overrides[model]
     wanted = _normalize(model)
@@ -59,7 +87,8 @@ def _override_for(model: str, overrides: Mapping[str, ModelPrice]) -> tuple[str,
         norm = _normalize(key)
         if norm == wanted:
             return key, overrides[key]
-        if wanted.startswith(norm) and (best is None or len(norm) > len(_normalize(best))):
+        matches = fnmatch.fnmatchcase(wanted, norm) if "*" in norm else _dated(wanted, norm)
+        if matches and (best is None or len(norm) > len(_normalize(best))):
             best = key
     return (best, overrides[best]) if best is not None else None
 
@@ -128,4 +157,32 @@ def price_call(
         return None
     ref, prov = resolved
     calc = genai_prices.calc_price(_library_usage(usage), ref, provider_id=prov, genai_request_timestamp=when)
-    return CallPrice(float(calc.total_price), "price_table", calc.model.id)
+    return CallPrice(float(calc.total_price), "price_table", calc.model.id, calc.provider.id)
+
+
+def call_cost(call: LLMSpan, overrides: Mapping[str, ModelPrice] | None = None) -> CallCost | None:
+    """The cost of one LLM call: the cost its span reports (a finite number ≥ 0) wins; else its usage priced at
+    its start time (`price_call`); None when it has no usage or no known price."""
+    provider = call.provider or ""
+    reported = call.metrics.cost
+    if isinstance(reported, int | float) and math.isfinite(reported) and reported >= 0:
+        return CallCost(float(reported), "span", provider)
+    usage = call.usage
+    if usage is None:
+        return None
+    when = datetime.fromtimestamp(call.start_time / 1e9, UTC) if call.start_time > 0 else None
+    priced = price_call(call.model, usage, provider=call.provider, when=when, overrides=overrides)
+    if priced is None:
+        return None
+    return CallCost(priced.usd, priced.source, priced.provider or provider)
+
+
+TOKEN_KINDS = ("input", "cache_read", "cache_write", "output", "reasoning")
+
+
+def token_kinds(usage: TokenUsage) -> tuple[int, int, int, int, int]:
+    """The tokens of `usage` by kind, in TOKEN_KINDS order, as disjoint parts that sum to input + output:
+    input (not from or to a cache), cache_read, cache_write, output (not reasoning), reasoning."""
+    plain, read, write, out = _parts(usage)
+    reasoning = min(max(usage.reasoning_tokens or 0, 0), out)
+    return plain, read, write, out - reasoning, reasoning

@@ -49,7 +49,7 @@ class Prepared:
 def preflight(config: MonitorConfig, locator: Locator | None = None) -> Prepared:
     """Build and check everything `config` asks for; ConfigError listing every problem at its line."""
     problems: Problems = []
-    evaluators, evaluator_problems = build_evaluators(config.evaluator_entries())
+    evaluators, evaluator_problems = build_evaluators(config.evaluator_entries(), config.pricing.overrides())
     problems += evaluator_problems
     pairwise_judges, pairwise_problems = build_pairwise_judges(config.variants.pairwise)
     problems += pairwise_problems

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
+import copy
 import re
-from datetime import UTC, datetime
+from collections.abc import Mapping
 from typing import Any
 
-from evaluators.pricing import ModelPrice, price_call
+from evaluators.pricing import ModelPrice, call_cost
 from evaluators.sdk import BaseEvaluator, EvalResult, EvaluatorConfigError, Param, SkipReason, register
 from evaluators.signatures import Failure
 from evaluators.traces.model import LLMSpan, Trace
@@ -112,8 +112,8 @@ class CostBudget(BaseEvaluator):
     prices = Param(
         {},
         "model → [USD per 1K input tokens, USD per 1K output tokens]: overrides (negotiated, self-hosted) that win "
-        "over the genai-prices table used when a span has no cost attribute; a model matches its name or the "
-        "longest listed prefix",
+        "over the genai-prices table used when a span has no cost attribute; a model matches its name, a glob "
+        "(`my-llama-*`) or a name it is a dated version of (`gpt-4o` for `gpt-4o-2024-08-06`)",
         type=dict,
     )
     decay = Param(2.0, DECAY_HELP, min=1.0, max=100.0)
@@ -126,22 +126,24 @@ class CostBudget(BaseEvaluator):
             for model, pair in self._params["prices"].items()
         }
 
+    def with_pricing(self, overrides: Mapping[str, ModelPrice]) -> CostBudget:
+        """This evaluator pricing with the daemon's `pricing.models` too (its own `prices` win over them), so the
+        rule and the spend metrics price a call alike."""
+        combined = copy.copy(self)
+        combined._overrides = {**overrides, **self._overrides}
+        return combined
+
     def _call_cost(self, call: LLMSpan) -> tuple[float | None, str]:
-        """(cost, source) of one call: its recorded cost, else its priced usage, else (None, why)."""
-        metrics = call.metrics
-        if isinstance(metrics.cost, int | float) and math.isfinite(metrics.cost):
-            return float(metrics.cost), "recorded"
-        usage = call.usage
-        if usage is None:
+        """(cost, source) of one call (`evaluators.pricing.call_cost`), else (None, why)."""
+        cost = call_cost(call, self._overrides)
+        if cost is not None:
+            return cost.usd, cost.source
+        if call.usage is None:
             return None, "no usage"
-        when = datetime.fromtimestamp(call.start_time / 1e9, UTC) if call.start_time > 0 else None
-        priced = price_call(call.model, usage, provider=call.provider, when=when, overrides=self._overrides)
-        if priced is None:
-            return None, f"no price for {call.model or 'unknown model'}"
-        return priced.usd, priced.source
+        return None, f"no price for {call.model or 'unknown model'}"
 
     def evaluate(self, trace: Trace) -> EvalResult:
-        total, counts, unpriced = 0.0, {"recorded": 0, "price_table": 0, "override": 0}, []
+        total, counts, unpriced = 0.0, {"span": 0, "price_table": 0, "override": 0}, []
         for call in trace.get_llm_calls():
             cost, source = self._call_cost(call)
             if cost is None:
@@ -154,7 +156,7 @@ class CostBudget(BaseEvaluator):
             return EvalResult.skip(SkipReason.NO_DATA, f"no LLM call has a recorded cost or a known price{why}")
         limit = self.max_cost_usd
         within = total <= limit
-        labels = {"recorded": "recorded", "price_table": "from the price table", "override": "from overrides"}
+        labels = {"span": "reported by the span", "price_table": "from the price table", "override": "from overrides"}
         sources = ", ".join(f"{n} {labels[k]}" for k, n in counts.items() if n)
         note = f"; {len(unpriced)} unpriced call(s) left out ({listing(sorted(set(unpriced)))})" if unpriced else ""
         return EvalResult(
@@ -163,7 +165,7 @@ class CostBudget(BaseEvaluator):
             details={
                 "cost_usd": total,
                 "max_cost_usd": limit,
-                "calls_recorded": counts["recorded"],
+                "calls_recorded": counts["span"],
                 "calls_estimated": counts["price_table"] + counts["override"],
                 "calls_price_table": counts["price_table"],
                 "calls_override": counts["override"],

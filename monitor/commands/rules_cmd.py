@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     try:
         config, locator = load_located(path, env={} if getattr(args, "no_env", False) else None)
         # The evaluators are built (modules imported) for their metric labels, as `run` labels them.
-        built, problems = build_evaluators(config.evaluator_entries())
+        built, problems = build_evaluators(config.evaluator_entries(), config.pricing.overrides())
         if problems:
             raise locator.error(problems)
     except ConfigError as exc:

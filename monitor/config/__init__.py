@@ -13,6 +13,7 @@ from .locate import ConfigError, Loc, LocatedError, Locator, dotted, validation_
 from .metrics import MetricsConfig, Window
 from .models import LoggingConfig, MonitorConfig, ShutdownConfig
 from .pipeline import AssemblyConfig, EvaluationConfig
+from .pricing import ModelPriceConfig, PricingConfig
 from .receivers import GrpcReceiverConfig, HttpReceiverConfig, ReceiversConfig
 from .review import ReviewConfig
 from .security import AuthConfig, TlsConfig
@@ -44,9 +45,11 @@ __all__ = [
     "Locator",
     "LoggingConfig",
     "MetricsConfig",
+    "ModelPriceConfig",
     "MonitorConfig",
     "NewSignaturesAlertConfig",
     "PairwiseConfig",
+    "PricingConfig",
     "ReceiversConfig",
     "Resolved",
     "ReviewConfig",

@@ -36,6 +36,21 @@ class Window(BaseModel):
 # The histograms' default buckets (the exporter's defaults too: metrics/exporter.py imports them).
 DEFAULT_SCORE_BUCKETS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.99, 1.0)
 DEFAULT_DURATION_BUCKETS: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+DEFAULT_COST_BUCKETS: tuple[float, ...] = (
+    0.0001,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    5.0,
+)
 
 
 def _increasing(values: list[float]) -> list[float]:
@@ -64,7 +79,11 @@ class MetricsConfig(Section):
         default_factory=lambda: list(DEFAULT_DURATION_BUCKETS)
     )
 
-    _check_buckets = field_validator("score_buckets", "duration_buckets")(_increasing)
+    cost_buckets: Annotated[list[Annotated[float, Field(gt=0)]], Field(min_length=1)] = Field(
+        default_factory=lambda: list(DEFAULT_COST_BUCKETS)
+    )
+
+    _check_buckets = field_validator("score_buckets", "duration_buckets", "cost_buckets")(_increasing)
 
     @field_validator("windows")
     @classmethod

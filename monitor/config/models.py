@@ -28,6 +28,7 @@ from .judges import JudgeRetryConfig, JudgesConfig
 from .locate import Loc, LocatedError
 from .metrics import DEFAULT_DURATION_BUCKETS, DEFAULT_SCORE_BUCKETS, MetricsConfig, Window
 from .pipeline import AssemblyConfig, EvaluationConfig, usable_cpus
+from .pricing import PricingConfig
 from .receivers import GrpcReceiverConfig, HttpReceiverConfig, ReceiversConfig
 from .review import ReviewConfig
 from .security import AuthConfig, TlsConfig
@@ -85,6 +86,7 @@ class MonitorConfig(Section):
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
     signatures: SignaturesConfig = Field(default_factory=SignaturesConfig)
+    pricing: PricingConfig = Field(default_factory=PricingConfig)
     api: ApiConfig = Field(default_factory=ApiConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     judges: JudgesConfig = Field(default_factory=JudgesConfig)

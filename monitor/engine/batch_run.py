@@ -46,9 +46,7 @@ def tally_of(outcomes: Iterable[TraceOutcome | TraceFailure]) -> MetricsTally:
         if isinstance(o, TraceFailure):
             tally.add_failure(o.trace_id, o.error)
             continue
-        tally.add_trace(
-            o.service, o.duration_seconds, o.has_error, o.trace_id, o.tokens, o.tools, o.llm_calls, o.last_seen
-        )
+        tally.add_trace(o.service, o.duration_seconds, o.has_error, o.trace_id, o.calls, o.tools, o.last_seen)
         tally.add_results(o.service, o.trace_id, o.results, o.variant)
         if o.judge_jobs:
             tally.judge_jobs.extend(o.judge_jobs)

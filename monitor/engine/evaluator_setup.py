@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evaluators.judges import PairwiseJudge
+from evaluators.pricing import ModelPrice
 from evaluators.sdk import BaseEvaluator, EvaluatorConfigError, builtin, list_builtins, load_evaluator
 from monitor.alerting.thresholds import AlertRule
 from monitor.config import Loc, Resolved, dotted
@@ -31,8 +32,11 @@ def instantiate(entry: Any) -> BaseEvaluator:
     return evaluator
 
 
-def build_evaluators(resolved: Sequence[Resolved]) -> tuple[list[ConfiguredEvaluator], list[tuple[Loc, str]]]:
-    """The enabled entries built, and (location, message) for every one that cannot be built."""
+def build_evaluators(
+    resolved: Sequence[Resolved], prices: Mapping[str, ModelPrice] | None = None
+) -> tuple[list[ConfiguredEvaluator], list[tuple[Loc, str]]]:
+    """The enabled entries built, and (location, message) for every one that cannot be built. `prices`: the
+    `pricing.models` overrides, given to every evaluator that prices calls (`with_pricing`)."""
     built: list[ConfiguredEvaluator] = []
     problems: list[tuple[Loc, str]] = []
     first: dict[str, Loc] = {}
@@ -50,6 +54,8 @@ def build_evaluators(resolved: Sequence[Resolved]) -> tuple[list[ConfiguredEvalu
             problems.append((where, f"{evaluator.name} judges pairs of traces, not traces: configure it under "
                              "variants.pairwise"))  # fmt: skip
             continue
+        if prices and hasattr(evaluator, "with_pricing"):
+            evaluator = evaluator.with_pricing(prices)
         label = label_for(entry, evaluator)
         if label in first:
             where = (*item.loc, "id") if _is_entry(item.loc) else item.loc

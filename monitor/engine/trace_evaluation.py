@@ -12,11 +12,12 @@ judge stage (judge_stage.py), which waits on the network on the event loop, neve
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import cast
 
 from evaluators.judges import LLMJudge, prepare
 from evaluators.judges.control import judge_sampled_in
+from evaluators.pricing import ModelPrice
 from evaluators.sdk import Dispatched, Level, dispatch
 from evaluators.signatures import FailureSignature
 from evaluators.traces import build_trace, join_logs
@@ -28,6 +29,7 @@ from monitor.config.variants import VariantsConfig
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.configured import ConfiguredEvaluator, sampled_in
 from monitor.engine.signing import Signer
+from monitor.engine.spend import call_figures
 from monitor.engine.variants import MAX_VARIANT_CHARS, pair_keys, variant_of
 from monitor.store.rows import JudgeJob, ResultRow, TraceFailure, TraceOutcome, bounded, result_row
 from monitor.store.trace_detail import trace_detail
@@ -51,6 +53,7 @@ class TraceEvaluator:
             max_steps=store.max_steps,
             variants=config.variants,
             signer=Signer(config.signatures.compiled_rules()),
+            prices=config.pricing.overrides(),
         )
 
     def __init__(
@@ -63,11 +66,13 @@ class TraceEvaluator:
         max_steps: int = StoreConfig.model_fields["max_steps"].default,
         variants: VariantsConfig | None = None,
         signer: Signer | None = None,
+        prices: Mapping[str, ModelPrice] | None = None,
     ) -> None:
         """`store_results`: the store's `results` setting ("all", "failing"; None: no store), which decides the
         traces whose review detail (steps, models, tools, errors; trace_detail.py) is built here. `variants`:
         which attribute gives each trace its variant, and which variants are paired for the pairwise judge.
-        `signer`: the failure signature of each failing result (`signatures.rules`)."""
+        `signer`: the failure signature of each failing result (`signatures.rules`). `prices`: the `pricing.models`
+        overrides of the price table, for what each LLM call cost."""
         self.evaluators = list(evaluators)
         self.timeout_seconds = timeout_seconds
         self.mode = mode
@@ -75,6 +80,7 @@ class TraceEvaluator:
         self.max_steps = max_steps
         self.variants = variants or VariantsConfig()
         self.signer = signer if signer is not None else Signer()
+        self.prices = dict(prices or {})
         self._label_of = {id(c.evaluator): c.label for c in self.evaluators}
         self._is_judge = {c.label: isinstance(c.evaluator, LLMJudge) for c in self.evaluators}
         self._levels = {c.label: str(getattr(c.evaluator, "level", "trace")) for c in self.evaluators}
@@ -109,9 +115,8 @@ class TraceEvaluator:
             service=service,
             duration_seconds=metrics.total_duration_ms / 1000.0,
             has_error=bool(metrics.has_errors),
-            tokens=tuple((c.model, c.metrics.input_tokens, c.metrics.output_tokens) for c in llm_calls),
+            calls=tuple(call_figures(c, self.prices) for c in llm_calls),
             tools=tuple((t.name, not t.has_error) for t in trace.get_tool_calls()),
-            llm_calls=tuple((c.model, not c.has_error) for c in llm_calls),
             input=bounded(trace.input),
             output=bounded(trace.output),
             span_count=trace.span_count,

@@ -46,7 +46,7 @@ def initialize(config: MonitorConfig, parent_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     configure_logging(config.logging.level, config.logging.format)
-    built, problems = build_evaluators(config.evaluator_entries())
+    built, problems = build_evaluators(config.evaluator_entries(), config.pricing.overrides())
     if problems:  # preflight built the same set in the main process, so this means the worker's import differs
         raise RuntimeError("; ".join(message for _, message in problems))
     _evaluator = TraceEvaluator.from_config(built, config)

@@ -94,6 +94,7 @@ class MetricsExporter:
             label_value_cap=config.label_value_cap,
             score_buckets=config.score_buckets,
             duration_buckets=config.duration_buckets,
+            cost_buckets=config.cost_buckets,
             thresholds=thresholds,
             variants=variants,
             signatures=signatures,

@@ -17,6 +17,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter
 
+from evaluators.pricing import TOKEN_KINDS
 from monitor.alerting.thresholds import AlertRule, AlertState
 from monitor.config.metrics import MetricsConfig
 from monitor.config.variants import VariantsConfig
@@ -35,6 +36,8 @@ MAX_RESOLVED = 20_000  # cached label resolutions (raw label values); beyond it 
 RESULT_LABELS = ["evaluator", "level", "service", "agent", "variant"]
 
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
+# The (direction, kind) labels of each token kind, in `evaluators.pricing.TOKEN_KINDS` order.
+_KINDS = tuple(("output" if kind in ("output", "reasoning") else "input", kind) for kind in TOKEN_KINDS)
 WindowSample = tuple[tuple[str, str, str], Any, bool]
 
 
@@ -67,7 +70,9 @@ class _ResultKey:
 class _Series:
     """The result and trace series: updated many times per trace, so kept in plain dicts (series.py)."""
 
-    def __init__(self, score_buckets: Sequence[float], duration_buckets: Sequence[float]) -> None:
+    def __init__(
+        self, score_buckets: Sequence[float], duration_buckets: Sequence[float], cost_buckets: Sequence[float]
+    ) -> None:
         self.score = HistogramSeries(
             "agent_eval_score", "Score of every scored evaluation result.", RESULT_LABELS, score_buckets
         )
@@ -85,7 +90,21 @@ class _Series:
             "agent_trace_duration_seconds", "End-to-end trace latency.", ["service"], duration_buckets
         )
         self.llm_tokens = CounterSeries(
-            "agent_llm_tokens", "Tokens used by the agents.", ["service", "model", "direction"]
+            "agent_llm_tokens",
+            "Tokens used by the agents, by kind (disjoint parts: input, cache_read, cache_write of the input "
+            "direction; output, reasoning of the output direction).",
+            ["service", "agent", "model", "direction", "kind"],
+        )
+        self.llm_cost = CounterSeries(
+            "agent_llm_cost_usd", "What the agents' LLM calls cost, in USD.", ["service", "agent", "model", "provider"]
+        )
+        self.unpriced_calls = CounterSeries(
+            "agent_llm_unpriced_calls",
+            "LLM calls with token usage but no known price (not in agent_llm_cost_usd_total).",
+            ["service", "model"],
+        )
+        self.trace_cost = HistogramSeries(
+            "agent_trace_cost_usd", "What each trace with a priced LLM call cost, in USD.", ["service"], cost_buckets
         )
         self.llm_calls = CounterSeries(
             "agent_llm_calls", "LLM calls by outcome (error: the call's span failed).", ["service", "model", "outcome"]
@@ -100,6 +119,9 @@ class _Series:
             self.traces,
             self.trace_duration,
             self.llm_tokens,
+            self.llm_cost,
+            self.unpriced_calls,
+            self.trace_cost,
             self.llm_calls,
             self.tool_calls,
             self.evaluation_seconds,
@@ -118,6 +140,7 @@ class ResultMetrics:
         label_value_cap: int = _DEFAULTS.label_value_cap,
         score_buckets: Sequence[float] = tuple(_DEFAULTS.score_buckets),
         duration_buckets: Sequence[float] = tuple(_DEFAULTS.duration_buckets),
+        cost_buckets: Sequence[float] = tuple(_DEFAULTS.cost_buckets),
         thresholds: Mapping[str, AlertRule] | None = None,
         clock: Callable[[], float] = time.time,
         variants: VariantsConfig | None = None,
@@ -129,7 +152,7 @@ class ResultMetrics:
         if len(set(labels)) != len(labels):
             raise ValueError(f"window labels must be unique, got {labels}")
         self.thresholds = {sanitize_label_value(k): rule for k, rule in (thresholds or {}).items()}
-        self.series = _Series(score_buckets, duration_buckets)
+        self.series = _Series(score_buckets, duration_buckets, cost_buckets)
         self._collected = self.series.collector()
         registry.register(self._collected)
         self.label_overflow = Counter(
@@ -193,8 +216,16 @@ class ResultMetrics:
             s.traces.inc((capped("service", service), "error" if has_error else "ok"), count, exemplar)
         for service, seconds, trace_id in tally.durations:
             s.trace_duration.observe((capped("service", service),), seconds, trace_exemplar(trace_id))
-        for (service, model, direction), tokens in tally.tokens.items():
-            s.llm_tokens.inc((capped("service", service), capped("model", model), direction), tokens)
+        for (service, agent, model, kind), tokens in tally.tokens.items():
+            by = (capped("service", service), self._call_agent(agent), capped("model", model))
+            s.llm_tokens.inc((*by, *_KINDS[kind]), tokens)
+        for (service, agent, model, provider), usd in tally.costs.items():
+            by = (capped("service", service), self._call_agent(agent), capped("model", model))
+            s.llm_cost.inc((*by, capped("provider", provider) if provider else ""), usd)
+        for (service, model), calls in tally.unpriced.items():
+            s.unpriced_calls.inc((capped("service", service), capped("model", model)), calls)
+        for service, usd, trace_id in tally.trace_costs:
+            s.trace_cost.observe((capped("service", service),), usd, trace_exemplar(trace_id))
         for (service, model, ok), calls in tally.llm_calls.items():
             s.llm_calls.inc((capped("service", service), capped("model", model), "ok" if ok else "error"), calls)
         for (service, tool, ok), calls in tally.tools.items():
@@ -251,6 +282,11 @@ class ResultMetrics:
         """The capped variant; empty for no variant (variants off, or the trace lacks the attribute)."""
         text = clean_label_text(variant)
         return self._cap("variant", text) if text else ""
+
+    def _call_agent(self, agent: str) -> str:
+        """The capped agent of an LLM call; empty for a call outside any agent."""
+        name = clean_label_text(agent) if agent else ""
+        return self._capped("agent", name) if name else ""
 
     def _agent_label(self, level: str, agent: str | None) -> str:
         """The capped agent name at agent level; empty at trace and llm level and for an unnamed agent."""

@@ -57,6 +57,7 @@ class MetricsTally:
     """Sums over a batch of evaluated traces; `wire()` / `from_wire()` cross the process boundary."""
 
     __slots__ = (
+        "costs",
         "delays_from",
         "durations",
         "evaluated",
@@ -69,15 +70,20 @@ class MetricsTally:
         "signatures",
         "tokens",
         "tools",
+        "trace_costs",
         "traces",
+        "unpriced",
     )
 
     def __init__(self) -> None:
         self.evaluated = 0
         self.traces: dict[tuple[str, bool], list] = {}  # (service, has_error) → [count, last trace id]
         self.durations: list[tuple[str, float, str]] = []  # (service, finite seconds, trace id) per trace
-        self.tokens: dict[tuple[str, str | None, str], int] = {}  # (service, model, direction) → tokens
+        self.tokens: dict[tuple[str, str, str | None, int], int] = {}  # (service, agent, model, kind index) → n
         self.llm_calls: dict[tuple[str, str | None, bool], int] = {}  # (service, model, ok) → calls
+        self.costs: dict[tuple[str, str, str | None, str], float] = {}  # (service, agent, model, provider) → USD
+        self.unpriced: dict[tuple[str, str | None], int] = {}  # (service, model) → calls with usage and no price
+        self.trace_costs: list[tuple[str, float, str]] = []  # (service, USD, trace id) of traces with a priced call
         self.tools: dict[tuple[str, str, bool], int] = {}  # (service, tool, ok) → calls
         self.delays_from: list[float] = []  # time.monotonic() of each trace's last span
         self.results: dict[ResultKey, ResultCounts] = {}
@@ -94,12 +100,11 @@ class MetricsTally:
         duration_seconds: float,
         has_error: bool,
         trace_id: str,
-        tokens: Any = (),
+        calls: Any = (),
         tools: Any = (),
-        llm_calls: Any = (),
         last_seen: float | None = None,
     ) -> None:
-        """One evaluated trace: `tokens` (model, input, output), `tools` (tool, ok), `llm_calls` (model, ok)."""
+        """One evaluated trace: `calls` its LLM calls' figures (`store.rows.CallFigures`), `tools` (tool, ok)."""
         self.evaluated += 1
         entry = self.traces.get((service, has_error))
         if entry is None:
@@ -110,24 +115,35 @@ class MetricsTally:
         duration = finite(duration_seconds)
         if duration is not None:
             self.durations.append((service, max(duration, 0.0), trace_id))
-        counts = self.tokens
-        for model, input_tokens, output_tokens in tokens:
-            if input_tokens and input_tokens > 0:
-                key = (service, model, "input")
-                counts[key] = counts.get(key, 0) + input_tokens
-            if output_tokens and output_tokens > 0:
-                key = (service, model, "output")
-                counts[key] = counts.get(key, 0) + output_tokens
-        calls = self.llm_calls
-        for model, ok in llm_calls:
-            call = (service, model, bool(ok))
-            calls[call] = calls.get(call, 0) + 1
+        if calls:
+            self._add_calls(service, trace_id, calls)
         used = self.tools
         for tool, ok in tools:
             use = (service, tool, bool(ok))
             used[use] = used.get(use, 0) + 1
         if last_seen is not None:
             self.delays_from.append(last_seen)
+
+    def _add_calls(self, service: str, trace_id: str, calls: Any) -> None:
+        counts, made, costs, unpriced = self.tokens, self.llm_calls, self.costs, self.unpriced
+        trace_cost: float | None = None
+        for model, agent, provider, ok, tokens, cost in calls:
+            call = (service, model, bool(ok))
+            made[call] = made.get(call, 0) + 1
+            if tokens is not None:
+                for kind, n in enumerate(tokens):
+                    if n > 0:
+                        counted = (service, agent, model, kind)
+                        counts[counted] = counts.get(counted, 0) + n
+            if cost is not None:
+                spent = (service, agent, model, provider)
+                costs[spent] = costs.get(spent, 0.0) + cost
+                trace_cost = cost + (trace_cost or 0.0)
+            elif tokens is not None:
+                unknown = (service, model)
+                unpriced[unknown] = unpriced.get(unknown, 0) + 1
+        if trace_cost is not None:
+            self.trace_costs.append((service, trace_cost, trace_id))
 
     def add_results(self, service: str, trace_id: str, rows: Any, variant: str = "") -> None:
         """The results of one trace (of `variant`: "" when none); each row has agent, evaluator, level, score,
@@ -174,6 +190,9 @@ class MetricsTally:
             self.durations,
             self.tokens,
             self.llm_calls,
+            self.costs,
+            self.unpriced,
+            self.trace_costs,
             self.tools,
             self.delays_from,
             {key: counts.wire() for key, counts in self.results.items()},
@@ -193,6 +212,9 @@ class MetricsTally:
             tally.durations,
             tally.tokens,
             tally.llm_calls,
+            tally.costs,
+            tally.unpriced,
+            tally.trace_costs,
             tally.tools,
             tally.delays_from,
             results,

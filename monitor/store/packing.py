@@ -125,7 +125,7 @@ def _trace_agents_and_models(o: Written) -> tuple[tuple[str, ...], tuple[str, ..
     if not isinstance(o, TraceOutcome):
         return (), ()
     agents = o.detail.agents if o.detail is not None else ()
-    models = dict.fromkeys(model for model, _ in o.llm_calls if model)
+    models = dict.fromkeys(call.model for call in o.calls if call.model)
     found = storable_values((*agents, *models))
     return tuple(a for a in found[: len(agents)] if a), tuple(m for m in found[len(agents) :] if m)
 

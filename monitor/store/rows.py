@@ -73,6 +73,17 @@ def result_row(
     )
 
 
+class CallFigures(NamedTuple):
+    """One LLM call's figures for the metrics: tokens by kind and what it cost."""
+
+    model: str | None
+    agent: str  # the agent that made the call, "" when none
+    provider: str  # the price table's provider id, else the one the span names, else ""
+    ok: bool  # the call's span did not fail
+    tokens: tuple[int, int, int, int, int] | None  # by `evaluators.pricing.TOKEN_KINDS`; None: no usage reported
+    cost_usd: float | None  # None: unpriced (no usage, or a model with no known price)
+
+
 class TraceOutcome(NamedTuple):
     """One evaluated trace: what its metrics need, what the store keeps, and every result row."""
 
@@ -80,9 +91,8 @@ class TraceOutcome(NamedTuple):
     service: str  # the trace's service name, "unknown" when it has none
     duration_seconds: float
     has_error: bool
-    tokens: tuple[tuple[str | None, int, int], ...]  # (model, input, output) per LLM call
+    calls: tuple[CallFigures, ...]  # per LLM call
     tools: tuple[tuple[str, bool], ...]  # (tool, ok) per tool call
-    llm_calls: tuple[tuple[str | None, bool], ...]  # (model, ok) per LLM call
     input: str | None  # bounded
     output: str | None  # bounded
     span_count: int

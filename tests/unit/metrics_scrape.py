@@ -9,6 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from monitor.metrics import MetricsExporter
 from monitor.metrics.tally import MetricsTally
+from monitor.store.rows import CallFigures
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 
@@ -35,9 +36,12 @@ def observe_trace(
     trace_id: str,
     llm_calls: Sequence[tuple[str | None, bool]] = (),
 ) -> None:
-    """One evaluated trace, through the daemon's path (a tally the exporter applies)."""
+    """One evaluated trace, through the daemon's path (a tally the exporter applies): `tokens` (model, input,
+    output) of calls made without an agent, unpriced; `llm_calls` (model, ok) of calls with no usage."""
+    calls = [CallFigures(model, "", "", True, (i, 0, 0, o, 0), None) for model, i, o in tokens]
+    calls += [CallFigures(model, "", "", ok, None, None) for model, ok in llm_calls]
     tally = MetricsTally()
-    tally.add_trace(service, duration_seconds, has_error, trace_id, tokens, tools, llm_calls)
+    tally.add_trace(service, duration_seconds, has_error, trace_id, calls, tools)
     exporter.results.apply_tally(tally)
 
 

@@ -132,7 +132,7 @@ def test_cost_budget_prefers_the_recorded_span_cost() -> None:
     )
     result = run("cost_budget", trace_of(span))
     assert result.details["cost_usd"] == pytest.approx(2.5) and result.passed is False
-    assert "recorded" in result.explanation
+    assert "reported by the span" in result.explanation
 
 
 def test_cost_budget_skips_when_nothing_is_priced() -> None:

@@ -11,6 +11,8 @@ from evaluators.traces.records import SpanRecord
 from monitor.alerting.thresholds import AlertRule
 from monitor.engine.assembler import TraceAssembler
 from monitor.metrics import MetricsExporter
+from monitor.metrics.tally import MetricsTally
+from monitor.store.rows import CallFigures
 from tests.unit.metrics_scrape import (
     TRACE_ID,
     FakeClock,
@@ -36,7 +38,10 @@ CONTRACT: list[tuple[str, str, set[str]]] = [
     ("agent_eval_alert_active", "gauge", {"evaluator", "service", "alert"}),
     ("agent_traces_total", "counter", {"service", "status"}),
     ("agent_trace_duration_seconds", "histogram", {"service"}),
-    ("agent_llm_tokens_total", "counter", {"service", "model", "direction"}),
+    ("agent_llm_tokens_total", "counter", {"service", "agent", "model", "direction", "kind"}),
+    ("agent_llm_cost_usd_total", "counter", {"service", "agent", "model", "provider"}),
+    ("agent_llm_unpriced_calls_total", "counter", {"service", "model"}),
+    ("agent_trace_cost_usd", "histogram", {"service"}),
     ("agent_llm_calls_total", "counter", {"service", "model", "outcome"}),
     ("agent_tool_calls_total", "counter", {"service", "tool", "status"}),
     ("agent_monitor_spans_received_total", "counter", {"receiver"}),
@@ -61,6 +66,9 @@ def test_every_contract_metric_has_its_exact_name_type_and_labels() -> None:
     result(m, skipped=True, score=None, passed=None, skip_reason="no_output")
     observe_trace(m, "svc", 1.5, True, [("gpt-4o", 10, 5)], [("search", True)], TRACE_ID, [("gpt-4o", True)])
     observe_trace(m, "other", 1.0, False, [], [], TRACE_ID)  # overflows the service label
+    priced = MetricsTally()
+    priced.add_trace("svc", 1.0, False, TRACE_ID, [CallFigures("gpt-4o", "a", "openai", True, (1, 0, 0, 1, 0), 0.1)])
+    m.results.apply_tally(priced)
     m.intake.receiver("grpc").accepted(3)
     m.intake.receiver("http").refused("throttled", 2)
     m.intake.receiver("http").request("200")
@@ -192,6 +200,11 @@ def test_outcomes_and_evaluation_seconds() -> None:
     assert value(m, "agent_monitor_evaluation_seconds_sum", evaluator="relevance") == pytest.approx(0.08)
 
 
+def tokens(m: MetricsExporter, service: str, model: str, kind: str) -> float | None:
+    """Tokens of `kind` (input or output, neither cached nor reasoning) of calls made outside any agent."""
+    return value(m, "agent_llm_tokens_total", service=service, agent="", model=model, direction=kind, kind=kind)
+
+
 def test_trace_metrics() -> None:
     m = MetricsExporter()
     observe_trace(
@@ -202,10 +215,10 @@ def test_trace_metrics() -> None:
     assert value(m, "agent_traces_total", service="svc", status="ok") == 1
     assert value(m, "agent_trace_duration_seconds_count", service="svc") == 2
     assert value(m, "agent_trace_duration_seconds_sum", service="svc") == pytest.approx(2.2)
-    assert value(m, "agent_llm_tokens_total", service="svc", model="gpt-4o", direction="input") == 101
-    assert value(m, "agent_llm_tokens_total", service="svc", model="gpt-4o", direction="output") == 22
-    assert value(m, "agent_llm_tokens_total", service="svc", model="unknown", direction="input") == 5
-    assert value(m, "agent_llm_tokens_total", service="svc", model="unknown", direction="output") is None
+    assert tokens(m, "svc", "gpt-4o", "input") == 101
+    assert tokens(m, "svc", "gpt-4o", "output") == 22
+    assert tokens(m, "svc", "unknown", "input") == 5
+    assert tokens(m, "svc", "unknown", "output") is None
     assert value(m, "agent_tool_calls_total", service="svc", tool="search", status="ok") == 1
     assert value(m, "agent_tool_calls_total", service="svc", tool="search", status="error") == 1
 
@@ -223,7 +236,7 @@ def test_label_values_are_capped_per_label() -> None:
     assert value(m, "agent_eval_results_total", **result_labels("pass", service="__other__")) == 1
     observe_trace(m, "a", 1.0, False, [("m1", 1, 1), ("m2", 1, 1), ("m3", 1, 1)], [("t1", True)], TRACE_ID)
     assert value(m, "agent_monitor_label_overflow_total", label="model") == 1
-    assert value(m, "agent_llm_tokens_total", service="a", model="__other__", direction="input") == 1
+    assert tokens(m, "a", "__other__", "input") == 1
     assert value(m, "agent_tool_calls_total", service="a", tool="t1", status="ok") == 1
 
 
@@ -231,7 +244,7 @@ def test_label_values_are_sanitized() -> None:
     m = MetricsExporter()
     observe_trace(m, "pay\x00ments\n\x1b", 1.0, False, [("", 1, 0)], [("t" * 300, True)], TRACE_ID)
     assert value(m, "agent_traces_total", service="payments", status="ok") == 1
-    assert value(m, "agent_llm_tokens_total", service="payments", model="unknown", direction="input") == 1
+    assert tokens(m, "payments", "unknown", "input") == 1
     assert value(m, "agent_tool_calls_total", service="payments", tool="t" * 128, status="ok") == 1
     result(m, service="", agent=None)
     assert value(m, "agent_eval_score_count", evaluator="relevance", level="trace", service="unknown", agent="") == 1

@@ -98,3 +98,28 @@ def test_cost_budget_prices_param_is_an_override_per_1k_tokens() -> None:
     trace = trace_of(chat("a", model="gpt-4o", input_tokens=2000, output_tokens=1000))
     result = builtin("cost_budget", prices={"gpt-4o": [0.5, 0.5]}).run(trace)
     assert result.details["cost_usd"] == pytest.approx(1.5) and result.details["calls_override"] == 1
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ("gpt-4o", "gpt-4o"),
+        ("gpt-4o-2024-08-06", "gpt-4o"),
+        ("openai/GPT-4o", "gpt-4o"),
+        ("gpt-4o-mini", None),  # another model, not a version of gpt-4o
+        ("my-llama-70b-q4", "my-llama-*"),
+        ("claude-sonnet-4-20250514", "claude-sonnet-4"),
+        ("claude-sonnet-4-5", None),  # Sonnet 4.5 is another model
+        ("gemini-2.0-flash-001", "gemini-2.0-flash"),
+    ],
+)
+def test_an_override_matches_its_model_its_dated_versions_and_globs(model: str, expected: str | None) -> None:
+    overrides = {
+        name: ModelPrice(input=1.0, output=1.0)
+        for name in ("gpt-4o", "my-llama-*", "claude-sonnet-4", "gemini-2.0-flash")
+    }
+    priced = price_call(model, TokenUsage(1_000_000, 0, 1_000_000), overrides=overrides)
+    if expected is None:
+        assert priced is None or priced.source == "price_table"
+    else:
+        assert priced is not None and (priced.source, priced.entry, priced.usd) == ("override", expected, 1.0)
