@@ -19,6 +19,11 @@ _CHECK = (123_457, 2_345, 678, 9_876)  # (uncached input, cache read, cache writ
 Affine = tuple[float, float, float, float, float]  # per call, per 1M: uncached input, cache read, cache write, output
 
 
+def table_size() -> int:
+    """How many models the bundled table prices."""
+    return sum(len(provider.models) for provider in data_snapshot.get_snapshot().providers)
+
+
 def find(ref: str, provider_id: str | None) -> TablePrice:
     """The table's (provider, model) for `ref`; LookupError when the library knows no such model."""
     provider, model = data_snapshot.get_snapshot().find_provider_model(ref, None, provider_id, None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import importlib.metadata
 import math
 import re
 from collections.abc import Mapping
@@ -19,13 +20,22 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
-from evaluators._price_table import TablePrice, find
+from evaluators._price_table import TablePrice, find, table_size
 from evaluators.traces.conventions.base import TokenUsage
 
 if TYPE_CHECKING:
     from evaluators.traces.spans import LLMSpan
 
-__all__ = ["TOKEN_KINDS", "CallCost", "CallPrice", "ModelPrice", "call_cost", "price_call", "token_kinds"]
+__all__ = [
+    "TOKEN_KINDS",
+    "CallCost",
+    "CallPrice",
+    "ModelPrice",
+    "call_cost",
+    "price_call",
+    "table_description",
+    "token_kinds",
+]
 
 PER = 1_000_000  # override prices are per 1M tokens, like the library's
 
@@ -123,6 +133,11 @@ def _resolve(model: str, provider: str | None) -> TablePrice | None:
         except LookupError:
             continue
     return None
+
+
+def table_description() -> str:
+    """Which price table is in use: the installed genai-prices version and how many models it prices."""
+    return f"genai-prices {importlib.metadata.version('genai-prices')} bundled table ({table_size()} models)"
 
 
 def price_call(

@@ -8,6 +8,7 @@ import sys
 from typing import TextIO
 
 from evaluators.judges import LLMJudge
+from evaluators.pricing import table_description
 from monitor.config import ConfigError, MonitorConfig, load_located
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.preflight import Prepared, preflight
@@ -135,7 +136,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         print(judges, file=out)
     for line in variant_lines(config):
         print(line, file=out)
+    print(pricing_line(config), file=out)
     return 0
+
+
+def pricing_line(config: MonitorConfig) -> str:
+    """Where call costs come from: the price table and the `pricing.models` overrides."""
+    models = config.pricing.models
+    overrides = "; ".join(f"{name} ${p.input:g} in / ${p.output:g} out per {p.per}" for name, p in models.items())
+    return f"prices: {table_description()}" + (f"; overrides: {overrides}" if overrides else "")
 
 
 def variant_lines(config: MonitorConfig) -> list[str]:
