@@ -134,9 +134,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     judges = judges_line(config, prepared)
     if judges:
         print(judges, file=out)
+    print(pricing_line(config), file=out)
     for line in variant_lines(config):
         print(line, file=out)
-    print(pricing_line(config), file=out)
     return 0
 
 

@@ -36,8 +36,8 @@ def test_overrides_are_per_1m_whatever_unit_they_are_written_in() -> None:
 def test_check_config_names_the_table_and_the_overrides(check) -> None:
     code, out, err, _ = check(OVERRIDE)
     assert code == 0, err
-    line = out.splitlines()[-1]
-    assert line.startswith("prices: genai-prices ") and "bundled table" in line
+    (line,) = [row for row in out.splitlines() if row.startswith("prices: ")]
+    assert line.startswith("prices: genai-prices ") and "bundled table" in line, out
     assert "my-llm $0.5 in / $1.5 out per 1K" in line and "gpt-4o $2 in / $8 out per 1M" in line
 
 
