@@ -128,13 +128,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         print("  (the daemon starts without the result store: evaluation and metrics run, the review is unavailable"
               " until the store can be opened)", file=err)  # fmt: skip
     print(summary(config), file=out)
+    print(pricing_line(config), file=out)
     print("evaluators:", file=out)
     for line in evaluator_lines(prepared):
         print(line, file=out)
     judges = judges_line(config, prepared)
     if judges:
         print(judges, file=out)
-    print(pricing_line(config), file=out)
     for line in variant_lines(config):
         print(line, file=out)
     return 0
