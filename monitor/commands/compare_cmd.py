@@ -29,7 +29,13 @@ from evaluators.traces.model import Trace
 from monitor.commands.offline import EvaluatorReport, evaluate_offline
 from monitor.commands.offline_judges import stderr_progress
 from monitor.commands.offline_signatures import compare_groups, deltas_json, render_deltas
-from monitor.commands.offline_spec import InputError, Selected, selection_and_judges, signature_rules
+from monitor.commands.offline_spec import (
+    InputError,
+    Selected,
+    pricing_overrides,
+    selection_and_judges,
+    signature_rules,
+)
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.variants import attribute_value
 from monitor.text import clip
@@ -149,6 +155,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     try:
         selection, judges = selection_and_judges(args.spec)
         rules = signature_rules(args.spec)
+        prices = pricing_overrides(args.spec)
         gates = _gates(args.gate, selection)
         (base_name, base_traces), (cand_name, cand_traces) = _trace_sets(args)
     except (InputError, TraceDecodeError, _Usage) as exc:
@@ -160,7 +167,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     tune_gc()
     progress = stderr_progress(err)
     base, cand = (
-        evaluate_offline(traces, selection, worst=0, judges=judges, progress=progress, signature_rules=rules)
+        evaluate_offline(
+            traces, selection, worst=0, judges=judges, progress=progress, signature_rules=rules, prices=prices
+        )
         for traces in (base_traces, cand_traces)
     )
     comparisons = compare_reports(base.evaluators, cand.evaluators, args.alpha, args.min_samples, gates)

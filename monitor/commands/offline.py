@@ -4,12 +4,13 @@ selected evaluators (offline_spec.py) and summarizing the results with their `mi
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from evaluators.judges import JudgeSettings, LLMJudge
+from evaluators.pricing import ModelPrice
 from evaluators.sdk import (
     Dataset,
     EvaluationRecord,
@@ -190,10 +191,12 @@ def evaluate_offline(
     judges: JudgeSettings | None = None,
     progress: Progress | None = None,
     signature_rules: Sequence[SignatureRule] = (),
+    prices: Mapping[str, ModelPrice] | None = None,
 ) -> OfflineReport:
     """Run the selected evaluators over every trace: experiment mode with a dataset, monitor mode without.
     LLM judges go through one judge engine with `judges` settings (none: every judgement skips). Failures are
-    grouped by signature, with `signature_rules` (the spec's `signatures.rules`)."""
+    grouped by signature, with `signature_rules` (the spec's `signatures.rules`); the judges' spend is priced with
+    `prices` (the spec's `pricing.models` overrides) winning over the price table."""
     mode: Mode = "experiment" if dataset is not None else "monitor"
     tasks, matched, used = match_tasks(traces, dataset)
     by_label: dict[str, list[EvaluationRecord]] = {s.label: [] for s in selection}
@@ -206,7 +209,9 @@ def evaluate_offline(
     spend: dict[str, JudgeSpend] = {}
     if chosen_judges:
         settings = judges if judges is not None else JudgeSettings()
-        records, observer = run_judges(traces, chosen_judges, settings, mode=mode, tasks=tasks, progress=progress)
+        records, observer = run_judges(
+            traces, chosen_judges, settings, mode=mode, tasks=tasks, progress=progress, prices=prices
+        )
         for record in records:
             by_label[record.evaluator].append(record)
         spend = observer.by_judge

@@ -16,11 +16,13 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 
 from evaluators.judges import JudgeSettings
+from evaluators.pricing import ModelPrice
 from evaluators.sdk import BaseEvaluator, in_default_set, list_builtins
 from evaluators.signatures import SignatureRule
 from monitor.commands.offline_judges import judge_settings
 from monitor.config import EvaluatorEntry, EvaluatorOverride, EvaluatorSet, Loc, dotted, validation_problems
 from monitor.config.evaluators import DEFAULTS_CONTEXT, evaluators_field, resolve_section
+from monitor.config.pricing import PricingConfig
 from monitor.config.signatures import SignaturesConfig
 from monitor.config.units import Label
 from monitor.engine.evaluator_setup import build_evaluators
@@ -115,6 +117,18 @@ def signature_rules(spec_path: str | None) -> tuple[SignatureRule, ...]:
         return SignaturesConfig.model_validate(section or {}).compiled_rules()
     except ValidationError as exc:
         problems = [(("signatures", *loc), message) for loc, message in validation_problems(SignaturesConfig, exc)]
+        raise _invalid(str(spec_path), problems) from None
+
+
+def pricing_overrides(spec_path: str | None) -> dict[str, ModelPrice]:
+    """The price overrides of the spec file's `pricing:` section (the daemon config's); none without a spec or
+    a section. InputError when the section is invalid."""
+    spec = load_spec(spec_path) if spec_path else None
+    section = spec.get("pricing") if isinstance(spec, dict) else None
+    try:
+        return PricingConfig.model_validate(section or {}).overrides()
+    except ValidationError as exc:
+        problems = [(("pricing", *loc), message) for loc, message in validation_problems(PricingConfig, exc)]
         raise _invalid(str(spec_path), problems) from None
 
 

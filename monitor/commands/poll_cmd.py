@@ -130,6 +130,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         judges=judges,
         progress=stderr_progress(err),
         signature_rules=config.signatures.compiled_rules(),
+        prices=config.pricing.overrides(),
     )
     if args.format == "json":
         json.dump(result.to_dict(), out, indent=2, ensure_ascii=False, default=str)
