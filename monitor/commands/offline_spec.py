@@ -20,9 +20,16 @@ from evaluators.pricing import ModelPrice
 from evaluators.sdk import BaseEvaluator, in_default_set, list_builtins
 from evaluators.signatures import SignatureRule
 from monitor.commands.offline_judges import judge_settings
-from monitor.config import EvaluatorEntry, EvaluatorOverride, EvaluatorSet, Loc, dotted, validation_problems
+from monitor.config import (
+    EvaluatorEntry,
+    EvaluatorOverride,
+    EvaluatorSet,
+    Loc,
+    PricingConfig,
+    dotted,
+    validation_problems,
+)
 from monitor.config.evaluators import DEFAULTS_CONTEXT, evaluators_field, resolve_section
-from monitor.config.pricing import PricingConfig
 from monitor.config.signatures import SignaturesConfig
 from monitor.config.units import Label
 from monitor.engine.evaluator_setup import build_evaluators
