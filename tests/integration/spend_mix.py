@@ -9,7 +9,10 @@ at `--start`, so the test prices each call at the time the daemon prices it.
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,6 +136,17 @@ def send(endpoint: str, start: int) -> bool:
     ok = provider.force_flush(60_000) and exporter.failed_batches == 0
     provider.shutdown()
     return ok
+
+
+def send_process(grpc_port: int, start: int | None = None) -> None:
+    """Run this module in its own process (its own SDK) to send the mix to a daemon's OTLP/gRPC port; every span
+    starts at `start` (unix ns, default now)."""
+    from tests.integration.conftest import project_env
+
+    command = [sys.executable, __file__, "--endpoint", f"127.0.0.1:{grpc_port}"]
+    command += ["--start", str(time.time_ns() if start is None else start)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, env={**os.environ, **project_env()})
+    assert result.returncode == 0, f"sender failed:\n{result.stdout}\n{result.stderr}"
 
 
 def main() -> int:

@@ -10,8 +10,6 @@ unpriced, never as 0), an override (glob) and a span-reported cost that wins ove
 from __future__ import annotations
 
 import contextlib
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -22,9 +20,9 @@ import genai_prices
 import pytest
 
 from tests.integration.conftest import project_env
-from tests.integration.daemon_process import ROOT, DaemonProcess
+from tests.integration.daemon_process import DaemonProcess
 from tests.integration.promstack import ServerSet, poll, query, scrape_config
-from tests.integration.spend_mix import COPIES, MIX, OVERRIDES, SERVICE, Call
+from tests.integration.spend_mix import COPIES, MIX, OVERRIDES, SERVICE, Call, send_process
 
 pytestmark = pytest.mark.integration
 
@@ -78,13 +76,6 @@ def _by(result: list[dict], *labels: str) -> dict[tuple[str, ...], float]:
     return {tuple(r["metric"].get(label, "") for label in labels): float(r["value"][1]) for r in result}
 
 
-def _send(daemon: DaemonProcess, start: int) -> None:
-    command = [sys.executable, str(ROOT / "tests" / "integration" / "spend_mix.py")]
-    command += ["--endpoint", f"127.0.0.1:{daemon.grpc_port}", "--start", str(start)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120, env=daemon.env)
-    assert result.returncode == 0, f"sender failed:\n{result.stdout}\n{result.stderr}"
-
-
 def test_spend_by_agent_and_model_to_the_cent(tmp_path: Path) -> None:
     start = time.time_ns()
     when = datetime.fromtimestamp(start / 1e9, UTC)
@@ -120,7 +111,7 @@ def test_spend_by_agent_and_model_to_the_cent(tmp_path: Path) -> None:
         servers = ServerSet(tmp_path)
         stack.callback(servers.stop)
         port = servers.start_prometheus(scrape_config(daemon.metrics_port))
-        _send(daemon, start)
+        send_process(daemon.grpc_port, start)
         evaluated = "sum(agent_monitor_traces_evaluated_total)"
         done = lambda r: bool(r) and float(r[0]["value"][1]) >= traces  # noqa: E731
         assert done(poll(port, evaluated, done, timeout=90)), daemon.output()[-3000:]
