@@ -27,12 +27,14 @@ from typing import Any
 import pytest
 import yaml
 
+from evaluators.pricing import TOKEN_KINDS
 from evaluators.traces import read_paths
 from tests.deploy.evals_fixture import CRASH_SERVICE
 from tests.deploy.resend_corpus import new_trace_id
 from tests.integration.conftest import CORPUS, project_env
 from tests.integration.daemon_process import DaemonProcess
 from tests.integration.promstack import ServerSet, query, scrape_config
+from tests.integration.spend_mix import COPIES, MIX, OVERRIDES, UNKNOWN, send_process
 from tests.judges.fake_gemini import FakeGemini
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,6 +64,10 @@ RECORDING_RULES = (
     "agent_eval:slo_error_budget_remaining",
 )
 RULE_SERIES = frozenset({*RECORDING_RULES, "ALERTS"})
+# Series of issue 26 that another branch adds to the daemon (the judges' own spend): the *Judge spend* panel reads
+# it before docs/metrics.md names it. Once the contract names it, the contract's labels win; once Prometheus has
+# it, the live test wants its panel to show data.
+COMING_SERIES = {"agent_monitor_judge_cost_usd_total": frozenset({"judge", "model"})}
 ALERT_NAMES = frozenset(
     {
         "AgentEvalPassRatioLow",
@@ -93,6 +99,12 @@ KEY_PANELS = {
     "Spans in by receiver": "positive",
     "Evaluation queue depth": "finite",
     "Traces dropped by reason": "positive",
+    "Spend by agent and model": "positive",
+    "Cost per trace p50, p95": "positive",
+    "Cost per passing trace": "positive",
+    "Unpriced LLM calls": "positive",
+    "Tokens by kind": "positive",
+    "Spend in the time range": "positive",
 }
 EXEMPLAR_PANELS = {  # panel -> the series its exemplars come from
     "Failing results by evaluator": "agent_eval_results_total",
@@ -280,6 +292,7 @@ def test_the_dashboard_is_a_current_grafana_dashboard():
         "LLM judges",
         "Daemon health",
         "Canary",
+        "Spend",
     }
 
 
@@ -353,7 +366,7 @@ def test_every_variable_used_is_defined_and_every_variable_is_used():
 
 
 def test_every_series_and_label_is_in_the_metric_contract():
-    series = contract()
+    series = {**COMING_SERIES, **contract()}
     assert "agent_eval_results_total" in series and "agent_eval_score_bucket" in series  # the doc parses
     dashboard = load_dashboard()
     for where, expr in queries(dashboard):
@@ -578,6 +591,7 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
         config = {
             "evaluators": {"defaults": True, "add": [NO_TOOL_ERRORS, JUDGE, CRASH_PROBE, NEVER_PASSES]},
             "evaluation": {"workers": 2},
+            "pricing": {"models": OVERRIDES},  # the spend mix's self-hosted model
             "alerting": {"default_alerts": {"enabled": False}},  # the threshold panel shows no_tool_errors' alone
             "judges": {"gemini_api_key": "test-key", "base_url": fake.url, "retry": FAST_RETRY},
             "variants": {  # the canary row's series (they exist from start-up, data or not)
@@ -598,13 +612,17 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
         def scraped(promql: str, expected: float) -> Callable[[], bool]:
             return lambda: any(float(r["value"][1]) >= expected for r in query(port, promql))
 
-        # Two rounds of the same scenarios under new trace ids: rate() sees every series grow after its first
-        # scrape. Each round waits for the judge's results, which come after the rule-based ones.
+        # Two rounds of the same scenarios under new trace ids, and of the spend mix (prompt-cache and reasoning
+        # tokens, an unpriced model): rate() sees every series grow after its first scrape. Each round waits for
+        # the judge's results, which come after the rule-based ones.
+        mix_traces = COPIES * len(MIX)
         for round_tag in ("1", "2"):
             expected = traces * int(round_tag)
             resend(daemon.grpc_port, round_tag, SCENARIOS)
+            send_process(daemon.grpc_port)
             judged = 'sum(agent_eval_results_total{evaluator="answer_quality"})'
-            wait_until(scraped("sum(agent_monitor_traces_evaluated_total)", expected), f"round {round_tag}")
+            evaluated = (traces + mix_traces) * int(round_tag)
+            wait_until(scraped("sum(agent_monitor_traces_evaluated_total)", evaluated), f"round {round_tag}")
             wait_until(scraped(judged, expected), f"round {round_tag} judged")
         # A worker process dies on the probe's trace (traces dropped, worker restarted); a malformed export is
         # refused (spans refused, a request not OK).
@@ -635,13 +653,13 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
             results[where] = query(port, substitute(expr))  # fails on a query error
             selectors, groupings = analyze(expr)
             for s in selectors:
-                if s.metric in RULE_SERIES:
+                if s.metric in RULE_SERIES or (s.metric in COMING_SERIES and s.metric not in names):
                     continue
                 assert s.metric in names, f"{where}: Prometheus has no series {s.metric}"
                 missing = {label for label, _, _ in s.matchers} - labels_of(s.metric)
                 assert not missing, f"{where}: {s.metric} has no label {missing}"
             for grouping in groupings:
-                for metric in (m for m in grouping.metrics if m not in RULE_SERIES):
+                for metric in (m for m in grouping.metrics if m not in RULE_SERIES and m in names):
                     missing = set(grouping.labels) - labels_of(metric)
                     assert not missing, f"{where}: {metric} has no label {missing} to group by"
         for name, v in variables(dashboard).items():
@@ -650,7 +668,8 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
                 options = prometheus_get(port, f"/api/v1/label/{name}/values", **{"match[]": metric})
                 assert options, f"variable {name}: no values of {name} on {metric}"
 
-        for title, expectation in KEY_PANELS.items():
+        coming = {"Judge spend": "positive"} if "agent_monitor_judge_cost_usd_total" in names else {}
+        for title, expectation in {**KEY_PANELS, **coming}.items():
             answered = [r for where, r in results.items() if where.startswith(f"{title} [")]
             assert answered and any(shows(r, expectation) for r in answered), f"{title}: no data"
         # A ratio has a series for every evaluator, tool and model with traffic: 0 when nothing passed (or failed).
@@ -664,6 +683,12 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
         models = values(results["LLM call error ratio [A]"], "model")
         assert set(models) == set(values(query(port, growing.format("model", "agent_llm_calls_total")), "model"))
         assert values(results["Pass ratio per evaluator [B]"], "evaluator") == {"no_tool_errors": 0.9}
+        # The spend row: every priced (agent, model) of the mix, its unpriced model, every kind of token.
+        spent = {(r["metric"].get("agent", ""), r["metric"]["model"]) for r in results["Spend in the time range [A]"]}
+        mix = {(run.agent, call.model) for runs in MIX for run in runs for call in run.calls}
+        assert mix - {(agent, model) for agent, model in mix if model == UNKNOWN.model} <= spent, spent
+        assert UNKNOWN.model in values(results["Unpriced LLM calls [A]"], "model")
+        assert set(values(results["Tokens by kind [A]"], "kind")) == set(TOKEN_KINDS)
 
         # The exemplars of the failing results: trace ids of the failing traces sent (new ids, see resend_corpus).
         failing = {
@@ -684,3 +709,13 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
             if "outcome" in target["expr"]:
                 assert all(labels["outcome"] == "fail" for labels, _ in exemplars), title
             assert {tid for _, tid in exemplars} & failing, f"{title}: no exemplar of a failing trace: {exemplars}"
+        # The p95 cost of a trace shows exemplars: the trace ids of traces with a priced call.
+        [cost] = [t for t in panel(dashboard, "Cost per trace p50, p95")["targets"] if t.get("exemplar")]
+        found = prometheus_get(
+            port, "/api/v1/query_exemplars", query=substitute(cost["expr"]), start=str(now - 600), end=str(now)
+        )
+        exemplars = [
+            (group["seriesLabels"], e["labels"].get("trace_id")) for group in found for e in group["exemplars"]
+        ]
+        assert exemplars and all(labels["__name__"] == "agent_trace_cost_usd_bucket" for labels, _ in exemplars)
+        assert all(re.fullmatch(r"[0-9a-f]{32}", tid or "") for _, tid in exemplars), exemplars
