@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from evaluators._price_table import TablePrice, find, table_size
 from evaluators.traces.conventions.base import TokenUsage
@@ -50,8 +50,7 @@ class ModelPrice:
     cache_write: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CallPrice:
+class CallPrice(NamedTuple):
     """The cost of one call in USD, where it came from, and the price entry (library model id or override key)."""
 
     usd: float
@@ -60,8 +59,7 @@ class CallPrice:
     provider: str = ""  # the library's provider id when priced from the table
 
 
-@dataclass(frozen=True, slots=True)
-class CallCost:
+class CallCost(NamedTuple):
     """What one call cost in USD and where the figure came from: the span's own cost attribute (`span`), the
     price table or an override. `provider`: the price table's provider id, else the provider the span names."""
 
@@ -103,11 +101,18 @@ def _override_for(model: str, overrides: Mapping[str, ModelPrice]) -> tuple[str,
 
 
 def _parts(usage: TokenUsage) -> tuple[int, int, int, int]:
-    """(uncached input, cache read, cache write, output) tokens; cache parts never exceed the input they are in."""
-    total_in = max(usage.input_tokens, 0)
-    read = min(max(usage.cache_read_tokens or 0, 0), total_in)
-    write = min(max(usage.cache_write_tokens or 0, 0), total_in - read)
-    return total_in - read - write, read, write, max(usage.output_tokens, 0)
+    """(uncached input, cache read, cache write, output) tokens; cache parts never exceed the input they are in.
+    (Comparisons rather than min/max: this runs for every LLM call.)"""
+    total_in = usage.input_tokens if usage.input_tokens > 0 else 0
+    out = usage.output_tokens if usage.output_tokens > 0 else 0
+    read = usage.cache_read_tokens
+    write = usage.cache_write_tokens
+    if not read and not write:
+        return total_in, 0, 0, out
+    read = 0 if read is None or read < 0 else read if read < total_in else total_in
+    rest = total_in - read
+    write = 0 if write is None or write < 0 else write if write < rest else rest
+    return rest - write, read, write, out
 
 
 def _override_cost(usage: TokenUsage, price: ModelPrice) -> float:
@@ -163,9 +168,23 @@ def price_call(
     return CallPrice(usd, "price_table", entry.model.id, entry.provider.id)
 
 
+_MEMO = "_call_cost"  # the attribute of an LLMSpan that remembers its cost under one overrides mapping
+
+
 def call_cost(call: LLMSpan, overrides: Mapping[str, ModelPrice] | None = None) -> CallCost | None:
     """The cost of one LLM call: the cost its span reports (a finite number ≥ 0) wins; else its usage priced at
-    its start time (`price_call`); None when it has no usage or no known price."""
+    its start time (`price_call`); None when it has no usage or no known price. Remembered on the span for the
+    same `overrides` (the same mapping object, or none), so the spend metrics and cost_budget price it once."""
+    key = overrides or None
+    memo = call.__dict__.get(_MEMO)
+    if memo is not None and memo[0] is key:
+        return memo[1]
+    cost = _call_cost(call, key)
+    call.__dict__[_MEMO] = (key, cost)
+    return cost
+
+
+def _call_cost(call: LLMSpan, overrides: Mapping[str, ModelPrice] | None) -> CallCost | None:
     provider = call.provider or ""
     reported = call.metrics.cost
     if isinstance(reported, int | float) and math.isfinite(reported) and reported >= 0:
@@ -173,11 +192,17 @@ def call_cost(call: LLMSpan, overrides: Mapping[str, ModelPrice] | None = None) 
     usage = call.usage
     if usage is None:
         return None
-    when = datetime.fromtimestamp(call.start_time / 1e9, UTC) if call.start_time > 0 else None
+    when = _at_second(call.start_time // 1_000_000_000) if call.start_time > 0 else None
     priced = price_call(call.model, usage, provider=call.provider, when=when, overrides=overrides)
     if priced is None:
         return None
     return CallCost(priced.usd, priced.source, priced.provider or provider)
+
+
+@functools.lru_cache(maxsize=256)  # a batch's calls start within a few seconds of each other
+def _at_second(seconds: int) -> datetime:
+    """The UTC datetime of a Unix second: prices change by the day, a call is priced at its start second."""
+    return datetime.fromtimestamp(seconds, UTC)
 
 
 TOKEN_KINDS = ("input", "cache_read", "cache_write", "output", "reasoning")

@@ -121,7 +121,7 @@ class CostBudget(BaseEvaluator):
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         _check_prices(self.name, self._params["prices"])
-        self._overrides = {
+        self._overrides: Mapping[str, ModelPrice] = {
             model: ModelPrice(input=pair[0] * 1000, output=pair[1] * 1000)
             for model, pair in self._params["prices"].items()
         }
@@ -130,7 +130,7 @@ class CostBudget(BaseEvaluator):
         """This evaluator pricing with the daemon's `pricing.models` too (its own `prices` win over them), so the
         rule and the spend metrics price a call alike."""
         combined = copy.copy(self)
-        combined._overrides = {**overrides, **self._overrides}
+        combined._overrides = {**overrides, **self._overrides} if self._overrides else overrides
         return combined
 
     def _call_cost(self, call: LLMSpan) -> tuple[float | None, str]:

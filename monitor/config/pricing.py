@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, PrivateAttr, field_validator
 
 from evaluators.pricing import ModelPrice
 
@@ -47,8 +47,13 @@ class PricingConfig(Section):
 
     models: dict[Annotated[str, Field(min_length=1)], ModelPriceConfig] = Field(default_factory=dict)
 
+    _overrides: dict[str, ModelPrice] | None = PrivateAttr(default=None)
+
     def overrides(self) -> dict[str, ModelPrice]:
-        return {name: price.model_price() for name, price in self.models.items()}
+        """The overrides per 1M tokens: one mapping per config, so every part prices with the same object."""
+        if self._overrides is None:
+            self._overrides = {name: price.model_price() for name, price in self.models.items()}
+        return self._overrides
 
 
 __all__ = ["ModelPriceConfig", "PricingConfig"]

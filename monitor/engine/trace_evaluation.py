@@ -80,7 +80,7 @@ class TraceEvaluator:
         self.max_steps = max_steps
         self.variants = variants or VariantsConfig()
         self.signer = signer if signer is not None else Signer()
-        self.prices = dict(prices or {})
+        self.prices = prices or {}  # kept as given: the same mapping as cost_budget's lets a call be priced once
         self._label_of = {id(c.evaluator): c.label for c in self.evaluators}
         self._is_judge = {c.label: isinstance(c.evaluator, LLMJudge) for c in self.evaluators}
         self._levels = {c.label: str(getattr(c.evaluator, "level", "trace")) for c in self.evaluators}
