@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,11 +16,13 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 
 from evaluators.judges import JudgeSettings
+from evaluators.pricing import ModelPrice
 from evaluators.sdk import BaseEvaluator, in_default_set, list_builtins
 from evaluators.signatures import SignatureRule
 from monitor.commands.offline_judges import judge_settings
 from monitor.config import EvaluatorEntry, EvaluatorOverride, EvaluatorSet, Loc, dotted, validation_problems
 from monitor.config.evaluators import DEFAULTS_CONTEXT, evaluators_field, resolve_section
+from monitor.config.pricing import PricingConfig
 from monitor.config.signatures import SignaturesConfig
 from monitor.config.units import Label
 from monitor.engine.evaluator_setup import build_evaluators
@@ -83,27 +85,43 @@ def _ground_truth_rule(info: Any) -> bool:
     return info.kind == "rule" and info.needs_ground_truth and not info.needs_config
 
 
-def default_selection() -> list[Selected]:
-    """The default selection, each builtin with its defaults."""
-    return _select(resolve_section(None, default_names(), entry_type=SpecEntry), "default selection")
+Prices = Mapping[str, ModelPrice]
 
 
-def read_spec(path: str | os.PathLike[str], data: Any = None) -> list[Selected]:
+def default_selection(prices: Prices | None = None) -> list[Selected]:
+    """The default selection, each builtin with its defaults (`prices`: for the evaluators that price calls)."""
+    return _select(resolve_section(None, default_names(), entry_type=SpecEntry), "default selection", prices)
+
+
+def read_spec(path: str | os.PathLike[str], data: Any = None, prices: Prices | None = None) -> list[Selected]:
     """The evaluators a YAML spec file names (`data`: the file already loaded with `load_spec`); modules next
     to the file (or in the cwd) can be imported."""
     path = Path(path)
     if data is None:
         data = load_spec(path)
     with _importable(path.resolve().parent, Path.cwd()):
-        return parse_spec(data, str(path))
+        return parse_spec(data, str(path), prices)
 
 
-def selection_and_judges(spec_path: str | None) -> tuple[list[Selected], JudgeSettings]:
+def selection_and_judges(spec_path: str | None, prices: Prices | None = None) -> tuple[list[Selected], JudgeSettings]:
     """What an offline command evaluates with: the spec file's evaluators (default: every rule-based builtin) and
-    judge settings (its `judges` section, the key from the environment). InputError, ValidationError."""
+    judge settings (its `judges` section, the key from the environment); `prices` (`spec_prices`) go to the
+    evaluators that price calls (`cost_budget`). InputError, ValidationError."""
     spec = load_spec(spec_path) if spec_path else None
-    selection = read_spec(spec_path, spec) if spec_path else default_selection()
+    selection = read_spec(spec_path, spec, prices) if spec_path else default_selection(prices)
     return selection, judge_settings(spec if isinstance(spec, dict) else None, os.environ)
+
+
+def spec_prices(spec_path: str | None) -> dict[str, ModelPrice]:
+    """The `pricing.models` overrides of the spec file's `pricing:` section (the daemon config's, so one file
+    serves both); none without a spec or a section. InputError when the section is invalid."""
+    spec = load_spec(spec_path) if spec_path else None
+    section = spec.get("pricing") if isinstance(spec, dict) else None
+    try:
+        return PricingConfig.model_validate(section or {}).overrides()
+    except ValidationError as exc:
+        problems = [(("pricing", *loc), message) for loc, message in validation_problems(PricingConfig, exc)]
+        raise _invalid(str(spec_path), problems, "pricing section") from None
 
 
 def signature_rules(spec_path: str | None) -> tuple[SignatureRule, ...]:
@@ -144,7 +162,7 @@ def _importable(*folders: Path) -> Iterator[None]:
                 sys.path.remove(folder)
 
 
-def parse_spec(data: Any, where: str = "spec") -> list[Selected]:
+def parse_spec(data: Any, where: str = "spec", prices: Prices | None = None) -> list[Selected]:
     """Evaluators from a parsed spec: `{evaluators: ...}` or a bare list of entries.
 
     `evaluators` is a list of entries, or (as in the daemon config) a mapping that edits the default
@@ -164,11 +182,11 @@ def parse_spec(data: Any, where: str = "spec") -> list[Selected]:
         spec = SpecFile.model_validate({"evaluators": data}, context={DEFAULTS_CONTEXT: default_names()})
     except ValidationError as exc:
         raise _invalid(where, validation_problems(SpecFile, exc)) from None
-    return _select(resolve_section(spec.evaluators, default_names(), entry_type=SpecEntry), where)
+    return _select(resolve_section(spec.evaluators, default_names(), entry_type=SpecEntry), where, prices)
 
 
-def _select(resolved: Sequence[Any], where: str) -> list[Selected]:
-    built, problems = build_evaluators(resolved)
+def _select(resolved: Sequence[Any], where: str, prices: Prices | None = None) -> list[Selected]:
+    built, problems = build_evaluators(resolved, prices)
     if problems:
         raise _invalid(where, problems)
     if not built:
@@ -176,7 +194,5 @@ def _select(resolved: Sequence[Any], where: str) -> list[Selected]:
     return [Selected(c.evaluator, c.label, getattr(c.entry, "min_pass_rate", None)) for c in built]
 
 
-def _invalid(where: str, problems: list[tuple[Loc, str]]) -> InputError:
-    return InputError(
-        f"{where}: invalid evaluator spec:\n  " + "\n  ".join(f"{dotted(loc)}: {m}" for loc, m in problems)
-    )
+def _invalid(where: str, problems: list[tuple[Loc, str]], what: str = "evaluator spec") -> InputError:
+    return InputError(f"{where}: invalid {what}:\n  " + "\n  ".join(f"{dotted(loc)}: {m}" for loc, m in problems))
