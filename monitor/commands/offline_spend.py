@@ -13,6 +13,7 @@ from typing import Any
 from evaluators.pricing import ModelPrice, call_cost
 from evaluators.sdk.aggregations import percentile
 from evaluators.traces.model import Trace
+from monitor.text import usd
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,13 +68,6 @@ def spend_of(traces: Sequence[Trace], prices: Mapping[str, ModelPrice] | None = 
         p50_usd=percentile(costs, 50),
         p95_usd=percentile(costs, 95),
     )
-
-
-def usd(value: float | None) -> str:
-    """`$1,234.56` from a dollar up, else `$0.001234`; "-" for None."""
-    if value is None:
-        return "-"
-    return f"${value:,.2f}" if value >= 1 else f"${value:.6f}"
 
 
 def spend_line(spend: SpendSummary) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from monitor.review.models import Breakdown, EvaluatorInfo, ResultItem, ResultsPage, Step, TraceDetail
-from monitor.text import clip, clip_at_boundary, shown
+from monitor.text import clip, clip_at_boundary, shown, usd
 
 EXPLANATION_WIDTH = 80  # of the results table; cut at a boundary (`clip_at_boundary`)
 FULL_EXPLANATION = 4000  # of the trace view, which shows an explanation whole (up to this bound)
@@ -22,13 +22,6 @@ def when(stamp: float | None) -> str:
 
 def _number(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
-
-
-def usd(value: float | None) -> str:
-    """Dollars to the cent, or to 6 decimals below a dollar; "-" for None (nothing priced)."""
-    if value is None:
-        return "-"
-    return f"${value:,.2f}" if value >= 1 else f"${value:.6f}"
 
 
 def _spend(value: float | None, unpriced: int) -> str:

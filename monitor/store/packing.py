@@ -210,7 +210,7 @@ def _detail(detail: TraceDetailRow, texts: Iterator[str | None]) -> dict:
         in detail.steps
     ]  # fmt: skip
     errors = [[span_id, next(texts) or "", kind, next(texts) or "error"] for span_id, _, kind, _ in detail.errors]
-    models = [[*m[:4], *(_number(v) if i == 0 else v for i, v in enumerate(m[4:]))] for m in detail.models]
+    models = [[*m[:4], _number(m[4]), *m[5:]] if len(m) > 4 else list(m) for m in detail.models]
     agents = [[agent, calls, _number(usd), unpriced] for agent, calls, usd, unpriced in detail.agent_spend]
     return {
         "models": models,

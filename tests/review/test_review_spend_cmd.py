@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from monitor.cli import main
-from monitor.commands.review_render import usd
 from monitor.store.sqlite import ResultStore
+from monitor.text import usd
 from tests.results.test_review_spend import evaluated, spend_trace
 
 
