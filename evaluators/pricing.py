@@ -1,7 +1,7 @@
 """What one LLM call cost in USD: from the `genai-prices` price table, or from an override that wins over it.
 
-The prices are the data bundled with the installed `genai-prices` package (`genai_prices.calc_price` reads its
-bundled snapshot; this module never calls `genai_prices.UpdatePrices`), so nothing here fetches prices over the
+The prices are the data bundled with the installed `genai-prices` package (its bundled snapshot, read through
+`_price_table`; nothing here calls `genai_prices.UpdatePrices`), so nothing here fetches prices over the
 network: upgrading the package updates them. The library resolves the provider, model aliases and dated model
 names, cache read/write rates and prices that changed over time (`when`, the call's start).
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import importlib.metadata
 import math
 import re
 from collections.abc import Mapping
@@ -19,14 +20,22 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
-import genai_prices
-
+from evaluators._price_table import TablePrice, find, table_size
 from evaluators.traces.conventions.base import TokenUsage
 
 if TYPE_CHECKING:
     from evaluators.traces.spans import LLMSpan
 
-__all__ = ["TOKEN_KINDS", "CallCost", "CallPrice", "ModelPrice", "call_cost", "price_call", "token_kinds"]
+__all__ = [
+    "TOKEN_KINDS",
+    "CallCost",
+    "CallPrice",
+    "ModelPrice",
+    "call_cost",
+    "price_call",
+    "table_description",
+    "token_kinds",
+]
 
 PER = 1_000_000  # override prices are per 1M tokens, like the library's
 
@@ -108,32 +117,27 @@ def _override_cost(usage: TokenUsage, price: ModelPrice) -> float:
     return (plain * price.input + read * read_rate + write * write_rate + out * price.output) / PER
 
 
-def _library_usage(usage: TokenUsage) -> genai_prices.Usage:
-    """`usage` as genai-prices' Usage (its input_tokens, like ours, include the cache reads and writes)."""
-    plain, read, write, out = _parts(usage)
-    return genai_prices.Usage(
-        input_tokens=plain + read + write, cache_read_tokens=read, cache_write_tokens=write, output_tokens=out
-    )
-
-
 @functools.lru_cache(maxsize=1024)  # model names are few; unknown ones are not looked up again
-def _resolve(model: str, provider: str | None) -> tuple[str, str | None] | None:
-    """The (model_ref, provider_id) the library knows `model` by: as given, the name after a `provider/` prefix
-    (the prefix as the provider), then without the provider; None when it knows none of them."""
+def _resolve(model: str, provider: str | None) -> TablePrice | None:
+    """The table entry the library knows `model` by: as given, the name after a `provider/` prefix (the prefix
+    as the provider), then without the provider; None when it knows none of them."""
     candidates: list[tuple[str, str | None]] = [(model, provider)]
     if "/" in model:
         head, tail = model.rsplit("/", 1)
         candidates += [(tail, provider or head.rsplit("/", 1)[-1]), (tail, None)]
     if provider is not None:
         candidates.append((model, None))
-    probe = genai_prices.Usage(input_tokens=0, output_tokens=0)
     for ref, prov in candidates:
         try:
-            genai_prices.calc_price(probe, ref, provider_id=prov)
+            return find(ref, prov)
         except LookupError:
             continue
-        return ref, prov
     return None
+
+
+def table_description() -> str:
+    """Which price table is in use: the installed genai-prices version and how many models it prices."""
+    return f"genai-prices {importlib.metadata.version('genai-prices')} bundled table ({table_size()} models)"
 
 
 def price_call(
@@ -152,12 +156,11 @@ def price_call(
         found = _override_for(model, overrides)
         if found is not None:
             return CallPrice(_override_cost(usage, found[1]), "override", found[0])
-    resolved = _resolve(model, provider or None)
-    if resolved is None:
+    entry = _resolve(model, provider or None)
+    if entry is None:
         return None
-    ref, prov = resolved
-    calc = genai_prices.calc_price(_library_usage(usage), ref, provider_id=prov, genai_request_timestamp=when)
-    return CallPrice(float(calc.total_price), "price_table", calc.model.id, calc.provider.id)
+    usd = entry.cost(_parts(usage), when or datetime.now(UTC))
+    return CallPrice(usd, "price_table", entry.model.id, entry.provider.id)
 
 
 def call_cost(call: LLMSpan, overrides: Mapping[str, ModelPrice] | None = None) -> CallCost | None:

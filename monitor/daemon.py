@@ -336,7 +336,7 @@ def _judging(
             ", ".join(names),
         )
     client = JudgeClient(settings) if names and settings.enabled else None
-    engine = JudgeEngine(settings, client, observer=metrics.judges)
+    engine = JudgeEngine(settings, client, observer=metrics.judges, prices=config.pricing.overrides())
     stage = JudgeStage(
         judges,
         engine.judge,

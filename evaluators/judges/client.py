@@ -128,31 +128,22 @@ class JudgeClient:
         return self._reply(response, model or self.settings.model)
 
     def _reply(self, response: types.GenerateContentResponse, model: str) -> JudgeReply:
-        usage = response.usage_metadata
-        input_tokens = (usage.prompt_token_count or 0) if usage else 0
-        output_tokens = ((usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)) if usage else 0
+        tokens = _tokens(response.usage_metadata)
         candidate = response.candidates[0] if response.candidates else None
         if candidate is None:
             feedback = response.prompt_feedback
             reason = _enum_text(feedback.block_reason) if feedback else ""
             message = f"prompt blocked: {reason}" if reason else "no candidate in the reply"
-            raise JudgeUnavailable("no_content", message, input_tokens=input_tokens, output_tokens=output_tokens)
+            raise JudgeUnavailable("no_content", message, **tokens)
         finish_reason = _enum_text(candidate.finish_reason)
         parts = candidate.content.parts if candidate.content and candidate.content.parts else []
         text = "".join(p.text for p in parts if isinstance(p.text, str) and not p.thought)
         if not text.strip():
             raise JudgeUnavailable(
-                "no_content",
-                f"candidate without text (finish reason {finish_reason or 'unknown'})",
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
+                "no_content", f"candidate without text (finish reason {finish_reason or 'unknown'})", **tokens
             )
         return JudgeReply(
-            text=text,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            model_version=response.model_version or model,
-            finish_reason=finish_reason,
+            text=text, model_version=response.model_version or model, finish_reason=finish_reason, **tokens
         )
 
     def _unavailable(self, status: str, message: str) -> JudgeUnavailable:
@@ -176,6 +167,20 @@ class JudgeClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _tokens(usage: types.GenerateContentResponseUsageMetadata | None) -> dict[str, int]:
+    """A reply's usage metadata as JudgeReply's token fields: the prompt (cached content included, as Gemini
+    counts it), the output with the thoughts (Gemini counts them apart), and those two parts."""
+    if usage is None:
+        return {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "reasoning_tokens": 0}
+    thoughts = usage.thoughts_token_count or 0
+    return {
+        "input_tokens": usage.prompt_token_count or 0,
+        "output_tokens": (usage.candidates_token_count or 0) + thoughts,
+        "cache_read_tokens": usage.cached_content_token_count or 0,
+        "reasoning_tokens": thoughts,
+    }
 
 
 def _describe(exc: BaseException, fallback: str) -> str:

@@ -15,18 +15,21 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from ..pricing import ModelPrice
 from ..redaction import redact_text
 from ..sdk.result import EvalResult, SkipReason
 from .base import JudgeRequest, LLMJudge
 from .control import RateLimiter, ReplyCache, TokenBudget
 from .replies import JudgeReply, JudgeUnavailable
 from .settings import JudgeSettings
+from .spend import price_reply
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +58,18 @@ class JudgeObserver(Protocol):
     """Told about every request and every spend (for metrics)."""
 
     def request(
-        self, judge: str, model: str, status: str, seconds: float, input_tokens: int, output_tokens: int
+        self,
+        judge: str,
+        model: str,
+        status: str,
+        seconds: float,
+        input_tokens: int,
+        output_tokens: int,
+        cost_usd: float | None = 0.0,
     ) -> None:
         """One request: status "ok", "invalid_output", a JudgeUnavailable status, "timeout", "cancelled",
-        "error" (the client raised something else), or "cached" (no request: 0 seconds, 0 tokens)."""
+        "error" (the client raised something else), or "cached" (no request: 0 seconds, 0 tokens). `cost_usd`:
+        what its tokens cost (0 without tokens); None when they have no known price (the model is unpriced)."""
 
     def budget(self, judge: str, remaining_tokens: float) -> None:
         """Tokens `judge` may still spend today (the lower of its own and the global budget; math.inf: no limit)."""
@@ -92,7 +103,9 @@ class JudgeEngine:
     """Runs judgements on the event loop; one per daemon (or offline run), shared by every judge.
 
     `client` None (no key) makes every judgement a `judge_unavailable` skip. `clock` (epoch seconds) decides
-    the UTC day of the budgets; `monotonic` and `sleep` drive the rate limiters and the observed durations.
+    the UTC day of the budgets and the date of the prices; `monotonic` and `sleep` drive the rate limiters and
+    the observed durations. Each request's tokens are priced as Google's (`evaluators.pricing.price_call`),
+    `prices` (the `pricing.models` overrides) winning over the price table.
     """
 
     def __init__(
@@ -104,8 +117,10 @@ class JudgeEngine:
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        prices: Mapping[str, ModelPrice] | None = None,
     ) -> None:
         self.settings = settings
+        self.prices = dict(prices or {})
         self._client = client
         self._observer = observer
         self._clock = clock
@@ -270,8 +285,9 @@ class JudgeEngine:
                     before_attempt=_RetryTokens((job.limits.limiter, self._limiter)),
                 )
             except JudgeUnavailable as exc:  # a reply without content may still have cost tokens
-                cost = JudgeReply("", exc.input_tokens, exc.output_tokens)
-                self._observe(job.name, job.model, exc.status, self._monotonic() - started, *cost_of(cost))
+                cost = exc.spent()
+                seconds = self._monotonic() - started
+                self._observe(job.name, job.model, exc.status, seconds, *cost_of(cost), self._price(job.model, cost))
                 if exc.input_tokens or exc.output_tokens:
                     self._spend(job, cost)
                 message = f"{job.name}: the judge model is unavailable ({exc.status}): {exc.message}"
@@ -290,7 +306,8 @@ class JudgeEngine:
         seconds = self._monotonic() - started
         parsed = _parse(schema, reply.text)
         status = "ok" if isinstance(parsed, BaseModel) else "invalid_output"
-        self._observe(job.name, job.model, status, seconds, reply.input_tokens, reply.output_tokens)
+        usd = self._price(job.model, reply)
+        self._observe(job.name, job.model, status, seconds, reply.input_tokens, reply.output_tokens, usd)
         self._spend(job, reply)
         return parsed
 
@@ -307,11 +324,23 @@ class JudgeEngine:
             except Exception:
                 log.warning("judge observer failed on budget()", exc_info=True)
 
-    def _observe(self, name: str, model: str, status: str, seconds: float, tokens_in: int, tokens_out: int) -> None:
+    def _price(self, model: str, reply: JudgeReply) -> float | None:
+        return price_reply(model, reply, datetime.fromtimestamp(self._clock(), UTC), self.prices)
+
+    def _observe(
+        self,
+        name: str,
+        model: str,
+        status: str,
+        seconds: float,
+        tokens_in: int,
+        tokens_out: int,
+        cost_usd: float | None = 0.0,
+    ) -> None:
         if self._observer is None:
             return
         try:
-            self._observer.request(name, model, status, max(0.0, seconds), tokens_in, tokens_out)
+            self._observer.request(name, model, status, max(0.0, seconds), tokens_in, tokens_out, cost_usd)
         except Exception:
             log.warning("judge observer failed on request()", exc_info=True)
 

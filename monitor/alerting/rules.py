@@ -4,8 +4,9 @@
 per evaluator with `alert:`, and `AgentEvalNewFailureSignature` over every evaluator), one
 `agent-monitor.slo.<evaluator>` per evaluator with `slo:` (recording rules and the four `AgentEvalErrorBudgetBurn`
 alerts), `agent-monitor.canary` (one `AgentEvalVariantWorse` per `variants.compare` entry), and
-`agent-monitor.health` (the daemon's own alerts, when `alerting.health.enabled`). Disabled evaluators get no
-rules; empty groups are left out. `render` writes them as a Prometheus rule file (`groups:`) or as a
+`agent-monitor.health` (the daemon's own alerts, when `alerting.health.enabled`), and `agent-monitor.spend` (the
+spend recording rules, always, and `AgentSpendOverBudget` when `alerting.spend.max_usd_per_hour` is set). Disabled
+evaluators get no rules; empty groups are left out. `render` writes them as a Prometheus rule file (`groups:`) or as a
 `PrometheusRule` resource of the Prometheus Operator.
 """
 
@@ -24,6 +25,7 @@ from .health_rules import health_rules
 from .quality_rules import quality_rules
 from .signature_rules import signature_rules
 from .slo_rules import slo_groups
+from .spend_rules import spend_rules
 
 Format = Literal["prometheus", "prometheus-operator"]
 FORMATS: tuple[Format, ...] = ("prometheus", "prometheus-operator")
@@ -42,8 +44,8 @@ def labelled_entries(config: MonitorConfig) -> list[tuple[str, EvaluatorEntry]]:
 
 
 def rule_groups(config: MonitorConfig, evaluators: Labelled | None = None) -> list[dict[str, Any]]:
-    """The rule groups for this config, in a fixed order (quality, SLOs by evaluator, canary, health); `evaluators`:
-    the (metric label, entry) pairs to write rules for, by default `labelled_entries(config)`."""
+    """The rule groups for this config, in a fixed order (quality, SLOs by evaluator, canary, health,
+    spend); `evaluators`: the (metric label, entry) pairs to write rules for, by default `labelled_entries(config)`."""
     context = RuleContext.of(config.alerting)
     interval = config.alerting.group_interval
     pairs = labelled_entries(config) if evaluators is None else evaluators
@@ -59,6 +61,7 @@ def rule_groups(config: MonitorConfig, evaluators: Labelled | None = None) -> li
         groups.append(group("agent-monitor.canary", interval, canary_rules(config.variants.compare, context)))
     if health := health_rules(config.alerting.health, context):
         groups.append(group("agent-monitor.health", interval, health))
+    groups.append(group("agent-monitor.spend", interval, spend_rules(config.alerting.spend, context)))
     return groups
 
 

@@ -8,6 +8,7 @@ import sys
 from typing import TextIO
 
 from evaluators.judges import LLMJudge
+from evaluators.pricing import table_description
 from monitor.config import ConfigError, MonitorConfig, load_located
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.preflight import Prepared, preflight
@@ -127,6 +128,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         print("  (the daemon starts without the result store: evaluation and metrics run, the review is unavailable"
               " until the store can be opened)", file=err)  # fmt: skip
     print(summary(config), file=out)
+    print(pricing_line(config), file=out)
     print("evaluators:", file=out)
     for line in evaluator_lines(prepared):
         print(line, file=out)
@@ -136,6 +138,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     for line in variant_lines(config):
         print(line, file=out)
     return 0
+
+
+def pricing_line(config: MonitorConfig) -> str:
+    """Where call costs come from: the price table and the `pricing.models` overrides."""
+    models = config.pricing.models
+    overrides = "; ".join(f"{name} ${p.input:g} in / ${p.output:g} out per {p.per}" for name, p in models.items())
+    return f"prices: {table_description()}" + (f"; overrides: {overrides}" if overrides else "")
 
 
 def variant_lines(config: MonitorConfig) -> list[str]:

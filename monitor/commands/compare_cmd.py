@@ -29,7 +29,13 @@ from evaluators.traces.model import Trace
 from monitor.commands.offline import EvaluatorReport, evaluate_offline
 from monitor.commands.offline_judges import stderr_progress
 from monitor.commands.offline_signatures import compare_groups, deltas_json, render_deltas
-from monitor.commands.offline_spec import InputError, Selected, selection_and_judges, signature_rules, spec_prices
+from monitor.commands.offline_spec import (
+    InputError,
+    Selected,
+    pricing_overrides,
+    selection_and_judges,
+    signature_rules,
+)
 from monitor.commands.offline_spend import cost_ratio, ratio_line, spend_line
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.variants import attribute_value
@@ -149,7 +155,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        prices = spec_prices(args.spec)
+        prices = pricing_overrides(args.spec)
         selection, judges = selection_and_judges(args.spec, prices)
         rules = signature_rules(args.spec)
         gates = _gates(args.gate, selection)

@@ -17,7 +17,7 @@ from evaluators.traces import TraceDecodeError, load_traces
 from monitor.commands.offline import OfflineReport, evaluate_offline, read_dataset
 from monitor.commands.offline_judges import stderr_progress
 from monitor.commands.offline_signatures import render_groups
-from monitor.commands.offline_spec import InputError, selection_and_judges, signature_rules, spec_prices
+from monitor.commands.offline_spec import InputError, pricing_overrides, selection_and_judges, signature_rules
 from monitor.commands.offline_spend import spend_line
 from monitor.engine.gc_tuning import tune_gc
 from monitor.text import clip
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        prices = spec_prices(args.spec)
+        prices = pricing_overrides(args.spec)
         selection, judges = selection_and_judges(args.spec, prices)
         rules = signature_rules(args.spec)
         dataset = read_dataset(args.dataset) if args.dataset else None
@@ -157,9 +157,11 @@ def render_table(report: OfflineReport) -> str:
     if report.judge_spend:
         lines += ["", "judge spend:"]
         for label, spend in report.judge_spend.items():
+            unpriced = f", {spend.unpriced} unpriced" if spend.unpriced else ""
             lines.append(
                 f"  {clip(label, 32)}  {spend.model}: {spend.requests} requests ({spend.failed} failed, "
-                f"{spend.cached} cached), {spend.input_tokens} input + {spend.output_tokens} output tokens"
+                f"{spend.cached} cached), {spend.input_tokens} input + {spend.output_tokens} output tokens, "
+                f"${spend.cost_usd:.6f}{unpriced}"
             )
     lines.append("")
     failed = report.failed_gates

@@ -198,8 +198,8 @@ def evaluate_offline(
 ) -> OfflineReport:
     """Run the selected evaluators over every trace: experiment mode with a dataset, monitor mode without.
     LLM judges go through one judge engine with `judges` settings (none: every judgement skips). Failures are
-    grouped by signature, with `signature_rules` (the spec's `signatures.rules`). What the traces cost is priced
-    with `prices` (the spec's `pricing.models` overrides) over the price table."""
+    grouped by signature, with `signature_rules` (the spec's `signatures.rules`). What the traces cost and the
+    judges' spend are priced with `prices` (the spec's `pricing.models` overrides) winning over the price table."""
     mode: Mode = "experiment" if dataset is not None else "monitor"
     tasks, matched, used = match_tasks(traces, dataset)
     by_label: dict[str, list[EvaluationRecord]] = {s.label: [] for s in selection}
@@ -212,7 +212,9 @@ def evaluate_offline(
     spend: dict[str, JudgeSpend] = {}
     if chosen_judges:
         settings = judges if judges is not None else JudgeSettings()
-        records, observer = run_judges(traces, chosen_judges, settings, mode=mode, tasks=tasks, progress=progress)
+        records, observer = run_judges(
+            traces, chosen_judges, settings, mode=mode, tasks=tasks, progress=progress, prices=prices
+        )
         for record in records:
             by_label[record.evaluator].append(record)
         spend = observer.by_judge

@@ -3,7 +3,8 @@
 The judges' settings come from the spec file's `judges` section when it has one (a daemon config works as a
 spec), with the same GEMINI_API_KEY / GOOGLE_API_KEY fallback as the daemon. Sampling is not applied offline
 (as for rules: a run judges what it is given). Judgements run concurrently within the engine's limits; the
-spend (requests, tokens) per judge goes into the report.
+spend (requests, tokens, USD priced like the daemon's `agent_monitor_judge_cost_usd_total`, with the spec's
+`pricing.models` overrides) per judge goes into the report.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, TextIO
 from evaluators.judges import JudgeSettings, LLMJudge, prepare
 from evaluators.judges.client import JudgeClient
 from evaluators.judges.engine import JudgeEngine
+from evaluators.pricing import ModelPrice
 from evaluators.sdk import EvalResult, EvaluationRecord, Task
 from evaluators.traces.model import Trace
 from monitor.config.loader import judge_key_from_env
@@ -28,7 +30,8 @@ Progress = Callable[[int, int], None]
 
 @dataclass(slots=True)
 class JudgeSpend:
-    """What one judge cost in an offline run."""
+    """What one judge cost in an offline run: `cost_usd` of its priced requests, `unpriced` requests that spent
+    tokens on a model with no known price (not in `cost_usd`)."""
 
     requests: int = 0
     cached: int = 0
@@ -36,6 +39,8 @@ class JudgeSpend:
     input_tokens: int = 0
     output_tokens: int = 0
     model: str = ""
+    cost_usd: float = 0.0
+    unpriced: int = 0
 
 
 @dataclass(slots=True)
@@ -45,7 +50,14 @@ class SpendObserver:
     by_judge: dict[str, JudgeSpend] = field(default_factory=dict)
 
     def request(
-        self, judge: str, model: str, status: str, seconds: float, input_tokens: int, output_tokens: int
+        self,
+        judge: str,
+        model: str,
+        status: str,
+        seconds: float,
+        input_tokens: int,
+        output_tokens: int,
+        cost_usd: float | None = 0.0,
     ) -> None:
         spend = self.by_judge.setdefault(judge, JudgeSpend(model=model))
         if status == "cached":
@@ -55,6 +67,10 @@ class SpendObserver:
         spend.failed += status != "ok"
         spend.input_tokens += input_tokens
         spend.output_tokens += output_tokens
+        if cost_usd is not None:
+            spend.cost_usd += cost_usd
+        elif input_tokens > 0 or output_tokens > 0:
+            spend.unpriced += 1
 
     def budget(self, judge: str, remaining_tokens: float) -> None:
         """Budgets are the engine's business; the report shows the spend."""
@@ -78,10 +94,12 @@ def run_judges(
     mode: str = "monitor",
     tasks: Sequence[Task | None] | None = None,
     progress: Progress | None = None,
+    prices: Mapping[str, ModelPrice] | None = None,
 ) -> tuple[list[EvaluationRecord], SpendObserver]:
-    """Every (judge, label) over every trace: the records, and the spend per label."""
+    """Every (judge, label) over every trace: the records, and the spend per label (`prices`: the
+    `pricing.models` overrides)."""
     spend = SpendObserver()
-    records = asyncio.run(_run(traces, judges, settings, mode, tasks, progress, spend))
+    records = asyncio.run(_run(traces, judges, settings, mode, tasks, progress, spend, prices))
     return records, spend
 
 
@@ -93,9 +111,10 @@ async def _run(
     tasks: Sequence[Task | None] | None,
     progress: Progress | None,
     spend: SpendObserver,
+    prices: Mapping[str, ModelPrice] | None,
 ) -> list[EvaluationRecord]:
     client = JudgeClient(settings) if settings.enabled else None
-    engine = JudgeEngine(settings, client, observer=spend)
+    engine = JudgeEngine(settings, client, observer=spend, prices=prices)
     label_of = {id(judge): label for judge, label in judges}
     pending: list[Any] = []
     for index, trace in enumerate(traces):

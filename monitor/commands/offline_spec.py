@@ -20,9 +20,16 @@ from evaluators.pricing import ModelPrice
 from evaluators.sdk import BaseEvaluator, in_default_set, list_builtins
 from evaluators.signatures import SignatureRule
 from monitor.commands.offline_judges import judge_settings
-from monitor.config import EvaluatorEntry, EvaluatorOverride, EvaluatorSet, Loc, dotted, validation_problems
+from monitor.config import (
+    EvaluatorEntry,
+    EvaluatorOverride,
+    EvaluatorSet,
+    Loc,
+    PricingConfig,
+    dotted,
+    validation_problems,
+)
 from monitor.config.evaluators import DEFAULTS_CONTEXT, evaluators_field, resolve_section
-from monitor.config.pricing import PricingConfig
 from monitor.config.signatures import SignaturesConfig
 from monitor.config.units import Label
 from monitor.engine.evaluator_setup import build_evaluators
@@ -105,23 +112,11 @@ def read_spec(path: str | os.PathLike[str], data: Any = None, prices: Prices | N
 
 def selection_and_judges(spec_path: str | None, prices: Prices | None = None) -> tuple[list[Selected], JudgeSettings]:
     """What an offline command evaluates with: the spec file's evaluators (default: every rule-based builtin) and
-    judge settings (its `judges` section, the key from the environment); `prices` (`spec_prices`) go to the
+    judge settings (its `judges` section, the key from the environment); `prices` (`pricing_overrides`) go to the
     evaluators that price calls (`cost_budget`). InputError, ValidationError."""
     spec = load_spec(spec_path) if spec_path else None
     selection = read_spec(spec_path, spec, prices) if spec_path else default_selection(prices)
     return selection, judge_settings(spec if isinstance(spec, dict) else None, os.environ)
-
-
-def spec_prices(spec_path: str | None) -> dict[str, ModelPrice]:
-    """The `pricing.models` overrides of the spec file's `pricing:` section (the daemon config's, so one file
-    serves both); none without a spec or a section. InputError when the section is invalid."""
-    spec = load_spec(spec_path) if spec_path else None
-    section = spec.get("pricing") if isinstance(spec, dict) else None
-    try:
-        return PricingConfig.model_validate(section or {}).overrides()
-    except ValidationError as exc:
-        problems = [(("pricing", *loc), message) for loc, message in validation_problems(PricingConfig, exc)]
-        raise _invalid(str(spec_path), problems, "pricing section") from None
 
 
 def signature_rules(spec_path: str | None) -> tuple[SignatureRule, ...]:
@@ -133,6 +128,18 @@ def signature_rules(spec_path: str | None) -> tuple[SignatureRule, ...]:
         return SignaturesConfig.model_validate(section or {}).compiled_rules()
     except ValidationError as exc:
         problems = [(("signatures", *loc), message) for loc, message in validation_problems(SignaturesConfig, exc)]
+        raise _invalid(str(spec_path), problems) from None
+
+
+def pricing_overrides(spec_path: str | None) -> dict[str, ModelPrice]:
+    """The price overrides of the spec file's `pricing:` section (the daemon config's); none without a spec or
+    a section. InputError when the section is invalid."""
+    spec = load_spec(spec_path) if spec_path else None
+    section = spec.get("pricing") if isinstance(spec, dict) else None
+    try:
+        return PricingConfig.model_validate(section or {}).overrides()
+    except ValidationError as exc:
+        problems = [(("pricing", *loc), message) for loc, message in validation_problems(PricingConfig, exc)]
         raise _invalid(str(spec_path), problems) from None
 
 
@@ -194,5 +201,7 @@ def _select(resolved: Sequence[Any], where: str, prices: Prices | None = None) -
     return [Selected(c.evaluator, c.label, getattr(c.entry, "min_pass_rate", None)) for c in built]
 
 
-def _invalid(where: str, problems: list[tuple[Loc, str]], what: str = "evaluator spec") -> InputError:
-    return InputError(f"{where}: invalid {what}:\n  " + "\n  ".join(f"{dotted(loc)}: {m}" for loc, m in problems))
+def _invalid(where: str, problems: list[tuple[Loc, str]]) -> InputError:
+    return InputError(
+        f"{where}: invalid evaluator spec:\n  " + "\n  ".join(f"{dotted(loc)}: {m}" for loc, m in problems)
+    )

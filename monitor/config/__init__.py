@@ -4,7 +4,13 @@ The package re-exports the models and the loader's functions; `__all__` names th
 modules other stages import. `locate` and `alerting` are internal to the package (their names are re-exported).
 """
 
-from .alerting import AlertingConfig, DefaultAlertsConfig, HealthAlertsConfig, NewSignaturesAlertConfig
+from .alerting import (
+    AlertingConfig,
+    DefaultAlertsConfig,
+    HealthAlertsConfig,
+    NewSignaturesAlertConfig,
+    SpendAlertConfig,
+)
 from .api import ApiConfig
 from .evaluators import AlertConfig, EvaluatorEntry, EvaluatorOverride, EvaluatorSet, Resolved, SloConfig
 from .judges import JudgesConfig
@@ -57,6 +63,7 @@ __all__ = [
     "SignatureRuleConfig",
     "SignaturesConfig",
     "SloConfig",
+    "SpendAlertConfig",
     "StoreConfig",
     "TlsConfig",
     "VariantsConfig",

@@ -29,6 +29,21 @@ class HealthAlertsConfig(Section):
     queue_depth: Annotated[int, Field(gt=0)] = 200  # traces waiting for a worker, sustained
 
 
+UsdPerHour = Annotated[float, Field(ge=0, strict=True, allow_inf_nan=False)]  # a number, not text or a bool
+
+
+class SpendAlertConfig(Section):
+    """`AgentSpendOverBudget`: a service whose LLM calls cost more than `max_usd_per_hour` over the last hour, for
+    `for`, fires it. Off while `max_usd_per_hour` is null (the default); the spend recording rules are always
+    written."""
+
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
+
+    max_usd_per_hour: UsdPerHour | None = None
+    for_: NonNegativeDuration = Field(default=900.0, alias="for")
+    severity: Literal["warning", "critical", "info"] = "warning"
+
+
 # The evaluators of the default set that alert out of the box, and the pass ratio below which they do. Each
 # normally passes on (nearly) every trace of a healthy agent, whatever the agent does: a drop means something
 # broke. Left out: the budgets (latency, token_budget, cost_budget, llm_call_budget, agent_efficiency,
@@ -98,6 +113,7 @@ class AlertingConfig(Section):
     traces_url_template: str = TRACES_URL_TEMPLATE  # also {service} and {window}: the alert's service and window
     default_alerts: DefaultAlertsConfig = Field(default_factory=DefaultAlertsConfig)
     health: HealthAlertsConfig = Field(default_factory=HealthAlertsConfig)
+    spend: SpendAlertConfig = Field(default_factory=SpendAlertConfig)
 
     @field_validator("labels")
     @classmethod

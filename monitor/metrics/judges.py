@@ -1,4 +1,4 @@
-"""The judges' own metrics: requests, tokens, latency and budget per judge (the JudgeObserver of the engine).
+"""The judges' own metrics: requests, tokens, spend, latency and budget per judge (the JudgeObserver of the engine).
 
 Label values are the judge's configured label and the judge model: both come from the config, never from a
 trace, so they need no cap.
@@ -37,6 +37,18 @@ class JudgeMetrics:
         self.tokens = Counter(
             "agent_monitor_judge_tokens", "Tokens spent by the judges.", ["judge", "model", "direction"], registry=r
         )
+        self.cost = Counter(
+            "agent_monitor_judge_cost_usd",
+            "What the judges' requests cost in USD (their tokens priced like the agents' calls).",
+            ["judge", "model"],
+            registry=r,
+        )
+        self.unpriced = Counter(
+            "agent_monitor_judge_unpriced_calls",
+            "Judge requests that spent tokens on a model with no known price (not in the cost).",
+            ["judge", "model"],
+            registry=r,
+        )
         self.latency = Histogram(
             "agent_monitor_judge_latency_seconds",
             "Time of one judge request, the client's own retries included.",
@@ -61,9 +73,21 @@ class JudgeMetrics:
         self.pending.set_function(lambda: sum(stage.pending for stage in held))
 
     def request(
-        self, judge: str, model: str, status: str, seconds: float, input_tokens: int, output_tokens: int
+        self,
+        judge: str,
+        model: str,
+        status: str,
+        seconds: float,
+        input_tokens: int,
+        output_tokens: int,
+        cost_usd: float | None = 0.0,
     ) -> None:
         self.requests.labels(judge=judge, model=model, status=status).inc()
+        if cost_usd is None:
+            if input_tokens > 0 or output_tokens > 0:
+                self.unpriced.labels(judge=judge, model=model).inc()
+        elif cost_usd > 0 and math.isfinite(cost_usd):
+            self.cost.labels(judge=judge, model=model).inc(cost_usd)
         if status != "cached":
             self.latency.labels(judge=judge, model=model).observe(max(seconds, 0.0))
         if input_tokens > 0:

@@ -176,15 +176,17 @@ def test_health_alerts() -> None:
         "agent-monitor.quality",
         "agent-monitor.slo.latency",
         "agent-monitor.slo.loop_detection",
+        "agent-monitor.spend",
     ]
 
 
-def test_nothing_to_alert_on_is_an_empty_rule_file() -> None:
+def test_nothing_to_alert_on_leaves_the_spend_recording_rules_alone() -> None:
     cfg = config(
         evaluators=[{"name": "latency"}], alerting={"default_alerts": {"enabled": False}, "health": {"enabled": False}}
     )
-    assert rule_file(cfg) == {"groups": []}
-    assert yaml.safe_load(render(cfg)) == {"groups": []}
+    [group] = rule_file(cfg)["groups"]
+    assert group["name"] == "agent-monitor.spend" and all("record" in rule for rule in group["rules"])
+    assert yaml.safe_load(render(cfg)) == rule_file(cfg)
 
 
 def test_prometheus_operator_resource_wraps_the_same_groups() -> None:
@@ -215,6 +217,7 @@ def test_output_is_deterministic_yaml_with_block_expressions() -> None:
         "agent-monitor.slo.latency",
         "agent-monitor.slo.loop_detection",
         "agent-monitor.health",
+        "agent-monitor.spend",
     ]
 
 

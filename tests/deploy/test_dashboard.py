@@ -27,12 +27,14 @@ from typing import Any
 import pytest
 import yaml
 
+from evaluators.pricing import TOKEN_KINDS
 from evaluators.traces import read_paths
 from tests.deploy.evals_fixture import CRASH_SERVICE
 from tests.deploy.resend_corpus import new_trace_id
 from tests.integration.conftest import CORPUS, project_env
 from tests.integration.daemon_process import DaemonProcess
 from tests.integration.promstack import ServerSet, query, scrape_config
+from tests.integration.spend_mix import COPIES, MIX, OVERRIDES, UNKNOWN, send_process
 from tests.judges.fake_gemini import FakeGemini
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,6 +83,7 @@ ALERT_NAMES = frozenset(
 # Panels that must show data once the daemon has evaluated traces (the live test): a value above 0 ("positive":
 # rate() saw the counters grow), or at least a number ("finite": not only NaN, e.g. an idle queue reads 0).
 KEY_PANELS = {
+    "Judge spend": "positive",
     "Pass ratio per evaluator": "positive",
     "Result rate by outcome": "positive",
     "Failing results by evaluator": "positive",
@@ -93,6 +96,12 @@ KEY_PANELS = {
     "Spans in by receiver": "positive",
     "Evaluation queue depth": "finite",
     "Traces dropped by reason": "positive",
+    "Spend by agent and model": "positive",
+    "Cost per trace p50, p95": "positive",
+    "Cost per passing trace": "positive",
+    "Unpriced LLM calls": "positive",
+    "Tokens by kind": "positive",
+    "Spend in the time range": "positive",
 }
 EXEMPLAR_PANELS = {  # panel -> the series its exemplars come from
     "Failing results by evaluator": "agent_eval_results_total",
@@ -280,6 +289,7 @@ def test_the_dashboard_is_a_current_grafana_dashboard():
         "LLM judges",
         "Daemon health",
         "Canary",
+        "Spend",
     }
 
 
@@ -578,6 +588,7 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
         config = {
             "evaluators": {"defaults": True, "add": [NO_TOOL_ERRORS, JUDGE, CRASH_PROBE, NEVER_PASSES]},
             "evaluation": {"workers": 2},
+            "pricing": {"models": OVERRIDES},  # the spend mix's self-hosted model
             "alerting": {"default_alerts": {"enabled": False}},  # the threshold panel shows no_tool_errors' alone
             "judges": {"gemini_api_key": "test-key", "base_url": fake.url, "retry": FAST_RETRY},
             "variants": {  # the canary row's series (they exist from start-up, data or not)
@@ -598,13 +609,17 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
         def scraped(promql: str, expected: float) -> Callable[[], bool]:
             return lambda: any(float(r["value"][1]) >= expected for r in query(port, promql))
 
-        # Two rounds of the same scenarios under new trace ids: rate() sees every series grow after its first
-        # scrape. Each round waits for the judge's results, which come after the rule-based ones.
+        # Two rounds of the same scenarios under new trace ids, and of the spend mix (prompt-cache and reasoning
+        # tokens, an unpriced model): rate() sees every series grow after its first scrape. Each round waits for
+        # the judge's results, which come after the rule-based ones.
+        mix_traces = COPIES * len(MIX)
         for round_tag in ("1", "2"):
             expected = traces * int(round_tag)
             resend(daemon.grpc_port, round_tag, SCENARIOS)
+            send_process(daemon.grpc_port)
             judged = 'sum(agent_eval_results_total{evaluator="answer_quality"})'
-            wait_until(scraped("sum(agent_monitor_traces_evaluated_total)", expected), f"round {round_tag}")
+            evaluated = (traces + mix_traces) * int(round_tag)
+            wait_until(scraped("sum(agent_monitor_traces_evaluated_total)", evaluated), f"round {round_tag}")
             wait_until(scraped(judged, expected), f"round {round_tag} judged")
         # A worker process dies on the probe's trace (traces dropped, worker restarted); a malformed export is
         # refused (spans refused, a request not OK).
@@ -641,7 +656,7 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
                 missing = {label for label, _, _ in s.matchers} - labels_of(s.metric)
                 assert not missing, f"{where}: {s.metric} has no label {missing}"
             for grouping in groupings:
-                for metric in (m for m in grouping.metrics if m not in RULE_SERIES):
+                for metric in (m for m in grouping.metrics if m not in RULE_SERIES and m in names):
                     missing = set(grouping.labels) - labels_of(metric)
                     assert not missing, f"{where}: {metric} has no label {missing} to group by"
         for name, v in variables(dashboard).items():
@@ -664,6 +679,12 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
         models = values(results["LLM call error ratio [A]"], "model")
         assert set(models) == set(values(query(port, growing.format("model", "agent_llm_calls_total")), "model"))
         assert values(results["Pass ratio per evaluator [B]"], "evaluator") == {"no_tool_errors": 0.9}
+        # The spend row: every priced (agent, model) of the mix, its unpriced model, every kind of token.
+        spent = {(r["metric"].get("agent", ""), r["metric"]["model"]) for r in results["Spend in the time range [A]"]}
+        mix = {(run.agent, call.model) for runs in MIX for run in runs for call in run.calls}
+        assert mix - {(agent, model) for agent, model in mix if model == UNKNOWN.model} <= spent, spent
+        assert UNKNOWN.model in values(results["Unpriced LLM calls [A]"], "model")
+        assert set(values(results["Tokens by kind [A]"], "kind")) == set(TOKEN_KINDS)
 
         # The exemplars of the failing results: trace ids of the failing traces sent (new ids, see resend_corpus).
         failing = {
@@ -684,3 +705,13 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
             if "outcome" in target["expr"]:
                 assert all(labels["outcome"] == "fail" for labels, _ in exemplars), title
             assert {tid for _, tid in exemplars} & failing, f"{title}: no exemplar of a failing trace: {exemplars}"
+        # The p95 cost of a trace shows exemplars: the trace ids of traces with a priced call.
+        [cost] = [t for t in panel(dashboard, "Cost per trace p50, p95")["targets"] if t.get("exemplar")]
+        found = prometheus_get(
+            port, "/api/v1/query_exemplars", query=substitute(cost["expr"]), start=str(now - 600), end=str(now)
+        )
+        exemplars = [
+            (group["seriesLabels"], e["labels"].get("trace_id")) for group in found for e in group["exemplars"]
+        ]
+        assert exemplars and all(labels["__name__"] == "agent_trace_cost_usd_bucket" for labels, _ in exemplars)
+        assert all(re.fullmatch(r"[0-9a-f]{32}", tid or "") for _, tid in exemplars), exemplars

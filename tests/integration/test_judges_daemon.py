@@ -24,6 +24,9 @@ def judges_config(base_url: str, **extra) -> dict:
     return {"gemini_api_key": "test-key", "base_url": base_url, "retry": FAST_RETRY, **extra}
 
 
+JUDGE_PRICE = {"models": {"gemini-2.5-flash": {"input": 3, "output": 15, "per": "1M"}}}
+
+
 def verdict_by_answer(request: FakeRequest):
     """Passes answers that mention a number, fails the others (so both outcomes show)."""
     answer = request.prompt.split('<data name="answer">', 1)[-1]
@@ -54,7 +57,8 @@ def judge_outcomes(daemon) -> dict[str, float]:
 def test_judge_results_reach_the_metrics_and_the_store_from_worker_processes(daemon_factory):
     with FakeGemini(verdict_by_answer) as fake:
         daemon = daemon_factory(
-            {"judges": judges_config(fake.url), "evaluation": {"workers": 2}}, evaluators=[RULE, JUDGE]
+            {"judges": judges_config(fake.url), "evaluation": {"workers": 2}, "pricing": JUDGE_PRICE},
+            evaluators=[RULE, JUDGE],
         )
         send_corpus(daemon)
         assert daemon.wait_for("agent_monitor_traces_evaluated_total", 3) == 3
@@ -70,6 +74,9 @@ def test_judge_results_reach_the_metrics_and_the_store_from_worker_processes(dae
     assert daemon.value("agent_monitor_judge_tokens_total", judge="answer_quality", direction="input") == 100 * sent
     assert daemon.value("agent_monitor_judge_tokens_total", judge="answer_quality", direction="output") == 20 * sent
     assert daemon.value("agent_monitor_judge_latency_seconds_count", judge="answer_quality") == sent
+    # the judge model's `pricing.models` override prices the judges' own spend: (100 × 3 + 20 × 15) / 1M each
+    spent = daemon.value("agent_monitor_judge_cost_usd_total", judge="answer_quality", model="gemini-2.5-flash")
+    assert spent == pytest.approx(sent * (100 * 3.0 + 20 * 15.0) / 1_000_000, rel=1e-9)
     assert rule_results(daemon) == (2.0, 1.0)
     # The real client's wire format: key header, model in the path, JSON mode at temperature 0, the data rule.
     assert all(r.api_key == "test-key" and r.model == "gemini-2.5-flash" for r in requests)

@@ -91,7 +91,9 @@ def _json(obj: Any) -> bytes:
     return json.dumps(obj).encode()
 
 
-def _usage(prompt_tokens: int, output_tokens: int, thoughts_tokens: int) -> dict[str, int]:
+def _usage(prompt_tokens: int, output_tokens: int, thoughts_tokens: int, cached_tokens: int = 0) -> dict[str, int]:
+    """Gemini's usageMetadata: the prompt count includes the cached content, the thoughts are apart from the
+    candidates."""
     usage = {
         "promptTokenCount": prompt_tokens,
         "candidatesTokenCount": output_tokens,
@@ -99,6 +101,8 @@ def _usage(prompt_tokens: int, output_tokens: int, thoughts_tokens: int) -> dict
     }
     if thoughts_tokens:
         usage["thoughtsTokenCount"] = thoughts_tokens
+    if cached_tokens:
+        usage["cachedContentTokenCount"] = cached_tokens
     return usage
 
 
@@ -108,6 +112,7 @@ def ok(
     prompt_tokens: int = 10,
     output_tokens: int = 5,
     thoughts_tokens: int = 0,
+    cached_tokens: int = 0,
     finish_reason: str = "STOP",
     model_version: str = DEFAULT_MODEL_VERSION,
 ) -> FakeAnswer:
@@ -115,7 +120,7 @@ def ok(
     text = reply if isinstance(reply, str) else json.dumps(reply)
     body = {
         "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": finish_reason}],
-        "usageMetadata": _usage(prompt_tokens, output_tokens, thoughts_tokens),
+        "usageMetadata": _usage(prompt_tokens, output_tokens, thoughts_tokens, cached_tokens),
         "modelVersion": model_version,
         "responseId": "fake-response",
     }

@@ -95,12 +95,21 @@ class StubClient:
 @dataclass
 class RecordingObserver:
     requests: list[tuple[str, str, str, float, int, int]] = field(default_factory=list)
+    costs: list[float | None] = field(default_factory=list)  # each request's cost_usd
     budgets: list[tuple[str, float]] = field(default_factory=list)
 
     def request(
-        self, judge: str, model: str, status: str, seconds: float, input_tokens: int, output_tokens: int
+        self,
+        judge: str,
+        model: str,
+        status: str,
+        seconds: float,
+        input_tokens: int,
+        output_tokens: int,
+        cost_usd: float | None = 0.0,
     ) -> None:
         self.requests.append((judge, model, status, seconds, input_tokens, output_tokens))
+        self.costs.append(cost_usd)
 
     def budget(self, judge: str, remaining_tokens: float) -> None:
         self.budgets.append((judge, remaining_tokens))

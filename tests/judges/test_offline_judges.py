@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
+
+import genai_prices
+import pytest
 
 from tests.conftest import CORPUS
 from tests.judges.fake_gemini import FakeGemini, FakeRequest, ok
@@ -62,3 +66,39 @@ def test_offline_judges_fall_back_to_the_environment_key_and_skip_without_one(tm
         monkeypatch.setenv("GEMINI_API_KEY", "env-key")
         code, report, _ = evaluate(*SCENARIOS, spec=spec(tmp_path, fake.url, key=None))
         assert code == 0 and {r.api_key for r in fake.requests} == {"env-key"}
+
+
+def test_offline_judge_spend_is_priced_and_a_spec_pricing_override_wins(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    reply = ok(
+        {"score": 0.8, "verdict": "pass", "explanation": "fine"},
+        prompt_tokens=3_000,
+        output_tokens=40,
+        thoughts_tokens=60,
+        cached_tokens=1_000,
+        model_version="gemini-2.5-flash",
+    )
+    extracted = genai_prices.extract_usage(json.loads(reply.body), provider_id="google")
+    one = float(genai_prices.calc_price(extracted.usage, "gemini-2.5-flash", provider_id="google").total_price)
+    with FakeGemini(lambda request: reply) as fake:
+        path = spec(tmp_path, fake.url)
+        code, report, err = evaluate(*SCENARIOS, spec=path)
+        assert code == 0, err
+        spend = report["judge_spend"]["answer_quality"]
+        assert spend["cost_usd"] == pytest.approx(2 * one, rel=1e-9) and spend["unpriced"] == 0
+        _, table, _ = evaluate(*SCENARIOS, spec=path, fmt="table")
+        assert f"${2 * one:.6f}" in table
+        pricing = "pricing:\n  models:\n    gemini-2.5-flash: {input: 1, output: 4, cache_read: 0.25, per: 1K}\n"
+        path.write_text(path.read_text(encoding="utf-8") + pricing, encoding="utf-8")
+        code, report, err = evaluate(*SCENARIOS, spec=path)
+    assert code == 0, err
+    overridden = (2_000 * 1 + 1_000 * 0.25 + 100 * 4) / 1_000
+    assert report["judge_spend"]["answer_quality"]["cost_usd"] == pytest.approx(2 * overridden, rel=1e-12)
+
+
+def test_an_invalid_spec_pricing_section_is_a_usage_error(tmp_path: Path) -> None:
+    path = spec(tmp_path, "http://127.0.0.1:9")
+    path.write_text(path.read_text(encoding="utf-8") + "pricing:\n  models:\n    m: {input: -1, output: 1}\n")
+    code, _, err = evaluate(*SCENARIOS, spec=path)
+    assert code == 2 and "pricing.models.m" in err

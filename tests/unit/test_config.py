@@ -13,6 +13,7 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
+from evaluators.pricing import table_description
 from monitor.commands import check_config
 from monitor.config import (
     AlertConfig,
@@ -458,6 +459,7 @@ def test_check_config_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert out.splitlines() == [
         f"{path}: OK",
         "receivers grpc :4317, http :4318; 1 evaluator (1 disabled); metrics :9464 windows 1m, 1h",
+        f"prices: {table_description()}",
         "evaluators:",
         "  latency  builtin latency  threshold 1  sampling 1  alert -",
     ]

@@ -104,7 +104,7 @@ def test_a_malformed_pricing_section_is_a_usage_error(tmp_path: Path) -> None:
     traces = write_copies(tmp_path / "t", 1)
     pricing = "pricing:\n  models:\n    gemini-2.0-flash: {input: -1, output: 2.0, per: 1K}\n"
     code, _, err = run(evaluate_cmd, ["evaluate", str(traces), "--evaluators", str(spec(tmp_path, pricing))])
-    assert code == 2 and "invalid pricing section" in err and "pricing.models.gemini-2.0-flash.input" in err
+    assert code == 2 and "pricing.models.gemini-2.0-flash.input" in err
 
 
 def test_compare_shows_a_candidate_that_costs_twice_as_much(tmp_path: Path) -> None:
