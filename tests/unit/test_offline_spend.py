@@ -15,6 +15,7 @@ import pytest
 
 from monitor.cli import build_parser
 from monitor.commands import compare_cmd, evaluate_cmd
+from monitor.text import usd
 from tests.conftest import CORPUS
 from tests.sources.otlp_json import corpus_traces, otlp_document
 
@@ -83,7 +84,8 @@ def test_evaluate_reports_each_traces_cost_from_the_price_table(tmp_path: Path) 
     assert spend["p50_usd"] == pytest.approx(each, rel=1e-12) and spend["p95_usd"] == pytest.approx(each, rel=1e-12)
     assert spend["total_usd"] == pytest.approx(COPIES * each, rel=1e-12)
     code, out, _ = run(evaluate_cmd, ["evaluate", str(traces)])
-    assert f"spend: ${COPIES * each:.6f} over {COPIES} traces ({COPIES} priced); per trace mean ${each:.6f}" in out
+    line = f"spend: {usd(spend['total_usd'])} over {COPIES} traces ({COPIES} priced); per trace mean {usd(each)}"
+    assert line in out
 
 
 def test_an_override_in_the_specs_pricing_section_changes_the_figure(tmp_path: Path) -> None:
@@ -119,4 +121,4 @@ def test_compare_shows_a_candidate_that_costs_twice_as_much(tmp_path: Path) -> N
     assert report["cost_ratio"] == pytest.approx(2.0, rel=1e-9)
     code, out, _ = run(compare_cmd, argv)
     assert "cost per trace: candidate 2.00x the baseline" in out
-    assert f"candidate spend: ${COPIES * library_cost(2):.6f} over {COPIES} traces" in out
+    assert f"candidate spend: {usd(report['candidate']['spend']['total_usd'])} over {COPIES} traces" in out
