@@ -92,3 +92,10 @@ def redact_url(url: str) -> str:
         host = f"[{host}]"
     netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def usd(value: float | None) -> str:
+    """A spend for a terminal: `$1,234.56` from a dollar up, else `$0.001234`; "-" for None (nothing priced)."""
+    if value is None:
+        return "-"
+    return f"${value:,.2f}" if value >= 1 else f"${value:.6f}"

@@ -36,6 +36,7 @@ from monitor.commands.offline_spec import (
     selection_and_judges,
     signature_rules,
 )
+from monitor.commands.offline_spend import cost_ratio, ratio_line, spend_line
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.variants import attribute_value
 from monitor.text import clip
@@ -49,8 +50,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="compare a candidate version's traces with a baseline's, evaluator by evaluator",
         description="Evaluate two sets of saved traces (--baseline and --candidate, or one --traces set split "
         "by --split-by ATTRIBUTE) and compare each evaluator's pass rate (two-proportion z-test, Newcombe "
-        "interval) and scores (Mann-Whitney U). Exit status 1 when a gated evaluator is significantly worse, "
-        "0 otherwise, 2 on bad input.",
+        "interval) and scores (Mann-Whitney U), and what a trace costs on each side (mean, p50, p95, total; the "
+        "candidate's mean cost per trace over the baseline's). Exit status 1 when a gated evaluator is "
+        "significantly worse, 0 otherwise, 2 on bad input.",
     )
     parser.add_argument("--baseline", metavar="DIR", help="the baseline's trace files or directory")
     parser.add_argument("--candidate", metavar="DIR", help="the candidate's trace files or directory")
@@ -153,9 +155,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        selection, judges = selection_and_judges(args.spec)
-        rules = signature_rules(args.spec)
         prices = pricing_overrides(args.spec)
+        selection, judges = selection_and_judges(args.spec, prices)
+        rules = signature_rules(args.spec)
         gates = _gates(args.gate, selection)
         (base_name, base_traces), (cand_name, cand_traces) = _trace_sets(args)
     except (InputError, TraceDecodeError, _Usage) as exc:
@@ -178,8 +180,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         data = {
             "alpha": args.alpha,
             "min_samples": args.min_samples,
-            "baseline": {"source": base_name, "traces": base.trace_count},
-            "candidate": {"source": cand_name, "traces": cand.trace_count},
+            "baseline": {"source": base_name, "traces": base.trace_count, "spend": base.spend.to_dict()},
+            "candidate": {"source": cand_name, "traces": cand.trace_count, "spend": cand.spend.to_dict()},
+            "cost_ratio": cost_ratio(base.spend, cand.spend),  # candidate's mean cost per trace / baseline's
             "evaluators": [c.to_dict() for c in comparisons],
             **deltas_json(deltas),
         }
@@ -188,7 +191,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     else:
         header = f"baseline {base_name}: {base.trace_count} traces; candidate {cand_name}: {cand.trace_count} traces"
         table = render_table(comparisons, header, args.alpha, args.min_samples)
-        out.write(table + "".join(f"{line}\n" for line in render_deltas(deltas)))
+        spend = [
+            "",
+            f"baseline {spend_line(base.spend)}",
+            f"candidate {spend_line(cand.spend)}",
+            ratio_line(base.spend, cand.spend),
+        ]
+        out.write(table + "".join(f"{line}\n" for line in [*render_deltas(deltas), *spend]))
     return exit_code(comparisons)
 
 

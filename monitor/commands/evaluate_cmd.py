@@ -18,6 +18,7 @@ from monitor.commands.offline import OfflineReport, evaluate_offline, read_datas
 from monitor.commands.offline_judges import stderr_progress
 from monitor.commands.offline_signatures import render_groups
 from monitor.commands.offline_spec import InputError, pricing_overrides, selection_and_judges, signature_rules
+from monitor.commands.offline_spend import spend_line
 from monitor.engine.gc_tuning import tune_gc
 from monitor.text import clip
 
@@ -31,6 +32,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Evaluate saved OTLP traces offline. Without --dataset: monitor mode (evaluators that need "
         "ground truth are skipped). With --dataset: experiment mode, each trace matched to its task by a "
         "task.id / task_id / baggage.task.id attribute on its root span, else by identical input text. "
+        "The report ends with what the traces cost (USD per trace: mean, p50, p95, and the total; priced from the "
+        "genai-prices table and the spec's pricing: section). "
         "Exit status 0 when every min_pass_rate in the spec is met, 1 when one is missed, 2 on bad input.",
     )
     parser.add_argument("paths", nargs="+", metavar="FILE", help="trace files or directories")
@@ -57,9 +60,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        selection, judges = selection_and_judges(args.spec)
-        rules = signature_rules(args.spec)
         prices = pricing_overrides(args.spec)
+        selection, judges = selection_and_judges(args.spec, prices)
+        rules = signature_rules(args.spec)
         dataset = read_dataset(args.dataset) if args.dataset else None
         traces = load_traces(args.paths)
     except (InputError, TraceDecodeError) as exc:
@@ -150,6 +153,7 @@ def render_table(report: OfflineReport) -> str:
                 f"{clip(r.explanation, EXPLANATION_WIDTH)}"
             )
     lines += render_groups(report.signatures)
+    lines += ["", spend_line(report.spend)]
     if report.judge_spend:
         lines += ["", "judge spend:"]
         for label, spend in report.judge_spend.items():

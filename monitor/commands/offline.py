@@ -26,6 +26,7 @@ from evaluators.traces.model import Trace
 from monitor.commands.offline_judges import JudgeSpend, Progress, run_judges
 from monitor.commands.offline_signatures import SignatureGroup, group_failures, groups_json
 from monitor.commands.offline_spec import InputError, Selected
+from monitor.commands.offline_spend import SpendSummary, spend_of
 from monitor.engine.configured import relabel
 
 TASK_ID_ATTRIBUTES = ("task.id", "task_id", "baggage.task.id")
@@ -146,6 +147,7 @@ class OfflineReport:
     judge_spend: dict[str, JudgeSpend] = field(default_factory=dict)
     # the failing results grouped by failure signature, most results first
     signatures: list[SignatureGroup] = field(default_factory=list)
+    spend: SpendSummary = field(default_factory=SpendSummary)  # what the traces' LLM calls cost
 
     @property
     def failed_gates(self) -> list[EvaluatorReport]:
@@ -175,6 +177,7 @@ class OfflineReport:
             for record in self.worst
         ]
         data.update(groups_json(self.signatures))
+        data["spend"] = self.spend.to_dict()
         if self.judge_spend:
             data["judge_spend"] = {label: asdict(spend) for label, spend in self.judge_spend.items()}
         data["failed_gates"] = [e.label for e in self.failed_gates]
@@ -195,8 +198,8 @@ def evaluate_offline(
 ) -> OfflineReport:
     """Run the selected evaluators over every trace: experiment mode with a dataset, monitor mode without.
     LLM judges go through one judge engine with `judges` settings (none: every judgement skips). Failures are
-    grouped by signature, with `signature_rules` (the spec's `signatures.rules`); the judges' spend is priced with
-    `prices` (the spec's `pricing.models` overrides) winning over the price table."""
+    grouped by signature, with `signature_rules` (the spec's `signatures.rules`). What the traces cost and the
+    judges' spend are priced with `prices` (the spec's `pricing.models` overrides) winning over the price table."""
     mode: Mode = "experiment" if dataset is not None else "monitor"
     tasks, matched, used = match_tasks(traces, dataset)
     by_label: dict[str, list[EvaluationRecord]] = {s.label: [] for s in selection}
@@ -227,6 +230,7 @@ def evaluate_offline(
         tasks_without_trace=len(dataset) - len(used) if dataset is not None else 0,
         judge_spend=spend,
         signatures=group_failures(every, signature_rules),
+        spend=spend_of(traces, prices),
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -92,26 +92,30 @@ def _ground_truth_rule(info: Any) -> bool:
     return info.kind == "rule" and info.needs_ground_truth and not info.needs_config
 
 
-def default_selection() -> list[Selected]:
-    """The default selection, each builtin with its defaults."""
-    return _select(resolve_section(None, default_names(), entry_type=SpecEntry), "default selection")
+Prices = Mapping[str, ModelPrice]
 
 
-def read_spec(path: str | os.PathLike[str], data: Any = None) -> list[Selected]:
+def default_selection(prices: Prices | None = None) -> list[Selected]:
+    """The default selection, each builtin with its defaults (`prices`: for the evaluators that price calls)."""
+    return _select(resolve_section(None, default_names(), entry_type=SpecEntry), "default selection", prices)
+
+
+def read_spec(path: str | os.PathLike[str], data: Any = None, prices: Prices | None = None) -> list[Selected]:
     """The evaluators a YAML spec file names (`data`: the file already loaded with `load_spec`); modules next
     to the file (or in the cwd) can be imported."""
     path = Path(path)
     if data is None:
         data = load_spec(path)
     with _importable(path.resolve().parent, Path.cwd()):
-        return parse_spec(data, str(path))
+        return parse_spec(data, str(path), prices)
 
 
-def selection_and_judges(spec_path: str | None) -> tuple[list[Selected], JudgeSettings]:
+def selection_and_judges(spec_path: str | None, prices: Prices | None = None) -> tuple[list[Selected], JudgeSettings]:
     """What an offline command evaluates with: the spec file's evaluators (default: every rule-based builtin) and
-    judge settings (its `judges` section, the key from the environment). InputError, ValidationError."""
+    judge settings (its `judges` section, the key from the environment); `prices` (`pricing_overrides`) go to the
+    evaluators that price calls (`cost_budget`). InputError, ValidationError."""
     spec = load_spec(spec_path) if spec_path else None
-    selection = read_spec(spec_path, spec) if spec_path else default_selection()
+    selection = read_spec(spec_path, spec, prices) if spec_path else default_selection(prices)
     return selection, judge_settings(spec if isinstance(spec, dict) else None, os.environ)
 
 
@@ -165,7 +169,7 @@ def _importable(*folders: Path) -> Iterator[None]:
                 sys.path.remove(folder)
 
 
-def parse_spec(data: Any, where: str = "spec") -> list[Selected]:
+def parse_spec(data: Any, where: str = "spec", prices: Prices | None = None) -> list[Selected]:
     """Evaluators from a parsed spec: `{evaluators: ...}` or a bare list of entries.
 
     `evaluators` is a list of entries, or (as in the daemon config) a mapping that edits the default
@@ -185,11 +189,11 @@ def parse_spec(data: Any, where: str = "spec") -> list[Selected]:
         spec = SpecFile.model_validate({"evaluators": data}, context={DEFAULTS_CONTEXT: default_names()})
     except ValidationError as exc:
         raise _invalid(where, validation_problems(SpecFile, exc)) from None
-    return _select(resolve_section(spec.evaluators, default_names(), entry_type=SpecEntry), where)
+    return _select(resolve_section(spec.evaluators, default_names(), entry_type=SpecEntry), where, prices)
 
 
-def _select(resolved: Sequence[Any], where: str) -> list[Selected]:
-    built, problems = build_evaluators(resolved)
+def _select(resolved: Sequence[Any], where: str, prices: Prices | None = None) -> list[Selected]:
+    built, problems = build_evaluators(resolved, prices)
     if problems:
         raise _invalid(where, problems)
     if not built:

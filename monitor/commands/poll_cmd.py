@@ -98,7 +98,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     try:
         since = parse_time("--since", args.since, now)
         until = parse_time("--until", args.until, now) if args.until else now
-        selection, judges = selection_and_judges(args.spec)
+        selection, judges = selection_and_judges(args.spec, config.pricing.overrides())
         source = make_source(entry)
     except (BadRequest, InputError, ValueError, ValidationError) as exc:
         print(f"{PROG}: {exc}", file=err)

@@ -26,8 +26,8 @@ from monitor.review.signature_models import SignatureDetail, SignaturesPage
 
 TOKEN_ENV = "AGENT_MONITOR_API_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:9464"
-FILTERS = ("evaluator", "service", "variant", "agent", "model", "outcome", "since", "until", "limit")
-BREAKDOWN_FILTERS = ("evaluator", "variant", "since", "until")
+FILTERS = ("evaluator", "service", "variant", "agent", "model", "outcome", "since", "until", "limit", "sort")
+BREAKDOWN_FILTERS = ("evaluator", "variant", "since", "until", "sort")
 SIGNATURE_FILTERS = ("evaluator", "service", "variant", "agent", "since", "until", "limit")
 DEFAULT_OUTCOME = "fail"  # the failing results, as the review page lists them
 EVERY_OUTCOME = ("any", "all", "")
@@ -40,12 +40,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Show what the result store holds, from the daemon's review API (--url) or the store itself "
         "(--store: a SQLite file, or a PostgreSQL URL): recent failing results newest first (filtered; --outcome any "
         "for every outcome), one trace with its "
-        "step tree and results (--trace), verdict counts per service, agent, model, tool or variant (--by), or the "
+        "step tree, call costs and results (--trace), verdict counts and spend (USD, LLM calls, unpriced calls) per "
+        "service, agent, model, tool or variant (--by; --sort cost: most spend first), or the "
         "configured evaluators with their window pass ratios and alert states (--evaluators, daemon only). Times: "
         "RFC 3339, Unix seconds, or a duration before now (30m, 1h, 7d). Exit 1 when the source fails, 2 for bad "
         "arguments.",
     )
-    what = parser.add_argument_group("filters (results; --by takes --evaluator, --variant, --since and --until)")
+    what = parser.add_argument_group(
+        "filters (results; --by takes --evaluator, --variant, --since, --until and --sort)"
+    )
     what.add_argument("--evaluator", help="only this evaluator (its metric label)")
     what.add_argument("--service", help="only this service")
     what.add_argument("--variant", help="only traces of this variant (the agent version, variants.attribute)")
@@ -59,6 +62,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     what.add_argument("--since", metavar="TIME", help="evaluated at or after TIME (e.g. 1h: the last hour)")
     what.add_argument("--until", metavar="TIME", help="evaluated before TIME")
     what.add_argument("--limit", metavar="N", help="at most N results (1 to 500, default 50)")
+    what.add_argument(
+        "--sort", metavar="failures|cost", help="--by: most failures first (default), or cost: most spend first"
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--trace", metavar="ID", help="show one trace: summary, step tree, every result")
     mode.add_argument(
@@ -90,6 +96,8 @@ def _check_mode(args: argparse.Namespace) -> None:
         allowed = SIGNATURE_FILTERS if args.by == "signature" else BREAKDOWN_FILTERS
         extra = [name for name in _given(args, FILTERS) if name not in allowed]
         what = f"--by {args.by}" if args.by == "signature" else "--by"
+    elif args.sort is not None:
+        raise SourceError("--sort orders a breakdown: give it with --by", 2)
     else:
         return
     if extra:

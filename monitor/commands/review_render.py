@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from monitor.review.models import Breakdown, EvaluatorInfo, ResultItem, ResultsPage, Step, TraceDetail
-from monitor.text import clip, clip_at_boundary, shown
+from monitor.text import clip, clip_at_boundary, shown, usd
 
 EXPLANATION_WIDTH = 80  # of the results table; cut at a boundary (`clip_at_boundary`)
 FULL_EXPLANATION = 4000  # of the trace view, which shows an explanation whole (up to this bound)
@@ -22,6 +22,13 @@ def when(stamp: float | None) -> str:
 
 def _number(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _spend(value: float | None, unpriced: int) -> str:
+    """A spend with the calls left out of it: `$0.001200`, `$0.001200 + 2 unpriced`, `unpriced (2)`."""
+    if value is None:
+        return f"unpriced ({unpriced})" if unpriced else "-"
+    return usd(value) + (f" + {unpriced} unpriced" if unpriced else "")
 
 
 def _duration(seconds: float | None) -> str:
@@ -81,13 +88,19 @@ def results_table(page: ResultsPage) -> str:
     return text
 
 
-def _step_label(step: Step, width: int) -> str:
+def _step_label(step: Step, width: int, unpriced: bool = False) -> str:
+    """One step's line; `unpriced`: the trace has unpriced calls (a call with usage and no cost is one of them;
+    in a trace stored before spend was kept, no call has a cost and none is called unpriced)."""
     duration = f"{step.duration_ms:.0f}ms"
     error = f"  ERROR {clip(step.error, width)}" if step.error else ""
     name = clip(step.name, 60)
     text = clip(step.text, width)
     if step.kind == "llm":
         tokens = f"{step.input_tokens}→{step.output_tokens} tok" if step.input_tokens is not None else "no usage"
+        if step.cost_usd is not None:
+            tokens += f"  {usd(step.cost_usd)} ({step.cost_source})"
+        elif unpriced and step.input_tokens is not None:
+            tokens += "  unpriced"
         said = f'  "{text}"' if text else ""
         return f"llm {clip(step.model, 60) or name}  {tokens}  {duration}{said}{error}"
     if step.kind in ("tool", "retrieval"):
@@ -114,12 +127,16 @@ def trace_view(detail: TraceDetail, width: int = EXPLANATION_WIDTH) -> str:
         lines.append(
             f"  model:  {clip(usage.model, 60)}  {usage.calls} calls  "
             + (f"{usage.input_tokens}→{usage.output_tokens} tok" if usage.input_tokens is not None else "no usage")
+            + f"  {_spend(usage.cost_usd, usage.unpriced_calls)}"
         )
+    if s.cost_usd is not None or s.unpriced_calls:
+        lines.append(f"  spend:  {_spend(s.cost_usd, s.unpriced_calls)}")
     if s.tools:
         lines.append(f"  tools:  {', '.join(clip(t, 40) for t in s.tools)}")
     for error in s.errors:
         lines.append(f"  error:  {error.kind} {clip(error.name, 40)}: {clip(error.error, width)}")
-    lines += ["  " + "   " * step.depth + "└─ " + _step_label(step, width) for step in detail.steps]
+    unpriced = s.unpriced_calls > 0
+    lines += ["  " + "   " * step.depth + "└─ " + _step_label(step, width, unpriced) for step in detail.steps]
     if s.steps_truncated:
         lines.append("  (the step list was cut at the store's size cap)")
     lines.append("")
@@ -150,15 +167,26 @@ def breakdown_table(breakdown: Breakdown) -> str:
         span = f"from {when(breakdown.since)} to {when(breakdown.until) if breakdown.until is not None else 'now'}"
     else:
         span = f"until {when(breakdown.until)}" if breakdown.until is not None else "everything stored"
-    head = f"results by {breakdown.by} ({scope}, {span})\n"
+    order = ", most spend first" if breakdown.sort == "cost" else ""
+    head = f"results by {breakdown.by} ({scope}, {span}{order})\n"
     if not breakdown.groups:
         return head + "no results\n"
-    headers = (breakdown.by.upper(), "PASSED", "FAILED", "SKIPPED", "PASS RATIO")
+    headers = [breakdown.by.upper(), "PASSED", "FAILED", "SKIPPED", "PASS RATIO"]
     rows = [
-        (clip(g.value, 40) or "(none)", str(g.passed), str(g.failed), str(g.skipped), _number(g.pass_ratio, 3))
+        [clip(g.value, 40) or "(none)", str(g.passed), str(g.failed), str(g.skipped), _number(g.pass_ratio, 3)]
         for g in breakdown.groups
     ]
-    return head + table(headers, rows)
+    foot = ""
+    if any(g.calls for g in breakdown.groups):  # spend columns when the stored traces have LLM calls
+        headers += ["CALLS", "SPEND", "UNPRICED"]
+        for row, g in zip(rows, breakdown.groups, strict=True):
+            row += [str(g.calls), usd(g.cost_usd), str(g.unpriced_calls)]
+        priced = [g.cost_usd for g in breakdown.groups if g.cost_usd is not None]
+        if priced and breakdown.by != "tool":  # a trace's calls count once (a tool's groups overlap)
+            calls = sum(g.calls for g in breakdown.groups)
+            unpriced = sum(g.unpriced_calls for g in breakdown.groups)
+            foot = f"total spend {usd(sum(priced))} over {calls} LLM calls ({unpriced} unpriced)\n"
+    return head + table(headers, rows) + foot
 
 
 def evaluators_table(infos: Sequence[EvaluatorInfo]) -> str:

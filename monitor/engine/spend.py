@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from evaluators.pricing import ModelPrice, call_cost, token_kinds
+from evaluators.pricing import CallCost, token_kinds
 from evaluators.traces.spans import LLMSpan
 from monitor.store.rows import CallFigures
 
 
-def call_figures(call: LLMSpan, prices: Mapping[str, ModelPrice]) -> CallFigures:
-    """`call`'s tokens by kind and its cost: the span's own cost, else priced from the table or `prices`."""
+def call_figures(call: LLMSpan, cost: CallCost | None) -> CallFigures:
+    """`call`'s tokens by kind and its `cost` (`evaluators.pricing.call_cost`: the span's own cost, else priced
+    from the table or the `pricing.models` overrides)."""
     usage = call.usage
-    cost = call_cost(call, prices)
     return CallFigures(
         call.model,
         call.agent_name or "",

@@ -32,7 +32,7 @@ from monitor.engine.signing import Signer
 from monitor.engine.spend import call_figures
 from monitor.engine.variants import MAX_VARIANT_CHARS, pair_keys, variant_of
 from monitor.store.rows import JudgeJob, ResultRow, TraceFailure, TraceOutcome, bounded, result_row
-from monitor.store.trace_detail import trace_detail
+from monitor.store.trace_detail import call_costs, trace_detail
 
 log = logging.getLogger(__name__)
 
@@ -110,12 +110,13 @@ class TraceEvaluator:
         variant = variant_of(trace, self.variants.attribute)
         version = version_of(trace)
         rows = tuple(self.rows(trace, jobs, service, variant, version))
+        costs = call_costs(trace, self.prices)  # once: for the metrics and the stored detail
         return TraceOutcome(
             trace_id=trace.trace_id,
             service=service,
             duration_seconds=metrics.total_duration_ms / 1000.0,
             has_error=bool(metrics.has_errors),
-            calls=tuple(call_figures(c, self.prices) for c in llm_calls),
+            calls=tuple(call_figures(c, costs[c.span_id]) for c in llm_calls),
             tools=tuple((t.name, not t.has_error) for t in trace.get_tool_calls()),
             input=bounded(trace.input),
             output=bounded(trace.output),
@@ -124,7 +125,7 @@ class TraceEvaluator:
             last_seen=last_seen,
             results=rows,
             judge_jobs=tuple(jobs),
-            detail=trace_detail(trace, self.max_steps) if self._stores(rows) else None,
+            detail=trace_detail(trace, self.max_steps, costs=costs) if self._stores(rows) else None,
             variant=variant,
             pair_keys=pair_keys(trace, variant, self.variants),
             version=version,

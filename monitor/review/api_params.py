@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, get_args
 
 from monitor.config.units import parse_duration
-from monitor.review.models import BreakdownBy, Outcome, ResultFilter
+from monitor.review.models import BreakdownBy, BreakdownSort, Outcome, ResultFilter
 from monitor.review.signature_models import DEFAULT_RANGE, SignatureFilter
 
 DEFAULT_LIMIT = 50
@@ -27,6 +27,7 @@ MAX_PARAM_CHARS = 256  # longest query value read (names and values); a longer o
 MAX_INT_DIGITS = 18  # a whole-number parameter fits a signed 64-bit integer
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 BREAKDOWN_BY: tuple[str, ...] = get_args(BreakdownBy)
+BREAKDOWN_SORT: tuple[str, ...] = get_args(BreakdownSort)
 _TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
 TRACE_ID_PATTERN = "^[0-9a-fA-F]{32}$"
 
@@ -92,6 +93,11 @@ BREAKDOWN_PARAMS: tuple[QueryParam, ...] = (
     VARIANT,
     SINCE,
     UNTIL,
+    QueryParam(
+        "sort",
+        "The order of the groups: most failures first, or most spend (USD) first.",
+        {"type": "string", "enum": list(BREAKDOWN_SORT), "default": "failures"},
+    ),
 )
 
 
@@ -216,6 +222,7 @@ class BreakdownQuery:
     since: float | None
     until: float | None
     variant: str | None = None
+    sort: BreakdownSort = "failures"
 
 
 def breakdown_query(pairs: Iterable[tuple[str, str]], now: float) -> BreakdownQuery:
@@ -224,8 +231,18 @@ def breakdown_query(pairs: Iterable[tuple[str, str]], now: float) -> BreakdownQu
     by = values.get("by", "service")
     if by not in BREAKDOWN_BY:
         raise BadRequest(f"by must be one of {', '.join(BREAKDOWN_BY)}, got {shown(by)!r}")
+    sort = values.get("sort", "failures")
+    if sort not in BREAKDOWN_SORT:
+        raise BadRequest(f"sort must be one of {', '.join(BREAKDOWN_SORT)}, got {shown(sort)!r}")
     since, until = _time_range(values, now)
-    return BreakdownQuery(by, values.get("evaluator"), since, until, values.get("variant"))  # type: ignore[arg-type]
+    return BreakdownQuery(
+        by,  # type: ignore[arg-type]  # checked against BREAKDOWN_BY above
+        values.get("evaluator"),
+        since,
+        until,
+        values.get("variant"),
+        sort,  # type: ignore[arg-type]  # checked against BREAKDOWN_SORT above
+    )
 
 
 SIGNATURE_LIMIT = 50

@@ -16,6 +16,8 @@ from monitor.review.signature_models import SignatureReader
 Outcome = Literal["pass", "fail", "skip"]
 BreakdownBy = Literal["service", "agent", "model", "tool", "variant"]
 StepKind = Literal["agent", "llm", "tool", "retrieval", "handoff", "span"]
+CostSource = Literal["span", "price_table", "override"]  # the span's own cost, genai-prices, a pricing.models entry
+BreakdownSort = Literal["failures", "cost"]
 
 
 class ReviewModel(BaseModel):
@@ -79,6 +81,8 @@ class Step(ReviewModel):
     input_tokens: int | None = None  # llm
     output_tokens: int | None = None  # llm
     text: str | None = None  # llm: the response; tool: arguments → result; retrieval: the query (bounded)
+    cost_usd: float | None = None  # llm: what the call cost; None: unpriced (no usage, or no known price)
+    cost_source: CostSource | None = None  # llm: where the cost came from
 
 
 class ModelUsage(ReviewModel):
@@ -86,6 +90,17 @@ class ModelUsage(ReviewModel):
     calls: int
     input_tokens: int | None  # None: unknown (no call of the model recorded its usage, e.g. failed calls)
     output_tokens: int | None
+    cost_usd: float | None = None  # what its calls cost; None when none was priced
+    unpriced_calls: int = 0  # calls with usage and no known price
+
+
+class AgentSpend(ReviewModel):
+    """What one agent's LLM calls in a trace cost ("" for calls outside any agent)."""
+
+    agent: str
+    calls: int
+    cost_usd: float | None = None
+    unpriced_calls: int = 0
 
 
 class ErrorSpan(ReviewModel):
@@ -110,6 +125,9 @@ class TraceSummary(ReviewModel):
     tools: list[str] = []
     errors: list[ErrorSpan] = []
     steps_truncated: bool = False  # the step list was cut at the store's size cap
+    cost_usd: float | None = None  # the trace's spend (its priced calls); None when no call was priced
+    unpriced_calls: int = 0  # calls with usage and no known price (not in cost_usd)
+    agent_spend: list[AgentSpend] = []
 
 
 class TraceDetail(ReviewModel):
@@ -126,6 +144,11 @@ class BreakdownGroup(ReviewModel):
     failed: int
     skipped: int
     pass_ratio: float | None = None  # passed / (passed + failed); None without verdicts
+    # spend of the stored traces in the range (whatever the evaluator): their LLM calls of this model or agent,
+    # or every call of the traces of this service, variant or tool
+    calls: int = 0
+    cost_usd: float | None = None  # None: no call priced
+    unpriced_calls: int = 0
 
 
 class Breakdown(ReviewModel):
@@ -134,7 +157,8 @@ class Breakdown(ReviewModel):
     by: BreakdownBy
     since: float | None = None
     until: float | None = None
-    groups: list[BreakdownGroup]  # most failures first
+    sort: BreakdownSort = "failures"
+    groups: list[BreakdownGroup]  # most failures first (sort: cost, the most spend first)
 
 
 class EvaluatorWindow(ReviewModel):
@@ -216,8 +240,10 @@ class ReviewReader(SignatureReader, Protocol):
         since: float | None = None,
         until: float | None = None,
         variant: str | None = None,
+        sort: BreakdownSort = "failures",
     ) -> Breakdown:
         """Verdict counts per service, agent, model, tool or variant over the range, of one variant's traces when
         `variant` is given (a trace counts for every tool it called, at trace level; agent and model come from the
-        result's own dispatch unit when it has one)."""
+        result's own dispatch unit when it has one), with the spend of the stored traces in the range; most
+        failures first, or (`sort` cost) the most spend first."""
         ...

@@ -44,6 +44,12 @@ class PostgresDialect(Dialect):
     def bucket(self, expression: str) -> str:
         return f"CAST(FLOOR({expression}) AS BIGINT)"
 
+    def each_of(self, column: str, key: str, alias: str) -> str:
+        return f"jsonb_array_elements({column}->'{key}') AS {alias}(value)"
+
+    def number(self, expression: str) -> str:
+        return f"CAST({expression} AS DOUBLE PRECISION)"
+
 
 POSTGRES = PostgresDialect()
 _COLUMNS = Columns(set(TRACE_COLUMNS), POSTGRES)

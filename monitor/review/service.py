@@ -103,4 +103,4 @@ class ReviewService:
     def breakdown(self, pairs: Iterable[tuple[str, str]]) -> Breakdown:
         query = breakdown_query(pairs, self.clock())
         with self._reading() as reader:
-            return reader.breakdown(query.by, query.evaluator, query.since, query.until, query.variant)
+            return reader.breakdown(query.by, query.evaluator, query.since, query.until, query.variant, query.sort)

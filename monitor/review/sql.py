@@ -83,6 +83,15 @@ class Dialect:
         """The whole part of a non-negative number (a trend bucket's index)."""
         return f"CAST({expression} AS INTEGER)"
 
+    def each_of(self, column: str, key: str, alias: str) -> str:
+        """A FROM item `alias` expanding the JSON array under `key` of a JSON object column: alias.value (none
+        when the key is missing)."""
+        return f"json_each({column}, '$.{key}') {alias}"
+
+    def number(self, expression: str) -> str:
+        """A JSON value (from `item`) as a number, for SUM."""
+        return expression
+
 
 SQLITE = Dialect()
 
@@ -246,6 +255,38 @@ def breakdown_queries(by: str, where: ResultFilter, cols: Columns) -> list[tuple
         count, source = "COUNT(*)", f"traces t, {d.each_passed('t.passed')}{tools}"
     queries.append((f"SELECT {group}, {count}, 0, 0 FROM {source}{packed_where.sql} GROUP BY 1", packed_where.params))
     return queries
+
+
+def spend_query(by: str, where: ResultFilter, cols: Columns) -> tuple[str, list[Any]] | None:
+    """(sql, params) giving rows (value, calls, cost USD or NULL, priced entries, unpriced calls): the spend of
+    the stored traces in `where`'s range and variant, from their review detail (store/packing.py): per model or
+    agent its own calls, per service, variant or tool every call of the traces. None for a database from before
+    the review detail."""
+    if "detail" not in cols.present:
+        return None
+    d = cols.dialect
+    conditions = Conditions("t.detail IS NOT NULL")
+    if where.variant is not None:
+        conditions.add(cols.variant_is(where.variant), where.variant)
+    conditions.time_range("t.created_at", where)
+    tools = f", {d.each_tool(cols('tools'))}" if by == "tool" else ""
+    if by == "agent":  # [agent, calls, cost, unpriced]
+        source, calls, cost, unpriced = d.each_of("t.detail", "agent_spend", "s"), 1, 2, 3
+        group = f"COALESCE({d.item('s.value', 0)}, '')"
+    else:  # models: [model, calls, input, output, cost, unpriced]
+        source, calls, cost, unpriced = d.each_of("t.detail", "models", "s"), 1, 4, 5
+        group = {
+            "service": "COALESCE(t.service, '')",
+            "model": f"COALESCE({d.item('s.value', 0)}, '')",
+            "tool": "tool.value",
+            "variant": cols.variant,
+        }[by]
+    value = d.number(d.item("s.value", cost))
+    sql = (
+        f"SELECT {group}, SUM({d.number(d.item('s.value', calls))}), SUM({value}), COUNT({value}),"
+        f" SUM({d.number(d.item('s.value', unpriced))}) FROM traces t, {source}{tools}{conditions.sql} GROUP BY 1"
+    )
+    return sql, conditions.params
 
 
 def _count_if(condition: str) -> str:

@@ -28,9 +28,11 @@ from pathlib import Path
 from typing import Any, NamedTuple, TypeVar, get_args
 
 from monitor.review.models import (
+    AgentSpend,
     Breakdown,
     BreakdownBy,
     BreakdownGroup,
+    BreakdownSort,
     ErrorSpan,
     ModelUsage,
     ResultFilter,
@@ -51,6 +53,7 @@ from monitor.review.sql import (
     encode_cursor,
     passing_query,
     results_query,
+    spend_query,
 )
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.rows import STEP_FIELDS
@@ -152,34 +155,62 @@ class StoreReviewReader(SignatureReads, ABC):
         since: float | None = None,
         until: float | None = None,
         variant: str | None = None,
+        sort: BreakdownSort = "failures",
     ) -> Breakdown:
         if by not in get_args(BreakdownBy):
             raise ValueError(f"cannot break down by {by!r}")
+        if sort not in get_args(BreakdownSort):
+            raise ValueError(f"cannot sort a breakdown by {sort!r}")
         where = ResultFilter(evaluator=evaluator, variant=variant, since=since, until=until)
 
         def read(db: Database) -> list[BreakdownGroup]:
+            cols = self._columns_of(db)
             counts: dict[str, list[int]] = {}
-            for sql, params in breakdown_queries(by, where, self._columns_of(db)):
+            for sql, params in breakdown_queries(by, where, cols):
                 for value, passed, failed, skipped in db.execute(sql, params):
                     group = counts.setdefault(str(value), [0, 0, 0])
                     group[0] += passed or 0
                     group[1] += failed or 0
                     group[2] += skipped or 0
-            groups = [
-                BreakdownGroup(
-                    value=value,
-                    passed=p,
-                    failed=f,
-                    skipped=s,
-                    pass_ratio=p / (p + f) if p + f else None,
-                )
-                for value, (p, f, s) in counts.items()
-                if p or f or s
-            ]
-            return sorted(groups, key=lambda g: (-g.failed, -(g.passed + g.failed + g.skipped), g.value))
+            spend: dict[str, tuple[int, float | None, int]] = {}
+            query = spend_query(by, where, cols)
+            if query is not None:
+                for value, calls, usd, priced, unpriced in db.execute(*query):
+                    spend[str(value)] = (int(calls or 0), float(usd) if priced else None, int(unpriced or 0))
+            groups = []
+            for value in {**counts, **spend}:
+                p, f, s = counts.get(value, (0, 0, 0))
+                calls, usd, unpriced = spend.get(value, (0, None, 0))
+                if p or f or s or calls:
+                    groups.append(
+                        BreakdownGroup(
+                            value=value,
+                            passed=p,
+                            failed=f,
+                            skipped=s,
+                            pass_ratio=p / (p + f) if p + f else None,
+                            calls=calls,
+                            cost_usd=usd,
+                            unpriced_calls=unpriced,
+                        )
+                    )
+            return sorted(groups, key=_sort_key(sort))
 
         groups = self._run(read)
-        return Breakdown(evaluator=evaluator, variant=variant, by=by, since=since, until=until, groups=groups)
+        return Breakdown(
+            evaluator=evaluator, variant=variant, by=by, since=since, until=until, sort=sort, groups=groups
+        )
+
+
+def _sort_key(sort: BreakdownSort) -> Callable[[BreakdownGroup], tuple]:
+    """Most failures first (then most results), or with `cost` the most spend first (then most failures)."""
+
+    def failures(g: BreakdownGroup) -> tuple:
+        return (-g.failed, -(g.passed + g.failed + g.skipped), g.value)
+
+    if sort == "cost":
+        return lambda g: (-(g.cost_usd or 0.0), -g.unpriced_calls, *failures(g))
+    return failures
 
 
 class SQLiteReviewReader(StoreReviewReader):
@@ -270,6 +301,16 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return stat.st_dev, stat.st_ino
 
 
+def _model_usage(
+    model: str | None, calls: int, tokens_in: int | None, tokens_out: int | None, usd: float | None = None, n: int = 0
+) -> ModelUsage:
+    """A stored models entry (its cost and unpriced calls missing in databases from before spend was stored)."""
+    name = model if model is not None else "unknown"
+    return ModelUsage(
+        model=name, calls=calls, input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=usd, unpriced_calls=n
+    )
+
+
 def _excerpt(text: str | None) -> str | None:
     if text is None or len(text) <= EXCERPT:
         return text
@@ -336,6 +377,7 @@ def _trace_detail(trace_id: str, row: tuple | None, rows: list[tuple]) -> TraceD
     else:
         at, service, given, answer, span_count, duration_ms, has_errors, packed, agents, tools, detail, variant = row
         unpacked = json.loads(detail) if detail else {}
+        cost = unpacked.get("cost")  # [USD, unpriced calls]; missing in databases from before spend was stored
         summary = TraceSummary(
             trace_id=trace_id,
             evaluated_at=at,
@@ -347,13 +389,16 @@ def _trace_detail(trace_id: str, row: tuple | None, rows: list[tuple]) -> TraceD
             span_count=span_count or 0,
             duration_ms=duration_ms or 0.0,
             has_errors=bool(has_errors),
-            models=[
-                ModelUsage(model=model if model is not None else "unknown", calls=c, input_tokens=i, output_tokens=o)
-                for model, c, i, o in unpacked.get("models", ())
-            ],
+            models=[_model_usage(*entry) for entry in unpacked.get("models", ())],
             tools=json.loads(tools) if tools else [],
             errors=[ErrorSpan(span_id=s, name=n, kind=k, error=e) for s, n, k, e in unpacked.get("errors", ())],
             steps_truncated=bool(unpacked.get("truncated")),
+            cost_usd=cost[0] if cost else None,
+            unpriced_calls=cost[1] if cost else 0,
+            agent_spend=[
+                AgentSpend(agent=a, calls=c, cost_usd=usd, unpriced_calls=n)
+                for a, c, usd, n in unpacked.get("agent_spend", ())
+            ],
         )
         steps = [Step(**dict(zip(STEP_FIELDS, values))) for values in unpacked.get("steps", ())]
         trace = _Trace(trace_id, at, service, variant, given, answer)

@@ -30,7 +30,9 @@ Written = TraceOutcome | LateResults
 
 SAMPLED_OUT = "sampled_out"
 PASSED_FIELDS = ("evaluator", "level", "span_id", "agent", "model", "score", "explanation", "details")
-DETAIL_KEYS = ("models", "errors", "steps", "truncated")  # models: [model, calls, input, output tokens]
+# models: [model, calls, input, output tokens, cost USD, unpriced calls]; cost: [the trace's USD, unpriced calls];
+# agent_spend: [agent, calls, cost USD, unpriced calls] (a cost null when nothing was priced)
+DETAIL_KEYS = ("models", "errors", "steps", "truncated", "cost", "agent_spend")
 _PACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 CLEAN_TEXT = 300  # the longest text remembered as clean
 CLEAN_TEXTS = 20_000  # texts remembered (then forgotten all at once)
@@ -203,12 +205,21 @@ def _passed_entry(r: ResultRow, texts: Iterator[str | None]) -> tuple:
 def _detail(detail: TraceDetailRow, texts: Iterator[str | None]) -> dict:
     steps = [
         [span_id, parent, depth, kind, next(texts) or "", offset, duration, next(texts), model, input_tokens,
-         output_tokens, next(texts)]
-        for span_id, parent, depth, kind, _, offset, duration, _, model, input_tokens, output_tokens, _
+         output_tokens, next(texts), _number(usd), source]
+        for span_id, parent, depth, kind, _, offset, duration, _, model, input_tokens, output_tokens, _, usd, source
         in detail.steps
     ]  # fmt: skip
     errors = [[span_id, next(texts) or "", kind, next(texts) or "error"] for span_id, _, kind, _ in detail.errors]
-    return {"models": detail.models, "errors": errors, "steps": steps, "truncated": detail.steps_truncated}
+    models = [[*m[:4], _number(m[4]), *m[5:]] if len(m) > 4 else list(m) for m in detail.models]
+    agents = [[agent, calls, _number(usd), unpriced] for agent, calls, usd, unpriced in detail.agent_spend]
+    return {
+        "models": models,
+        "errors": errors,
+        "steps": steps,
+        "truncated": detail.steps_truncated,
+        "cost": [_number(detail.cost_usd), detail.unpriced_calls],
+        "agent_spend": agents,
+    }
 
 
 def _number(value: float | None) -> float | None:

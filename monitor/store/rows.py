@@ -107,15 +107,22 @@ class TraceOutcome(NamedTuple):
 
 
 class TraceDetailRow(NamedTuple):
-    """A trace's steps and summary for the review (`trace_detail.py`), bounded; the store masks its text."""
+    """A trace's steps and summary for the review (`trace_detail.py`), bounded; the store masks its text.
+
+    Spend: a cost is USD, None when no call of the group was priced (never a made-up 0); an unpriced call is one
+    with usage and no known price (as `agent_llm_unpriced_calls_total` counts them)."""
 
     agents: tuple[str, ...]  # agent names, in order of first appearance
-    # (model, calls, input tokens, output tokens), by first call; tokens None: no call of the model recorded usage
-    models: tuple[tuple[str | None, int, int | None, int | None], ...]
+    # (model, calls, input tokens, output tokens[, cost USD, unpriced calls]), by first call; tokens None: no call
+    # of the model recorded usage
+    models: tuple[tuple, ...]
     tools: tuple[str, ...]  # the tools called, in order of first call
     errors: tuple[tuple[str, str, str, str], ...]  # (span_id, name, kind, error) of every failed span (capped)
     steps: tuple[tuple, ...]  # the step tree, depth-first, as STEP_FIELDS
     steps_truncated: bool  # `steps` stops at the store's cap
+    cost_usd: float | None = None  # the trace's spend: the sum of its priced calls
+    unpriced_calls: int = 0
+    agent_spend: tuple[tuple[str, int, float | None, int], ...] = ()  # (agent, calls, cost USD, unpriced calls)
 
 
 STEP_FIELDS = (
@@ -131,6 +138,8 @@ STEP_FIELDS = (
     "input_tokens",
     "output_tokens",
     "text",
+    "cost_usd",  # llm: what the call cost (None: unpriced or no usage)
+    "cost_source",  # llm: span | price_table | override (None when unpriced)
 )
 
 

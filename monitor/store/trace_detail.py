@@ -4,14 +4,18 @@ It runs where the trace is evaluated (a worker process), once per stored trace. 
 (`step_tree`): agent → LLM call → tool call, retrieval, handoff, depth-first in start order, cut at `max_steps`
 (a prefix of the depth-first order, so every kept step's parent is kept). Text is bounded here (a little more
 than stored, see rows.MASK_MARGIN); the store masks it and cuts it to `STEP_TEXT`.
+
+Spend: each LLM step's cost and its source, and the cost per model, per agent and of the whole trace, from
+`evaluators.pricing.call_cost` (the span's own cost, else the price table or a `pricing.models` override).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+from evaluators.pricing import CallCost, ModelPrice, call_cost
 from evaluators.traces.model import Trace
 from evaluators.traces.spans import AgentSpan, HandoffSpan, LLMSpan, RetrieverSpan, Span, ToolSpan
 from monitor.config.store import StoreConfig
@@ -72,8 +76,24 @@ def step_name(span: Span, kind: str) -> str:
     return _cut(name, NAME) or ""
 
 
-def trace_detail(trace: Trace, max_steps: int = MAX_STEPS) -> TraceDetailRow:
-    """The TraceDetailRow of a built trace (text bounded, not yet masked)."""
+Costs = Mapping[str, CallCost | None]  # an LLM call's span id → what it cost (None: unpriced or no usage)
+
+
+def call_costs(trace: Trace, prices: Mapping[str, ModelPrice] | None = None) -> dict[str, CallCost | None]:
+    """What each LLM call of `trace` cost, by span id (`prices`: the `pricing.models` overrides)."""
+    return {call.span_id: call_cost(call, prices) for call in trace.get_llm_calls()}
+
+
+def trace_detail(
+    trace: Trace,
+    max_steps: int = MAX_STEPS,
+    prices: Mapping[str, ModelPrice] | None = None,
+    costs: Costs | None = None,
+) -> TraceDetailRow:
+    """The TraceDetailRow of a built trace (text bounded, not yet masked). `costs`: each call's cost, when the
+    caller has them (else priced here with `prices`)."""
+    if costs is None:
+        costs = call_costs(trace, prices)
     start = trace.start_time
     steps: list[tuple] = []
     errors: list[tuple[str, str, str, str]] = []
@@ -83,24 +103,56 @@ def trace_detail(trace: Trace, max_steps: int = MAX_STEPS) -> TraceDetailRow:
         if failed and len(errors) < MAX_LISTED:
             errors.append((span.span_id, step_name(span, kind), kind, _cut(span.error, STEP_TEXT) or "error"))
         if len(steps) < max_steps:  # a prefix of the depth-first order: every parent is among the steps
-            steps.append(_step(span, depth, kind, failed, start))
+            steps.append(_step(span, depth, kind, failed, start, costs))
+    total, unpriced, by_agent = _spend(trace, costs)
     return TraceDetailRow(
         agents=tuple(_name(a) for a in trace.agent_names[:MAX_LISTED]),
-        models=_models(trace),
+        models=_models(trace, costs),
         tools=tuple(_name(t) for t in dict.fromkeys(t.name for t in trace.get_tool_calls()))[:MAX_LISTED],
         errors=tuple(errors),
         steps=tuple(steps),
         steps_truncated=len(steps) < trace.span_count,
+        cost_usd=total,
+        unpriced_calls=unpriced,
+        agent_spend=by_agent,
     )
 
 
-def _step(span: Span, depth: int, kind: str, failed: bool, trace_start: int) -> tuple:
+def _unpriced(call: LLMSpan, cost: CallCost | None) -> bool:
+    """A call with usage and no price (a call without usage, e.g. a failed one, is neither priced nor not)."""
+    return cost is None and call.usage is not None
+
+
+def _spend(trace: Trace, costs: Costs) -> tuple[float | None, int, tuple[tuple[str, int, float | None, int], ...]]:
+    """(the trace's cost, its unpriced calls, (agent, calls, cost, unpriced calls) per agent by first call)."""
+    total: float | None = None
+    unpriced = 0
+    agents: dict[str, list] = {}  # calls, cost, unpriced
+    for call in trace.get_llm_calls():
+        cost = costs.get(call.span_id)
+        name = _name(call.agent_name or "")
+        spent = agents.get(name)
+        if spent is None and len(agents) < MAX_LISTED:
+            spent = agents[name] = [0, None, 0]
+        missing = _unpriced(call, cost)
+        unpriced += missing
+        if cost is not None:
+            total = (total or 0.0) + cost.usd
+        if spent is not None:
+            spent[0] += 1
+            spent[2] += missing
+            if cost is not None:
+                spent[1] = (spent[1] or 0.0) + cost.usd
+    return total, unpriced, tuple((name, calls, usd, n) for name, (calls, usd, n) in agents.items())
+
+
+def _step(span: Span, depth: int, kind: str, failed: bool, trace_start: int, costs: Costs) -> tuple:
     record = span.record
     parent = record.parent_span_id if depth else None
     begin = record.start_time_unix_nano
     offset = (begin - trace_start) / 1e6 if begin > 0 and trace_start > 0 else 0.0
     error = _cut(span.error, STEP_TEXT) if failed else None
-    model = input_tokens = output_tokens = text = None
+    model = input_tokens = output_tokens = text = usd = source = None
     if kind == "llm":
         assert isinstance(span, LLMSpan)
         model = span.model
@@ -112,6 +164,9 @@ def _step(span: Span, depth: int, kind: str, failed: bool, trace_start: int) -> 
         if not text and span.tool_calls:
             text = "→ calls " + ", ".join(call.name for call in span.tool_calls)
         text = _cut(text, STEP_TEXT)
+        cost = costs.get(span.span_id)
+        if cost is not None:
+            usd, source = cost.usd, cost.source
     elif kind == "tool":
         assert isinstance(span, ToolSpan)
         arguments = _cut(_as_text(span.recorded_arguments), STEP_TEXT // 2) or ""
@@ -121,29 +176,33 @@ def _step(span: Span, depth: int, kind: str, failed: bool, trace_start: int) -> 
         assert isinstance(span, RetrieverSpan)
         text = _cut(span.query, STEP_TEXT)
     return (record.span_id, parent, depth, kind, step_name(span, kind), offset, record.duration_ms, error, model,
-            input_tokens, output_tokens, text)  # fmt: skip
+            input_tokens, output_tokens, text, usd, source)  # fmt: skip
 
 
-def _models(trace: Trace) -> tuple[tuple[str | None, int, int | None, int | None], ...]:
-    """(model, calls, input tokens, output tokens) per model; the tokens None when no call of the model recorded
-    its usage (a failed call), not 0."""
-    usage: dict[str | None, list[int]] = {}  # calls, input, output, calls with usage
+def _models(trace: Trace, costs: Costs) -> tuple[tuple, ...]:
+    """(model, calls, input tokens, output tokens, cost USD, unpriced calls) per model; the tokens None when no
+    call of the model recorded its usage (a failed call), not 0; the cost None when none of its calls was priced."""
+    usage: dict[str | None, list] = {}  # calls, input, output, calls with usage, cost, unpriced
     for call in trace.get_llm_calls():  # by start time: the first model first
         model = _name(call.model) if call.model is not None else None
         counts = usage.get(model)
         if counts is None:
             if len(usage) >= MAX_LISTED:
                 continue
-            counts = usage[model] = [0, 0, 0, 0]
+            counts = usage[model] = [0, 0, 0, 0, None, 0]
         metrics = call.metrics
+        cost = costs.get(call.span_id)
         counts[0] += 1
+        counts[5] += _unpriced(call, cost)
+        if cost is not None:
+            counts[4] = (counts[4] or 0.0) + cost.usd
         if metrics.has_usage:
             counts[1] += metrics.input_tokens
             counts[2] += metrics.output_tokens
             counts[3] += 1
     return tuple(
-        (model, calls, tokens_in if known else None, tokens_out if known else None)
-        for model, (calls, tokens_in, tokens_out, known) in usage.items()
+        (model, calls, tokens_in if known else None, tokens_out if known else None, usd, unpriced)
+        for model, (calls, tokens_in, tokens_out, known, usd, unpriced) in usage.items()
     )
 
 

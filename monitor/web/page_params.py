@@ -14,7 +14,7 @@ from typing import get_args
 
 from monitor.review.api_params import MAX_PARAM_CHARS, BadRequest, bounded, parse_int
 from monitor.review.api_params import parse_time as api_parse_time
-from monitor.review.models import BreakdownBy, Outcome, ResultFilter
+from monitor.review.models import BreakdownBy, BreakdownSort, Outcome, ResultFilter
 
 FILTER_KEYS = ("evaluator", "service", "variant", "agent", "model", "outcome", "since", "until")
 QUERY_KEYS = (*FILTER_KEYS, "cursor", "limit")
@@ -92,3 +92,13 @@ def breakdown_by(query: Mapping[str, str], default: str = "service") -> str:
     if by not in BREAKDOWN_BY:
         raise QueryError(f"by: {by!r} is not one of {', '.join(BREAKDOWN_BY)}")
     return by
+
+
+BREAKDOWN_SORT: tuple[str, ...] = get_args(BreakdownSort)
+
+
+def breakdown_sort(query: Mapping[str, str]) -> str:
+    sort = text_param(query, "sort") or "failures"
+    if sort not in BREAKDOWN_SORT:
+        raise QueryError(f"sort: {sort!r} is not one of {', '.join(BREAKDOWN_SORT)}")
+    return sort

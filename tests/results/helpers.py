@@ -102,7 +102,7 @@ def outcome(
     variant: str = "",
 ) -> TraceOutcome:
     return TraceOutcome(
-        trace_id, service, 1.0, False, (), (), (), given, answer, 3, 1000.0, 0.0, tuple(rows), (), detail, variant
+        trace_id, service, 1.0, False, (), (), given, answer, 3, 1000.0, 0.0, tuple(rows), (), detail, variant
     )
 
 

@@ -4,8 +4,10 @@ breakdowns."""
 from __future__ import annotations
 
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 
+import genai_prices
 import pytest
 
 from evaluators.sdk import builtin
@@ -13,6 +15,7 @@ from monitor.config.variants import VariantsConfig
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.review.models import (
+    AgentSpend,
     BreakdownGroup,
     ErrorSpan,
     ModelUsage,
@@ -39,8 +42,19 @@ def evaluator(variants: VariantsConfig | None = None) -> TraceEvaluator:
     return TraceEvaluator(configured, store_results="all", variants=variants)
 
 
+def library_price(model: str, tokens_in: int, tokens_out: int, start_ns: int) -> float:
+    """genai-prices' own figure for one call (what the store must hold, computed here from the library)."""
+    usage = genai_prices.Usage(input_tokens=tokens_in, output_tokens=tokens_out)
+    when = datetime.fromtimestamp(start_ns / 1e9, UTC)
+    return float(genai_prices.calc_price(usage, model, genai_request_timestamp=when).total_price)
+
+
 def test_a_trace_goes_through_the_store_and_back_as_the_models_say(backend: Backend) -> None:
     trace = agent_trace()
+    big, mini = (
+        library_price(c.model or "", c.metrics.input_tokens, c.metrics.output_tokens, c.start_time)
+        for c in trace.get_llm_calls()
+    )
     evaluated = evaluator().outcome(trace)
     store = backend.store()
     store.write([evaluated])
@@ -60,11 +74,13 @@ def test_a_trace_goes_through_the_store_and_back_as_the_models_say(backend: Back
             span_count=6,
             duration_ms=evaluated.duration_ms,
             has_errors=True,
-            models=[ModelUsage(model="gpt-4o", calls=1, input_tokens=100, output_tokens=10),
-                    ModelUsage(model="gpt-4o-mini", calls=1, input_tokens=200, output_tokens=20)],
+            models=[ModelUsage(model="gpt-4o", calls=1, input_tokens=100, output_tokens=10, cost_usd=big),
+                    ModelUsage(model="gpt-4o-mini", calls=1, input_tokens=200, output_tokens=20, cost_usd=mini)],
             tools=["search", "calc"],
             errors=[ErrorSpan(span_id=d.steps[4][0], name="calc", kind="tool", error="division by zero")],
             steps_truncated=False,
+            cost_usd=big + mini,
+            agent_spend=[AgentSpend(agent="planner", calls=2, cost_usd=big + mini)],
         ),
         steps=[Step(**dict(zip(STEP_FIELDS, step))) for step in d.steps],
         results=[
@@ -76,6 +92,10 @@ def test_a_trace_goes_through_the_store_and_back_as_the_models_say(backend: Back
         ],
     )  # fmt: skip
     assert got == expected
+    assert [(s.model, s.cost_usd, s.cost_source) for s in got.steps if s.kind == "llm"] == [
+        ("gpt-4o", big, "price_table"),
+        ("gpt-4o-mini", mini, "price_table"),
+    ]
     assert [(s.kind, s.depth, s.name) for s in got.steps] == [
         ("agent", 0, "planner"),
         ("retrieval", 1, "retrieval kb"),
@@ -258,7 +278,8 @@ def test_breakdowns_count_each_group_exactly(backend: Backend) -> None:
     assert groups("model", variant="", evaluator="b") == [("gpt-4o-mini", 1, 0, 0)]
     assert reader.breakdown("variant", variant="1.5").variant == "1.5"
     shop = reader.breakdown("service").groups[0]
-    assert shop == BreakdownGroup(value="shop", passed=4, failed=2, skipped=1, pass_ratio=4 / 6)
+    # calls: the models entries of its traces (written without costs, as before spend was stored: unpriced None)
+    assert shop == BreakdownGroup(value="shop", passed=4, failed=2, skipped=1, pass_ratio=4 / 6, calls=2)
     backend.execute("UPDATE traces SET created_at = 1000 WHERE trace_id != ?", ("1" * 32,))
     backend.execute("UPDATE results SET created_at = 1000 WHERE trace_id != ?", ("1" * 32,))
     assert groups("service", until=1001) == [("bank", 1, 1, 0), ("shop", 2, 0, 0)]

@@ -9,7 +9,7 @@ import time
 
 from evaluators.signatures import Failure, FailureSignature, failure_signature
 from monitor.config.signatures import SignaturesConfig
-from monitor.store.rows import LateResults, ResultRow, TraceDetailRow, TraceOutcome
+from monitor.store.rows import CallFigures, LateResults, ResultRow, TraceDetailRow, TraceOutcome
 from monitor.store.signatures import MAX_TRACES, MAX_VALUES
 from tests.results.backends import Backend
 
@@ -27,7 +27,7 @@ def failing(sig: FailureSignature | None, model: str = "gpt-4o") -> ResultRow:
 def outcome(n: int, sig: FailureSignature | None, *, service: str = "shop", version: str = "1.5") -> TraceOutcome:
     rows = (failing(sig), ResultRow(None, None, None, "ok", "trace", 1.0, True, None, "", None, 0.0))
     return TraceOutcome(
-        f"{n:032x}", service, 0.1, True, (), (), (), None, None, 1, 100.0, 0.0, rows, variant="b", version=version
+        f"{n:032x}", service, 0.1, True, (), (), None, None, 1, 100.0, 0.0, rows, variant="b", version=version
     )
 
 
@@ -139,9 +139,12 @@ def test_a_trace_level_result_is_seen_in_every_agent_and_model_of_its_trace(back
     agent_level = ResultRow(None, "booker", "gpt-4o", "tool_success_rate", "agent", 0.0, False, None, "", None, 0.0,
                             agent_sig)  # fmt: skip
     detail = TraceDetailRow(("planner", "booker"), (), (), (), (), False)
-    llm_calls = (("gpt-4o-mini", True), ("gpt-4o", True), ("gpt-4o-mini", False))
+    llm_calls = tuple(
+        CallFigures(model, "", "", ok, None, None)
+        for model, ok in (("gpt-4o-mini", True), ("gpt-4o", True), ("gpt-4o-mini", False))
+    )
     trace = TraceOutcome(
-        "a" * 32, "shop", 0.1, True, (), (), llm_calls, None, None, 1, 100.0, 0.0, (trace_level, agent_level),
+        "a" * 32, "shop", 0.1, True, llm_calls, (), None, None, 1, 100.0, 0.0, (trace_level, agent_level),
         detail=detail,
     )  # fmt: skip
     store = backend.store(results="failing")

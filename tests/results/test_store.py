@@ -21,7 +21,7 @@ def row(evaluator: str, passed: bool | None, skip: str | None = None) -> ResultR
 
 
 def outcome(trace_id: str, *rows: ResultRow) -> TraceOutcome:
-    return TraceOutcome(trace_id, "svc", 1.0, False, (), (), (), "in", "out", 3, 1000.0, 0.0, tuple(rows))
+    return TraceOutcome(trace_id, "svc", 1.0, False, (), (), "in", "out", 3, 1000.0, 0.0, tuple(rows))
 
 
 def test_writes_happen_on_the_writer_thread_and_flush_waits_for_them(backend: Backend) -> None:

@@ -138,8 +138,9 @@ class FakeReader:
         since: float | None = None,
         until: float | None = None,
         variant: str | None = None,
+        sort: str = "failures",
     ) -> Breakdown:
-        self._enter("breakdown", (by, evaluator, since, until, variant))
+        self._enter("breakdown", (by, evaluator, since, until, variant) + ((sort,) if sort != "failures" else ()))
         where = ResultFilter(evaluator=evaluator, variant=variant, since=since, until=until)
         counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
         for item in self.items:

@@ -33,7 +33,7 @@ def result(evaluator: str, passed: bool, explanation: str) -> ResultRow:
 
 
 def trace(trace_id: str, *rows: ResultRow) -> TraceOutcome:
-    return TraceOutcome(trace_id, "checkout", 1.0, False, (), (), (), "in", "out", 2, 10.0, 0.0, rows)
+    return TraceOutcome(trace_id, "checkout", 1.0, False, (), (), "in", "out", 2, 10.0, 0.0, rows)
 
 
 @pytest.fixture

@@ -152,6 +152,7 @@ def test_breakdown_passes_its_parameters_and_answers_the_readers_groups(reader: 
         status, _, body = get(f"{base}/api/v1/breakdown?by=tool")
         assert status == 200 and body["groups"] == [
             {"value": "lookup", "passed": 0, "failed": 0, "skipped": 1, "pass_ratio": None}
+            | {"calls": 0, "cost_usd": None, "unpriced_calls": 0}  # spend: none in the fake reader
         ]
 
 

@@ -32,7 +32,7 @@ def base(tmp_path: Path) -> Iterator[str]:
     """The metrics port reading a real SQLite store with one failing result, no token (loopback)."""
     store = ResultStore(tmp_path / "r.db")
     failing = ResultRow(None, None, None, "error_free", "trace", 0.0, False, None, "tool failed", None, 0.001)
-    store.write([TraceOutcome(TRACE, "checkout", 1.0, True, (), (), (), "in", "out", 2, 10.0, 0.0, (failing,))])
+    store.write([TraceOutcome(TRACE, "checkout", 1.0, True, (), (), "in", "out", 2, 10.0, 0.0, (failing,))])
     app = build_api_app(lambda accept: (b"", "text/plain"), dict, None, reader=reader_of(store))
     try:
         with serve(app) as url:

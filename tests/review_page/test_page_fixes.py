@@ -103,7 +103,7 @@ def failed_call_trace() -> object:
 
 def test_a_failed_llm_call_without_usage_shows_unknown_tokens_not_zero(tmp_path: Path) -> None:
     detail = build_detail(failed_call_trace())  # type: ignore[arg-type]
-    assert detail.models == (("gpt-4o", 1, None, None),)
+    assert detail.models == (("gpt-4o", 1, None, None, None, 0),)  # no usage: neither priced nor unpriced
     store = ResultStore(tmp_path / "r.db")
     try:
         trace_id = failed_call_trace().trace_id  # type: ignore[attr-defined]
@@ -118,7 +118,7 @@ def test_a_failed_llm_call_without_usage_shows_unknown_tokens_not_zero(tmp_path:
             body = fetch(base, f"/review/traces/{trace_id}").body
     finally:
         store.close()
-    models = re.search(r'<table class="compact">(.*?)</table>', body, re.S)
+    models = re.search(r'<table class="compact models">(.*?)</table>', body, re.S)
     assert models is not None
-    assert cell_text(models[1], "num") == ["1", "unknown", "unknown"]
+    assert cell_text(models[1], "num") == ["1", "unknown", "unknown", "–"]  # spend: none (no usage), not $0
     assert "usage unknown" in body

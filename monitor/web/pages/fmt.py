@@ -39,6 +39,20 @@ def ratio(value: float | None) -> str:
     return "–" if value is None or not math.isfinite(value) else f"{value * 100:.1f}%"
 
 
+def usd(value: float | None) -> str:
+    """`$12.34`, `$0.0123`, `$0.000123` (more decimals for smaller sums); "" for None (unpriced)."""
+    if value is None or not math.isfinite(value):
+        return ""
+    if value >= 100:
+        return f"${value:,.2f}"
+    if value >= 0.01 or value == 0:
+        return f"${value:.4f}"
+    return f"${value:.6f}" if value >= 1e-6 else "<$0.000001"
+
+
+SOURCES = {"span": "reported by the span", "price_table": "genai-prices table", "override": "pricing override"}
+
+
 def clip(text: str | None, limit: int) -> str:
     """`text` cut to `limit` characters (an ellipsis marks the cut), whitespace runs folded; "" for None."""
     if not text:

@@ -20,12 +20,20 @@ from aiohttp import web
 
 from monitor.config.review import MAX_PAGE_SIZE, ReviewConfig
 from monitor.logutil import RateLimitedLogger
-from monitor.review.models import BreakdownBy, EvaluatorInfo, ReviewReader, VariantComparison
+from monitor.review.models import BreakdownBy, BreakdownSort, EvaluatorInfo, ReviewReader, VariantComparison
 from monitor.review.service import RESOLVE_AFTER
 from monitor.review.signature_models import DEFAULT_RANGE, SignatureFilter
 from monitor.web.access import Access
 from monitor.web.html import Html, el
-from monitor.web.page_params import QueryError, breakdown_by, limit_param, result_filter, text_param, time_param
+from monitor.web.page_params import (
+    QueryError,
+    breakdown_by,
+    breakdown_sort,
+    limit_param,
+    result_filter,
+    text_param,
+    time_param,
+)
 from monitor.web.pages.breakdown import PAGE as BREAKDOWN
 from monitor.web.pages.breakdown import breakdown_page
 from monitor.web.pages.canary import PAGE as CANARY
@@ -192,12 +200,13 @@ class _Pages:
     async def breakdown(self, request: web.Request, reader: ReviewReader) -> web.Response:
         query = request.query
         by = cast(BreakdownBy, breakdown_by(query))
+        sort = cast(BreakdownSort, breakdown_sort(query))
         evaluator, variant, now = text_param(query, "evaluator"), text_param(query, "variant"), time.time()
         since, until = time_param(query, "since", now), time_param(query, "until", now)
         if since is not None and until is not None and since >= until:
             raise QueryError("since must be before until")
-        result = await _read(reader.breakdown, by, evaluator, since, until, variant)
-        params = {"evaluator": evaluator, "variant": variant}
+        result = await _read(reader.breakdown, by, evaluator, since, until, variant, sort)
+        params = {"evaluator": evaluator, "variant": variant, "sort": sort}
         params |= {"since": text_param(query, "since"), "until": text_param(query, "until")}
         return respond(breakdown_page(self.site, params, result))
 

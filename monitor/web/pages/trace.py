@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 import monitor.web.pages.fmt as fmt
-from monitor.review.models import ResultItem, Step, TraceDetail, TraceSummary
+from monitor.review.models import AgentSpend, ModelUsage, ResultItem, Step, TraceDetail, TraceSummary
 from monitor.web.html import Child, Html, el, join
 from monitor.web.pages.layout import RESULTS, ReviewSite, link, shell
 from monitor.web.pages.results import VERDICTS, span_anchor, trace_href
@@ -34,6 +34,30 @@ def _pair(term: str, value: Child) -> list[Html]:
     return [el("dt", term), el("dd", value)]
 
 
+def cost(usd: float | None, unpriced: int = 0, source: str | None = None) -> Html:
+    """A spend figure (its exact USD in `data-usd` and the title), with its source and the calls left unpriced;
+    "unpriced" when nothing was priced (never a made-up $0)."""
+    missing = f" + {unpriced} unpriced call{'' if unpriced == 1 else 's'}" if unpriced and usd is not None else ""
+    if usd is None:
+        return el("span", "unpriced" if unpriced else "–", class_="cost unpriced")
+    where = f" ({fmt.SOURCES.get(source, source)})" if source else ""
+    return el(
+        "span",
+        fmt.usd(usd),
+        el("span", where, class_="cost-source") if where else None,
+        el("span", missing, class_="warn") if missing else None,
+        class_="cost",
+        data_usd=repr(usd),
+        title=f"{usd!r} USD",
+    )
+
+
+def spend_cell(usd: float | None, unpriced: int) -> Html:
+    if usd is None and unpriced:
+        return el("span", f"unpriced ({unpriced} call{'' if unpriced == 1 else 's'})", class_="cost unpriced")
+    return cost(usd, unpriced)
+
+
 def summary_block(summary: TraceSummary) -> Html:
     errors = el("span", f"{len(summary.errors)} failed", class_="err") if summary.has_errors else "none"
     service = summary.service or ""
@@ -47,6 +71,7 @@ def summary_block(summary: TraceSummary) -> Html:
         *_pair("spans", str(summary.span_count)),
         *_pair("errors", errors),
         *_pair("tools", ", ".join(summary.tools)),
+        *_pair("spend", el("span", spend_cell(summary.cost_usd, summary.unpriced_calls), id="trace-cost")),
     ]
     if summary.variant:  # after the service
         pairs[4:4] = _pair(
@@ -81,19 +106,42 @@ def io_block(summary: TraceSummary) -> Html:
 
 
 def models_table(summary: TraceSummary) -> Html | None:
+    """Calls, tokens and spend per model, the most spend first."""
     if not summary.models:
         return None
-    head = el("tr", [el("th", h) for h in ("model", "calls", "input tokens", "output tokens")])
+    head = el("tr", [el("th", h) for h in ("model", "calls", "input tokens", "output tokens", "spend")])
     rows = [
         el(
             "tr",
             el("td", m.model),
             el("td", str(m.calls), class_="num"),
             *[el("td", count(n), class_="num") for n in (m.input_tokens, m.output_tokens)],
+            el("td", spend_cell(m.cost_usd, m.unpriced_calls), class_="num"),
         )
-        for m in summary.models
+        for m in _by_spend(summary.models)
     ]
-    return el("table", el("thead", head), el("tbody", rows), class_="compact")
+    return el("table", el("thead", head), el("tbody", rows), class_="compact models")
+
+
+def agents_table(summary: TraceSummary) -> Html | None:
+    """Calls and spend per agent, the most spend first ("(no agent)": calls outside any agent)."""
+    if not any(a.calls for a in summary.agent_spend):
+        return None
+    head = el("tr", [el("th", h) for h in ("agent", "calls", "spend")])
+    rows = [
+        el(
+            "tr",
+            el("td", a.agent or "(no agent)"),
+            el("td", str(a.calls), class_="num"),
+            el("td", spend_cell(a.cost_usd, a.unpriced_calls), class_="num"),
+        )
+        for a in _by_spend(summary.agent_spend)
+    ]
+    return el("table", el("thead", head), el("tbody", rows), class_="compact agent-spend")
+
+
+def _by_spend(groups: Sequence[ModelUsage | AgentSpend]) -> list:
+    return sorted(groups, key=lambda g: -(g.cost_usd or 0.0))  # stable: first call's order among equals
 
 
 def partner(details: str | None) -> Html | None:
@@ -160,10 +208,16 @@ def tokens(step: Step) -> str:
     return f"{count(step.input_tokens)} → {count(step.output_tokens)} tok"
 
 
-def step_row(step: Step) -> Html:
+def step_row(step: Step, unpriced: bool = False) -> Html:
+    """One step; `unpriced`: the trace has unpriced calls, so an LLM call with usage and no cost is marked (a trace
+    stored before spend was kept has no costs, and no call is called unpriced)."""
     depth = min(step.depth, MAX_INDENT)
     name = el("td", el("span", step.kind, class_=f"kind {step.kind}"), " ", step.name, class_=f"step d{depth}")
     model = join(step.model or "", el("br") if step.model and tokens(step) else None, tokens(step))
+    if step.cost_usd is not None:
+        model = join(model, el("br"), cost(step.cost_usd, source=step.cost_source))
+    elif unpriced and step.kind == "llm" and step.input_tokens is not None:  # usage, and no price for it
+        model = join(model, el("br"), el("span", "unpriced", class_="cost unpriced"))
     cells = [
         name,
         el("td", fmt.duration_ms(step.start_offset_ms), class_="num"),
@@ -178,8 +232,13 @@ def step_row(step: Step) -> Html:
 def steps_table(detail: TraceDetail) -> Html:
     if not detail.steps:
         return el("p", "No steps stored for this trace.")
-    head = el("tr", [el("th", h) for h in ("step", "start", "duration", "model / tokens", "error", "text")])
-    table = el("table", el("thead", head), el("tbody", [step_row(s) for s in detail.steps]), class_="steps")
+    head = el("tr", [el("th", h) for h in ("step", "start", "duration", "model / tokens / cost", "error", "text")])
+    table = el(
+        "table",
+        el("thead", head),
+        el("tbody", [step_row(s, detail.summary.unpriced_calls > 0) for s in detail.steps]),
+        class_="steps",
+    )
     note = el("p", "The step list was cut at the store's size cap.", class_="warn")
     return join(table, note if detail.summary.steps_truncated else None)
 
@@ -188,6 +247,7 @@ def trace_page(site: ReviewSite, detail: TraceDetail) -> Html:
     summary = detail.summary
     trace_url = site.config.trace_url(summary.trace_id)
     ui = el("a", "open in trace UI ↗", href=trace_url, class_="trace-ui", rel="noreferrer") if trace_url else None
+    agents = agents_table(summary)
     main = [
         el("h1", "Trace ", el("code", summary.trace_id), " ", ui),
         summary_block(summary),
@@ -199,5 +259,7 @@ def trace_page(site: ReviewSite, detail: TraceDetail) -> Html:
         io_block(summary),
         el("h2", "Models") if summary.models else None,
         models_table(summary),
+        el("h2", "Agents") if agents is not None else None,
+        agents,
     ]
     return shell(site, f"trace {fmt.short_id(summary.trace_id)}", main, active="trace")
