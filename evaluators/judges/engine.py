@@ -22,14 +22,14 @@ from typing import Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from ..pricing import ModelPrice
+from ..pricing import ModelPrice, warm
 from ..redaction import redact_text
 from ..sdk.result import EvalResult, SkipReason
 from .base import JudgeRequest, LLMJudge
 from .control import RateLimiter, ReplyCache, TokenBudget
 from .replies import JudgeReply, JudgeUnavailable
 from .settings import JudgeSettings
-from .spend import price_reply
+from .spend import PROVIDER, price_reply
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +121,7 @@ class JudgeEngine:
     ) -> None:
         self.settings = settings
         self.prices = dict(prices or {})
+        warm([settings.model], PROVIDER)  # the table loaded here, not at the first reply on the event loop
         self._client = client
         self._observer = observer
         self._clock = clock
