@@ -34,8 +34,8 @@ from .registry import (
     register,
     unregister,
 )
-from .result import LEVELS, EvalResult, EvaluationRecord, Level, SkipReason
-from .runner import MODES, Dispatched, Mode, dispatch, run_evaluators
+from .result import LEVELS, TRACE_LEVELS, EvalResult, EvaluationRecord, Level, SkipReason
+from .runner import MODES, Dispatched, Mode, dispatch, dispatch_session, run_evaluators
 from .task import Constraints, Dataset, Task, TrajectoryStep
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "LEVELS",
     "MODES",
+    "TRACE_LEVELS",
     "BaseEvaluator",
     "Constraints",
     "Dataset",
@@ -66,6 +67,7 @@ __all__ = [
     "count",
     "default_builtins",
     "dispatch",
+    "dispatch_session",
     "entry_point_evaluators",
     "evaluator",
     "evaluators_in_module",

@@ -10,7 +10,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-_LEVEL_BY_NAME = {"Trace": "trace", "AgentTrace": "agent", "LLMSpan": "llm"}
+_LEVEL_BY_NAME = {"Trace": "trace", "AgentTrace": "agent", "LLMSpan": "llm", "Session": "session"}
 
 
 def resolve_hints(func: Callable[..., Any]) -> dict[str, Any]:
@@ -45,7 +45,9 @@ def strip_optional(annotation: Any) -> Any:
 
 
 def level_for(annotation: Any) -> str | None:
-    """The level ("trace", "agent", "llm") of a Trace, AgentTrace or LLMSpan annotation (class or name), else None."""
+    """The level ("trace", "agent", "llm", "session") of a Trace, AgentTrace, LLMSpan or Session annotation (class
+    or name), else None."""
+    from evaluators.sessions.model import Session
     from evaluators.traces.model import AgentTrace, LLMSpan, Trace
 
     annotation = strip_optional(annotation)
@@ -53,7 +55,7 @@ def level_for(annotation: Any) -> str | None:
         text = re.sub(r"\s*\|\s*None\s*$|^Optional\[(.*)\]$", r"\1", annotation.strip().strip("'\""))
         return _LEVEL_BY_NAME.get(text.rsplit(".", 1)[-1])
     if isinstance(annotation, type):
-        for cls, level in ((LLMSpan, "llm"), (AgentTrace, "agent"), (Trace, "trace")):
+        for cls, level in ((LLMSpan, "llm"), (AgentTrace, "agent"), (Trace, "trace"), (Session, "session")):
             if issubclass(annotation, cls):
                 return level
     return None

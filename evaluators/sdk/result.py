@@ -11,8 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evaluators.signatures.model import Failure
 
-Level = Literal["trace", "agent", "llm"]
-LEVELS: tuple[str, ...] = ("trace", "agent", "llm")
+Level = Literal["trace", "agent", "llm", "session"]
+LEVELS: tuple[str, ...] = ("trace", "agent", "llm", "session")
+TRACE_LEVELS: tuple[str, ...] = ("trace", "agent", "llm")  # the levels dispatched over one trace
 DEFAULT_THRESHOLD = 0.5
 
 

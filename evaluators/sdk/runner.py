@@ -1,7 +1,8 @@
 """run_evaluators: run evaluators over one trace at their levels and record every result.
 
 Dispatch: a trace-level evaluator runs once, an agent-level one once per `trace.agent_traces()`, an
-llm-level one once per `trace.get_llm_calls()` (no agents or no LLM calls: no records for it).
+llm-level one once per `trace.get_llm_calls()` (no agents or no LLM calls: no records for it). A session-level
+evaluator is not run on a trace: `dispatch_session` runs it once on a whole conversation (`evaluators.sessions`).
 
 An evaluator that needs ground truth, run in monitor mode or without a task, gets a `needs_ground_truth`
 skip for each dispatch unit (so record counts do not depend on the mode). An exception raised by an
@@ -20,6 +21,7 @@ from .base import BaseEvaluator
 from .result import EvalResult, EvaluationRecord, Level, SkipReason
 
 if TYPE_CHECKING:
+    from evaluators.sessions.model import Session
     from evaluators.traces.model import Trace
 
     from .task import Task
@@ -134,6 +136,8 @@ def dispatch_units(trace: Trace, level: str) -> list[tuple[Any, str | None, str 
 
 
 def _units(trace: Trace, level: str) -> list[_Unit]:
+    if level == "session":
+        return []  # evaluated on a whole conversation (dispatch_session), never on one trace
     if level == "trace":
         root = trace.root
         return [_Unit(trace, root.span_id if root is not None else None, None, None)]
@@ -153,17 +157,39 @@ def _single_model(agent: Any) -> str | None:
     return models.pop() if len(models) == 1 else None
 
 
+def dispatch_session(session: Session, evaluators: Iterable[BaseEvaluator]) -> Iterator[Dispatched]:
+    """Run every session-level evaluator of `evaluators` once over `session` (the others are not for it), in
+    evaluator order. A session is evaluated in monitor mode: an evaluator that needs ground truth skips."""
+    for evaluator in evaluators:
+        if not isinstance(evaluator, BaseEvaluator):
+            raise TypeError(f"not an evaluator: {evaluator!r} (decorate functions with @evaluator)")
+        if str(evaluator.level) != "session":
+            continue
+        started = time.perf_counter()
+        if evaluator.needs_ground_truth:
+            result = EvalResult.skip(SkipReason.NEEDS_GROUND_TRUTH, f"{evaluator.name} needs a task (ground truth)")
+        else:
+            result = _run(evaluator, session, session.session_id)
+        elapsed_ms = (time.perf_counter() - started) * 1000.0
+        yield Dispatched(evaluator, "session", None, None, None, result, elapsed_ms)
+
+
+def _run(evaluator: BaseEvaluator, subject: Any, where: str, task: Task | None = None) -> EvalResult:
+    """`evaluator` on `subject`; an exception becomes an `error` skip naming it."""
+    try:
+        return evaluator.run(subject, task=task)
+    except Exception as exc:
+        log.debug("evaluator %s failed on %s", evaluator.name, where, exc_info=True)
+        return EvalResult.skip(SkipReason.ERROR, _error_message(exc), {"exception": type(exc).__name__})
+
+
 def _evaluate(trace: Trace, evaluator: BaseEvaluator, unit: _Unit, task: Task | None) -> EvalResult:
     if isinstance(unit.subject, _ViewError):
         exc = unit.subject.exc
         return EvalResult.skip(SkipReason.ERROR, _error_message(exc), {"exception": type(exc).__name__})
     if evaluator.needs_ground_truth and task is None:
         return EvalResult.skip(SkipReason.NEEDS_GROUND_TRUTH, f"{evaluator.name} needs a task (ground truth)")
-    try:
-        return evaluator.run(unit.subject, task=task)
-    except Exception as exc:
-        log.debug("evaluator %s failed on trace %s", evaluator.name, trace.trace_id, exc_info=True)
-        return EvalResult.skip(SkipReason.ERROR, _error_message(exc), {"exception": type(exc).__name__})
+    return _run(evaluator, unit.subject, f"trace {trace.trace_id}", task)
 
 
 def _error_message(exc: BaseException) -> str:

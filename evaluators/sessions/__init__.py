@@ -1,0 +1,20 @@
+"""Conversations: the Session view (the turns of one conversation, each turn a trace), the session id every
+convention writes, and offline grouping of traces into sessions."""
+
+from .grouping import group_sessions
+from .ids import SESSION_ATTRIBUTES, SessionRef, session_of
+from .model import MAX_TURN_TEXT, Ending, Session, Turn, TurnError
+from .turn_text import latest_user_message
+
+__all__ = [
+    "MAX_TURN_TEXT",
+    "SESSION_ATTRIBUTES",
+    "Ending",
+    "Session",
+    "SessionRef",
+    "Turn",
+    "TurnError",
+    "group_sessions",
+    "latest_user_message",
+    "session_of",
+]

@@ -1,0 +1,37 @@
+"""What the user said in one turn: the turn's own request, else the latest user message the model was sent."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from evaluators.traces.messages import UserMessage
+
+if TYPE_CHECKING:
+    from evaluators.traces.model import Trace
+
+__all__ = ["latest_user_message"]
+
+
+def latest_user_message(trace: Trace) -> str | None:
+    """The user's message of this turn. The root or agent span's input is the turn's own request when a
+    convention records one (OpenInference `input.value`, OTel GenAI `invoke_agent`); otherwise the first LLM
+    call's request carries the conversation so far, and the turn's message is its last user message, not its
+    first."""
+    calls = sorted(trace.get_llm_calls(), key=lambda c: c.start_time)
+    for call in calls[:1]:
+        users = [m.content for m in call.messages if isinstance(m, UserMessage) and m.content]
+        if len(users) > 1:  # the whole history: the request's own root input may be the first message too
+            return _carrier_text(trace) or users[-1]
+    return trace.input
+
+
+def _carrier_text(trace: Trace) -> str | None:
+    """The turn's input from the root or top agent span only (never from an LLM call's messages)."""
+    from evaluators.traces.envelope import envelope_text
+
+    for span in trace._carriers():
+        io = span._facet("io")
+        text = envelope_text(io[0]) if io else None
+        if text:
+            return text
+    return None
