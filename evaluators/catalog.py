@@ -13,6 +13,7 @@ from evaluators.judges import (  # noqa: F401
     builtins_pairwise,
     builtins_rag,
     builtins_rubric,
+    builtins_session,
     builtins_task,
     builtins_trace,
 )

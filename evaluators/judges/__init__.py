@@ -21,7 +21,9 @@ from .prompt import (
     question,
     tool_calls_block,
 )
+from .session_judging import judge_session, place_turn, prepare_session
 from .settings import DEFAULT_MODEL, JudgeSettings, RetrySettings
+from .transcript import transcript, transcript_block
 
 __all__ = [
     "DATA_RULE",
@@ -46,8 +48,13 @@ __all__ = [
     "escape_data",
     "instructions_block",
     "judge_pair",
+    "judge_session",
     "llm_judge",
+    "place_turn",
     "prepare",
+    "prepare_session",
     "question",
     "tool_calls_block",
+    "transcript",
+    "transcript_block",
 ]

@@ -1,11 +1,13 @@
 """What a failing judgement states failed (`EvalResult.failure`), from the judge's structured verdict.
 
 A judge's explanation is free text written by a model: never part of a failure. The failure is the level's step
-(`llm`, `agent` or `trace`) and the verdict's category, read from the structured details the builtin judges
+(`llm`, `agent`, `trace` or `session`) and the verdict's category, read from the structured details the builtin judges
 write: a verdict label (`not_recovered`, `irrelevant`, `no_match`), the unsafe categories, the failed rubric
 criteria, the worst claim or sentence label, a 1–5 rating (`rating_2`), a pairwise outcome (`loss`).
 A judge of your own gets the same from `details["verdict"]` (the default `JudgeVerdict` reply writes it) or
-`details["rating"]`; override `LLMJudge.failure` to state another.
+`details["rating"]`; override `LLMJudge.failure` to state another. A session judge's failure names the turn it is
+about when the verdict says which (`details["turn"]`, 1-based): its message is `turn N` (masked to `turn <num>` in
+the signature, so one failure mode is one group whichever turn it shows in).
 """
 
 from __future__ import annotations
@@ -75,11 +77,18 @@ def verdict_category(details: Mapping[str, Any]) -> str:
     return "low_score"
 
 
+def failing_turn(details: Mapping[str, Any]) -> int | None:
+    """The turn (1-based) a session judgement's verdict names, or None."""
+    turn = details.get("turn")
+    return turn if isinstance(turn, int) and not isinstance(turn, bool) and turn >= 1 else None
+
+
 def judge_failure(level: str, details: Mapping[str, Any]) -> Failure:
-    """The failure of a failing judgement at `level`: the level's step and the verdict's category, no message
-    (the explanation is the judge model's free text)."""
-    step = level if level in ("llm", "agent", "trace") else "trace"
-    return Failure(step_kind=step, error_type=verdict_category(details))
+    """The failure of a failing judgement at `level`: the level's step and the verdict's category; no message (the
+    explanation is the judge model's free text), except at the session level `turn N` when the verdict names one."""
+    step = level if level in ("llm", "agent", "trace", "session") else "trace"
+    turn = failing_turn(details) if step == "session" else None
+    return Failure(step_kind=step, error_type=verdict_category(details), message=f"turn {turn}" if turn else None)
 
 
-__all__ = ["judge_failure", "verdict_category"]
+__all__ = ["failing_turn", "judge_failure", "verdict_category"]

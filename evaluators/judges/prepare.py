@@ -1,5 +1,8 @@
 """prepare: a trace and its judges → one PreparedJudgement per (judge, dispatch unit), in judge order.
 
+A `Session` given instead of a trace gets its session-level judges' judgements (`session_judging.prepare_session`);
+a trace never gets those (session judges have no dispatch unit in a trace).
+
 The CPU half of judging (views and prompts), done where the views are. A judgement is either a request
 for the engine or, when there is nothing to send, its final result already (a skip: no data, needs
 ground truth, the views failed).
@@ -30,13 +33,22 @@ class PreparedJudgement:
     model: str | None  # the model of the judged LLM call or agent (not the judge's)
     request: JudgeRequest | None
     result: EvalResult | None
+    turn_trace_ids: tuple[str, ...] = ()  # a session's turns' trace ids, in order (for `place_turn`)
 
 
 def prepare(
     trace: Any, judges: Iterable[LLMJudge], mode: str = "monitor", task: Any = None
 ) -> Iterator[PreparedJudgement]:
     """Every judge at its level over `trace` (see `evaluators.sdk.dispatch`); a judge that raises while
-    building its prompt gets an `error` skip, the others go on."""
+    building its prompt gets an `error` skip, the others go on. `trace` may be a `Session`: then its
+    session-level judges, once each (`prepare_session`)."""
+    from ..sessions.model import Session  # no cycle: session_judging imports this module
+
+    if isinstance(trace, Session):
+        from .session_judging import prepare_session
+
+        yield from prepare_session(trace, judges)
+        return
     units: dict[str, list[tuple[Any, str | None, str | None, str | None]]] = {}
     for judge in judges:
         level = str(judge.level)

@@ -35,6 +35,10 @@ JUDGES = {
     "reasoning_quality": "agent",
     "error_recovery": "agent",
     "path_efficiency": "agent",
+    "conversation_completion": "session",
+    "user_frustration": "session",
+    "knowledge_retention": "session",
+    "conversation_coherence": "session",
 }
 RUBRICS = [{"id": "temp", "text": "The answer gives the temperature."}, {"id": "tools", "text": "Tools were needed."}]
 # Scenarios whose trace has tool results and a final answer, one per instrumentation family.

@@ -21,7 +21,10 @@ from tests.judges.schema_reply import reply_for
 from tests.judges.synthetic import agent_trace
 
 RUBRICS = [{"id": "concise", "text": "The answer is concise."}, {"id": "cites", "text": "The answer cites a source."}]
-JUDGES = sorted(i.name for i in list_builtins() if i.kind == "llm_judge" and not i.needs_ground_truth)
+# session-level judges judge a Session, not a trace: tests/judges/test_session_judges_on_the_wire.py
+JUDGES = sorted(
+    i.name for i in list_builtins() if i.kind == "llm_judge" and not i.needs_ground_truth and i.level != "session"
+)
 
 
 def answer_from_schema(request: FakeRequest):
