@@ -1,6 +1,6 @@
 """prepare: a trace and its judges → one PreparedJudgement per (judge, dispatch unit), in judge order.
 
-A `Session` given instead of a trace gets its session-level judges' judgements (`session_judging.prepare_session`);
+A `Session` given instead of a trace gets its session-level judges' judgements (`prepare_session`);
 a trace never gets those (session judges have no dispatch unit in a trace).
 
 The CPU half of judging (views and prompts), done where the views are. A judgement is either a request
@@ -17,6 +17,7 @@ from typing import Any
 
 from ..sdk.result import EvalResult, SkipReason
 from ..sdk.runner import dispatch_units
+from ..sessions.model import Session
 from .base import JudgeRequest, LLMJudge
 
 log = logging.getLogger(__name__)
@@ -42,11 +43,7 @@ def prepare(
     """Every judge at its level over `trace` (see `evaluators.sdk.dispatch`); a judge that raises while
     building its prompt gets an `error` skip, the others go on. `trace` may be a `Session`: then its
     session-level judges, once each (`prepare_session`)."""
-    from ..sessions.model import Session  # no cycle: session_judging imports this module
-
     if isinstance(trace, Session):
-        from .session_judging import prepare_session
-
         yield from prepare_session(trace, judges)
         return
     units: dict[str, list[tuple[Any, str | None, str | None, str | None]]] = {}
@@ -75,3 +72,16 @@ def _request(judge: LLMJudge, subject: Any, mode: str, task: Any) -> tuple[Judge
     if isinstance(built, EvalResult):
         return None, built
     return built, None
+
+
+def prepare_session(session: Session, judges: Iterable[LLMJudge]) -> Iterator[PreparedJudgement]:
+    """One PreparedJudgement per session-level judge of `judges` (the others are not for a session), in judge
+    order: level "session", no span, agent or model; `turn_trace_ids` the session's turns' trace ids in order.
+    A session is judged in monitor mode: a judge that needs ground truth skips; one that raises while building
+    its prompt gets an `error` skip."""
+    trace_ids = tuple(session.trace_ids)
+    for judge in judges:
+        if str(judge.level) != "session":
+            continue
+        request, result = _request(judge, session, "monitor", None)
+        yield PreparedJudgement(judge, "session", None, None, None, request, result, trace_ids)

@@ -9,47 +9,21 @@ The daemon and `agent-monitor evaluate` send a session's judgements through the 
             result = await engine.judge(prepared.judge, prepared.request, name=label)
         result = place_turn(result, prepared.turn_trace_ids)  # the named turn's trace id, or no turn
 
-`judge_session` does exactly that for every judge of one session.
+`judge_session` does exactly that for every judge of one session. (`prepare_session` lives in `prepare`, beside
+the trace's `prepare`, which also takes a Session.)
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 
-from ..sdk.result import EvalResult, SkipReason
+from ..sdk.result import EvalResult
 from ..sessions.model import Session
 from .base import JudgeCall, LLMJudge
 from .failures import failing_turn
-from .prepare import PreparedJudgement
-
-log = logging.getLogger(__name__)
-
-
-def prepare_session(session: Session, judges: Iterable[LLMJudge]) -> Iterator[PreparedJudgement]:
-    """One PreparedJudgement per session-level judge of `judges` (the others are not for a session), in judge
-    order: level "session", no span, agent or model; `turn_trace_ids` the session's turns' trace ids in order.
-    A session is judged in monitor mode: a judge that needs ground truth skips; one that raises while building
-    its prompt gets an `error` skip."""
-    trace_ids = tuple(session.trace_ids)
-    for judge in judges:
-        if str(judge.level) != "session":
-            continue
-        request, result = None, None
-        if judge.needs_ground_truth:
-            result = EvalResult.skip(SkipReason.NEEDS_GROUND_TRUTH, f"{judge.name} needs a task (ground truth)")
-        else:
-            try:
-                built = judge.request(session)
-            except Exception as exc:
-                log.debug(
-                    "judge %s could not build its prompt for session %s", judge.name, session.session_id, exc_info=True
-                )
-                built = EvalResult.skip(SkipReason.ERROR, f"{type(exc).__name__}: {exc}"[:300])
-            request, result = (None, built) if isinstance(built, EvalResult) else (built, None)
-        yield PreparedJudgement(judge, "session", None, None, None, request, result, trace_ids)
+from .prepare import PreparedJudgement, prepare_session
 
 
 def place_turn(result: EvalResult, turn_trace_ids: Sequence[str]) -> EvalResult:
