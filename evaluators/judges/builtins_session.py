@@ -85,8 +85,10 @@ class ConversationCompletionReply(BaseModel):
 
 @register
 class ConversationCompletion(SessionJudge):
-    """Whether the user's goals were met by the end of the conversation: mean over the goals of met 1,
-    partially met 0.5, not met 0."""
+    """Whether the user's goals were met by the end of the conversation (met 1, partially 0.5, not 0, averaged).
+
+    Each goal is named with the turn where the user first asked for it.
+    """
 
     name = "conversation_completion"
     response_schema = ConversationCompletionReply
@@ -134,8 +136,10 @@ class UserFrustrationReply(BaseModel):
 
 @register
 class UserFrustration(SessionJudge):
-    """How frustrated the user became over the conversation: not frustrated 1, mildly 0.67, frustrated 0.33,
-    very frustrated 0 (a score, so higher is better)."""
+    """How frustrated the user became: not frustrated 1, mildly 0.67, frustrated 0.33, very frustrated 0.
+
+    A score, so higher is better; each sign is named with its turn and the user's words.
+    """
 
     name = "user_frustration"
     response_schema = UserFrustrationReply
@@ -187,8 +191,10 @@ class KnowledgeRetentionReply(BaseModel):
 
 @register
 class KnowledgeRetention(SessionJudge):
-    """Whether the agent keeps what was established in earlier turns: retained 1, a minor lapse 0.5, a major
-    lapse 0 (it contradicts or forgets what the user said or what it found)."""
+    """Whether the agent keeps what earlier turns established: retained 1, minor lapse 0.5, major lapse 0.
+
+    A lapse forgets, contradicts or asks again for what the user said or what the agent found before.
+    """
 
     name = "knowledge_retention"
     min_turns = 2
@@ -238,7 +244,7 @@ class ConversationCoherenceReply(BaseModel):
 
 @register
 class ConversationCoherence(SessionJudge):
-    """A 1–5 rating of how the agent's answers hang together across the conversation, normalized (rating − 1) / 4."""
+    """A 1–5 rating of how the agent's answers hang together across the turns, normalized (rating − 1) / 4."""
 
     name = "conversation_coherence"
     min_turns = 2
