@@ -2,31 +2,39 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from evaluators.traces.model import Trace
 
-__all__ = ["SESSION_ATTRIBUTES", "SessionRef", "session_of"]
+__all__ = ["METADATA_KEYS", "SESSION_ATTRIBUTES", "SessionRef", "session_of"]
 
 # The span or resource attributes that name a conversation, in the order they are tried; the one found is the
 # session's `source`. Every span of the trace is read, root first: some conventions put the id on every span
-# (OpenInference), others only on some (OTel GenAI: not on tool spans).
+# (OpenInference), others only on some (OTel GenAI: not on tool spans). Where each is documented or recorded: the
+# tests in tests/sessions/test_session_ids.py.
 SESSION_ATTRIBUTES: tuple[str, ...] = (
-    "session.id",  # OpenInference (using_session), Langfuse's OTel attribute alias
-    "gen_ai.conversation.id",  # OTel GenAI; ADK writes its session id here
-    "langfuse.session.id",  # Langfuse SDK v3
-    "traceloop.association.properties.session_id",  # OpenLLMetry association properties
+    "session.id",  # OpenInference (using_session), Langfuse SDK (TRACE_SESSION_ID), Strands trace_attributes
+    "gen_ai.conversation.id",  # OTel GenAI; ADK 1.x/2.x and Pydantic AI write it on their spans
+    "langfuse.session.id",  # Langfuse's own OTel attribute
+    "traceloop.association.properties.session_id",  # OpenLLMetry Traceloop.set_association_properties
     "traceloop.association.properties.conversation_id",
     "traceloop.association.properties.thread_id",
+    "traceloop.association.properties.chat_id",  # the key OpenLLMetry's docs use in their example
     "gcp.vertex.agent.session_id",  # ADK call_llm spans (1.x)
-    "ai.telemetry.metadata.sessionId",  # Vercel AI SDK experimental_telemetry.metadata
+    "ai.telemetry.metadata.sessionId",  # Vercel AI SDK experimental_telemetry.metadata (Langfuse's key)
     "ai.telemetry.metadata.session_id",
     "ai.telemetry.metadata.conversationId",
     "ai.telemetry.metadata.threadId",
 )
+# OpenInference's `metadata` attribute (a JSON object; LangChain's run metadata) names the conversation with one
+# of these keys when the instrumentation did not copy it to `session.id`; the source is then `metadata.<key>`.
+METADATA_ATTRIBUTE = "metadata"
+METADATA_KEYS: tuple[str, ...] = ("session_id", "conversation_id", "thread_id")
 MAX_ID = 256  # characters of a session id kept (longer ones are cut)
+MAX_METADATA = 65_536  # characters of a `metadata` JSON parsed at most (a larger one is not read)
 
 
 class SessionRef(NamedTuple):
@@ -48,13 +56,34 @@ def _text(value: object) -> str | None:
 
 def session_of(trace: Trace, extra_attributes: Sequence[str] = ()) -> SessionRef | None:
     """The session `trace` belongs to: the configured `extra_attributes` first (span, then resource attributes),
-    then each convention's own attribute; None when no span names one."""
-    spans = _root_first(trace)
+    then each convention's own attribute, then OpenInference `metadata` keys; None when no span names one."""
+    maps = list(_attribute_maps(_root_first(trace)))
     for name in (*extra_attributes, *SESSION_ATTRIBUTES):
-        for attributes in _attribute_maps(spans):
+        for attributes in maps:
             text = _text(attributes.get(name))
             if text is not None:
                 return SessionRef(text, name)
+    for attributes in maps:
+        ref = _from_metadata(attributes.get(METADATA_ATTRIBUTE))
+        if ref is not None:
+            return ref
+    return None
+
+
+def _from_metadata(value: object) -> SessionRef | None:
+    if isinstance(value, str):
+        if len(value) > MAX_METADATA or not value.lstrip().startswith("{"):
+            return None
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            return None
+    if not isinstance(value, dict):
+        return None
+    for key in METADATA_KEYS:
+        text = _text(value.get(key))
+        if text is not None:
+            return SessionRef(text, f"{METADATA_ATTRIBUTE}.{key}")
     return None
 
 

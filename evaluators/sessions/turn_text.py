@@ -13,15 +13,22 @@ __all__ = ["latest_user_message"]
 
 
 def latest_user_message(trace: Trace) -> str | None:
-    """The user's message of this turn. The root or agent span's input is the turn's own request when a
-    convention records one (OpenInference `input.value`, OTel GenAI `invoke_agent`); otherwise the first LLM
-    call's request carries the conversation so far, and the turn's message is its last user message, not its
-    first."""
+    """The user's message of this turn.
+
+    The root or agent span's input is the turn's own request when a convention records one (OpenInference
+    `input.value`, an OTel GenAI `invoke_agent` holding only this turn, Pydantic AI's new messages). When the first
+    LLM call's request carries the conversation so far, the turn's message is its last user message: a carrier
+    whose text is one of the earlier user messages (an `invoke_agent` or run span that holds the whole history
+    and was read from its first user message) gives way to it.
+    """
     calls = sorted(trace.get_llm_calls(), key=lambda c: c.start_time)
     for call in calls[:1]:
         users = [m.content for m in call.messages if isinstance(m, UserMessage) and m.content]
-        if len(users) > 1:  # the whole history: the request's own root input may be the first message too
-            return _carrier_text(trace) or users[-1]
+        if len(users) > 1:  # the whole history
+            carried = _carrier_text(trace)
+            if carried is None or (carried in users[:-1] and carried != users[-1]):
+                return users[-1]
+            return carried
     return trace.input
 
 

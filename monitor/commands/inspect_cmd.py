@@ -1,4 +1,5 @@
-"""`agent-monitor inspect FILE...`: show how each trace is understood, as a tree or as JSON."""
+"""`agent-monitor inspect FILE...`: show how each trace is understood, as a tree or as JSON, and the sessions
+(conversations) the traces make up."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import json
 import sys
 from typing import TextIO
 
+from evaluators.sessions import session_of
 from evaluators.traces import TraceDecodeError, load_traces
 from evaluators.traces.model import Trace
 from evaluators.traces.serialize import trace_dict
 from evaluators.traces.spans import AgentSpan, HandoffSpan, LLMSpan, RetrieverSpan, Span, ToolSpan
+from monitor.commands.inspect_sessions import render_session, session_dict, sessions_of
 from monitor.store.trace_detail import step_tree
 from monitor.text import clip, shown
 
@@ -20,10 +23,24 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "inspect",
         help="decode OTLP trace files and print each trace's normalized view",
         description="Decode OTLP protobuf, OTLP-JSON or collector JSON-lines files (or directories) "
-        "and print each trace as agent → LLM call → tool call.",
+        "and print each trace as agent → LLM call → tool call, then the sessions (conversations) found: "
+        "traces with the same session id (OpenInference session.id, gen_ai.conversation.id, ...), one turn each.",
     )
     parser.add_argument("paths", nargs="+", metavar="FILE", help="trace files or directories")
-    parser.add_argument("--json", action="store_true", help="print the normalized views as JSON")
+    parser.add_argument(
+        "--json", action="store_true", help="print the normalized views as JSON (with --sessions: the sessions)"
+    )
+    parser.add_argument(
+        "--sessions", action="store_true", help="print only the sessions: per turn its trace, user message, answer"
+    )
+    parser.add_argument(
+        "--session-attribute",
+        action="append",
+        default=[],
+        metavar="NAME",
+        dest="session_attribute",
+        help="a span or resource attribute that names the session, tried before the conventions' (repeatable)",
+    )
     parser.add_argument("--width", type=int, default=80, help="characters of input/output text to show")
     parser.set_defaults(handler=run)
 
@@ -73,20 +90,36 @@ def render_tree(trace: Trace, width: int = 80) -> str:
     return "\n".join(lines)
 
 
+def _trace_view(trace: Trace, attributes: list[str]) -> dict:
+    view = trace_dict(trace)
+    ref = session_of(trace, attributes)
+    view["session"] = {"session_id": ref.session_id, "source": ref.source} if ref else None
+    return view
+
+
 def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    attributes = [a for a in getattr(args, "session_attribute", None) or [] if a]
+    only_sessions = bool(getattr(args, "sessions", False))
     try:
         traces = load_traces(args.paths)
     except TraceDecodeError as exc:
         print(f"agent-monitor inspect: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        json.dump([trace_dict(t) for t in traces], out, indent=2, ensure_ascii=False)
+        views = (
+            [session_dict(s) for s in sessions_of(traces, attributes)]
+            if only_sessions
+            else [_trace_view(t, attributes) for t in traces]
+        )
+        json.dump(views, out, indent=2, ensure_ascii=False)
         out.write("\n")
         return 0
     if not traces:
         print("no spans found", file=out)
-    for index, trace in enumerate(traces):
-        if index:
-            out.write("\n")
-        out.write(render_tree(trace, args.width) + "\n")
+    blocks = [] if only_sessions else [render_tree(trace, args.width) for trace in traces]
+    sessions = sessions_of(traces, attributes)
+    blocks += [render_session(session, args.width) for session in sessions]
+    if only_sessions and traces and not sessions:
+        blocks.append(f"no sessions: none of the {len(traces)} traces names a session id")
+    out.write("\n\n".join(blocks) + ("\n" if blocks else ""))
     return 0
