@@ -13,9 +13,11 @@ from typing import TextIO
 
 from pydantic import ValidationError
 
+from evaluators.sdk import EvaluationRecord
 from evaluators.traces import TraceDecodeError, load_traces
 from monitor.commands.offline import OfflineReport, evaluate_offline, read_dataset
 from monitor.commands.offline_judges import stderr_progress
+from monitor.commands.offline_sessions import session_of_record
 from monitor.commands.offline_signatures import render_groups
 from monitor.commands.offline_spec import InputError, pricing_overrides, selection_and_judges, signature_rules
 from monitor.commands.offline_spend import spend_line
@@ -23,6 +25,7 @@ from monitor.engine.gc_tuning import tune_gc
 from monitor.text import clip
 
 EXPLANATION_WIDTH = 100
+SESSION_TRACES = 5  # turns' trace ids a session's line names
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -99,6 +102,8 @@ def _num(value: float | None) -> str:
 
 def _header(report: OfflineReport) -> list[str]:
     traces = f"{report.trace_count} trace{'' if report.trace_count == 1 else 's'}"
+    if report.session_count is not None:
+        traces += f" in {report.session_count} session{'' if report.session_count == 1 else 's'}"
     if report.dataset is None:
         return [f"monitor mode (no dataset): {traces}; evaluators needing ground truth are skipped"]
     m = report.matched
@@ -133,6 +138,16 @@ def _rows(report: OfflineReport) -> list[list[str]]:
     return rows
 
 
+def _subject(record: EvaluationRecord) -> str:
+    """ "trace <id>", or for a session-level result "session <id> (traces a, b, c)": its turns in order."""
+    session = session_of_record(record)
+    if session is None:
+        return f"trace {record.trace_id}"
+    session_id, trace_ids = session
+    more = f", +{len(trace_ids) - SESSION_TRACES}" if len(trace_ids) > SESSION_TRACES else ""
+    return f"session {clip(session_id, 40)} (traces {', '.join(trace_ids[:SESSION_TRACES])}{more})"
+
+
 def render_table(report: OfflineReport) -> str:
     """The report as text: header, one row per evaluator, the worst results, the gate verdict."""
     lines = [*_header(report), ""]
@@ -149,7 +164,7 @@ def render_table(report: OfflineReport) -> str:
             where = f" agent={clip(r.agent_name, 30)}" if r.agent_name else ""
             where += f" span={r.span_id}" if r.level == "llm" and r.span_id else ""
             lines.append(
-                f"  {_num(r.score)} {verdict}  {clip(r.evaluator, 32).ljust(label_width)}  trace {r.trace_id}{where}  "
+                f"  {_num(r.score)} {verdict}  {clip(r.evaluator, 32).ljust(label_width)}  {_subject(r)}{where}  "
                 f"{clip(r.explanation, EXPLANATION_WIDTH)}"
             )
     lines += render_groups(report.signatures)

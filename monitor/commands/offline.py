@@ -24,6 +24,7 @@ from evaluators.sdk import (
 from evaluators.signatures import SignatureRule
 from evaluators.traces.model import Trace
 from monitor.commands.offline_judges import JudgeSpend, Progress, run_judges
+from monitor.commands.offline_sessions import evaluate_sessions, is_session_level
 from monitor.commands.offline_signatures import SignatureGroup, group_failures, groups_json
 from monitor.commands.offline_spec import InputError, Selected
 from monitor.commands.offline_spend import SpendSummary, spend_of
@@ -148,6 +149,7 @@ class OfflineReport:
     # the failing results grouped by failure signature, most results first
     signatures: list[SignatureGroup] = field(default_factory=list)
     spend: SpendSummary = field(default_factory=SpendSummary)  # what the traces' LLM calls cost
+    session_count: int | None = None  # conversations the traces hold (None: no session-level evaluator selected)
 
     @property
     def failed_gates(self) -> list[EvaluatorReport]:
@@ -160,6 +162,8 @@ class OfflineReport:
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"mode": self.mode, "traces": self.trace_count}
+        if self.session_count is not None:
+            data["sessions"] = self.session_count
         if self.dataset is not None:
             data["dataset"] = {
                 "name": self.dataset,
@@ -196,18 +200,22 @@ def evaluate_offline(
     signature_rules: Sequence[SignatureRule] = (),
     prices: Mapping[str, ModelPrice] | None = None,
 ) -> OfflineReport:
-    """Run the selected evaluators over every trace: experiment mode with a dataset, monitor mode without.
+    """Run the selected evaluators over every trace: experiment mode with a dataset, monitor mode without;
+    session-level ones once per conversation the traces hold (`offline_sessions`).
     LLM judges go through one judge engine with `judges` settings (none: every judgement skips). Failures are
     grouped by signature, with `signature_rules` (the spec's `signatures.rules`). What the traces cost and the
     judges' spend are priced with `prices` (the spec's `pricing.models` overrides) winning over the price table."""
     mode: Mode = "experiment" if dataset is not None else "monitor"
     tasks, matched, used = match_tasks(traces, dataset)
     by_label: dict[str, list[EvaluationRecord]] = {s.label: [] for s in selection}
-    rules = [s for s in selection if not isinstance(s.evaluator, LLMJudge)]
+    rules = [s for s in selection if not isinstance(s.evaluator, LLMJudge) and not is_session_level(s)]
     for trace, task in zip(traces, tasks, strict=True):
         for chosen in rules:
             for record in run_evaluators(trace, [chosen.evaluator], mode=mode, task=task):
                 by_label[chosen.label].append(relabel(record, chosen.label))
+    session_count, by_session = evaluate_sessions(traces, selection, prices)
+    for label, records in by_session.items():
+        by_label[label].extend(records)
     chosen_judges = [(s.evaluator, s.label) for s in selection if isinstance(s.evaluator, LLMJudge)]
     spend: dict[str, JudgeSpend] = {}
     if chosen_judges:
@@ -231,6 +239,7 @@ def evaluate_offline(
         judge_spend=spend,
         signatures=group_failures(every, signature_rules),
         spend=spend_of(traces, prices),
+        session_count=session_count if by_session else None,
     )
 
 

@@ -1,7 +1,8 @@
 """docs/evaluators.md's table of which default evaluators score on which library is what the corpus gives.
 
-The default evaluator set (from the code) runs over every recorded scenario; per library family, an evaluator
-that produced no score on any of the family's traces is listed with the reason it skipped. Print the table with
+The default evaluator set's trace, agent and llm evaluators (from the code) run over every recorded scenario; per
+library family, an evaluator that produced no score on any of the family's traces is listed with the reason it
+skipped (session-level evaluators judge conversations, not traces: left out). Print the table with
 `PYTHONPATH=. python -m tests.corpus.test_applicability` after adding a scenario or changing an evaluator.
 """
 
@@ -52,7 +53,7 @@ def _reason(record: EvaluationRecord) -> str:
 
 
 def compute_rows() -> list[str]:
-    names = [info.name for info in default_builtins()]
+    names = [info.name for info in default_builtins() if info.level != "session"]  # conversations: not one trace
     evaluators = [builtin(name) for name in names]
     scenarios: dict[str, list[str]] = defaultdict(list)
     records: dict[str, dict[str, list[EvaluationRecord]]] = defaultdict(lambda: defaultdict(list))

@@ -600,7 +600,7 @@ def test_mapping_form_errors_are_located(tmp_path: Path) -> None:
     assert "duplicate evaluator 'prohibited_content' (also entry 1)" in found
     assert "'latncy' is not in the default set; did you mean 'latency'?" in found
     assert "'tool_success_rate' is also removed" in found
-    assert "'nope' is not in the default set (agent_efficiency, " in found
+    assert "'nope' is not in the default set (abandonment, agent_efficiency, " in found
 
 
 def test_mapping_form_rejects_unknown_keys_and_names_outside_an_empty_set(tmp_path: Path) -> None:
