@@ -239,7 +239,7 @@ def evaluate_offline(
         judge_spend=spend,
         signatures=group_failures(every, signature_rules),
         spend=spend_of(traces, prices),
-        session_count=session_count if by_session else None,
+        session_count=session_count,
     )
 
 

@@ -16,12 +16,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from evaluators.judges import JudgeSettings, LLMJudge, prepare
+from evaluators.judges import JudgeSettings, LLMJudge, place_turn, prepare, prepare_session
 from evaluators.judges.client import JudgeClient
 from evaluators.judges.engine import JudgeEngine
 from evaluators.pricing import ModelPrice
 from evaluators.sdk import EvalResult, EvaluationRecord, Task
+from evaluators.sessions import Session, group_sessions
 from evaluators.traces.model import Trace
+from monitor.commands.offline_sessions import session_record
 from monitor.config.loader import judge_key_from_env
 from monitor.config.models import JudgesConfig
 
@@ -121,10 +123,15 @@ async def _run(
         task = tasks[index] if tasks is not None else None
         for prepared in prepare(trace, [judge for judge, _ in judges], mode, task):
             pending.append((trace, label_of[id(prepared.judge)], prepared, task))
+    session_judges = [judge for judge, _ in judges if str(judge.level) == "session"]
+    if session_judges:  # once per conversation the traces hold, never per trace
+        for session in group_sessions(traces, prices=prices):
+            for prepared in prepare_session(session, session_judges):
+                pending.append((session, label_of[id(prepared.judge)], prepared, None))
     done = 0
     total = len(pending)
 
-    async def one(trace: Trace, label: str, prepared: Any, task: Task | None) -> EvaluationRecord:
+    async def one(subject: Trace | Session, label: str, prepared: Any, task: Task | None) -> EvaluationRecord:
         nonlocal done
         started = time.perf_counter()
         if prepared.request is None:
@@ -134,6 +141,10 @@ async def _run(
         done += 1
         if progress is not None:
             progress(done, total)
+        if isinstance(subject, Session):
+            placed = place_turn(result, prepared.turn_trace_ids)
+            return session_record(subject, label, placed, (time.perf_counter() - started) * 1000.0)
+        trace = subject
         return EvaluationRecord.model_construct(
             trace_id=trace.trace_id,
             evaluator=label,

@@ -8,14 +8,17 @@ A session's record carries the last turn's trace id (as the daemon's exemplar do
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from evaluators.judges import LLMJudge
 from evaluators.pricing import ModelPrice
-from evaluators.sdk import Dispatched, EvaluationRecord, dispatch_session
+from evaluators.sdk import Dispatched, EvalResult, EvaluationRecord, dispatch_session
 from evaluators.sessions import Session, group_sessions
 from evaluators.traces.model import Trace
-from monitor.commands.offline_spec import Selected
 from monitor.engine.configured import relabel
+
+if TYPE_CHECKING:
+    from monitor.commands.offline_spec import Selected  # offline_spec imports offline_judges, which imports this
 
 SESSION_KEY = "session"  # the details key a session record's session id and turns' trace ids go under
 
@@ -28,14 +31,14 @@ def evaluate_sessions(
     traces: Sequence[Trace],
     selection: Sequence[Selected],
     prices: Mapping[str, ModelPrice] | None = None,
-) -> tuple[int, dict[str, list[EvaluationRecord]]]:
-    """(how many sessions the traces hold, the session-level evaluators' records by label). Traces without a
-    session id belong to none; the traces are not grouped when no session-level evaluator is selected."""
-    # session judges need the judge engine (evaluators.judges): not run here yet
-    chosen = [s for s in selection if is_session_level(s) and not isinstance(s.evaluator, LLMJudge)]
-    if not chosen:
-        return 0, {}
+) -> tuple[int | None, dict[str, list[EvaluationRecord]]]:
+    """(how many sessions the traces hold, the session-level rules' records by label); the count is None when no
+    session-level evaluator is selected (the traces are then not grouped). Traces without a session id belong to
+    none. Session judges go through the judge engine with the trace judges (`offline_judges.run_judges`)."""
+    if not any(is_session_level(s) for s in selection):
+        return None, {}
     sessions = group_sessions(traces, prices=prices)
+    chosen = [s for s in selection if is_session_level(s) and not isinstance(s.evaluator, LLMJudge)]
     by_label: dict[str, list[EvaluationRecord]] = {s.label: [] for s in chosen}
     for session in sessions:
         for selected in chosen:
@@ -45,12 +48,16 @@ def evaluate_sessions(
 
 
 def _record(session: Session, dispatched: Dispatched) -> EvaluationRecord:
-    result = dispatched.result
+    return session_record(session, dispatched.evaluator.name, dispatched.result, dispatched.duration_ms)
+
+
+def session_record(session: Session, evaluator: str, result: EvalResult, duration_ms: float) -> EvaluationRecord:
+    """The record of one result on `session`: the last turn's trace id, the session under `details["session"]`."""
     last = session.last_turn
     details = {**result.details, SESSION_KEY: {"id": session.session_id, "trace_ids": session.trace_ids}}
     return EvaluationRecord.model_construct(
         trace_id=last.trace_id if last is not None else session.session_id,
-        evaluator=dispatched.evaluator.name,
+        evaluator=evaluator,
         level="session",
         span_id=None,
         agent_name=None,
@@ -63,7 +70,7 @@ def _record(session: Session, dispatched: Dispatched) -> EvaluationRecord:
         skip_reason=result.skip_reason,
         explanation=result.explanation,
         details=details,
-        duration_ms=dispatched.duration_ms,
+        duration_ms=duration_ms,
         failure=result.failure,
     )
 

@@ -102,3 +102,35 @@ def test_an_invalid_spec_pricing_section_is_a_usage_error(tmp_path: Path) -> Non
     path.write_text(path.read_text(encoding="utf-8") + "pricing:\n  models:\n    m: {input: -1, output: 1}\n")
     code, _, err = evaluate(*SCENARIOS, spec=path)
     assert code == 2 and "pricing.models.m" in err
+
+
+def test_offline_session_judges_judge_each_conversation_once(tmp_path: Path, monkeypatch) -> None:
+    """`evaluate` with a session judge: one request per conversation (not per trace), the transcript in turn
+    order, a result naming the session and the turn its verdict is about."""
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    path = tmp_path / "spec.yaml"
+    path.write_text(
+        textwrap.dedent("""
+            evaluators:
+              - name: user_frustration
+            judges:
+              gemini_api_key: test-key
+              base_url: {url}
+              requests_per_minute: 0
+        """),
+        encoding="utf-8",
+    )
+    sign = {"turn": 2, "sign": "repeats_request", "quote": "not what I asked"}
+    frustrated = {"verdict": "frustrated", "signs": [sign], "explanation": "the user had to repeat the question"}
+    with FakeGemini(lambda request: ok(frustrated)) as fake:
+        path.write_text(path.read_text(encoding="utf-8").replace("{url}", fake.url), encoding="utf-8")
+        code, report, err = evaluate(CORPUS / "oi_openai__session_support", spec=path)
+        prompts = [r.prompt for r in fake.requests]
+    assert code == 0, err
+    assert len(prompts) == 1  # three traces, one conversation: one judgement
+    turns = ["umbrella in Paris tomorrow", "That's not what I asked", "talk to a human agent"]
+    positions = [prompts[0].find(text) for text in turns]
+    assert all(p >= 0 for p in positions) and positions == sorted(positions), positions
+    judged = by_name(report)["user_frustration"]
+    assert judged["level"] == "session" and judged["scored"] == 1 and judged["pass_rate"] == 0.0
+    assert report["sessions"] == 1
