@@ -17,10 +17,10 @@ from evaluators.sdk import EvaluationRecord
 from evaluators.traces import TraceDecodeError, load_traces
 from monitor.commands.offline import OfflineReport, evaluate_offline, read_dataset
 from monitor.commands.offline_judges import stderr_progress
-from monitor.commands.offline_sessions import session_of_record
 from monitor.commands.offline_signatures import render_groups
 from monitor.commands.offline_spec import InputError, pricing_overrides, selection_and_judges, signature_rules
 from monitor.commands.offline_spend import spend_line
+from monitor.commands.session_records import session_of_record
 from monitor.engine.gc_tuning import tune_gc
 from monitor.text import clip
 

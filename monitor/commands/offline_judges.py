@@ -23,7 +23,7 @@ from evaluators.pricing import ModelPrice
 from evaluators.sdk import EvalResult, EvaluationRecord, Task
 from evaluators.sessions import Session, group_sessions
 from evaluators.traces.model import Trace
-from monitor.commands.offline_sessions import session_record
+from monitor.commands.session_records import session_record
 from monitor.config.loader import judge_key_from_env
 from monitor.config.models import JudgesConfig
 
@@ -105,6 +105,29 @@ def run_judges(
     return records, spend
 
 
+def _pending(
+    traces: Sequence[Trace],
+    judges: Sequence[tuple[LLMJudge, str]],
+    mode: str,
+    tasks: Sequence[Task | None] | None,
+    prices: Mapping[str, ModelPrice] | None,
+) -> list[tuple[Trace | Session, str, Any, Task | None]]:
+    """(subject, label, prepared judgement, task) of every judgement to make: each trace's, then each session's
+    (session judges run once per conversation the traces hold, never per trace)."""
+    label_of = {id(judge): label for judge, label in judges}
+    pending: list[tuple[Trace | Session, str, Any, Task | None]] = []
+    for index, trace in enumerate(traces):
+        task = tasks[index] if tasks is not None else None
+        for prepared in prepare(trace, [judge for judge, _ in judges], mode, task):
+            pending.append((trace, label_of[id(prepared.judge)], prepared, task))
+    session_judges = [judge for judge, _ in judges if str(judge.level) == "session"]
+    if session_judges:
+        for session in group_sessions(traces, prices=prices):
+            for prepared in prepare_session(session, session_judges):
+                pending.append((session, label_of[id(prepared.judge)], prepared, None))
+    return pending
+
+
 async def _run(
     traces: Sequence[Trace],
     judges: Sequence[tuple[LLMJudge, str]],
@@ -117,17 +140,7 @@ async def _run(
 ) -> list[EvaluationRecord]:
     client = JudgeClient(settings) if settings.enabled else None
     engine = JudgeEngine(settings, client, observer=spend, prices=prices)
-    label_of = {id(judge): label for judge, label in judges}
-    pending: list[Any] = []
-    for index, trace in enumerate(traces):
-        task = tasks[index] if tasks is not None else None
-        for prepared in prepare(trace, [judge for judge, _ in judges], mode, task):
-            pending.append((trace, label_of[id(prepared.judge)], prepared, task))
-    session_judges = [judge for judge, _ in judges if str(judge.level) == "session"]
-    if session_judges:  # once per conversation the traces hold, never per trace
-        for session in group_sessions(traces, prices=prices):
-            for prepared in prepare_session(session, session_judges):
-                pending.append((session, label_of[id(prepared.judge)], prepared, None))
+    pending = _pending(traces, judges, mode, tasks, prices)
     done = 0
     total = len(pending)
 
