@@ -50,8 +50,7 @@ from monitor.receivers.inflight import InflightBytes
 from monitor.review.models import PairwiseCounts
 from monitor.review.of_store import StoreReviewReader, reader_of
 from monitor.review.service import STORE_DISABLED
-from monitor.sessions.evaluation import SessionEvaluation, is_session_level
-from monitor.sessions.tracker import SessionTracker
+from monitor.sessions.tracker import tracker_of
 from monitor.sources.pollers import build_pollers
 from monitor.sources.scheduler import PollScheduler
 from monitor.store.from_config import open_result_store
@@ -103,7 +102,7 @@ class Daemon:
             on_new_signatures=telemetry.signatures.new,
             cores=usable_cpus(),
         )
-        self.sessions = _sessions(config, evaluators, telemetry, self._apply_tally)
+        self.sessions = tracker_of(config, evaluators, telemetry.sessions, self._apply_tally)
         self.dispatcher = DueTraceDispatcher(self.assembler, self.pool)
         _observe(telemetry, self)
 
@@ -352,25 +351,6 @@ def _judging(
         signer=Signer(config.signatures.compiled_rules()),
     )
     return engine, stage
-
-
-def _sessions(
-    config: MonitorConfig,
-    evaluators: list[ConfiguredEvaluator],
-    metrics: MetricsExporter,
-    apply_tally: Callable[[MetricsTally], None],
-) -> SessionTracker | None:
-    """The conversations tracked from the evaluated turns, and their session-level evaluators; None when
-    `sessions.enabled` is off. Session-level LLM judges are not wired to a judge stage yet (the tracker's
-    `judge_sessions` hook takes them)."""
-    if not config.sessions.enabled:
-        if any(is_session_level(c) for c in evaluators):
-            log.warning("session-level evaluators configured but sessions.enabled is false: they are not run")
-        return None
-    evaluation = SessionEvaluation(
-        evaluators, timeout_seconds=config.evaluation.timeout, signer=Signer(config.signatures.compiled_rules())
-    )
-    return SessionTracker(config.sessions, evaluation, apply_tally, metrics.sessions)
 
 
 def _pairwise(

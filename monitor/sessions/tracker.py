@@ -20,14 +20,16 @@ from collections.abc import Callable, Iterable, Sequence
 
 from evaluators.judges.control import judge_sampled_in
 from evaluators.sessions import Session
+from monitor.config.models import MonitorConfig
 from monitor.config.sessions import SessionsConfig
 from monitor.engine.configured import ConfiguredEvaluator
+from monitor.engine.signing import Signer
 from monitor.engine.turn_wire import TurnWire, turn_of_wire
 from monitor.lifecycle import cancel_task
 from monitor.metrics.sessions import SessionMetrics
 from monitor.metrics.tally import MetricsTally
 from monitor.sessions.book import SessionBook
-from monitor.sessions.evaluation import Evaluated, SessionEvaluation, tally_of
+from monitor.sessions.evaluation import Evaluated, SessionEvaluation, is_session_level, tally_of
 from monitor.store.rows import ResultRow
 
 log = logging.getLogger(__name__)
@@ -191,3 +193,22 @@ class SessionTracker:
             log.warning("shutdown: completed sessions not evaluated within %.1fs", left)
         except Exception:
             log.exception("shutdown: evaluating completed sessions failed")
+
+
+def tracker_of(
+    config: MonitorConfig,
+    evaluators: Sequence[ConfiguredEvaluator],
+    telemetry: SessionMetrics,
+    apply_tally: Callable[[MetricsTally], None],
+) -> SessionTracker | None:
+    """The daemon's tracker: `sessions:` and the session-level evaluators of `evaluators` (their timeout and
+    failure signatures as at the other levels); None when `sessions.enabled` is off. Session-level LLM judges
+    are not wired to a judge stage here (the tracker's `judge_sessions` hook takes them)."""
+    if not config.sessions.enabled:
+        if any(is_session_level(c) for c in evaluators):
+            log.warning("session-level evaluators configured but sessions.enabled is false: they are not run")
+        return None
+    evaluation = SessionEvaluation(
+        evaluators, timeout_seconds=config.evaluation.timeout, signer=Signer(config.signatures.compiled_rules())
+    )
+    return SessionTracker(config.sessions, evaluation, apply_tally, telemetry)
