@@ -50,6 +50,7 @@ from monitor.receivers.inflight import InflightBytes
 from monitor.review.models import PairwiseCounts
 from monitor.review.of_store import StoreReviewReader, reader_of
 from monitor.review.service import STORE_DISABLED
+from monitor.sessions.tracker import tracker_of
 from monitor.sources.pollers import build_pollers
 from monitor.sources.scheduler import PollScheduler
 from monitor.store.from_config import open_result_store
@@ -101,6 +102,7 @@ class Daemon:
             on_new_signatures=telemetry.signatures.new,
             cores=usable_cpus(),
         )
+        self.sessions = tracker_of(config, evaluators, telemetry.sessions, self._apply_tally)
         self.dispatcher = DueTraceDispatcher(self.assembler, self.pool)
         _observe(telemetry, self)
 
@@ -146,8 +148,8 @@ class Daemon:
     def _parts(self) -> list[Part]:
         """Every component in start order (dependencies first); shutdown runs the list backwards: stop accepting,
         the receivers and the pollers, the dispatcher, the pending traces evaluated, the judges drained, the
-        workers stopped, the judge engine closed, the store flushed, the review closed, the API server last (so
-        /metrics and /healthz answer during the drain)."""
+        workers stopped, the open sessions completed and evaluated, the judge engine closed, the store flushed,
+        the review closed, the API server last (so /metrics and /healthz answer during the drain)."""
         receiver_grace = Grace(share=0.25, cap=2.0)
         pending = PendingTraces(self.assembler, self.pool, self.metrics.evaluation.dropped, lambda: self.evaluated)
         return [
@@ -156,6 +158,7 @@ class Daemon:
             *([Part("review", Closing(self.review.close))] if self.review is not None else []),
             *([Part("store", self.store)] if self.store is not None else []),
             Part("judge_engine", Closing(self.judge_engine.aclose)),
+            *([Part("sessions", self.sessions, Grace(floor=0.5))] if self.sessions is not None else []),
             Part("pool", self.pool, Grace(floor=1.0)),
             Part("judges", Together(self.judge_stage, *([self.pairwise] if self.pairwise is not None else []))),
             Part("pending_traces", pending),
@@ -178,6 +181,8 @@ class Daemon:
             self.judge_stage.submit(tally.judge_jobs)
         if tally.pair_offers and self.pairwise is not None:
             self.pairwise.submit(tally.pair_offers)
+        if tally.turns and self.sessions is not None:
+            self.sessions.add(tally.turns)
 
     def _pairwise_counts(self, baseline: str, candidate: str) -> list[PairwiseCounts]:
         """The pairwise judges' outcomes of these two variants so far, for the canary view."""

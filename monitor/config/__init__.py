@@ -23,6 +23,7 @@ from .pricing import ModelPriceConfig, PricingConfig
 from .receivers import GrpcReceiverConfig, HttpReceiverConfig, ReceiversConfig
 from .review import ReviewConfig
 from .security import AuthConfig, TlsConfig
+from .sessions import SessionsConfig
 from .signatures import SignatureRuleConfig, SignaturesConfig
 from .store import StoreConfig
 from .units import parse_duration, parse_size
@@ -59,6 +60,7 @@ __all__ = [
     "ReceiversConfig",
     "Resolved",
     "ReviewConfig",
+    "SessionsConfig",
     "ShutdownConfig",
     "SignatureRuleConfig",
     "SignaturesConfig",
@@ -78,5 +80,5 @@ __all__ = [
 # the public modules; the others are internal to the package
 __all__ += [
     "api", "evaluators", "judges", "loader", "metrics", "models", "pipeline", "receivers", "review", "security",
-    "signatures", "sources", "store", "units", "variants",
+    "sessions", "signatures", "sources", "store", "units", "variants",
 ]  # fmt: skip

@@ -1,7 +1,7 @@
 """The whole configuration (`MonitorConfig`), the `logging:` and `shutdown:` sections, and the checks that span
 sections (distinct ports, compared evaluators, default alerts). Each other section has a module of its own
-(receivers, security, api, pipeline, metrics, store, judges, sources, review, variants, alerting, evaluators); the
-names importers used from here before the split are re-exported.
+(receivers, security, api, pipeline, metrics, store, judges, sources, review, variants, sessions, alerting,
+evaluators); the names importers used from here before the split are re-exported.
 
 Load it with `monitor.config.load_config(path, env)` (`loader.py`); line-numbered errors are built in
 `locate.py`. Durations are float seconds, sizes are int bytes.
@@ -32,6 +32,7 @@ from .pricing import PricingConfig
 from .receivers import GrpcReceiverConfig, HttpReceiverConfig, ReceiversConfig
 from .review import ReviewConfig
 from .security import AuthConfig, TlsConfig
+from .sessions import SessionsConfig
 from .signatures import SignaturesConfig
 from .sources import AnySourceConfig, check_distinct_names
 from .store import StoreConfig
@@ -95,6 +96,7 @@ class MonitorConfig(Section):
     shutdown: ShutdownConfig = Field(default_factory=ShutdownConfig)
     sources: list[AnySourceConfig] = Field(default_factory=list)
     variants: VariantsConfig = Field(default_factory=VariantsConfig)
+    sessions: SessionsConfig = Field(default_factory=SessionsConfig)
 
     _distinct_source_names = field_validator("sources")(check_distinct_names)
 

@@ -22,5 +22,6 @@ __all__ = [
     "recorder",
     "signing",
     "trace_evaluation",
+    "turn_wire",
     "variants",
 ]

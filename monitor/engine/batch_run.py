@@ -52,6 +52,8 @@ def tally_of(outcomes: Iterable[TraceOutcome | TraceFailure]) -> MetricsTally:
             tally.judge_jobs.extend(o.judge_jobs)
         if o.pair_keys:
             tally.pair_offers.append(PairOffer(o.trace_id, o.service, o.variant, o.pair_keys, o.input, o.output))
+        if o.turn is not None:
+            tally.turns.append(o.turn)
     return tally
 
 

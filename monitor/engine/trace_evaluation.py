@@ -4,6 +4,9 @@ Pure CPU work with no shared state, so it runs the same in a worker process or o
 The views are built once per trace and shared by every evaluator. An evaluator that ran past `timeout`
 has its results replaced by `timeout` skips (a running evaluator cannot be pre-empted).
 
+Session-level evaluators never run here (the session tracker runs them on whole conversations in the main
+process); a trace with a session id gives its outcome a compact turn for it (`turn_wire.py`).
+
 LLM judges do only their CPU half here: the traces they sample (by trace id, the same traces for every
 judge) get their prompts built (`evaluators.judges.prepare`), and those go back as `JudgeJob`s for the
 judge stage (judge_stage.py), which waits on the network on the event loop, never in a worker.
@@ -19,6 +22,7 @@ from evaluators.judges import LLMJudge, prepare
 from evaluators.judges.control import judge_sampled_in
 from evaluators.pricing import ModelPrice
 from evaluators.sdk import Dispatched, Level, dispatch
+from evaluators.sessions import Turn, session_of
 from evaluators.signatures import FailureSignature
 from evaluators.traces import build_trace, join_logs
 from evaluators.traces.model import Trace
@@ -30,6 +34,7 @@ from monitor.engine.assembler import CompletedTrace
 from monitor.engine.configured import ConfiguredEvaluator, sampled_in
 from monitor.engine.signing import Signer
 from monitor.engine.spend import call_figures
+from monitor.engine.turn_wire import turn_wire
 from monitor.engine.variants import MAX_VARIANT_CHARS, pair_keys, variant_of
 from monitor.store.rows import JudgeJob, ResultRow, TraceFailure, TraceOutcome, bounded, result_row
 from monitor.store.trace_detail import call_costs, trace_detail
@@ -54,6 +59,7 @@ class TraceEvaluator:
             variants=config.variants,
             signer=Signer(config.signatures.compiled_rules()),
             prices=config.pricing.overrides(),
+            session_attributes=config.sessions.attribute if config.sessions.enabled else None,
         )
 
     def __init__(
@@ -67,13 +73,15 @@ class TraceEvaluator:
         variants: VariantsConfig | None = None,
         signer: Signer | None = None,
         prices: Mapping[str, ModelPrice] | None = None,
+        session_attributes: Sequence[str] | None = None,
     ) -> None:
         """`store_results`: the store's `results` setting ("all", "failing"; None: no store), which decides the
         traces whose review detail (steps, models, tools, errors; trace_detail.py) is built here. `variants`:
         which attribute gives each trace its variant, and which variants are paired for the pairwise judge.
         `signer`: the failure signature of each failing result (`signatures.rules`). `prices`: the `pricing.models`
-        overrides of the price table, for what each LLM call cost."""
-        self.evaluators = list(evaluators)
+        overrides of the price table, for what each LLM call cost. `session_attributes`: the `sessions.attribute`
+        names, tried before each convention's own for a trace's session id; None: sessions are off (no turns)."""
+        self.evaluators = [c for c in evaluators if str(getattr(c.evaluator, "level", "trace")) != "session"]
         self.timeout_seconds = timeout_seconds
         self.mode = mode
         self.store_results = store_results
@@ -81,6 +89,7 @@ class TraceEvaluator:
         self.variants = variants or VariantsConfig()
         self.signer = signer if signer is not None else Signer()
         self.prices = prices or {}  # kept as given: the same mapping as cost_budget's lets a call be priced once
+        self.session_attributes = None if session_attributes is None else tuple(session_attributes)
         self._label_of = {id(c.evaluator): c.label for c in self.evaluators}
         self._is_judge = {c.label: isinstance(c.evaluator, LLMJudge) for c in self.evaluators}
         self._levels = {c.label: str(getattr(c.evaluator, "level", "trace")) for c in self.evaluators}
@@ -129,7 +138,16 @@ class TraceEvaluator:
             variant=variant,
             pair_keys=pair_keys(trace, variant, self.variants),
             version=version,
+            turn=self._turn(trace),
         )
+
+    def _turn(self, trace: Trace) -> tuple | None:
+        """The wire form of the turn `trace` is of its conversation (None: sessions off, or no session id). Its
+        calls are priced already (`call_costs`, remembered on the spans under the same `prices`)."""
+        if self.session_attributes is None:
+            return None
+        ref = session_of(trace, self.session_attributes)
+        return None if ref is None else turn_wire(ref, Turn.from_trace(trace, self.prices))
 
     def _stores(self, rows: tuple[ResultRow, ...]) -> bool:
         """Whether the store keeps this trace (as ResultStore decides): every one, or those with a failure or a

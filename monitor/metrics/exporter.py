@@ -14,6 +14,7 @@ one component only (the daemon hands each component its own group, or the group'
   stage, the poll runners. `build` (`BuildInfo`): the version.
 - `signatures` (`SignatureMetrics`): failure signatures counted new (told by the result stores) and active (from
   the tallies): the daemon.
+- `sessions` (`SessionMetrics`): conversations open, completed, cut, and their late turns: the session tracker.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from monitor.metrics.pairwise import PairwiseMetrics
 from monitor.metrics.poll import PollMetrics
 from monitor.metrics.recording import RecordingMetrics
 from monitor.metrics.results import ResultMetrics
+from monitor.metrics.sessions import SessionMetrics
 from monitor.metrics.signatures import SignatureMetrics
 from monitor.metrics.store import StoreMetrics
 
@@ -67,6 +69,7 @@ class MetricsExporter:
         self.poll = PollMetrics(r)
         self.pairwise = PairwiseMetrics(r, self.results.variants, self.results.variant_label)
         self.build = BuildInfo(r)
+        self.sessions = SessionMetrics(r, self._service_label)
         signatures = signatures or SignaturesConfig()
         self.signatures = SignatureMetrics(
             r,
@@ -76,6 +79,10 @@ class MetricsExporter:
             decides_new=not store_enabled,
             clock=results.get("clock", time.time),
         )
+
+    def _service_label(self, service: str) -> str:
+        """`service` as the result series label it (sanitised, capped)."""
+        return self.results.evaluator_service("", service)[1]
 
     @classmethod
     def from_config(

@@ -72,6 +72,7 @@ class MetricsTally:
         "tools",
         "trace_costs",
         "traces",
+        "turns",
         "unpriced",
     )
 
@@ -92,6 +93,7 @@ class MetricsTally:
         self.pair_offers: list[Any] = []  # traces the pairwise judge may pair (engine.pairing), passed through
         self.normalizer_errors: dict[str, int] = {}  # convention → normalizer calls that raised during the batch
         self.signatures: dict[SignatureKey, int] = {}  # (evaluator, service, signature id) → failing results
+        self.turns: list[Any] = []  # conversations' turns (engine.turn_wire), passed through to the sessions
 
     # --- adding -----------------------------------------------------------------------------------
     def add_trace(
@@ -201,6 +203,7 @@ class MetricsTally:
             self.pair_offers,
             self.normalizer_errors,
             self.signatures,
+            self.turns,
         )
 
     @classmethod
@@ -223,6 +226,7 @@ class MetricsTally:
             tally.pair_offers,
             tally.normalizer_errors,
             tally.signatures,
+            tally.turns,
         ) = wire
         tally.results = {key: ResultCounts.from_wire(counts) for key, counts in results.items()}
         return tally

@@ -104,6 +104,7 @@ class TraceOutcome(NamedTuple):
     variant: str = ""  # the agent version that produced it (variants.attribute); "" when unset or missing
     pair_keys: tuple[tuple[str, str], ...] = ()  # (pair_by, key): what a pairwise judge pairs it on
     version: str = ""  # the `service.version` of the trace's resource ("" when it has none)
+    turn: tuple | None = None  # a conversation's turn (engine/turn_wire.py) when the trace has a session id
 
 
 class TraceDetailRow(NamedTuple):

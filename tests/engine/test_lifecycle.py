@@ -14,6 +14,7 @@ import pytest
 from aiohttp import web
 
 from monitor.config import GrpcReceiverConfig, HttpReceiverConfig, MonitorConfig, ReceiversConfig
+from monitor.config.sessions import SessionsConfig
 from monitor.daemon import Daemon
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.dispatcher import DueTraceDispatcher
@@ -26,6 +27,8 @@ from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.lifecycle import Closing, Component, Grace, Hook, Lifecycle, Part, Together
 from monitor.receivers.grpc_receiver import GrpcReceiver
 from monitor.receivers.http_receiver import HttpReceiver
+from monitor.sessions.evaluation import SessionEvaluation
+from monitor.sessions.tracker import SessionTracker
 from monitor.sources.scheduler import PollScheduler
 from monitor.store.sqlite import ResultStore
 from monitor.web.server import WebServer
@@ -37,6 +40,7 @@ DAEMON_PARTS = [
     "review",
     "store",
     "judge_engine",
+    "sessions",
     "pool",
     "judges",
     "pending_traces",
@@ -101,6 +105,7 @@ STANDALONE: dict[str, Callable[[Path], Component]] = {
     "together": lambda tmp: Together(JudgeStage({}, _no_judge, lambda tally: None), _pairwise()),
     "closing": lambda tmp: Closing(_closed),
     "hook": lambda tmp: Hook(lambda: None),
+    "session_tracker": lambda tmp: SessionTracker(SessionsConfig(), SessionEvaluation([]), lambda tally: None),
     "daemon": _daemon,
 }
 

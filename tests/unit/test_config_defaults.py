@@ -20,6 +20,9 @@ from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.receivers.grpc_receiver import ExportHandler, GrpcReceiver
 from monitor.receivers.http_receiver import HttpReceiver, OtlpHttpHandler
 from monitor.receivers.inflight import ReadSlots
+from monitor.sessions.book import SessionBook
+from monitor.sessions.evaluation import SessionEvaluation
+from monitor.sessions.tracker import SessionTracker
 from monitor.sources.runner import Poller
 from monitor.store.postgres.store import PostgresResultStore
 from monitor.store.sqlite import ResultStore
@@ -38,6 +41,9 @@ COMPONENTS = (
     Poller,
     ResultStore,
     PostgresResultStore,
+    SessionBook,
+    SessionEvaluation,
+    SessionTracker,
 )
 # constructor parameters named otherwise than their config key
 ALIASES = {"timeout_seconds": "timeout", "idle_timeout": "read_idle_timeout", "retention_seconds": "retention"}

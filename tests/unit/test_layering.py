@@ -18,6 +18,8 @@ FORBIDDEN = {
     "receivers": {"engine", "store", "review", "daemon", "sources"},
     "sources": {"engine", "store", "review", "daemon", "receivers"},
     "engine": {"receivers", "sources", "web", "daemon", "commands"},
+    # monitor/sessions (conversations, fed by the engine's results; the SDK's evaluators/sessions shares the name)
+    "sessions": {"receivers", "sources", "web", "daemon", "commands", "review"},
     "metrics": {"engine", "receivers", "sources", "web", "daemon", "store", "review"},
     "alerting": {"engine", "receivers", "sources", "web", "daemon", "store", "review", "metrics"},
     "store": {"engine", "receivers", "sources", "web", "daemon", "metrics"},  # the result store: the write side

@@ -29,6 +29,7 @@ OWNERS: dict[str, set[str]] = {
     "poll": {"monitor/sources/runner.py"},  # the poll runner: PollMetrics is its group
     "build": set(),
     "signatures": set(),
+    "sessions": set(),
 }
 
 

@@ -1,0 +1,24 @@
+"""The `sessions` config section: conversations tracked across traces (each turn one trace), when one is complete,
+and the bounds on what the daemon holds of open ones."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from .units import Duration, Label, Section
+
+
+class SessionsConfig(Section):
+    """`idle`: a session with no new turn for this long is complete and its session-level evaluators run.
+    `max_open_sessions`: sessions held open at once; beyond it the longest-idle one is completed early (ended
+    `cut`); as many completed session ids are remembered, so a turn for one of them is counted late, not
+    re-evaluated. `max_turns`: turns kept per session; later ones are counted (`turns_cut`), not kept.
+    `attribute`: span or resource attribute names tried for the session id before each convention's own."""
+
+    enabled: bool = True
+    idle: Duration = 900.0
+    max_open_sessions: Annotated[int, Field(ge=1)] = 10_000
+    max_turns: Annotated[int, Field(ge=1)] = 200
+    attribute: list[Label] = Field(default_factory=list)
