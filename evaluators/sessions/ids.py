@@ -88,8 +88,13 @@ def _from_metadata(value: object) -> SessionRef | None:
 
 
 def _root_first(trace: Trace) -> list:
-    roots = list(trace.roots)
-    return roots + [s for s in sorted(trace.spans, key=lambda s: s.start_time) if s not in roots]
+    """The root spans, then the others as the trace holds them (no sort: this runs for every trace)."""
+    roots = trace.roots
+    if len(roots) == 1:
+        root = roots[0]
+        return [root, *(s for s in trace.spans if s is not root)]
+    ids = {id(r) for r in roots}
+    return [*roots, *(s for s in trace.spans if id(s) not in ids)]
 
 
 def _attribute_maps(spans: Iterable) -> Iterable[dict]:

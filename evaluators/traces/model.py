@@ -185,12 +185,12 @@ class Trace:
     def service_name(self) -> str:
         return self.root.record.service_name if self.root else ""
 
-    @property
+    @cached_property
     def start_time(self) -> int:
         starts = [s.start_time for s in self.spans if s.start_time > 0]
         return min(starts) if starts else 0
 
-    @property
+    @cached_property
     def end_time(self) -> int:
         return max((s.end_time for s in self.spans), default=0)
 

@@ -18,6 +18,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 
+from evaluators.judges import JudgeCall
 from evaluators.judges.control import judge_sampled_in
 from evaluators.sessions import Session
 from monitor.config.models import MonitorConfig
@@ -30,6 +31,7 @@ from monitor.metrics.sessions import SessionMetrics
 from monitor.metrics.tally import MetricsTally
 from monitor.sessions.book import SessionBook
 from monitor.sessions.evaluation import Evaluated, SessionEvaluation, is_session_level, tally_of
+from monitor.sessions.judging import SessionJudging
 from monitor.store.rows import ResultRow
 
 log = logging.getLogger(__name__)
@@ -193,6 +195,9 @@ class SessionTracker:
             log.warning("shutdown: completed sessions not evaluated within %.1fs", left)
         except Exception:
             log.exception("shutdown: evaluating completed sessions failed")
+        drain = getattr(self.judge_sessions, "drain", None)
+        if drain is not None:  # the judge engine closes after the tracker (lifecycle order)
+            await drain(max(grace - (time.monotonic() - started), 0.0))
 
 
 def tracker_of(
@@ -200,10 +205,11 @@ def tracker_of(
     evaluators: Sequence[ConfiguredEvaluator],
     telemetry: SessionMetrics,
     apply_tally: Callable[[MetricsTally], None],
+    judge_call: JudgeCall | None = None,
 ) -> SessionTracker | None:
     """The daemon's tracker: `sessions:` and the session-level evaluators of `evaluators` (their timeout and
-    failure signatures as at the other levels); None when `sessions.enabled` is off. Session-level LLM judges
-    are not wired to a judge stage here (the tracker's `judge_sessions` hook takes them)."""
+    failure signatures as at the other levels); None when `sessions.enabled` is off. Session-level LLM judges go
+    through `judge_call` (the daemon's judge engine) via `SessionJudging`."""
     if not config.sessions.enabled:
         if any(is_session_level(c) for c in evaluators):
             log.warning("session-level evaluators configured but sessions.enabled is false: they are not run")
@@ -211,4 +217,5 @@ def tracker_of(
     evaluation = SessionEvaluation(
         evaluators, timeout_seconds=config.evaluation.timeout, signer=Signer(config.signatures.compiled_rules())
     )
-    return SessionTracker(config.sessions, evaluation, apply_tally, telemetry)
+    judging = SessionJudging(judge_call, apply_tally, evaluation.signer) if judge_call and evaluation.judges else None
+    return SessionTracker(config.sessions, evaluation, apply_tally, telemetry, judge_sessions=judging)

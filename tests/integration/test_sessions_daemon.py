@@ -62,3 +62,35 @@ def test_conversations_complete_after_idle_and_are_evaluated_once(daemon_factory
     assert daemon.value("agent_monitor_sessions_open") == 0
     assert (session_results(daemon, "fail"), session_results(daemon, "pass")) == (1, 2)
     assert daemon.value("agent_sessions_completed_total") == 3
+
+
+def test_session_judges_judge_each_completed_conversation_once_through_the_judge_engine(daemon_factory) -> None:
+    """`user_frustration` (a session judge) in the daemon: one request per completed conversation to the fake
+    Gemini server, its transcript in turn order, the verdict at level "session" in the metrics, the judges' spend
+    counted like the trace judges'."""
+    from tests.judges.fake_gemini import FakeGemini, FakeRequest, ok
+
+    def frustrated_when_repeated(request: FakeRequest):
+        repeated = "That's not what I asked" in request.prompt
+        reply = {
+            "verdict": "frustrated" if repeated else "not_frustrated",
+            "explanation": "read the transcript",
+            "signs": [{"turn": 2, "sign": "repeats_request", "quote": "not what I asked"}] if repeated else [],
+        }
+        return ok(reply, prompt_tokens=300, output_tokens=30)  # fmt: skip
+
+    with FakeGemini(frustrated_when_repeated) as fake:
+        judges = {"gemini_api_key": "test-key", "base_url": fake.url, "requests_per_minute": 0}
+        config = {"evaluation": {"workers": 1}, "sessions": {"idle": "2s"}, "judges": judges}
+        daemon = daemon_factory(config, evaluators=[{"name": "error_free"}, {"name": "user_frustration"}])
+        send("grpc", f"127.0.0.1:{daemon.grpc_port}", "corpus", str(SUPPORT), str(INTERLEAVED))
+        judged = lambda: daemon.value(RESULTS, evaluator="user_frustration", level="session") >= 3  # noqa: E731
+        assert daemon.wait_for_condition(judged, timeout=60), daemon.output()
+        prompts = [r.prompt for r in fake.requests]
+    assert len(prompts) == 3  # three conversations, seven traces: one judgement each
+    support = next(p for p in prompts if "umbrella" in p)
+    order = [support.find(t) for t in ("umbrella in Paris", "That's not what I asked", "talk to a human agent")]
+    assert min(order) >= 0 and order == sorted(order)
+    outcome = lambda o: daemon.value(RESULTS, evaluator="user_frustration", level="session", outcome=o)  # noqa: E731
+    assert (outcome("fail"), outcome("pass")) == (1, 2)
+    assert daemon.value("agent_monitor_judge_requests_total", judge="user_frustration") == 3
