@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_TURN_TEXT", "Ending", "Session", "Turn", "TurnError"]
 
-MAX_TURN_TEXT = 4000  # characters a turn keeps of the user's message and of the answer
+MAX_TURN_TEXT = 2000  # characters a turn keeps of the user's message and of the answer (the judges read 1500)
 Ending = Literal["open", "idle", "explicit_end", "cut"]
 
 

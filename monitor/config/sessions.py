@@ -15,10 +15,13 @@ class SessionsConfig(Section):
     `max_open_sessions`: sessions held open at once; beyond it the longest-idle one is completed early (ended
     `cut`); as many completed session ids are remembered, so a turn for one of them is counted late, not
     re-evaluated. `max_turns`: turns kept per session; later ones are counted (`turns_cut`), not kept.
+    `max_open_turns`: turns held in all open sessions; beyond it the longest-idle session is completed early
+    (ended `cut`): with `max_open_sessions` it bounds the memory (a turn keeps at most 2 × 2000 characters).
     `attribute`: span or resource attribute names tried for the session id before each convention's own."""
 
     enabled: bool = True
     idle: Duration = 900.0
     max_open_sessions: Annotated[int, Field(ge=1)] = 10_000
     max_turns: Annotated[int, Field(ge=1)] = 200
+    max_open_turns: Annotated[int, Field(ge=1)] = 50_000
     attribute: list[Label] = Field(default_factory=list)

@@ -13,7 +13,7 @@ from typing import Protocol
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 TURN_BUCKETS = (1, 2, 3, 5, 8, 13, 20, 35, 50, 100, 200, 500)
-CUT_REASONS = ("max_open_sessions", "shutdown")
+CUT_REASONS = ("max_open_sessions", "max_open_turns", "shutdown")
 
 
 class OpenSessions(Protocol):
@@ -59,7 +59,7 @@ class SessionMetrics:
         )
         self.cut_sessions = Counter(
             "agent_monitor_sessions_cut",
-            "Conversations completed early: to make room (max_open_sessions) or at shutdown.",
+            "Conversations completed early: to make room (max_open_sessions, max_open_turns) or at shutdown.",
             ["reason"],
             registry=r,
         )

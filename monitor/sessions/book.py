@@ -18,6 +18,7 @@ from monitor.config.sessions import SessionsConfig
 from monitor.engine.turn_wire import SessionTurn
 
 CUT_FOR_ROOM = "max_open_sessions"
+CUT_FOR_TURNS = "max_open_turns"
 CUT_AT_SHUTDOWN = "shutdown"
 
 
@@ -32,8 +33,9 @@ class _Open:
 class SessionBook:
     """Turns in, complete sessions out.
 
-    `add` a turn to its session (a new one opens; beyond `max_open_sessions` the longest-idle session is
-    completed early as `cut` and returned); `due` takes the sessions idle for `idle` seconds; `close_all` takes
+    `add` a turn to its session (a new one opens; beyond `max_open_sessions` sessions, or `max_open_turns` turns
+    held in all, the longest-idle other session is completed early as `cut` and returned); `due` takes the
+    sessions idle for `idle` seconds; `close_all` takes
     every open one (shutdown: `cut`). A session keeps at most `max_turns` turns (later ones are counted in its
     `turns_cut` and in `turns_cut` here). The ids of the last `max_open_sessions` completed sessions are
     remembered: a turn for one of them is counted in `late_turns` and dropped. A turn whose trace the session has
@@ -45,23 +47,27 @@ class SessionBook:
         max_open_sessions: int,
         max_turns: int,
         *,
+        max_open_turns: int | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.idle = idle
         self.max_open_sessions = max_open_sessions
         self.max_turns = max_turns
+        self.max_open_turns = max_open_turns if max_open_turns is not None else max_open_sessions * max_turns
         self.clock = clock
         self._open: OrderedDict[str, _Open] = OrderedDict()
         self._completed: OrderedDict[str, None] = OrderedDict()
         self.late_turns = 0
         self.turns_cut = 0
         self.duplicate_turns = 0
-        self.cut: dict[str, int] = {CUT_FOR_ROOM: 0, CUT_AT_SHUTDOWN: 0}
+        self.cut: dict[str, int] = {CUT_FOR_ROOM: 0, CUT_FOR_TURNS: 0, CUT_AT_SHUTDOWN: 0}
         self.turns_held = 0
 
     @classmethod
     def from_config(cls, config: SessionsConfig, *, clock: Callable[[], float] = time.monotonic) -> SessionBook:
-        return cls(config.idle, config.max_open_sessions, config.max_turns, clock=clock)
+        return cls(
+            config.idle, config.max_open_sessions, config.max_turns, max_open_turns=config.max_open_turns, clock=clock
+        )
 
     @property
     def open_sessions(self) -> int:
@@ -97,6 +103,9 @@ class SessionBook:
         else:
             session.add(item.turn)
             self.turns_held += 1
+            while self.turns_held > self.max_open_turns and len(self._open) > 1:
+                made_room.append(self._complete(next(iter(self._open)), "cut"))  # this session is the last
+                self.cut[CUT_FOR_TURNS] += 1
         return made_room
 
     def due(self) -> list[Session]:

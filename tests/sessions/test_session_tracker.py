@@ -100,7 +100,7 @@ def test_beyond_max_open_sessions_the_longest_idle_one_is_cut() -> None:
     [cut] = add(b, "third", turn(4))
     assert (cut.session_id, cut.ended) == ("second", "cut")
     assert b.open_sessions == 2 and b.is_open("first") and b.is_open("third")
-    assert b.cut == {"max_open_sessions": 1, "shutdown": 0}
+    assert b.cut == {"max_open_sessions": 1, "max_open_turns": 0, "shutdown": 0}
 
 
 def test_turns_beyond_max_turns_are_counted_not_kept() -> None:
@@ -308,3 +308,19 @@ def test_session_judges_go_to_the_hook_not_to_the_rules() -> None:
     track.check()
     asyncio.run(track.evaluate_waiting())
     assert handed == [("s", ["conversation_check"])]
+
+
+def test_beyond_max_open_turns_the_longest_idle_other_session_is_cut() -> None:
+    """The turns held in all open sessions are bounded: a turn beyond `max_open_turns` completes the longest-idle
+    other session early (never the one the turn is for)."""
+    clock = Clock()
+    b = SessionBook(IDLE, 100, 50, max_open_turns=3, clock=clock)
+    assert add(b, "a", turn(1)) == [] and add(b, "a", turn(2)) == []
+    clock.now += 1
+    assert add(b, "b", turn(3)) == []
+    [cut] = add(b, "b", turn(4))
+    assert (cut.session_id, cut.ended, len(cut.turns)) == ("a", "cut", 2)
+    assert b.cut["max_open_turns"] == 1 and b.turns_held == 2 and b.is_open("b")
+    add(b, "b", turn(5))
+    add(b, "b", turn(6))  # one session alone may pass the bound up to max_turns: nothing else to cut
+    assert b.is_open("b") and b.cut["max_open_turns"] == 1
