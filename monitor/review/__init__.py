@@ -1,11 +1,11 @@
 """The review, its read side: readers over the result store (`sqlite_reader.py`, `postgres_reader.py`, their
-SQL in `sql.py`, stored rows decoded into models in `stored_rows.py`), the review's operations (`service.py`), the API's query parameters (`api_params.py`) and the
-models the API, the page and the CLI show (`models.py`). It reads the store's schema (`monitor.store`) and
-never writes.
+SQL in `sql.py`, stored rows decoded into models in `stored_rows.py`), the review's operations (`service.py`), the
+API's query parameters (`api_params.py`) and the models the API, the page and the CLI show (`models.py`). It reads
+the store's schema (`monitor.store`) and never writes.
 
-The public modules are the ones `__all__` names; `sqlite_reader`, `postgres_reader`, `sql` and `stored_rows` are internal to the
-package: `of_store.reader_of` and `open_reader` choose the reader (`of_store` re-exports the readers' base,
-`StoreReviewReader`).
+The public modules are the ones `__all__` names; `sqlite_reader`, `postgres_reader`, `sql` and `stored_rows` are
+internal to the package: `of_store.reader_of` and `open_reader` choose the reader (`of_store` re-exports the
+readers' base, `StoreReviewReader`).
 Importing the package imports none of its modules.
 """
 
