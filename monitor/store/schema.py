@@ -20,6 +20,9 @@ for the review's variant filter.
 Version 4: failure signatures (`signatures`: one row per failure mode, evaluators.signatures) and
 `results.signature` (the signature id of a failing result, NULL for the others and for every row written before),
 indexed for the signature's results over time.
+
+Version 5: conversations (`sessions`: one row per evaluated session, its turns as bounded, masked JSON summaries)
+and `results.session_id` (the session a session-level result is about, NULL for the others), indexed.
 """
 
 from __future__ import annotations
@@ -188,7 +191,56 @@ def _to_v4(db: sqlite3.Connection) -> None:
     db.execute(SIGNATURE_INDEX)
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1, _to_v2, _to_v3, _to_v4)
+# Version 5: sessions, the same statements on both databases. `turns`: a JSON array of turn summaries in start order
+# (SESSION_TURN_FIELDS), their texts masked and bounded like the traces'; `started_at`: the first turn's start,
+# `last_turn_at`: the last turn's end (epoch seconds, the spans' clocks); `completed_at`: when the daemon completed
+# it (`ended`: idle, explicit_end or cut); `failed`: its failing session-level results. A session evaluated again
+# (its id forgotten, `sessions.max_open_sessions`) replaces its row.
+SESSION_TABLES = (
+    """CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY,
+    service TEXT NOT NULL,
+    source TEXT NOT NULL,
+    started_at DOUBLE PRECISION NOT NULL,
+    last_turn_at DOUBLE PRECISION NOT NULL,
+    completed_at DOUBLE PRECISION NOT NULL,
+    ended TEXT NOT NULL,
+    turn_count INTEGER NOT NULL,
+    turns_cut INTEGER NOT NULL,
+    total_tokens BIGINT NOT NULL,
+    cost_usd DOUBLE PRECISION,
+    failed INTEGER NOT NULL,
+    turns TEXT NOT NULL
+)""",
+    "CREATE INDEX IF NOT EXISTS sessions_completed ON sessions(completed_at)",
+    "CREATE INDEX IF NOT EXISTS sessions_service ON sessions(service, completed_at)",
+)
+SESSION_COLUMN = "ALTER TABLE results ADD COLUMN session_id TEXT"
+SESSION_INDEX = "CREATE INDEX IF NOT EXISTS results_session ON results(session_id) WHERE session_id IS NOT NULL"
+# The order of a stored turn's fields (`turns` holds one JSON array per turn).
+SESSION_TURN_FIELDS = (
+    "trace_id",
+    "start_ns",
+    "end_ns",
+    "user_message",
+    "answer",
+    "tool_calls",
+    "errors",  # [[kind, name, message], ...]
+    "agents",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+)
+
+
+def _to_v5(db: sqlite3.Connection) -> None:
+    for statement in SESSION_TABLES:
+        db.execute(statement)
+    db.execute(SESSION_COLUMN)
+    db.execute(SESSION_INDEX)
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1, _to_v2, _to_v3, _to_v4, _to_v5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

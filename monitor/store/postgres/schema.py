@@ -21,6 +21,9 @@ import psycopg
 from monitor.store.schema import (
     POLL_TABLES,
     SCHEMA_VERSION,
+    SESSION_COLUMN,
+    SESSION_INDEX,
+    SESSION_TABLES,
     SIGNATURE_COLUMN,
     SIGNATURE_INDEX,
     SIGNATURE_TABLES,
@@ -99,7 +102,40 @@ def _to_v4(db: psycopg.Connection[Any]) -> None:
     db.execute(SIGNATURE_INDEX)
 
 
-MIGRATIONS: tuple[Callable[[psycopg.Connection[Any]], None], ...] = (_to_v1, _to_v2, _to_v3, _to_v4)
+# Conversations split between replicas (the Collector routes by trace id): every replica writes the turns it
+# evaluates to `session_turns` and keeps `open_sessions.last_arrival` (when a turn last arrived, by any replica);
+# a session idle for `sessions.idle` is claimed by exactly one replica (`SELECT ... FOR UPDATE SKIP LOCKED`), which
+# evaluates it from all its turns and deletes both rows in the transaction that writes `sessions`.
+SHARED_SESSION_TABLES = (
+    """CREATE TABLE open_sessions (
+    session_id TEXT PRIMARY KEY,
+    service TEXT NOT NULL,
+    source TEXT NOT NULL,
+    first_arrival DOUBLE PRECISION NOT NULL,
+    last_arrival DOUBLE PRECISION NOT NULL
+)""",
+    "CREATE INDEX open_sessions_idle ON open_sessions(last_arrival)",
+    """CREATE TABLE session_turns (
+    session_id TEXT NOT NULL,
+    trace_id TEXT NOT NULL,
+    replica TEXT NOT NULL,
+    arrived_at DOUBLE PRECISION NOT NULL,
+    turn JSONB NOT NULL,
+    PRIMARY KEY (session_id, trace_id)
+)""",
+)
+
+
+def _to_v5(db: psycopg.Connection[Any]) -> None:
+    """Version 5: sessions and `results.session_id`, as on SQLite, and the tables that share open conversations
+    between replicas."""
+    for statement in (*SESSION_TABLES, *SHARED_SESSION_TABLES):
+        db.execute(statement)
+    db.execute(SESSION_COLUMN)
+    db.execute(SESSION_INDEX)
+
+
+MIGRATIONS: tuple[Callable[[psycopg.Connection[Any]], None], ...] = (_to_v1, _to_v2, _to_v3, _to_v4, _to_v5)
 assert len(MIGRATIONS) == SCHEMA_VERSION, "a schema version migrates both databases"
 JSON_COLUMNS = frozenset({"passed", "agents", "models", "tools", "detail"})
 assert set(TRACE_COLUMNS) > JSON_COLUMNS
