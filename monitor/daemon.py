@@ -102,7 +102,14 @@ class Daemon:
             on_new_signatures=telemetry.signatures.new,
             cores=usable_cpus(),
         )
-        self.sessions = tracker_of(config, evaluators, telemetry.sessions, self._apply_tally, self.judge_engine.judge)
+        self.sessions = tracker_of(
+            config,
+            evaluators,
+            telemetry.sessions,
+            self._apply_tally,
+            self.judge_engine.judge,
+            self.store.write if self.store is not None else None,
+        )
         self.dispatcher = DueTraceDispatcher(self.assembler, self.pool)
         _observe(telemetry, self)
 

@@ -114,6 +114,7 @@ class Session:
     source: str = ""
     ended: Ending = "open"
     turns_cut: int = 0  # turns left out by `max_turns`
+    completed_at: float | None = None  # epoch seconds when the daemon completed it (None: not completed there)
 
     def __post_init__(self) -> None:
         self.turns.sort(key=lambda t: (t.start_ns, t.trace_id))

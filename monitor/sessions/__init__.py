@@ -5,4 +5,4 @@ session-level evaluators (`evaluation`) in the main process (`tracker`, a lifecy
 The public modules are the ones `__all__` names. Importing the package imports none of its modules.
 """
 
-__all__ = ["book", "evaluation", "judging", "tracker"]
+__all__ = ["book", "evaluation", "judging", "storing", "tracker"]

@@ -49,12 +49,14 @@ class SessionBook:
         *,
         max_open_turns: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self.idle = idle
         self.max_open_sessions = max_open_sessions
         self.max_turns = max_turns
         self.max_open_turns = max_open_turns if max_open_turns is not None else max_open_sessions * max_turns
         self.clock = clock
+        self.wall = wall  # a completed session's `completed_at` (epoch seconds: what the store keeps)
         self._open: OrderedDict[str, _Open] = OrderedDict()
         self._completed: OrderedDict[str, None] = OrderedDict()
         self.late_turns = 0
@@ -129,6 +131,7 @@ class SessionBook:
         entry = self._open.pop(session_id)
         self.turns_held -= len(entry.session.turns)
         entry.session.ended = ended
+        entry.session.completed_at = self.wall()
         self._completed[session_id] = None
         if len(self._completed) > self.max_open_sessions:
             self._completed.popitem(last=False)

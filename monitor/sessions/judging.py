@@ -4,7 +4,8 @@ The tracker hands each completed session with the judges that sample it in (`Ses
 each session becomes one task on the event loop that sends its judgements together
 (`evaluators.judges.judge_session`: the engine's limits, budgets and cache apply, a judge that is down gives
 `judge_unavailable` skips), ties each verdict to the turn it names, and records the rows like the rule
-evaluators' (`tally_of`: level "session", the last turn's trace id as exemplar, failure signatures).
+evaluators' (`tally_of`: level "session", the last turn's trace id as exemplar, failure signatures) and hands
+them to `on_judged` (the result store's hook, storing.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.signing import Signer
 from monitor.metrics.tally import MetricsTally
 from monitor.sessions.evaluation import LEVEL, Evaluated, tally_of
-from monitor.store.rows import result_row
+from monitor.store.rows import ResultRow, result_row
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +30,15 @@ class SessionJudging:
     """Callable as the tracker's `judge_sessions` hook; `drain` waits for the judgements in flight."""
 
     def __init__(
-        self, judge_call: JudgeCall, apply_tally: Callable[[MetricsTally], None], signer: Signer | None = None
+        self,
+        judge_call: JudgeCall,
+        apply_tally: Callable[[MetricsTally], None],
+        signer: Signer | None = None,
+        on_judged: Callable[[Session, Sequence[ResultRow]], None] | None = None,
     ) -> None:
         self.judge_call = judge_call
         self.apply_tally = apply_tally
+        self.on_judged = on_judged
         self.signer = signer if signer is not None else Signer()
         self._tasks: set[asyncio.Task[None]] = set()
         self.judged = 0  # sessions whose judgements are recorded
@@ -65,6 +71,8 @@ class SessionJudging:
             for label, result in results
         ]  # fmt: skip
         self.apply_tally(tally_of([Evaluated(session, rows)]))
+        if self.on_judged is not None:
+            self.on_judged(session, rows)
         self.judged += 1
 
     async def drain(self, timeout: float) -> None:

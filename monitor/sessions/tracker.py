@@ -32,6 +32,7 @@ from monitor.metrics.tally import MetricsTally
 from monitor.sessions.book import SessionBook
 from monitor.sessions.evaluation import Evaluated, SessionEvaluation, is_session_level, tally_of
 from monitor.sessions.judging import SessionJudging
+from monitor.sessions.storing import StoreWrite, session_writer
 from monitor.store.rows import ResultRow
 
 log = logging.getLogger(__name__)
@@ -206,10 +207,12 @@ def tracker_of(
     telemetry: SessionMetrics,
     apply_tally: Callable[[MetricsTally], None],
     judge_call: JudgeCall | None = None,
+    store_write: StoreWrite | None = None,
 ) -> SessionTracker | None:
     """The daemon's tracker: `sessions:` and the session-level evaluators of `evaluators` (their timeout and
     failure signatures as at the other levels); None when `sessions.enabled` is off. Session-level LLM judges go
-    through `judge_call` (the daemon's judge engine) via `SessionJudging`."""
+    through `judge_call` (the daemon's judge engine) via `SessionJudging`; evaluated sessions and their results
+    (the rules' and the judges') to the result store through `store_write` (its queued `write`)."""
     if not config.sessions.enabled:
         if any(is_session_level(c) for c in evaluators):
             log.warning("session-level evaluators configured but sessions.enabled is false: they are not run")
@@ -217,5 +220,12 @@ def tracker_of(
     evaluation = SessionEvaluation(
         evaluators, timeout_seconds=config.evaluation.timeout, signer=Signer(config.signatures.compiled_rules())
     )
-    judging = SessionJudging(judge_call, apply_tally, evaluation.signer) if judge_call and evaluation.judges else None
-    return SessionTracker(config.sessions, evaluation, apply_tally, telemetry, judge_sessions=judging)
+    stored = session_writer(store_write) if store_write is not None else None
+    judging = (
+        SessionJudging(judge_call, apply_tally, evaluation.signer, on_judged=stored)
+        if judge_call and evaluation.judges
+        else None
+    )
+    return SessionTracker(
+        config.sessions, evaluation, apply_tally, telemetry, judge_sessions=judging, on_evaluated=stored
+    )

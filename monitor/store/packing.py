@@ -11,6 +11,10 @@ agents, models and tools as JSON arrays of names, the rest of its review detail 
 (`DETAIL_KEYS`), its variant as it is (bounded where it is read, engine/variants.py). One `results` row per
 failing result and per skip (not sampled_out), a failing result's with its signature's id, and a `Sighting` of
 each signature for the `signatures` table (signatures.py).
+
+One `sessions` row per evaluated conversation (`pack_session`): its turns as JSON arrays of
+schema.SESSION_TURN_FIELDS (the user's message, the answer and the errors masked and cut like a trace's texts),
+and a `results` row per stored session-level result (level "session", the last turn's trace id, `session_id`).
 """
 
 from __future__ import annotations
@@ -21,12 +25,12 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from evaluators.redaction import redact_texts
-from monitor.store.rows import MAX_TEXT, LateResults, ResultRow, TraceDetailRow, TraceOutcome
+from monitor.store.rows import MAX_TEXT, LateResults, ResultRow, SessionOutcome, TraceDetailRow, TraceOutcome
 from monitor.store.signatures import Sighting
 from monitor.store.storable import storable, storable_json, storable_values
 from monitor.store.trace_detail import NAME, STEP_TEXT
 
-Written = TraceOutcome | LateResults
+Written = TraceOutcome | LateResults | SessionOutcome
 
 SAMPLED_OUT = "sampled_out"
 PASSED_FIELDS = ("evaluator", "level", "span_id", "agent", "model", "score", "explanation", "details")
@@ -57,9 +61,10 @@ def mask(texts: list[str | None], limits: list[int]) -> list[str | None]:
 class Packed(NamedTuple):
     traces: list[tuple]  # schema.TRACE_COLUMNS
     results: list[tuple]  # created_at, trace_id, service, span_id, agent, model, evaluator, level, score, passed,
-    # skip_reason, explanation, details, signature
+    # skip_reason, explanation, details, signature, session_id
     appended: list[tuple[str, str]]  # (a late passing result packed, its trace id)
     sightings: list[Sighting]  # the failing results with a signature (signatures.py)
+    sessions: list[tuple]  # schema.SESSION_COLUMNS
     kept: int = 0  # the results these rows hold (what is lost when they cannot be written)
 
 
@@ -72,17 +77,21 @@ def merged(parts: Sequence[Packed]) -> Packed:
     """Several outcomes' rows as one Packed (one transaction)."""
     if len(parts) == 1:
         return parts[0]
-    packed = Packed([], [], [], [], sum(p.kept for p in parts))
+    packed = Packed([], [], [], [], [], sum(p.kept for p in parts))
     for part in parts:
         packed.traces.extend(part.traces)
         packed.results.extend(part.results)
         packed.appended.extend(part.appended)
         packed.sightings.extend(part.sightings)
+        packed.sessions.extend(part.sessions)
     return packed
 
 
 def pack_one(o: Written, now: float, failing_only: bool) -> Packed:
-    """One evaluated trace's rows (or one trace's late results), every text in them `storable`."""
+    """One evaluated trace's rows (or one trace's late results, or one evaluated session's rows), every text in
+    them `storable`."""
+    if isinstance(o, SessionOutcome):
+        return pack_session(o, now, failing_only)
     stored: list[ResultRow] = []
     passing: list[ResultRow] = []
     for r in o.results:
@@ -91,7 +100,7 @@ def pack_one(o: Written, now: float, failing_only: bool) -> Packed:
                 passing.append(r)
         elif r.skip_reason != SAMPLED_OUT:  # sampled-out skips are counted in the metrics, not stored
             stored.append(r)
-    packed = Packed([], [], [], [], len(stored) + len(passing))
+    packed = Packed([], [], [], [], [], len(stored) + len(passing))
     if isinstance(o, LateResults):
         texts = _result_texts(stored + passing)
         masked = iter(mask(texts, [MAX_TEXT] * len(texts)))
@@ -106,7 +115,7 @@ def pack_one(o: Written, now: float, failing_only: bool) -> Packed:
     return packed
 
 
-def _sightings(o: Written, stored: list[ResultRow], now: float, into: list[Sighting]) -> None:
+def _sightings(o: TraceOutcome | LateResults, stored: list[ResultRow], now: float, into: list[Sighting]) -> None:
     """A Sighting per stored failing result with a signature."""
     signed = [r for r in stored if r.signature is not None and r.passed is False]
     if not signed:
@@ -122,7 +131,7 @@ def _sightings(o: Written, stored: list[ResultRow], now: float, into: list[Sight
         into.append(Sighting(r.signature, now, trace_id, service, agents, models, variant, version))
 
 
-def _trace_agents_and_models(o: Written) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _trace_agents_and_models(o: TraceOutcome | LateResults) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The agents and models of `o`'s trace, in order of appearance (none for late judge results)."""
     if not isinstance(o, TraceOutcome):
         return (), ()
@@ -183,6 +192,66 @@ def _pack_trace(o: TraceOutcome, stored: list[ResultRow], passing: list[ResultRo
     )
 
 
+def pack_session(o: SessionOutcome, now: float, failing_only: bool) -> Packed:
+    """One evaluated session's rows: its `sessions` row (upserted) and a `results` row per stored session-level
+    result (trace_id: its last turn's, session_id set); with `results: failing` only a session with a failing
+    result or a skip (not sampled_out) is kept, and its passing results are not. Its turns' texts and its results'
+    are masked in one scan and cut like a trace's."""
+    session = o.session
+    last = session.last_turn
+    kept = [r for r in o.results if r.skip_reason != SAMPLED_OUT and not (failing_only and r.passed)]
+    if last is None or (failing_only and not kept):
+        return Packed([], [], [], [], [], 0)
+    packed = Packed([], [], [], [], [], len(kept))
+    texts: list[str | None] = []
+    limits: list[int] = []
+    for turn in session.turns:
+        texts += (turn.user_message, turn.answer)
+        limits += (MAX_TEXT, MAX_TEXT)
+        for error in turn.errors:
+            texts += (error.name, error.message)
+            limits += _ERROR_LIMITS
+    result_texts = _result_texts(kept)
+    masked = iter(mask(texts + result_texts, limits + [MAX_TEXT] * len(result_texts)))
+    turns = [
+        [turn.trace_id, turn.start_ns, turn.end_ns, next(masked), next(masked), _names(turn.tool_calls),
+         [[error.kind[:NAME], next(masked) or "", next(masked) or ""] for error in turn.errors],
+         _names(turn.agents), turn.input_tokens, turn.output_tokens, _number(turn.cost_usd)]
+        for turn in session.turns
+    ]  # fmt: skip
+    service = session.service or "unknown"
+    trace_id, session_id = storable(last.trace_id), storable(session.session_id)
+    packed.results.extend(_result_row(now, trace_id, service, r, masked, session_id) for r in kept)
+    failed = sum(1 for r in kept if r.passed is False)
+    completed_at = session.completed_at if session.completed_at is not None else now
+    packed.sessions.append(
+        (
+            *storable_values((session_id, service, session.source)),
+            session.start_ns / 1e9,
+            last.end_ns / 1e9,
+            completed_at,
+            session.ended,
+            len(session.turns),
+            session.turns_cut,
+            session.total_tokens,
+            _number(session.cost_usd),
+            failed,
+            _json(turns),
+        )
+    )
+    signatures = [r.signature for r in kept if r.signature is not None and r.passed is False]
+    if signatures:  # seen in every agent of the conversation
+        agents = tuple(dict.fromkeys(a for turn in session.turns for a in storable_values(turn.agents) if a))
+        service = storable(service)
+        packed.sightings.extend(Sighting(sig, now, trace_id, service, agents, (), "", "") for sig in signatures)
+    return packed
+
+
+def _names(names: tuple[str, ...]) -> list[str]:
+    """Tool or agent names as stored: each cut to NAME (they are not masked, as a trace's are not)."""
+    return [name[:NAME] for name in names]
+
+
 _STEP_LIMITS = [NAME, STEP_TEXT, STEP_TEXT]  # a step's name, error, text
 _ERROR_LIMITS = [NAME, STEP_TEXT]  # an error span's name, error
 
@@ -191,10 +260,12 @@ def _result_texts(rows: list[ResultRow]) -> list[str | None]:
     return [text for r in rows for text in (r.explanation, r.details)]
 
 
-def _result_row(now: float, trace_id: str, service: str, r: ResultRow, texts: Iterator[str | None]) -> tuple:
+def _result_row(
+    now: float, trace_id: str, service: str, r: ResultRow, texts: Iterator[str | None], session_id: str | None = None
+) -> tuple:
     signature = r.signature.id if r.signature is not None and r.passed is False else None
     return storable_values((now, trace_id, service, r.span_id, r.agent, r.model, r.evaluator, r.level, r.score,
-                            r.passed, r.skip_reason, next(texts), next(texts), signature))  # fmt: skip
+                            r.passed, r.skip_reason, next(texts), next(texts), signature, session_id))  # fmt: skip
 
 
 def _passed_entry(r: ResultRow, texts: Iterator[str | None]) -> tuple:

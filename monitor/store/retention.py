@@ -1,7 +1,8 @@
 """Retention of the result store: by age and by size, in short transactions (writers wait on each one).
 
-By age: rows older than `store.retention` go, in chunks. By size: when the database file and its WAL pass
-`store.max_size`, the oldest traces and their results go, in chunks, until the pages in use are under
+By age: rows older than `store.retention` go, in chunks (sessions by when they completed). By size: when the
+database file and its WAL pass `store.max_size`, the oldest traces and their results go, in chunks, with the
+sessions completed up to the last of them, until the pages in use are under
 `SIZE_TARGET` of it; then the freed pages are given back (`PRAGMA incremental_vacuum`: databases created with
 `auto_vacuum=INCREMENTAL`, every one since schema version 1) and the WAL is checkpointed and truncated, so the
 files shrink. A database created before that keeps its size (its freed pages are reused; a `VACUUM` shrinks
@@ -27,10 +28,12 @@ CHECKPOINT_WAIT_MS = 1000  # how long the truncating checkpoint waits for reader
 
 
 def prune_by_age(db: Database, cutoff: float, trace_key: str = "rowid") -> int:
-    """Delete results and traces created before `cutoff`, and the failure signatures last seen before it
-    (autocommit connection, SQLite's or PostgreSQL's: the traces' key is `trace_key`); the results deleted."""
+    """Delete results and traces created before `cutoff`, the sessions completed before it and the failure
+    signatures last seen before it (autocommit connection, SQLite's or PostgreSQL's: the traces' key is
+    `trace_key`); the results deleted."""
     removed = _delete_chunks(db, "results", "id", cutoff)
     _delete_chunks(db, "traces", trace_key, cutoff)
+    _delete_chunks(db, "sessions", "session_id", cutoff, "completed_at")
     _delete_chunks(db, "signatures", "id", cutoff, "last_seen")
     return removed
 
@@ -93,6 +96,7 @@ def delete_oldest_chunk(db: sqlite3.Connection, max_size: int) -> int:
         )
         removed = db.execute("DELETE FROM results WHERE created_at <= ?", (boundary,)).rowcount
         deleted = db.execute("DELETE FROM traces WHERE created_at <= ?", (boundary,)).rowcount
+        db.execute("DELETE FROM sessions WHERE completed_at <= ?", (boundary,))
         db.execute("COMMIT")
     except BaseException:
         if db.in_transaction:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from evaluators.sdk import EvalResult
+    from evaluators.sessions import Session
     from evaluators.signatures import FailureSignature
 
 MAX_TEXT = 4000  # characters the store keeps of a text
@@ -168,6 +169,15 @@ class LateResults(NamedTuple):
     results: tuple[ResultRow, ...]
     variant: str = ""  # the trace's variant and version (where its failure signatures were seen)
     version: str = ""
+
+
+class SessionOutcome(NamedTuple):
+    """An evaluated conversation for the store: the session (its turns, how and when it completed) and session-level
+    result rows, its rule evaluators' or, later, its LLM judges'. Every write of one completed session (same
+    `session.completed_at`) adds to its row's failing count; a session completed again replaces its row."""
+
+    session: Session
+    results: tuple[ResultRow, ...]
 
 
 class TraceFailure(NamedTuple):

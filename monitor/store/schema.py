@@ -217,6 +217,35 @@ SESSION_TABLES = (
 )
 SESSION_COLUMN = "ALTER TABLE results ADD COLUMN session_id TEXT"
 SESSION_INDEX = "CREATE INDEX IF NOT EXISTS results_session ON results(session_id) WHERE session_id IS NOT NULL"
+SESSION_COLUMNS = (
+    "session_id",
+    "service",
+    "source",
+    "started_at",
+    "last_turn_at",
+    "completed_at",
+    "ended",
+    "turn_count",
+    "turns_cut",
+    "total_tokens",
+    "cost_usd",
+    "failed",
+    "turns",
+)
+
+
+def upsert_session_sql(mark: str) -> str:
+    """The upsert of one `sessions` row (SESSION_COLUMNS; `mark`: the driver's placeholder), the same on both
+    databases: a session completed again (another `completed_at`) replaces its row; another write of the same
+    completion (its LLM judges' results after its rules') adds its failing results to `failed`."""
+    kept = ", ".join(f"{c} = excluded.{c}" for c in SESSION_COLUMNS if c not in ("session_id", "failed"))
+    return (
+        f"INSERT INTO sessions ({', '.join(SESSION_COLUMNS)}) VALUES ({', '.join([mark] * len(SESSION_COLUMNS))})"
+        f" ON CONFLICT (session_id) DO UPDATE SET {kept}, failed = CASE WHEN sessions.completed_at ="
+        " excluded.completed_at THEN sessions.failed + excluded.failed ELSE excluded.failed END"
+    )
+
+
 # The order of a stored turn's fields (`turns` holds one JSON array per turn).
 SESSION_TURN_FIELDS = (
     "trace_id",

@@ -14,7 +14,9 @@ Two tables (schema.py, versioned and migrated at open). `results` has one row pe
 failing`: only those with a failure or a skip): input, output, agents, models, tools, the step tree, and with
 `results: all` its passing results packed as JSON (a row each would cost most of the store's time for data only
 ever read per trace). LLM judges answer after their trace was stored: `write([LateResults(...)])` appends their
-passing results to the trace's packed array and inserts the failing ones and skips like any other.
+passing results to the trace's packed array and inserts the failing ones and skips like any other. A completed,
+evaluated conversation, `write([SessionOutcome(session, rows)])`, is one `sessions` row (upserted on its id) and
+its session-level results in `results` (with `session_id`; with `results: all` its passing ones too).
 
 The store degrades, never stops the daemon: a database that cannot be opened (corrupt, unwritable, a newer
 schema excepted), a write or prune that fails (full disk, read-only file), a file removed or replaced (noticed
@@ -39,7 +41,7 @@ from monitor.config.signatures import SignaturesConfig
 from monitor.store import retention
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.packing import PASSED_FIELDS, SAMPLED_OUT, Packed, Written
-from monitor.store.schema import BUSY_TIMEOUT_SECONDS, TRACE_COLUMNS, StoreSchemaError, set_up
+from monitor.store.schema import BUSY_TIMEOUT_SECONDS, TRACE_COLUMNS, StoreSchemaError, set_up, upsert_session_sql
 from monitor.store.signatures import Batch, NewCounts, Policy, upsert
 from monitor.store.writer import REOPEN_SECONDS, STORE_DEFAULTS, QueuedResultStore
 
@@ -54,8 +56,9 @@ _INSERT_TRACE = (
 )
 _INSERT_RESULT = (
     "INSERT INTO results (created_at, trace_id, service, span_id, agent, model, evaluator, level, score, passed,"
-    " skip_reason, explanation, details, signature) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    " skip_reason, explanation, details, signature, session_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
+_UPSERT_SESSION = upsert_session_sql("?")
 _APPEND_PASSED = "UPDATE traces SET passed = json_insert(COALESCE(passed, '[]'), '$[#]', json(?)) WHERE trace_id = ?"
 
 
@@ -169,6 +172,8 @@ class ResultStore(QueuedResultStore):
             db.executemany(_INSERT_RESULT, packed.results)
             if packed.appended:
                 db.executemany(_APPEND_PASSED, packed.appended)
+            if packed.sessions:
+                db.executemany(_UPSERT_SESSION, packed.sessions)
             new = upsert(db, batches, policy, "max") if batches else {}
             db.execute("COMMIT")
         except BaseException:

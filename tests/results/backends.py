@@ -84,7 +84,10 @@ class Backend:
             self.execute(f"INSERT INTO traces ({columns}) VALUES ({marks})", tuple(values[i] for i in kept))
         insert = pg_store._INSERT_RESULT if self.name == "postgres" else sqlite_store._INSERT_RESULT
         results = packed.results
-        if version < 4:  # before results.signature: the row's last value
+        if version < 5:  # before results.session_id: the row's last value
+            insert = insert.replace(", session_id)", ")").replace(", %s)", ")").replace(",?)", ")")
+            results = [row[:-1] for row in results]
+        if version < 4:  # before results.signature: the row's last value then
             insert = insert.replace(", signature)", ")").replace(", %s)", ")").replace(",?)", ")")
             results = [row[:-1] for row in results]
         if self.name == "postgres":

@@ -7,10 +7,10 @@ By age: as with SQLite, rows older than `store.retention` go in chunks.
 
 By size: PostgreSQL does not give deleted space back to the file system (only VACUUM FULL does, locking the tables
 for every writer), so `store.max_size` holds the tables' size (`pg_total_relation_size`: heap, TOAST, indexes) by
-a row budget: when the tables pass it, the number of traces that fit `SIZE_TARGET` of it at their current size per
-trace becomes the budget, the oldest traces above it (and their results) go, and VACUUM marks their space for
-reuse, so the tables stop growing. While they stay over it (free space not reused yet, or larger traces), the
-budget only shrinks.
+a row budget: when the tables (results, traces, sessions) pass it, the number of traces that fit `SIZE_TARGET` of
+it at their current size per trace becomes the budget, the oldest traces above it (and their results, and the
+sessions completed up to them) go, and VACUUM marks their space for reuse, so the tables stop growing. While they
+stay over it (free space not reused yet, or larger traces), the budget only shrinks.
 """
 
 from __future__ import annotations
@@ -56,8 +56,13 @@ def prune_by_age(db: Connection, cutoff: float) -> int:
 
 
 def tables_size(db: Connection) -> int:
-    """Bytes of the two tables with their TOAST and indexes."""
-    return int(db.scalar("SELECT pg_total_relation_size('results') + pg_total_relation_size('traces')"))
+    """Bytes of the tables that grow with the traffic (results, traces, sessions) with their TOAST and indexes."""
+    return int(
+        db.scalar(
+            "SELECT pg_total_relation_size('results') + pg_total_relation_size('traces')"
+            " + pg_total_relation_size('sessions')"
+        )
+    )
 
 
 def enforce_size(db: Connection, max_size: int, budget: SizeBudget) -> int:
@@ -80,12 +85,14 @@ def enforce_size(db: Connection, max_size: int, budget: SizeBudget) -> int:
         with db.long_statements(LONG_STATEMENT_SECONDS):
             db.execute("VACUUM (ANALYZE) results")
             db.execute("VACUUM (ANALYZE) traces")
+            db.execute("VACUUM (ANALYZE) sessions")
         log.info("result store over store.max_size: deleted the %d oldest traces", deleted)
         return deleted
 
 
 def _delete_oldest(db: Connection, traces: int) -> int:
-    """One transaction deleting the `traces` oldest traces and every result up to the last one's time."""
+    """One transaction deleting the `traces` oldest traces and every result, and every session completed, up to the
+    last one's time."""
     boundary = db.scalar("SELECT created_at FROM traces ORDER BY created_at, id LIMIT 1 OFFSET ?", (traces - 1,))
     if boundary is None:
         return 0
@@ -94,4 +101,5 @@ def _delete_oldest(db: Connection, traces: int) -> int:
             "DELETE FROM results WHERE trace_id IN (SELECT trace_id FROM traces WHERE created_at <= ?)", (boundary,)
         )
         db.execute("DELETE FROM results WHERE created_at <= ?", (boundary,))
+        db.execute("DELETE FROM sessions WHERE completed_at <= ?", (boundary,))
         return int(db.execute("DELETE FROM traces WHERE created_at <= ?", (boundary,)).rowcount)

@@ -37,7 +37,7 @@ from monitor.store.postgres.connection import (
     redacted,
 )
 from monitor.store.postgres.schema import JSON_COLUMNS, set_up
-from monitor.store.schema import TRACE_COLUMNS
+from monitor.store.schema import TRACE_COLUMNS, upsert_session_sql
 from monitor.store.signatures import NewCounts, upsert
 
 _UPDATED = ", ".join(f"{c} = EXCLUDED.{c}" for c in TRACE_COLUMNS if c != "trace_id")
@@ -48,9 +48,10 @@ _INSERT_TRACE = (
 )
 _INSERT_RESULT = (
     "INSERT INTO results (created_at, trace_id, service, span_id, agent, model, evaluator, level, score, passed,"
-    " skip_reason, explanation, details, signature) VALUES (%s, %s, %s, %s, %s, %s, %s, %s,"
-    " NULLIF(%s::float8, 'NaN'), %s::int, %s, %s, %s, %s)"
+    " skip_reason, explanation, details, signature, session_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s,"
+    " NULLIF(%s::float8, 'NaN'), %s::int, %s, %s, %s, %s, %s)"
 )
+_UPSERT_SESSION = upsert_session_sql("%s")
 _APPEND_PASSED = (
     "UPDATE traces SET passed = COALESCE(passed, '[]'::jsonb) || jsonb_build_array(%s::jsonb) WHERE trace_id = %s"
 )
@@ -173,7 +174,7 @@ class PostgresResultStore(writer.QueuedResultStore):
         new: NewCounts = {}
         with self._connection() as db, db.conn.transaction(), db.conn.cursor() as cursor:
             for sql, rows in ((_INSERT_TRACE, packed.traces), (_INSERT_RESULT, packed.results),
-                              (_APPEND_PASSED, packed.appended)):  # fmt: skip
+                              (_APPEND_PASSED, packed.appended), (_UPSERT_SESSION, packed.sessions)):  # fmt: skip
                 if rows:
                     db.renew()
                     cursor.executemany(sql, rows)
