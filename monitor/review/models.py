@@ -11,6 +11,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from monitor.review.session_models import SessionReader
 from monitor.review.signature_models import SignatureReader
 
 Outcome = Literal["pass", "fail", "skip"]
@@ -221,9 +222,9 @@ class VariantComparison(ReviewModel):
     pairwise: list[PairwiseCounts] = []  # the pairwise judges of the same two variants
 
 
-class ReviewReader(SignatureReader, Protocol):
+class ReviewReader(SignatureReader, SessionReader, Protocol):
     """Read side of the result store, for the review API, page and CLI (`--store FILE`); the failure signature
-    reads are `SignatureReader`'s."""
+    reads are `SignatureReader`'s, the conversation reads `SessionReader`'s."""
 
     def results(self, where: ResultFilter, limit: int, cursor: str | None = None) -> ResultsPage:
         """Results matching `where`, newest first; ValueError for a cursor this store did not issue."""

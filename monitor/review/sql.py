@@ -100,10 +100,13 @@ class Columns:
     """SQL for the `traces` columns a database has (one from before schema version 1 lacks some: NULL then),
     in the database's dialect."""
 
-    def __init__(self, present: set[str], dialect: Dialect = SQLITE, signatures: bool = True) -> None:
+    def __init__(
+        self, present: set[str], dialect: Dialect = SQLITE, signatures: bool = True, sessions: bool = True
+    ) -> None:
         self.present = present
         self.dialect = dialect
         self.signatures = signatures  # the database has `signatures` and `results.signature` (schema version 4)
+        self.sessions = sessions  # the database has `sessions` and `results.session_id` (schema version 5)
 
     def __call__(self, name: str, alias: str = "t") -> str:
         return f"{alias}.{name}" if name in self.present else "NULL"
