@@ -45,7 +45,7 @@ class ResultItem(ReviewModel):
     trace_id: str
     evaluated_at: float
     evaluator: str
-    level: str  # trace | agent | llm
+    level: str  # trace | agent | llm | session
     outcome: Outcome
     score: float | None = None
     skip_reason: str | None = None
@@ -58,6 +58,7 @@ class ResultItem(ReviewModel):
     span_id: str | None = None
     input_excerpt: str | None = None  # the trace's input, cut to a few hundred characters
     output_excerpt: str | None = None
+    session_id: str | None = None  # a session-level result's conversation (None for the other levels)
 
 
 class ResultsPage(ReviewModel):

@@ -129,7 +129,8 @@ class StoreReviewReader(SignatureReads, SessionReads, ABC):
             ).fetchone()
             rows = db.execute(
                 "SELECT r.created_at, r.id, r.trace_id, r.evaluator, r.level, r.passed, r.score, r.skip_reason,"
-                " r.explanation, r.details, r.service, r.agent, r.model, r.span_id, NULL, NULL FROM results r"
+                " r.explanation, r.details, r.service, r.agent, r.model, r.span_id, NULL, NULL,"
+                f" {cols.session_id} FROM results r"
                 " WHERE r.trace_id = ? ORDER BY r.id",
                 (trace_id,),
             ).fetchall()

@@ -33,7 +33,9 @@ def seeded(backend: Backend) -> tuple[float, list[SessionRow]]:
                 errors=[["tool", "lookup_order", "HTTP 503"]],
                 tool_calls=["lookup_order"],
             ),
-            TurnRow(tid(3), now - 700, "Let me talk to a human", "Transferring you.", tool_calls=["request_human_agent"]),
+            TurnRow(
+                tid(3), now - 700, "Let me talk to a human", "Transferring you.", tool_calls=["request_human_agent"]
+            ),
         ],
         completed_at=now - 100,
         failed=2,
@@ -90,7 +92,7 @@ def test_sessions_list_filters_and_pages(backend: Backend) -> None:
 
 
 def test_one_session_with_turns_and_verdicts(backend: Backend) -> None:
-    _, (rephrase, _, _) = seeded(backend)
+    seeded(backend)
     reader = backend.reader()
     try:
         detail = reader.session("conv-rephrase")
