@@ -41,7 +41,9 @@ _ROW = (
     "s.session_id, s.service, s.source, s.started_at, s.last_turn_at, s.completed_at, s.ended, s.turn_count,"
     " s.turns_cut, s.total_tokens, s.cost_usd, s.failed, s.turns"
 )
-_RESULT = "r.session_id, r.created_at, r.evaluator, r.passed, r.score, r.skip_reason, r.explanation, r.details, r.trace_id"
+_RESULT = (
+    "r.session_id, r.created_at, r.evaluator, r.passed, r.score, r.skip_reason, r.explanation, r.details, r.trace_id"
+)
 
 
 def encode_cursor(completed_at: float, session_id: str) -> str:

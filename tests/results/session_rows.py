@@ -86,8 +86,16 @@ def insert_session(backend: Backend, session: SessionRow, traces: bool = True) -
             backend.execute(
                 "INSERT INTO traces (trace_id, created_at, service, input, output, span_count, duration_ms, has_errors)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (t.trace_id, t.start + t.seconds + 1, session.service, t.user_message, t.answer, 3, t.seconds * 1000,
-                 1 if t.errors else 0),
+                (
+                    t.trace_id,
+                    t.start + t.seconds + 1,
+                    session.service,
+                    t.user_message,
+                    t.answer,
+                    3,
+                    t.seconds * 1000,
+                    1 if t.errors else 0,
+                ),
             )
 
 
