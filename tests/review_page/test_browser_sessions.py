@@ -92,13 +92,17 @@ def test_sessions_pages(browser, tmp_path: Path) -> None:  # type: ignore[no-unt
     reader.close()
 
 
-def test_sessions_pages_without_a_store() -> None:
+def test_sessions_pages_without_a_store_or_a_login() -> None:
     app = build_api_app(lambda accept: (b"", "text/plain"), dict, None, reader=None, evaluators_info=[])
     with serve(app) as base:
         for path in ("/review/sessions", "/review/sessions/conv-1"):
             answer = fetch(base, path)
             assert answer.status == 503 and "review unavailable" in answer.body, path
             assert answer.headers["Content-Security-Policy"] == CSP
+    app = build_api_app(lambda accept: (b"", "text/plain"), dict, "s3cret", reader=None, evaluators_info=[])
+    with serve(app) as base:
+        for path in ("/review/sessions", "/review/sessions/conv-1"):
+            assert fetch(base, path).status == 401, path  # a token configured: the page needs the login
 
 
 def test_the_trace_page_of_a_turn_links_its_conversation(tmp_path: Path) -> None:
