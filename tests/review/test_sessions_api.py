@@ -98,6 +98,12 @@ def test_one_session_its_turns_and_verdicts_and_404(store_reader: ReviewReader) 
             "human_handoff_request": (3, tid(3)),
             "conversation_completion": (None, None),
         }
+        status, _, body = get(f"{base}{PREFIX}/results?evaluator=user_rephrase&outcome=fail", BEARER)
+        assert [(r["level"], r["session_id"], r["trace_id"]) for r in body["items"]] == [
+            ("session", "conv-rephrase", tid(3))
+        ]
+        status, _, body = get(f"{base}{PREFIX}/traces/{tid(3)}", BEARER)
+        assert {r["session_id"] for r in body["results"]} == {"conv-rephrase"}
         status, _, body = get(f"{base}{PREFIX}/sessions/{urllib.parse.quote('no such/conv', safe='')}", BEARER)
         assert status == 404 and "unknown session 'no such/conv'" in body["error"]
         assert conforms(document, _schema("sessions/{session_id}", "404"), body) == []
