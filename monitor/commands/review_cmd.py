@@ -2,7 +2,8 @@
 
 Reads the daemon's /api/v1 (`--url`, default http://127.0.0.1:9464, token from --token or
 $AGENT_MONITOR_API_TOKEN) or a store file (`--store`, read-only) and prints the recent results, one trace
-(`--trace`), a breakdown (`--by`) or the evaluators (`--evaluators`) as tables, or the API's JSON (`--json`).
+(`--trace`), a breakdown (`--by`), conversations (`--level session`), one conversation (`--session`) or the
+evaluators (`--evaluators`) as tables, or the API's JSON (`--json`).
 Results are the failing ones unless `--outcome` says otherwise (`--outcome any`: all of them), as on the page.
 Exit 0 on an answer, 1 when the source fails (unreachable, 401, 404, 503), 2 for bad arguments.
 """
@@ -13,6 +14,7 @@ import argparse
 import json
 import os
 import sys
+import urllib.parse
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -20,8 +22,10 @@ from pydantic import TypeAdapter, ValidationError
 
 from monitor.commands.review_render import breakdown_table, evaluators_table, results_table, trace_view
 from monitor.commands.review_source import HttpSource, ReviewSource, SourceError, StoreSource
+from monitor.commands.session_render import session_view, sessions_table
 from monitor.commands.signatures_render import signature_view, signatures_table
 from monitor.review.models import Breakdown, EvaluatorInfo, ResultsPage, TraceDetail
+from monitor.review.session_models import SessionDetail, SessionsPage
 from monitor.review.signature_models import SignatureDetail, SignaturesPage
 
 TOKEN_ENV = "AGENT_MONITOR_API_TOKEN"
@@ -29,6 +33,8 @@ DEFAULT_URL = "http://127.0.0.1:9464"
 FILTERS = ("evaluator", "service", "variant", "agent", "model", "outcome", "since", "until", "limit", "sort")
 BREAKDOWN_FILTERS = ("evaluator", "variant", "since", "until", "sort")
 SIGNATURE_FILTERS = ("evaluator", "service", "variant", "agent", "since", "until", "limit")
+SESSION_FILTERS = ("evaluator", "service", "since", "until", "limit")
+LEVELS = ("session",)  # --level: the levels listed apart from results (trace, agent and llm results are the list)
 DEFAULT_OUTCOME = "fail"  # the failing results, as the review page lists them
 EVERY_OUTCOME = ("any", "all", "")
 
@@ -73,6 +79,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="verdict counts per value, most failures first; signature: failures grouped by signature, by impact",
     )
     mode.add_argument("--evaluators", action="store_true", help="the configured evaluators (needs --url)")
+    mode.add_argument(
+        "--level",
+        metavar="session",
+        help="session: conversations with their session-level results and turns' trace ids (failing ones unless "
+        "--outcome any; takes --evaluator, --service, --since, --until, --limit)",
+    )
+    mode.add_argument("--session", metavar="ID", help="show one conversation turn by turn, with its verdicts")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--url", help=f"the daemon's metrics port (default {DEFAULT_URL})")
     source.add_argument(
@@ -89,9 +102,16 @@ def _given(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
 
 
 def _check_mode(args: argparse.Namespace) -> None:
-    if args.trace is not None or args.evaluators:
+    if args.trace is not None or args.evaluators or args.session is not None:
         extra = _given(args, FILTERS)
-        what = "--trace" if args.trace is not None else "--evaluators"
+        what = "--trace" if args.trace is not None else "--session" if args.session is not None else "--evaluators"
+    elif args.level is not None:
+        if args.level not in LEVELS:
+            raise SourceError(f"--level must be one of {', '.join(LEVELS)}, got {args.level!r}", 2)
+        if args.outcome is not None and args.outcome not in ("fail", *EVERY_OUTCOME):
+            raise SourceError("--level session takes --outcome fail (the default) or any", 2)
+        extra = [name for name in _given(args, FILTERS) if name not in (*SESSION_FILTERS, "outcome")]
+        what = f"--level {args.level}"
     elif args.by is not None:
         allowed = SIGNATURE_FILTERS if args.by == "signature" else BREAKDOWN_FILTERS
         extra = [name for name in _given(args, FILTERS) if name not in allowed]
@@ -110,6 +130,13 @@ def _request(args: argparse.Namespace) -> tuple[str, list[tuple[str, str]], Any]
         return f"traces/{args.trace}", [], TypeAdapter(TraceDetail)
     if args.evaluators:
         return "evaluators", [], TypeAdapter(list[EvaluatorInfo])
+    if args.session is not None:
+        return f"sessions/{urllib.parse.quote(args.session, safe='')}", [], TypeAdapter(SessionDetail)
+    if args.level is not None:
+        params = [(n, str(getattr(args, n))) for n in _given(args, SESSION_FILTERS)]
+        if (DEFAULT_OUTCOME if args.outcome is None else args.outcome) == "fail":
+            params.append(("failing", "true"))
+        return "sessions", params, TypeAdapter(SessionsPage)
     if args.by == "signature":
         return (
             "signatures",
@@ -144,6 +171,10 @@ def _render(answer: Any) -> str:
         return signatures_table(answer)
     if isinstance(answer, SignatureDetail):
         return signature_view(answer)
+    if isinstance(answer, SessionsPage):
+        return sessions_table(answer)
+    if isinstance(answer, SessionDetail):
+        return session_view(answer)
     return evaluators_table(answer)
 
 

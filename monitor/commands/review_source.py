@@ -35,7 +35,8 @@ class SourceError(Exception):
 
 class ReviewSource(Protocol):
     def fetch(self, endpoint: str, params: Params = ()) -> Any:
-        """The JSON answer of GET /api/v1/<endpoint>?<params> (endpoint: results, traces/ID, breakdown, evaluators)."""
+        """The JSON answer of GET /api/v1/<endpoint>?<params> (endpoint: results, traces/ID, breakdown, evaluators,
+        sessions, sessions/ID with the id URL-encoded)."""
         ...
 
 
@@ -51,7 +52,7 @@ class HttpSource:
         self.timeout = timeout
 
     def fetch(self, endpoint: str, params: Params = ()) -> Any:
-        url = f"{self.base}/api/v1/{urllib.parse.quote(endpoint)}"
+        url = f"{self.base}/api/v1/{urllib.parse.quote(endpoint, safe='/%')}"  # a session id comes encoded
         if params:
             url += "?" + urllib.parse.urlencode(list(params))
         headers = {"Accept": "application/json"}
@@ -118,6 +119,10 @@ class StoreSource:
                 model = self.review.signatures(params)
             elif endpoint.startswith("signatures/"):
                 model = self.review.signature(endpoint.removeprefix("signatures/"), params)
+            elif endpoint == "sessions":
+                model = self.review.sessions(params)
+            elif endpoint.startswith("sessions/"):
+                model = self.review.session(urllib.parse.unquote(endpoint.removeprefix("sessions/")))
             elif endpoint.startswith("traces/"):
                 model = self.review.trace(endpoint.removeprefix("traces/"))
             elif endpoint == "evaluators":

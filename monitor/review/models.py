@@ -11,6 +11,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from monitor.review.session_models import SessionReader
 from monitor.review.signature_models import SignatureReader
 
 Outcome = Literal["pass", "fail", "skip"]
@@ -44,7 +45,7 @@ class ResultItem(ReviewModel):
     trace_id: str
     evaluated_at: float
     evaluator: str
-    level: str  # trace | agent | llm
+    level: str  # trace | agent | llm | session
     outcome: Outcome
     score: float | None = None
     skip_reason: str | None = None
@@ -57,6 +58,7 @@ class ResultItem(ReviewModel):
     span_id: str | None = None
     input_excerpt: str | None = None  # the trace's input, cut to a few hundred characters
     output_excerpt: str | None = None
+    session_id: str | None = None  # a session-level result's conversation (None for the other levels)
 
 
 class ResultsPage(ReviewModel):
@@ -221,9 +223,9 @@ class VariantComparison(ReviewModel):
     pairwise: list[PairwiseCounts] = []  # the pairwise judges of the same two variants
 
 
-class ReviewReader(SignatureReader, Protocol):
+class ReviewReader(SignatureReader, SessionReader, Protocol):
     """Read side of the result store, for the review API, page and CLI (`--store FILE`); the failure signature
-    reads are `SignatureReader`'s."""
+    reads are `SignatureReader`'s, the conversation reads `SessionReader`'s."""
 
     def results(self, where: ResultFilter, limit: int, cursor: str | None = None) -> ResultsPage:
         """Results matching `where`, newest first; ValueError for a cursor this store did not issue."""

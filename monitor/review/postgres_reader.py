@@ -114,7 +114,8 @@ class PostgresReviewReader(StoreReviewReader):
                 "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema()"
                 " AND table_name = 'traces'"
             ).fetchall()
-            self._columns = Columns({name for (name,) in present}, POSTGRES, signatures=version >= 4)
+            names = {name for (name,) in present}
+            self._columns = Columns(names, POSTGRES, signatures=version >= 4, sessions=version >= 5)
         self._checked = True
 
     def _columns_of(self, db: Any) -> Columns:

@@ -2,7 +2,7 @@
 `--store` source call these same functions, so both answer alike.
 
 Each raises a ReviewError: BadRequest for bad parameters (a cursor the reader refuses included), NotFound for
-an unknown trace, Unavailable when there is no reader (the store is disabled) or SQLite fails.
+an unknown trace or session, Unavailable when there is no reader (the store is disabled) or SQLite fails.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from monitor.review.api_params import (
     signatures_query,
 )
 from monitor.review.models import Breakdown, ResultsPage, ReviewReader, TraceDetail
+from monitor.review.session_models import SessionDetail, SessionsPage
+from monitor.review.session_params import parse_session_id, sessions_query
 from monitor.review.signature_models import SignatureDetail, SignaturesPage
 from monitor.store.health import StoreUnavailable
 
@@ -98,6 +100,24 @@ class ReviewService:
             detail = reader.trace(tid)
         if detail is None:
             raise NotFound(f"unknown trace {tid}: never stored, or pruned after the store's retention")
+        return detail
+
+    def sessions(self, pairs: Iterable[tuple[str, str]]) -> SessionsPage:
+        query = sessions_query(pairs, self.clock())
+        with self._reading() as reader:
+            try:
+                return reader.sessions(query.where, query.limit, query.cursor)
+            except ValueError as exc:
+                if query.cursor is None:
+                    raise
+                raise BadRequest(f"invalid cursor: {exc}") from exc
+
+    def session(self, session_id: str) -> SessionDetail:
+        ident = parse_session_id(session_id)
+        with self._reading() as reader:
+            detail = reader.session(ident)
+        if detail is None:
+            raise NotFound(f"unknown session {ident!r}: never stored, or pruned after the store's retention")
         return detail
 
     def breakdown(self, pairs: Iterable[tuple[str, str]]) -> Breakdown:

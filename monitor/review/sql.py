@@ -100,13 +100,21 @@ class Columns:
     """SQL for the `traces` columns a database has (one from before schema version 1 lacks some: NULL then),
     in the database's dialect."""
 
-    def __init__(self, present: set[str], dialect: Dialect = SQLITE, signatures: bool = True) -> None:
+    def __init__(
+        self, present: set[str], dialect: Dialect = SQLITE, signatures: bool = True, sessions: bool = True
+    ) -> None:
         self.present = present
         self.dialect = dialect
         self.signatures = signatures  # the database has `signatures` and `results.signature` (schema version 4)
+        self.sessions = sessions  # the database has `sessions` and `results.session_id` (schema version 5)
 
     def __call__(self, name: str, alias: str = "t") -> str:
         return f"{alias}.{name}" if name in self.present else "NULL"
+
+    @property
+    def session_id(self) -> str:
+        """A result's session id (NULL in a database from before schema version 5)."""
+        return "r.session_id" if self.sessions else "NULL"
 
     def first(self, name: str) -> str:
         """The first name of a JSON array column (agents, models)."""
@@ -156,7 +164,7 @@ def results_query(where: ResultFilter, after: OrderKey | None, limit: int, cols:
     sql = (
         "SELECT r.created_at, r.id, r.trace_id, r.evaluator, r.level, r.passed, r.score, r.skip_reason,"
         f" r.explanation, r.details, r.service, r.agent, r.model, r.span_id, substr(t.input, 1, {excerpt + 1}),"
-        f" substr(t.output, 1, {excerpt + 1}), {cols.variant} FROM results r"
+        f" substr(t.output, 1, {excerpt + 1}), {cols.variant}, {cols.session_id} FROM results r"
         " LEFT JOIN traces t ON t.trace_id = r.trace_id"
         f"{sql_where.sql} ORDER BY r.created_at DESC, r.id DESC LIMIT ?"
     )

@@ -36,6 +36,7 @@ from monitor.review.models import (
     ResultsPage,
     TraceDetail,
 )
+from monitor.review.session_reader import SessionReads
 from monitor.review.signature_reader import SignatureReads
 from monitor.review.sql import (
     Columns,
@@ -56,7 +57,7 @@ IDLE_CONNECTIONS = 4
 T = TypeVar("T")
 
 
-class StoreReviewReader(SignatureReads, ABC):
+class StoreReviewReader(SignatureReads, SessionReads, ABC):
     """The ReviewReader over the result store's tables, whatever the database. A subclass gives `_connection` (a
     connection of its own, checked), `DATABASE_ERRORS` (what its driver raises), `where` (the store, for
     messages), `_columns_of` (the `traces` columns present, in the database's dialect) and `close`."""
@@ -128,7 +129,8 @@ class StoreReviewReader(SignatureReads, ABC):
             ).fetchone()
             rows = db.execute(
                 "SELECT r.created_at, r.id, r.trace_id, r.evaluator, r.level, r.passed, r.score, r.skip_reason,"
-                " r.explanation, r.details, r.service, r.agent, r.model, r.span_id, NULL, NULL FROM results r"
+                " r.explanation, r.details, r.service, r.agent, r.model, r.span_id, NULL, NULL,"
+                f" {cols.session_id} FROM results r"
                 " WHERE r.trace_id = ? ORDER BY r.id",
                 (trace_id,),
             ).fetchall()
@@ -278,8 +280,9 @@ class SQLiteReviewReader(StoreReviewReader):
         columns = self._columns
         if columns is None:
             present = {row[1] for row in db.execute("PRAGMA table_info(traces)")}
-            signed = "signature" in {row[1] for row in db.execute("PRAGMA table_info(results)")}
-            columns = self._columns = Columns(present, signatures=signed)
+            result_columns = {row[1] for row in db.execute("PRAGMA table_info(results)")}
+            signed, sessions = "signature" in result_columns, "session_id" in result_columns
+            columns = self._columns = Columns(present, signatures=signed, sessions=sessions)
         return columns
 
 

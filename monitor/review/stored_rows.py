@@ -31,12 +31,12 @@ def _excerpt(text: str | None) -> str | None:
 
 def result_item(row: tuple) -> tuple[OrderKey, ResultItem]:
     at, ident, trace_id, evaluator, level, passed, score, skip, explanation, details = row[:10]
-    service, agent, model, span_id, given, answer, variant = row[10:]
+    service, agent, model, span_id, given, answer, variant, session_id = row[10:]
     outcome = _OUTCOMES.get(passed, "fail")
     entry = [evaluator, level, span_id, agent, model, score, explanation, details]
     skip_reason = (skip or "no_verdict") if outcome == "skip" else None
     trace = _Trace(trace_id, at, service, variant, given, answer)
-    return (at, RESULT_SOURCE, ident, 0), _item(trace, entry, outcome, skip_reason)
+    return (at, RESULT_SOURCE, ident, 0), _item(trace, entry, outcome, skip_reason, session_id)
 
 
 def passing_item(row: tuple) -> tuple[OrderKey, ResultItem]:
@@ -56,7 +56,9 @@ class _Trace(NamedTuple):
     answer: str | None
 
 
-def _item(trace: _Trace, entry: list, outcome: str, skip_reason: str | None) -> ResultItem:
+def _item(
+    trace: _Trace, entry: list, outcome: str, skip_reason: str | None, session_id: str | None = None
+) -> ResultItem:
     """An item from a result's PASSED_FIELDS-ordered values and its trace's."""
     trace_id, at, service, variant, given, answer = trace
     evaluator, level, span_id, agent, model, score, explanation, details = entry
@@ -77,6 +79,7 @@ def _item(trace: _Trace, entry: list, outcome: str, skip_reason: str | None) -> 
         span_id=span_id,
         input_excerpt=_excerpt(given),
         output_excerpt=_excerpt(answer),
+        session_id=session_id,
     )
 
 
@@ -115,7 +118,7 @@ def trace_detail(trace_id: str, row: tuple | None, rows: list[tuple]) -> TraceDe
         steps = [Step(**dict(zip(STEP_FIELDS, values))) for values in unpacked.get("steps", ())]
         trace = _Trace(trace_id, at, service, variant, given, answer)
         passed = [_item(trace, entry, "pass", None) for entry in (json.loads(packed) if packed else ())]
-    stored = [result_item((*r[:14], given, answer, variant))[1] for r in rows]
+    stored = [result_item((*r[:14], given, answer, variant, r[16]))[1] for r in rows]
     rank = {"fail": 0, "skip": 1, "pass": 2}
     stored.sort(key=lambda item: rank[item.outcome])  # stable: evaluation order within each outcome
     return TraceDetail(summary=summary, steps=steps, results=[*stored, *passed])

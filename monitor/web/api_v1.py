@@ -1,5 +1,5 @@
 """The review API v1 under /api/v1: results, one trace, a breakdown, failure signatures (by impact, and one with
-its traces), the evaluators, the OpenAPI document.
+its traces), conversations (sessions, and one with its turns), the evaluators, the OpenAPI document.
 
 Handlers read what they are given: a ReviewReader (None: the store is disabled) and a callable listing the
 configured evaluators. Reader calls run on a worker thread, so SQLite never blocks the event loop that also
@@ -108,6 +108,7 @@ def api_v1_routes(
         web.get(f"{PREFIX}/traces/{{trace_id}}", trace),
         web.get(f"{PREFIX}/breakdown", breakdown),
         *_signature_routes(review),
+        *_session_routes(review),
         web.get(f"{PREFIX}/evaluators", evaluators),
         web.get(f"{PREFIX}/comparisons", comparisons),
         _openapi_route(),
@@ -135,6 +136,20 @@ def _signature_routes(review: ReviewService) -> list[web.RouteDef]:
         return await _answer(lambda: review.signature(ident, pairs))
 
     return [web.get(f"{PREFIX}/signatures", signatures), web.get(f"{PREFIX}/signatures/{{signature_id}}", signature)]
+
+
+def _session_routes(review: ReviewService) -> list[web.RouteDef]:
+    """/sessions (conversations, newest completed first) and /sessions/{session_id} (one, with its turns)."""
+
+    async def sessions(request: web.Request) -> web.Response:
+        pairs = list(request.query.items())
+        return await _answer(lambda: review.sessions(pairs))
+
+    async def session(request: web.Request) -> web.Response:
+        ident = request.match_info["session_id"]
+        return await _answer(lambda: review.session(ident))
+
+    return [web.get(f"{PREFIX}/sessions", sessions), web.get(f"{PREFIX}/sessions/{{session_id}}", session)]
 
 
 def api_error_response(

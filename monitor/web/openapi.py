@@ -23,6 +23,8 @@ from monitor.review.api_params import (
     QueryParam,
 )
 from monitor.review.models import Breakdown, EvaluatorInfo, ResultsPage, TraceDetail, VariantComparison
+from monitor.review.session_models import SessionDetail, SessionsPage
+from monitor.review.session_params import SESSION_ID_PATTERN, SESSIONS_PARAMS
 from monitor.review.signature_models import SignatureDetail, SignaturesPage
 
 PREFIX = "/api/v1"
@@ -42,7 +44,7 @@ class ApiError(BaseModel):
 _ERRORS = {
     "400": "A bad parameter; `error` names it.",
     "401": "No token, or a wrong one (bearer token or review session cookie).",
-    "404": "Unknown trace, signature or path.",
+    "404": "Unknown trace, signature, session or path.",
     "503": "The result store is disabled or unavailable.",
 }
 
@@ -50,7 +52,7 @@ _ERRORS = {
 def _schemas() -> dict[str, Any]:
     schemas: dict[str, Any] = {}
     models = (ResultsPage, TraceDetail, Breakdown, SignaturesPage, SignatureDetail, EvaluatorInfo, VariantComparison)
-    for model in (*models, ApiError):
+    for model in (*models, SessionsPage, SessionDetail, ApiError):
         schema = model.model_json_schema(ref_template=REF, mode="serialization")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
@@ -96,6 +98,13 @@ _SIGNATURE_ID_PARAM = {
     "required": True,
     "description": "The failure signature's id: 16 hex characters.",
     "schema": {"type": "string", "pattern": SIGNATURE_ID_PATTERN},
+}
+_SESSION_ID_PARAM = {
+    "name": "session_id",
+    "in": "path",
+    "required": True,
+    "description": "The conversation's session id, as its traces carried it (URL-encoded).",
+    "schema": {"type": "string", "pattern": SESSION_ID_PATTERN},
 }
 _ALL_ERRORS = ("400", "401", "404", "503")
 _OPENAPI_OPERATION = {
@@ -162,6 +171,22 @@ def _paths() -> dict[str, Any]:
             "failing verdict it has.",
             _ref("SignatureDetail"),
             [_SIGNATURE_ID_PARAM, *(_query(p) for p in SIGNATURE_PARAMS)],
+            _ALL_ERRORS,
+        ),
+        f"{PREFIX}/sessions": _operation(
+            "listSessions",
+            "Conversations (sessions), most recently completed first, each with its turns' trace ids and its "
+            "session-level results in brief; one page at a time (follow `next_cursor`).",
+            _ref("SessionsPage"),
+            [_query(p) for p in SESSIONS_PARAMS],
+            _ALL_ERRORS,
+        ),
+        f"{PREFIX}/sessions/{{session_id}}": _operation(
+            "getSession",
+            "One conversation: its figures, its turns (user message, answer, tools, errors, tokens, cost) and its "
+            "session-level results, each with the turn it names (`turn`, `turn_trace_id`) if any.",
+            _ref("SessionDetail"),
+            [_SESSION_ID_PARAM],
             _ALL_ERRORS,
         ),
         f"{PREFIX}/evaluators": _operation(

@@ -23,6 +23,7 @@ from monitor.review.models import (
     TraceDetail,
     TraceSummary,
 )
+from monitor.review.session_models import SessionDetail, SessionFilter, SessionsPage
 from monitor.review.signature_models import (
     CandidateSignatures,
     SignatureDetail,
@@ -51,6 +52,7 @@ class FakeReader:
     calls: list[tuple[str, Any]] = field(default_factory=list)
     fail_with: Exception | None = None
     signature_items: list[SignatureItem] = field(default_factory=list)  # in impact order
+    session_details: list[SessionDetail] = field(default_factory=list)  # newest completed first
 
     @classmethod
     def of(cls, traces: list[TraceDetail], extra_results: list[ResultItem] | None = None) -> FakeReader:
@@ -96,6 +98,21 @@ class FakeReader:
             baseline_traces=0,
             items=[],
         )
+
+    def sessions(self, where: SessionFilter, limit: int, cursor: str | None = None) -> SessionsPage:
+        self._enter("sessions", (where, limit, cursor))
+        if cursor is not None:
+            raise ValueError("not a cursor of this store")
+        chosen = [d.session for d in self.session_details if where.service in (None, d.session.service)]
+        return SessionsPage(items=chosen[:limit])
+
+    def session(self, session_id: str) -> SessionDetail | None:
+        self._enter("session", session_id)
+        return next((d for d in self.session_details if d.session.session_id == session_id), None)
+
+    def session_of_trace(self, trace_id: str) -> str | None:  # not recorded: the trace page asks it in passing
+        found = (d for d in self.session_details if trace_id in d.session.trace_ids)
+        return next((d.session.session_id for d in found), None)
 
     def _ordered(self) -> list[tuple[int, ResultItem]]:
         """(insertion number, item) newest first; the number breaks ties between equal times."""

@@ -95,6 +95,7 @@ def _nav(site: ReviewSite, active: str) -> Html:
         el("a", "failures", href=ROOT, class_="active" if active == "failures" else None),
         el("a", "results", href=RESULTS, class_="active" if active == "results" else None),
         el("a", "breakdown", href=f"{ROOT}/breakdown", class_="active" if active == "breakdown" else None),
+        el("a", "sessions", href=f"{ROOT}/sessions", class_="active" if active == "sessions" else None),
     ]
     if site.comparisons is not None:
         items.append(el("a", "canary", href=f"{ROOT}/canary", class_="active" if active == "canary" else None))

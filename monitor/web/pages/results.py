@@ -133,6 +133,10 @@ def excerpt(text: str | None, limit: int, whole: str | None = None) -> Html:
 def result_row(item: ResultItem, variants: bool = False) -> Html:
     """A result's row; `variants`: with the variant column (some result of the page has a variant)."""
     who = join(item.agent or "", el("br") if item.agent and item.model else None, item.model or "")
+    session = None
+    if item.session_id:  # a session-level result: its conversation's page
+        href = f"{ROOT}/sessions/{quote(item.session_id, safe='')}"
+        session = join(el("br"), el("a", "conversation", href=href, class_="session", title=item.session_id))
     cells = [
         el("td", fmt.utc(item.evaluated_at), class_="nowrap"),
         el("td", item.evaluator),
@@ -144,7 +148,12 @@ def result_row(item: ResultItem, variants: bool = False) -> Html:
         excerpt(item.explanation, EXPLANATION_CHARS, f"{trace_href(item.trace_id)}#{VERDICTS}"),
         excerpt(item.input_excerpt, EXCERPT_CHARS),
         excerpt(item.output_excerpt, EXCERPT_CHARS),
-        el("td", el("a", fmt.short_id(item.trace_id), href=trace_href(item.trace_id, item.span_id)), class_="id"),
+        el(
+            "td",
+            el("a", fmt.short_id(item.trace_id), href=trace_href(item.trace_id, item.span_id)),
+            session,
+            class_="id",
+        ),
     ]
     return el("tr", cells, class_=f"row-{item.outcome}")
 

@@ -1,7 +1,7 @@
 """The /review routes: parse the query, ask the reader (in a worker thread: SQLite blocks), render the page.
 
-Every failure is a page, never a traceback: 400 for a malformed parameter or trace id, 404 for an unknown
-trace, 503 ("review unavailable", with the reason) when there is no reader or reading it fails.
+Every failure is a page, never a traceback: 400 for a malformed parameter, trace or session id, 404 for an
+unknown trace or session, 503 ("review unavailable", with the reason) when there is no reader or reading it fails.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from monitor.config.review import MAX_PAGE_SIZE, ReviewConfig
 from monitor.logutil import RateLimitedLogger
 from monitor.review.models import BreakdownBy, BreakdownSort, EvaluatorInfo, ReviewReader, VariantComparison
 from monitor.review.service import RESOLVE_AFTER
+from monitor.review.session_models import MAX_SESSION_ID_CHARS, SessionFilter
 from monitor.review.signature_models import DEFAULT_RANGE, SignatureFilter
 from monitor.web.access import Access
 from monitor.web.html import Html, el
@@ -53,6 +54,7 @@ from monitor.web.pages.layout import (
 )
 from monitor.web.pages.login import login_routes
 from monitor.web.pages.results import results_page
+from monitor.web.pages.sessions import SESSIONS, session_page, sessions_page
 from monitor.web.pages.trace import trace_page
 
 log = logging.getLogger(__name__)
@@ -195,7 +197,41 @@ class _Pages:
         if detail is None:
             message = f"No trace {trace_id.lower()} in the store: never stored, or older than store.retention."
             return error_page(self.site, 404, "trace not found", message)
-        return respond(trace_page(self.site, detail))
+        try:  # the conversation it is a turn of: a link, so a failure to find it does not fail the page
+            session_id = await _read(reader.session_of_trace, trace_id.lower())
+        except StoreProblem:
+            session_id = None
+        return respond(trace_page(self.site, detail, session_id))
+
+    async def sessions(self, request: web.Request, reader: ReviewReader) -> web.Response:
+        query = request.query
+        now = time.time()
+        since, until = time_param(query, "since", now), time_param(query, "until", now)
+        if since is not None and until is not None and since >= until:
+            raise QueryError("since must be before until")
+        failing = (text_param(query, "failing") or "").lower() in ("true", "1", "yes", "on")
+        where = SessionFilter(
+            service=text_param(query, "service"),
+            evaluator=text_param(query, "evaluator"),
+            failing=failing,
+            since=since,
+            until=until,
+        )
+        limit = limit_param(query, self.site.config.page_size, MAX_PAGE_SIZE)
+        page = await _read(reader.sessions, where, limit, cursor=text_param(query, "cursor"))
+        return respond(sessions_page(self.site, query, page, self.site.evaluator_names()))
+
+    async def session(self, request: web.Request, reader: ReviewReader) -> web.Response:
+        ident = request.match_info["session_id"]
+        if len(ident) > MAX_SESSION_ID_CHARS:
+            return error_page(
+                self.site, 400, "bad session id", f"A session id is at most {MAX_SESSION_ID_CHARS} characters."
+            )
+        detail = await _read(reader.session, ident)
+        if detail is None:
+            message = f"No conversation {ident!r} in the store: not completed yet, or older than store.retention."
+            return error_page(self.site, 404, "session not found", message)
+        return respond(session_page(self.site, detail))
 
     async def breakdown(self, request: web.Request, reader: ReviewReader) -> web.Response:
         query = request.query
@@ -287,6 +323,8 @@ def review_page_routes(
         web.get(f"{ROOT}/", _slash),
         web.get(f"{ROOT}/traces/{{trace_id}}", pages.guarded(pages.trace)),
         web.get(BREAKDOWN, pages.guarded(pages.breakdown)),
+        web.get(SESSIONS, pages.guarded(pages.sessions)),
+        web.get(f"{SESSIONS}/{{session_id}}", pages.guarded(pages.session)),
         web.get(CANARY, pages.canary),
         web.get(STYLESHEET, _css),
         *login_routes(site),

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from urllib.parse import quote
 
 import monitor.web.pages.fmt as fmt
 from monitor.review.models import AgentSpend, ModelUsage, ResultItem, Step, TraceDetail, TraceSummary
 from monitor.web.html import Child, Html, el, join
-from monitor.web.pages.layout import RESULTS, ReviewSite, link, shell
+from monitor.web.pages.layout import RESULTS, ROOT, ReviewSite, link, shell
 from monitor.web.pages.results import VERDICTS, span_anchor, trace_href
 
 MAX_INDENT = 16  # deeper steps share the last indentation class (review.css has .d0 … .d16)
@@ -243,13 +244,21 @@ def steps_table(detail: TraceDetail) -> Html:
     return join(table, note if detail.summary.steps_truncated else None)
 
 
-def trace_page(site: ReviewSite, detail: TraceDetail) -> Html:
+def trace_page(site: ReviewSite, detail: TraceDetail, session_id: str | None = None) -> Html:
+    """The trace page; `session_id`: the stored conversation the trace is a turn of (a link to its page)."""
     summary = detail.summary
+    conversation = None
+    if session_id is not None:
+        href = f"{ROOT}/sessions/{quote(session_id, safe='')}"
+        conversation = el(
+            "p", "A turn of conversation ", el("a", fmt.clip(session_id, 80), href=href), class_="session-link"
+        )
     trace_url = site.config.trace_url(summary.trace_id)
     ui = el("a", "open in trace UI ↗", href=trace_url, class_="trace-ui", rel="noreferrer") if trace_url else None
     agents = agents_table(summary)
     main = [
         el("h1", "Trace ", el("code", summary.trace_id), " ", ui),
+        conversation,
         summary_block(summary),
         errors_list(summary),
         el("h2", "Verdicts", id=VERDICTS),

@@ -1,0 +1,246 @@
+"""The conversation reads of the store's review reader (a mixin of `sqlite_reader.StoreReviewReader`, so both
+databases answer alike): the sessions list, one session, and the session a trace is a turn of.
+
+A database from before schema version 5 has no sessions: the list is empty, every session unknown. Costs:
+`sessions` walks the `sessions` rows newest completed first by their index (`failing` and `evaluator` filter as
+it goes: a rare evaluator reads many rows, narrow it with since/until), then reads the page's session-level
+results by `results.session_id`; `session` reads one row and its results; `session_of_trace` finds the session
+by the trace's session-level results (the last turn's) or else scans the turns of the sessions completed within
+a day after the trace was stored (`TURN_LOOKUP_WINDOW`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from monitor.review.session_models import (
+    SessionDetail,
+    SessionFilter,
+    SessionItem,
+    SessionsPage,
+    SessionTurn,
+    SessionVerdict,
+    SessionVerdictBrief,
+    TurnError,
+    turn_of,
+)
+from monitor.review.sql import Columns, Conditions
+from monitor.store.schema import SESSION_TURN_FIELDS
+
+MAX_SESSIONS_PAGE = 500
+MAX_CURSOR_CHARS = 1024  # a cursor holds a session id (at most 256 characters) and a time
+TURN_LOOKUP_WINDOW = 86400.0  # sessions completed this long after a trace was stored are searched for it
+_OUTCOMES = {1: "pass", 0: "fail", None: "skip"}
+_RANK = {"fail": 0, "skip": 1, "pass": 2}
+_ROW = (
+    "s.session_id, s.service, s.source, s.started_at, s.last_turn_at, s.completed_at, s.ended, s.turn_count,"
+    " s.turns_cut, s.total_tokens, s.cost_usd, s.failed, s.turns"
+)
+_RESULT = (
+    "r.session_id, r.created_at, r.evaluator, r.passed, r.score, r.skip_reason, r.explanation, r.details, r.trace_id"
+)
+
+
+def encode_cursor(completed_at: float, session_id: str) -> str:
+    raw = json.dumps([completed_at, session_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[float, str]:
+    """(completed_at, session_id) of a cursor from `encode_cursor`; ValueError for anything else."""
+    if len(cursor) > MAX_CURSOR_CHARS:
+        raise ValueError("invalid cursor")
+    try:
+        at, session_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, TypeError, binascii.Error) as exc:
+        raise ValueError("invalid cursor") from exc
+    number = isinstance(at, int | float) and not isinstance(at, bool) and math.isfinite(at) and abs(at) < 1e15
+    if not number or not isinstance(session_id, str):
+        raise ValueError("invalid cursor")
+    return float(at), session_id
+
+
+def sessions_query(where: SessionFilter, after: tuple[float, str] | None, limit: int) -> tuple[str, list[Any]]:
+    """(sql, params) of the `sessions` rows matching `where`, after the cursor, newest completed first."""
+    cond = Conditions()
+    if where.service is not None:
+        cond.add("s.service = ?", where.service)
+    if where.since is not None:
+        cond.add("s.completed_at >= ?", where.since)
+    if where.until is not None:
+        cond.add("s.completed_at < ?", where.until)
+    if where.failing:
+        cond.add("s.failed > 0")
+    if where.evaluator is not None:
+        failing = " AND r.passed = 0" if where.failing else ""
+        cond.add(
+            f"EXISTS (SELECT 1 FROM results r WHERE r.session_id = s.session_id AND r.evaluator = ?{failing})",
+            where.evaluator,
+        )
+    if after is not None:
+        cond.add("(s.completed_at < ? OR (s.completed_at = ? AND s.session_id < ?))", after[0], after[0], after[1])
+    sql = f"SELECT {_ROW} FROM sessions s{cond.sql} ORDER BY s.completed_at DESC, s.session_id DESC LIMIT ?"
+    return sql, [*cond.params, limit]
+
+
+class SessionReads:
+    """`sessions`, `session` and `session_of_trace` over `_run(read)` and `_columns_of(db)`."""
+
+    _run: Callable[..., Any]
+    _columns_of: Callable[[Any], Columns]
+
+    def sessions(self, where: SessionFilter, limit: int, cursor: str | None = None) -> SessionsPage:
+        after = decode_cursor(cursor) if cursor is not None else None
+        limit = min(max(int(limit), 1), MAX_SESSIONS_PAGE)
+
+        def read(db: Any) -> SessionsPage:
+            if not self._columns_of(db).sessions:
+                return SessionsPage(items=[])
+            rows = db.execute(*sessions_query(where, after, limit + 1)).fetchall()
+            more = len(rows) > limit
+            rows = rows[:limit]
+            briefs = _briefs(db, [row[0] for row in rows])
+            items = [_session_item(row, briefs.get(row[0], [])) for row in rows]
+            following = encode_cursor(items[-1].completed_at, items[-1].session_id) if more else None
+            return SessionsPage(items=items, next_cursor=following)
+
+        return self._run(read)
+
+    def session(self, session_id: str) -> SessionDetail | None:
+        def read(db: Any) -> SessionDetail | None:
+            if not self._columns_of(db).sessions:
+                return None
+            row = db.execute(f"SELECT {_ROW} FROM sessions s WHERE s.session_id = ?", (session_id,)).fetchone()
+            if row is None:
+                return None
+            found = db.execute(
+                f"SELECT {_RESULT} FROM results r WHERE r.session_id = ? ORDER BY r.id", (session_id,)
+            ).fetchall()
+            verdicts = sorted((_verdict(r) for r in found), key=lambda v: _RANK[v.outcome])  # stable
+            item = _session_item(row, [_brief(v) for v in verdicts])
+            return SessionDetail(session=item, turns=_turns(row[12]), results=verdicts)
+
+        return self._run(read)
+
+    def session_of_trace(self, trace_id: str) -> str | None:
+        def read(db: Any) -> str | None:
+            if not self._columns_of(db).sessions:
+                return None
+            hit = db.execute(
+                "SELECT r.session_id FROM results r WHERE r.trace_id = ? AND r.session_id IS NOT NULL"
+                " ORDER BY r.id DESC LIMIT 1",
+                (trace_id,),
+            ).fetchone()
+            if hit is not None:
+                return str(hit[0])
+            stored = db.execute("SELECT created_at FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
+            if stored is None:
+                return None
+            at = float(stored[0])
+            pattern = f'%"{trace_id}"%'  # a trace id is hex: nothing to escape
+            for session_id, turns in db.execute(
+                "SELECT s.session_id, s.turns FROM sessions s WHERE s.completed_at >= ? AND s.completed_at < ?"
+                " AND s.turns LIKE ? ORDER BY s.completed_at",
+                (at - 60.0, at + TURN_LOOKUP_WINDOW, pattern),
+            ):
+                if any(turn.trace_id == trace_id for turn in _turns(turns)):
+                    return str(session_id)
+            return None
+
+        return self._run(read)
+
+
+def _briefs(db: Any, ids: Sequence[str]) -> dict[str, list[SessionVerdictBrief]]:
+    """The session-level results of the sessions `ids`, in brief, failing first."""
+    if not ids:
+        return {}
+    marks = ", ".join("?" for _ in ids)
+    found: dict[str, list[SessionVerdict]] = {}
+    for row in db.execute(f"SELECT {_RESULT} FROM results r WHERE r.session_id IN ({marks}) ORDER BY r.id", ids):
+        found.setdefault(row[0], []).append(_verdict(row))
+    return {sid: [_brief(v) for v in sorted(vs, key=lambda v: _RANK[v.outcome])] for sid, vs in found.items()}
+
+
+def _verdict(row: tuple) -> SessionVerdict:
+    _, at, evaluator, passed, score, skip, explanation, details, trace_id = row
+    outcome = _OUTCOMES.get(passed, "fail")
+    turn, turn_trace_id = turn_of(details)
+    return SessionVerdict(
+        evaluator=evaluator,
+        outcome=outcome,  # type: ignore[arg-type]  # one of Outcome
+        evaluated_at=at,
+        score=score,
+        skip_reason=(skip or "no_verdict") if outcome == "skip" else None,
+        explanation=explanation,
+        details=details,
+        trace_id=trace_id,
+        turn=turn,
+        turn_trace_id=turn_trace_id,
+    )
+
+
+def _brief(verdict: SessionVerdict) -> SessionVerdictBrief:
+    return SessionVerdictBrief(
+        evaluator=verdict.evaluator, outcome=verdict.outcome, score=verdict.score, turn=verdict.turn
+    )
+
+
+def _session_item(row: tuple, verdicts: list[SessionVerdictBrief]) -> SessionItem:
+    sid, service, source, started, last, completed, ended, count, cut, tokens, cost, failed, turns = row
+    return SessionItem(
+        session_id=sid,
+        service=service,
+        source=source,
+        started_at=started,
+        last_turn_at=last,
+        completed_at=completed,
+        ended=ended,
+        turn_count=count,
+        turns_cut=cut,
+        total_tokens=tokens or 0,
+        cost_usd=cost,
+        failed=failed,
+        trace_ids=[turn.trace_id for turn in _turns(turns)],
+        verdicts=verdicts,
+    )
+
+
+def _turns(text: str | None) -> list[SessionTurn]:
+    """The stored turns (SESSION_TURN_FIELDS arrays), numbered from 1 in stored order; a malformed one is left out."""
+    try:
+        stored = json.loads(text) if text else []
+    except ValueError:
+        return []
+    turns = []
+    for index, values in enumerate(stored if isinstance(stored, list) else ()):
+        if not isinstance(values, list) or len(values) < len(SESSION_TURN_FIELDS):
+            continue
+        fields = dict(zip(SESSION_TURN_FIELDS, values, strict=False))
+        try:
+            turns.append(_turn(index + 1, fields))
+        except (TypeError, ValueError):
+            continue
+    return turns
+
+
+def _turn(number: int, fields: dict[str, Any]) -> SessionTurn:
+    errors = [TurnError(kind=str(k), name=str(n), message=str(m)) for k, n, m in fields["errors"] or ()]
+    return SessionTurn(
+        turn=number,
+        trace_id=str(fields["trace_id"]),
+        started_at=int(fields["start_ns"]) / 1e9,
+        ended_at=int(fields["end_ns"]) / 1e9,
+        user_message=fields["user_message"],
+        answer=fields["answer"],
+        tool_calls=[str(name) for name in fields["tool_calls"] or ()],
+        errors=errors,
+        agents=[str(name) for name in fields["agents"] or ()],
+        input_tokens=fields["input_tokens"],
+        output_tokens=fields["output_tokens"],
+        cost_usd=fields["cost_usd"],
+    )
