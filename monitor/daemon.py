@@ -102,13 +102,9 @@ class Daemon:
             on_new_signatures=telemetry.signatures.new,
             cores=usable_cpus(),
         )
+        write = self.store.write if self.store is not None else None
         self.sessions = tracker_of(
-            config,
-            evaluators,
-            telemetry.sessions,
-            self._apply_tally,
-            self.judge_engine.judge,
-            self.store.write if self.store is not None else None,
+            config, evaluators, telemetry.sessions, self._apply_tally, self.judge_engine.judge, write
         )
         self.dispatcher = DueTraceDispatcher(self.assembler, self.pool)
         _observe(telemetry, self)

@@ -9,4 +9,7 @@ readers' base, `StoreReviewReader`).
 Importing the package imports none of its modules.
 """
 
-__all__ = ["api_params", "models", "of_store", "open_reader", "service", "signature_models"]
+__all__ = [
+    "api_params", "models", "of_store", "open_reader", "service", "session_models", "session_params",
+    "signature_models",
+]  # fmt: skip

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from evaluators.sessions import Session
-from monitor.store.packing import Written
 from monitor.store.rows import ResultRow, SessionOutcome
 
-StoreWrite = Callable[[Sequence[Written]], None]
+StoreWrite = Callable[[Sequence[SessionOutcome]], None]
 OnEvaluated = Callable[[Session, Sequence[ResultRow]], None]
 
 

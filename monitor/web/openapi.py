@@ -135,6 +135,11 @@ def _without_defs(adapter: TypeAdapter[Any]) -> dict[str, Any]:
 
 def _paths() -> dict[str, Any]:
     """Every `/api/v1` path with its operation."""
+    return {**_result_paths(), **_signature_and_session_paths(), **_live_paths()}
+
+
+def _result_paths() -> dict[str, Any]:
+    """The results, one trace, the breakdown."""
     return {
         f"{PREFIX}/results": _operation(
             "listResults",
@@ -157,6 +162,12 @@ def _paths() -> dict[str, Any]:
             [_query(p) for p in BREAKDOWN_PARAMS],
             _ALL_ERRORS,
         ),
+    }
+
+
+def _signature_and_session_paths() -> dict[str, Any]:
+    """Failure signatures and conversations, each a list and one."""
+    return {
         f"{PREFIX}/signatures": _operation(
             "listSignatures",
             "Failure signatures by impact over the range (failing results in it, then growth against the previous "
@@ -189,6 +200,12 @@ def _paths() -> dict[str, Any]:
             [_SESSION_ID_PARAM],
             _ALL_ERRORS,
         ),
+    }
+
+
+def _live_paths() -> dict[str, Any]:
+    """What the daemon holds in memory (evaluators and their windows, the live comparisons) and this document."""
+    return {
         f"{PREFIX}/evaluators": _operation(
             "listEvaluators",
             "The configured evaluators with their current window pass ratios and alert states.",
