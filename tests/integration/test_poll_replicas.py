@@ -76,18 +76,23 @@ def _settled(poller: DaemonProcess, runs: int = 3) -> None:
 @pytest.mark.parametrize("how", ["killed", "stuck"])
 def test_one_replica_polls_a_source_and_the_other_takes_it_over(tmp_path: Path, postgres_url: str, how: str) -> None:
     active, daemons = _replicas(tmp_path, postgres_url)
-    active.write_text(_lines(*FIRST))
     for daemon in daemons:
         daemon.launch()
     try:
         for daemon in daemons:
             daemon.wait_ready()
+        runs = lambda: sum(d.value("agent_monitor_poll_runs_total", source="files") for d in daemons)  # noqa: E731
+        assert daemons[0].wait_for_condition(lambda: runs() >= 3)  # every replica that polls has started
+        active.write_text(_lines(*FIRST))
+        assert daemons[0].wait_for_condition(lambda: _total(daemons) >= 4)
+        for daemon in daemons:
+            if daemon.value("agent_monitor_poll_runs_total", source="files"):
+                _settled(daemon)  # every replica that polls has read all there is
+        assert _total(daemons) == 4  # each trace once
+        assert daemons[0].wait_for_condition(lambda: _stored(postgres_url) == (4, 4)), _stored(postgres_url)
         poller, other = _leader(daemons)
-        assert poller.wait_for(EVALUATED, 4, timeout=30) == 4
-        _settled(poller)
-        assert (poller.value(EVALUATED), other.value(EVALUATED)) == (4, 0)  # each trace once, by the poller
+        assert (poller.value(EVALUATED), other.value(EVALUATED)) == (4, 0)  # by the poller
         assert other.value("agent_monitor_poll_runs_total", source="files") == 0
-        assert poller.wait_for_condition(lambda: _stored(postgres_url) == (4, 4)), _stored(postgres_url)
 
         assert poller.process is not None
         poller.process.send_signal(signal.SIGKILL if how == "killed" else signal.SIGSTOP)
