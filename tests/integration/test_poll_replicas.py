@@ -118,4 +118,3 @@ def test_one_replica_polls_a_source_and_the_other_takes_it_over(tmp_path: Path, 
             if daemon.process is not None and how == "stuck":
                 daemon.process.send_signal(signal.SIGCONT)
             daemon.stop()
-
