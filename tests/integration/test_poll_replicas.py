@@ -112,6 +112,7 @@ def test_one_replica_polls_a_source_and_the_other_takes_it_over(tmp_path: Path, 
             _settled(other)
             assert (poller.value(EVALUATED), other.value(EVALUATED)) == (4, 4)
             assert poller.value("agent_monitor_poll_leader", source="files") == 0
+            assert poller.value("agent_monitor_poll_errors_total", source="files") == 0  # losing it is no failure
             assert _stored(postgres_url) == (8, 8)
     finally:
         for daemon in daemons:

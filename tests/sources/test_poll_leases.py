@@ -10,7 +10,6 @@ import time
 from typing import Any
 
 import psycopg
-import pytest
 from prometheus_client import CollectorRegistry
 
 from evaluators.traces.records import LogRecord, SpanRecord
@@ -50,9 +49,7 @@ def test_a_holder_that_stops_answering_loses_the_source_after_the_lease(postgres
         while not other._hold("files") and time.monotonic() < deadline:
             time.sleep(0.2)
         assert other._hold("files")  # the server ended the stuck session after the lease
-        with pytest.raises(psycopg.OperationalError):
-            stuck._hold("files")  # it finds out at its next statement
-        assert not stuck._hold("files")  # and, on a new session, that another replica holds it
+        assert not stuck._hold("files")  # its session is gone; on a new one, another replica holds the source
     finally:
         stuck._drop()
         other._drop()

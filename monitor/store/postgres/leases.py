@@ -5,9 +5,10 @@ PostgreSQL releases the lock when that session ends, so a replica that dies (SIG
 sources up at once: its socket closes and the server ends the session. A replica that is alive but stuck (its
 process stopped, its event loop blocked, its network cut off) would keep the lock for as long as the server sees
 the connection open; so the session also has `idle_session_timeout` = the lease (`store.poll_lease`), and a
-heartbeat runs a statement on it every third of that while it holds a lock: a holder that stops answering loses
-its session, and its sources, after the lease, and finds out at its next statement. The checkpoints live in the
-same database, so whoever takes a source over goes on from where the last holder stopped.
+heartbeat runs a statement on it every third of that: a holder that stops answering loses its session, and its
+sources, after the lease. It finds out at its next statement, and asks again on a new session (where another
+replica holds them by then). The checkpoints live in the same database, so whoever takes a source over goes on
+from where the last holder stopped.
 
 Every statement is bounded (the server's statement_timeout and a client-side deadline: deadline.py); a failed
 one drops the connection (and with it every lock it held) and raises: the caller counts it. Each method runs in a
@@ -25,7 +26,7 @@ from typing import Any
 
 import psycopg
 
-from monitor.store.postgres.connection import APPLICATION_NAME, Timeouts, redacted
+from monitor.store.postgres.connection import APPLICATION_NAME, CONNECTION_ERRORS, Timeouts, redacted
 from monitor.store.postgres.deadline import DEADLINES
 
 log = logging.getLogger(__name__)
@@ -72,22 +73,34 @@ class PollLeases:
 
     # --- on the connection (threads) ------------------------------------------------------------
     def _hold(self, source: str) -> bool:
+        """On the open session, or a new one; a session that turns out lost (the server ended it: this replica
+        was stuck past the lease, or the server restarted) is replaced once, its locks gone with it."""
         with self._lock:
             if self._closed:
                 return False
+            reused = self._conn is not None
             try:
-                conn = self._connection()
-                if source in self._held:
-                    self._execute(conn, "SELECT 1")
-                    return True
-                row = self._execute(conn, "SELECT pg_try_advisory_lock(%s, %s)", (NAMESPACE, lock_key(source)))
-                if row is not None and row[0]:
-                    self._held.add(source)
-                    return True
-                return False
+                return self._try(source)
+            except CONNECTION_ERRORS:
+                self._drop_locked()
+                if not reused:
+                    raise
+            try:
+                return self._try(source)
             except BaseException:
                 self._drop_locked()
                 raise
+
+    def _try(self, source: str) -> bool:
+        conn = self._connection()
+        if source in self._held:
+            self._execute(conn, "SELECT 1")
+            return True
+        row = self._execute(conn, "SELECT pg_try_advisory_lock(%s, %s)", (NAMESPACE, lock_key(source)))
+        if row is not None and row[0]:
+            self._held.add(source)
+            return True
+        return False
 
     def _ping(self) -> None:
         with self._lock:
