@@ -256,18 +256,14 @@ class Poller:
         state = checkpoint.state if checkpoint is not None else None
         what = f"source {self.name}: read"
         guard.start("feed", _state_key(state))
-        first = True
         while not self.stopping:
-            if not first:
-                await self._confirm()
-            first = False
             guard.page(what)
             spans, logs, state = await self.source.read(state, self.config.max_traces_per_run)
             if spans or logs:
                 self.sink.feed(spans, logs)
             report.spans += len(spans)
             saved = Checkpoint(None, state)
-            await self._confirm()
+            await self._confirm()  # also before the next read
             await self._call(self.checkpoints.save, self.name, saved, None)
             self._checkpoint = saved
             if self.metrics is not None:
