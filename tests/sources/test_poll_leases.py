@@ -180,3 +180,11 @@ def test_a_database_that_cannot_be_asked_is_a_failed_run_of_kind_lease() -> None
     asyncio.run(poller.run())
     assert store.calls == [] and value(poller, "errors", kind="lease") == 1
     assert value(poller, "runs", status="error") == 1 and value(poller, "leader") == 0
+
+
+def test_without_leases_every_replica_polls() -> None:
+    store, sink = Store(), Sink()
+    store.traces = [trace(n, T0 - 600 + n) for n in range(3)]
+    poller = Poller(config(), store, MemoryCheckpoints(), sink, PollMetrics(CollectorRegistry()), Clock(T0))
+    assert not asyncio.run(poller.run()).standby and len(sink.evaluated) == 3
+    assert value(poller, "leader") == 1
