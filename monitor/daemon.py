@@ -53,7 +53,7 @@ from monitor.review.service import STORE_DISABLED
 from monitor.sessions.tracker import tracker_of
 from monitor.sources.pollers import build_pollers
 from monitor.sources.scheduler import PollScheduler
-from monitor.store.from_config import open_result_store
+from monitor.store.from_config import open_result_store, poll_leases
 from monitor.store.health import StoreHealth
 from monitor.store.schema import StoreSchemaError
 from monitor.store.writer import QueuedResultStore
@@ -115,8 +115,10 @@ class Daemon:
         feed = telemetry.intake.receiver(FEED_RECEIVER)
         sink = DaemonSink(self.assembler, self.pool, feed, room=self.admission.poll_room)
         judges = {e.label for e in evaluators if isinstance(e.evaluator, LLMJudge)}
+        leases = poll_leases(config.store) if any(s.enabled for s in config.sources) else None
         self.polling = PollScheduler(
-            build_pollers(config, prepared.sources, self.store, sink, telemetry.poll, judges, reader_of)
+            build_pollers(config, prepared.sources, self.store, sink, telemetry.poll, judges, reader_of, leases),
+            leases,
         )
         # One budget for both receivers: the bytes of requests in flight, process-wide.
         self.inflight = InflightBytes(config.receivers.max_inflight_bytes)

@@ -103,7 +103,8 @@ def poll_failing(health: HealthAlertsConfig, ctx: RuleContext) -> Health:
         expr,
         "agent-monitor cannot poll the source {{ $labels.source }}",
         f"Every run of the polled source {{{{ $labels.source }}}} over the last {w} failed (see "
-        "agent_monitor_poll_errors_total by kind: auth, client, server, timeout, connection, decode, checkpoint): "
+        "agent_monitor_poll_errors_total by kind: auth, client, server, timeout, connection, decode, checkpoint, "
+        "lease): "
         "its traces are not being evaluated. The checkpoint stays where it was, so nothing is skipped once it works.",
     )
 

@@ -17,7 +17,9 @@ class StoreConfig(Section):
     then unused; the password from the URL or $PGPASSWORD). `retention` and `max_size` bound it (the oldest go
     first); `max_steps` bounds the step tree kept per trace; `pool_size`: PostgreSQL connections per process;
     `connect_timeout`, `statement_timeout`, `lock_timeout`: PostgreSQL's bounds on a connection attempt, a
-    statement and a wait for a lock (a server that hangs is given up on too: store/postgres/connection.py)."""
+    statement and a wait for a lock (a server that hangs is given up on too: store/postgres/connection.py);
+    `poll_lease`: with PostgreSQL, a replica that stops answering for that long gives up the poll sources it
+    polls (store/postgres/leases.py)."""
 
     enabled: bool = True
     path: str = "data/results.db"
@@ -26,6 +28,7 @@ class StoreConfig(Section):
     connect_timeout: Duration = 5.0
     statement_timeout: Duration = 10.0
     lock_timeout: Duration = 5.0
+    poll_lease: Annotated[Duration, Field(ge=3.0)] = 30.0
     retention: Duration = 7 * 86400.0
     max_size: Size = 1024 * MiB
     results: Literal["all", "failing"] = "all"

@@ -1,5 +1,6 @@
-"""Poll mode's metrics, `agent_monitor_poll_*`: runs, their duration, traces read, errors, and how far each source
-is behind. Label values are the configured source names and fixed statuses and kinds (no cap needed)."""
+"""Poll mode's metrics, `agent_monitor_poll_*`: runs, their duration, traces read, errors, how far each source is
+behind, and which replica polls it. Label values are the configured source names and fixed statuses and kinds (no
+cap needed)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ DURATION_BUCKETS = (0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600
 RUN_STATUSES = ("ok", "error")
 ERROR_KINDS = (
     "auth", "client", "server", "timeout", "connection", "decode", "io", "checkpoint", "writeback", "internal",
-    "cursor_loop", "page_limit", "byte_limit", "span_limit",
+    "cursor_loop", "page_limit", "byte_limit", "span_limit", "lease",
 )  # fmt: skip
 
 
@@ -32,6 +33,12 @@ class PollMetrics:
             "feed that is caught up.",
             ["source"], registry=r,
         )  # fmt: skip
+        self.leader = Gauge(
+            "agent_monitor_poll_leader",
+            "1 while this replica polls the source, 0 while another replica does (replicas sharing a PostgreSQL "
+            "store poll each source from one of them); always 1 without a shared store.",
+            ["source"], registry=r,
+        )  # fmt: skip
         self.errors = Counter("agent_monitor_poll_errors", "Failed runs of a polled source, by kind (span_limit, "
                               "writeback: runs that went on).",
                               ["source", "kind"], registry=r)  # fmt: skip
@@ -45,3 +52,4 @@ class PollMetrics:
         self.traces.labels(source=source)
         self.duration.labels(source=source)
         self.lag.labels(source=source)
+        self.leader.labels(source=source)

@@ -15,6 +15,10 @@ A source is `ordered` (an attribute, False when absent) when its pages come in a
 after a page every trace that started before that page's latest start has been yielded: a run stopped early can
 then move its checkpoint to that start instead of reading the same pages again.
 
+With a result store that several replicas share (PostgreSQL), a source is polled by one replica at a time: the
+runner asks its `Leases` (the store's implementation: monitor/store/postgres/leases.py) before each run and each
+page whether this replica holds the source, and a replica that does not waits for the holder to go.
+
 Errors: a source raises SourceError with a `kind` (the `kind` label of agent_monitor_poll_errors_total) and a
 message that names the request, never a token.
 """
@@ -31,7 +35,9 @@ from monitor.sources.errors import BOUND_KINDS, ErrorKind, SourceError
 if TYPE_CHECKING:
     from monitor.sources.guard import RunGuard
 
-__all__ = ["BOUND_KINDS", "ErrorKind", "PolledTrace", "SourceError", "SpanFeed", "TraceSource", "span_time_range"]
+__all__ = [
+    "BOUND_KINDS", "ErrorKind", "Leases", "PolledTrace", "SourceError", "SpanFeed", "TraceSource", "span_time_range",
+]  # fmt: skip
 
 
 @runtime_checkable
@@ -57,6 +63,19 @@ class SpanFeed(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+class Leases(Protocol):
+    """Which sources this replica polls, when replicas share them."""
+
+    async def hold(self, source: str) -> bool:
+        """Whether this replica polls `source` now (taking it when no replica holds it); raises when that cannot
+        be known (the database fails)."""
+        ...
+
+    async def close(self) -> None:
+        """Give every source up (another replica takes them over)."""
+        ...
 
 
 def span_time_range(spans: list[SpanRecord]) -> tuple[float, float | None]:

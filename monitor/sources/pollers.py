@@ -1,5 +1,6 @@
 """The daemon's pollers: one per enabled source, with the checkpoints of the result store (or of the process
-when the store is disabled: then a restart starts again at now - backfill, said once in the log)."""
+when the store is disabled: then a restart starts again at now - backfill, said once in the log), and the leases
+that make one replica at a time poll each source when replicas share a PostgreSQL store."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from monitor.config.models import MonitorConfig
 from monitor.config.sources import PhoenixSourceConfig
 from monitor.consumer import PollSink
 from monitor.metrics.poll import PollMetrics
-from monitor.sources.base import SpanFeed, TraceSource
+from monitor.sources.base import Leases, SpanFeed, TraceSource
 from monitor.sources.checkpoints import CheckpointStore, MemoryCheckpoints, StoreCheckpoints
 from monitor.sources.phoenix_writeback import PhoenixAnnotations
 from monitor.sources.runner import Poller
@@ -32,9 +33,11 @@ def build_pollers(
     metrics: PollMetrics,
     judges: Collection[str] = (),
     reader_of: Callable[[QueuedResultStore], StoredResults] | None = None,
+    leases: Leases | None = None,
 ) -> list[Poller]:
     """`judges`: the labels of the LLM judges (Phoenix write-back tells them apart); `reader_of`: the review reader
-    of the store (write-back reads the stored results back through it; None: no write-back)."""
+    of the store (write-back reads the stored results back through it; None: no write-back); `leases`: which
+    sources this replica polls (None: every one, as with SQLite)."""
     entries = [entry for entry in config.sources if entry.enabled]
     if not entries:
         return []
@@ -55,5 +58,5 @@ def build_pollers(
             else:
                 write_back = PhoenixWriteBack(PhoenixAnnotations(entry), store, reader_of, set(judges))
         pollers.append(Poller(entry, source, checkpoints, sink, metrics, after_evaluated=write_back,
-                              max_spans_per_trace=config.assembly.max_spans_per_trace))  # fmt: skip
+                              max_spans_per_trace=config.assembly.max_spans_per_trace, leases=leases))  # fmt: skip
     return pollers

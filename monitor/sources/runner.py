@@ -18,6 +18,11 @@ Each run has a RunGuard (guard.py): `max_pages_per_run`, `max_bytes_per_run` and
 `byte_limit`). The pages read before such a stop are kept: an `ordered` source's checkpoint moves to the latest
 start they covered (as it does when `max_traces_per_run` stops a run), so the next run goes on from there.
 
+With `leases` (a result store that several replicas share), a run starts only on the replica that holds the
+source, which confirms it before each page and before each save; a replica that does not hold it does nothing
+until the holder goes (agent_monitor_poll_leader is 0 there), then reads the checkpoint again and goes on from it.
+A holder that loses the source mid-run stops without saving (at most the page in hand is evaluated twice).
+
 A run never raises: failures are counted in agent_monitor_poll_errors_total{kind} once per run and logged once
 per change; the warnings of a source are logged once per run. While runs fail, agent_monitor_poll_lag_seconds
 keeps growing (now minus the last checkpoint a run saved, or minus the first run's start).
@@ -26,6 +31,7 @@ keeps growing (now minus the last checkpoint a run saved, or minus the first run
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -37,7 +43,7 @@ from monitor.config.pipeline import AssemblyConfig
 from monitor.config.sources import SourceConfig
 from monitor.consumer import PollSink
 from monitor.metrics.poll import PollMetrics
-from monitor.sources.base import BOUND_KINDS, PolledTrace, SourceError, SpanFeed, TraceSource
+from monitor.sources.base import BOUND_KINDS, Leases, PolledTrace, SourceError, SpanFeed, TraceSource
 from monitor.sources.checkpoints import Checkpoint, CheckpointStore
 from monitor.sources.guard import RunGuard, RunLimits
 
@@ -61,11 +67,20 @@ class RunReport:
     bytes: int = 0  # response bytes
     dropped_spans: int = 0  # over max_spans_per_trace
     stopped_early: bool = False
+    standby: bool = False  # another replica polls the source (or took it over during the run)
     error: SourceError | None = None
 
 
 class CheckpointError(Exception):
     """The checkpoint store failed (kind "checkpoint")."""
+
+
+class LeaseError(Exception):
+    """Whether this replica holds the source cannot be known (kind "lease")."""
+
+
+class LeaseLost(Exception):
+    """Another replica polls the source now: the run stops without saving."""
 
 
 class Poller:
@@ -81,10 +96,11 @@ class Poller:
         clock: Callable[[], float] = time.time,
         after_evaluated: Callable[[list[PolledTrace]], Awaitable[object]] | None = None,
         max_spans_per_trace: int = AssemblyConfig.model_fields["max_spans_per_trace"].default,
+        leases: Leases | None = None,
     ) -> None:
         """`after_evaluated`: called with each page's evaluated traces once their results are recorded (write-back);
         its failures are counted (kind "writeback") and do not fail the run. `max_spans_per_trace`: the
-        assembly's bound, applied to each polled trace."""
+        assembly's bound, applied to each polled trace. `leases`: which sources this replica polls (None: all)."""
         self.config = config
         self.name = config.name
         self.source = source
@@ -93,6 +109,8 @@ class Poller:
         self.metrics = metrics
         self.clock = clock
         self.after_evaluated = after_evaluated
+        self.leases = leases
+        self.leader: bool | None = None  # this replica polls the source (None: not known yet)
         self.writeback_failing = False
         self.stopping = False
         self.last_error_kind: str | None = None
@@ -116,6 +134,9 @@ class Poller:
         guard = RunGuard(self.limits)
         kind: str | None = None
         try:
+            if not await self._lead():
+                report.standby = True
+                return report
             if isinstance(self.source, TraceSource):
                 await self._run_traces(report, guard)
             else:
@@ -125,10 +146,14 @@ class Poller:
             message = str(exc)
         except CheckpointError as exc:
             kind, message = "checkpoint", str(exc)
+        except LeaseLost:
+            report.standby = True
+        except LeaseError as exc:
+            kind, message = "lease", str(exc)
         except Exception as exc:
             log.debug("poll run of %s failed", self.name, exc_info=True)
             kind, message = "internal", f"{type(exc).__name__}: {exc}"
-        if kind is not None:
+        if kind is not None and kind != "lease":  # a replica that cannot say it polls the source has no lag
             self._lag_while_failing()
         self._account(guard, report)
         self._report(kind, message if kind else "", report, time.monotonic() - started)
@@ -166,6 +191,7 @@ class Poller:
         bound: SourceError | None = None
         try:
             async for page in self.source.pages(since, until, guard):
+                await self._confirm()
                 new_mark, covered = await self._page(page, report, until, new_mark, covered)
                 if report.stopped_early:
                     break
@@ -179,6 +205,7 @@ class Poller:
             new_mark = min(new_mark, covered) if ordered and covered is not None else mark
         new_mark = max(new_mark, mark)
         saved = Checkpoint(new_mark, None)
+        await self._confirm()
         await self._call(self.checkpoints.save, self.name, saved, new_mark - self.config.overlap)
         self._checkpoint = saved
         self._set_lag(self.clock(), new_mark)
@@ -236,6 +263,7 @@ class Poller:
                 self.sink.feed(spans, logs)
             report.spans += len(spans)
             saved = Checkpoint(None, state)
+            await self._confirm()  # also before the next read
             await self._call(self.checkpoints.save, self.name, saved, None)
             self._checkpoint = saved
             if self.metrics is not None:
@@ -263,6 +291,43 @@ class Poller:
             if self.writeback_failing:
                 log.info("write-back to %s works again", self.name)
             self.writeback_failing = False
+
+    # --- leases -------------------------------------------------------------------------------
+    async def _lead(self) -> bool:
+        """Whether this replica polls the source now (always without leases); a change is logged and gauged, and
+        a replica that takes the source reads its checkpoint again (another replica moved it)."""
+        if self.leases is None:
+            held = True
+        else:
+            try:
+                held = await self.leases.hold(self.name)
+            except Exception as exc:
+                self._leading(False)
+                raise LeaseError(f"whether this replica polls {self.name} cannot be known: {exc}") from exc
+        self._leading(held)
+        return held
+
+    async def _confirm(self) -> None:
+        """LeaseLost when another replica polls the source now (a holder that was stuck past its lease)."""
+        if self.leases is not None and not await self._lead():
+            raise LeaseLost(self.name)
+
+    def _leading(self, held: bool) -> None:
+        if held != self.leader and self.leases is not None:
+            if held:
+                self._checkpoint = None
+                log.info("this replica polls %s now (from its checkpoint)", self.name)
+            elif self.leader:
+                log.warning("this replica no longer polls %s (another one took it over, or the lease failed)",
+                            self.name)  # fmt: skip
+            else:
+                log.info("another replica polls %s; this one takes over when it stops", self.name)
+        self.leader = held
+        if self.metrics is not None:
+            self.metrics.leader.labels(source=self.name).set(1 if held else 0)
+            if not held:  # only the poller reports the source's lag
+                with contextlib.suppress(KeyError):
+                    self.metrics.lag.remove(self.name)
 
     # --- helpers --------------------------------------------------------------------------------
     async def _load(self) -> Checkpoint | None:

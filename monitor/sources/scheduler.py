@@ -3,7 +3,8 @@
 Each job runs its Poller every `interval` (the first run at once), one run at a time (`max_instances=1`), runs
 missed while one overran are coalesced into one, and a run late by less than `misfire_grace_time` still runs. At
 shutdown no new run starts, the running ones stop after their current page (their checkpoint is kept) and are
-awaited up to a grace period, then cancelled.
+awaited up to a grace period, then cancelled; then the leases are given up (another replica takes the sources
+over at its next run).
 """
 
 from __future__ import annotations
@@ -16,14 +17,16 @@ from datetime import UTC, datetime
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
+from monitor.sources.base import Leases
 from monitor.sources.runner import Poller
 
 log = logging.getLogger(__name__)
 
 
 class PollScheduler:
-    def __init__(self, pollers: list[Poller]) -> None:
+    def __init__(self, pollers: list[Poller], leases: Leases | None = None) -> None:
         self.pollers = pollers
+        self.leases = leases
         self._scheduler: AsyncIOScheduler | None = None
         self._running: set[asyncio.Task[object]] = set()
 
@@ -79,6 +82,9 @@ class PollScheduler:
                     await task
         if scheduler is not None:
             scheduler.shutdown(wait=False)
+        if self.leases is not None:
+            with contextlib.suppress(Exception):
+                await self.leases.close()
         for poller in self.pollers:
             with contextlib.suppress(Exception):
                 await poller.source.close()

@@ -1,11 +1,17 @@
-"""The result store a config asks for: SQLite at `store.path`, or PostgreSQL at `store.url`."""
+"""The result store a config asks for: SQLite at `store.path`, or PostgreSQL at `store.url` (and then the poll
+sources' leases)."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from monitor.config.signatures import SignaturesConfig
 from monitor.config.store import StoreConfig
 from monitor.store.health import StoreHealth
 from monitor.store.writer import QueuedResultStore
+
+if TYPE_CHECKING:
+    from monitor.store.postgres.leases import PollLeases
 
 
 def open_result_store(
@@ -45,3 +51,15 @@ def open_result_store(
         health=health,
         signatures=signatures,
     )
+
+
+def poll_leases(store: StoreConfig) -> PollLeases | None:
+    """The leases that give each poll source to one replica at a time, when every replica shares the PostgreSQL
+    store; None with SQLite (one replica's own store: it polls every source)."""
+    if not store.enabled or store.url is None:
+        return None
+    from monitor.store.postgres.connection import Timeouts
+    from monitor.store.postgres.leases import PollLeases
+
+    timeouts = Timeouts(store.connect_timeout, store.statement_timeout, store.lock_timeout)
+    return PollLeases(store.url, store.poll_lease, timeouts)

@@ -1,8 +1,9 @@
 """The result store on PostgreSQL (`store.url: postgresql://…`): one database that every replica writes and reads,
 so the review of any replica shows all of them. Same tables, versions and review SQL as SQLite (the Dialect).
 
-The public modules are the ones `__all__` names (the review's PostgreSQL reader uses `connection` and `schema`);
+The public modules are the ones `__all__` names (the review's PostgreSQL reader uses `connection` and `schema`;
+`leases` gives each poll source to one replica);
 `deadline` and `retention` are internal to the package. Importing the package imports none of its modules.
 """
 
-__all__ = ["connection", "schema", "store"]
+__all__ = ["connection", "leases", "schema", "store"]
