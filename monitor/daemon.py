@@ -112,14 +112,7 @@ class Daemon:
         # Refuse only real shortage: due traces beyond the evaluation queue (memory has its own bound).
         self.admission = Admission(self.assembler, self.pool, quiet_period=assembly.quiet_period)
         self.ingestor.admission_refuses = self.admission.refuse
-        feed = telemetry.intake.receiver(FEED_RECEIVER)
-        sink = DaemonSink(self.assembler, self.pool, feed, room=self.admission.poll_room)
-        judges = {e.label for e in evaluators if isinstance(e.evaluator, LLMJudge)}
-        leases = poll_leases(config.store) if any(s.enabled for s in config.sources) else None
-        self.polling = PollScheduler(
-            build_pollers(config, prepared.sources, self.store, sink, telemetry.poll, judges, reader_of, leases),
-            leases,
-        )
+        self.polling = self._polling(prepared)
         # One budget for both receivers: the bytes of requests in flight, process-wide.
         self.inflight = InflightBytes(config.receivers.max_inflight_bytes)
         self.grpc, self.http = _receivers(config, prepared, self.ingestor, self.inflight, self.metrics)
@@ -130,6 +123,17 @@ class Daemon:
         self.stop_requested = False  # SIGTERM or SIGINT received (request_stop)
         self._stopped = False
         self.started = False
+
+    def _polling(self, prepared: Prepared) -> PollScheduler:
+        """The poll sources' scheduler: their traces go to the assembler and the pool like received ones (within the
+        admission's room); with a shared PostgreSQL store, each source is polled by one replica (`leases`)."""
+        config, telemetry = self.config, self.metrics
+        feed = telemetry.intake.receiver(FEED_RECEIVER)
+        sink = DaemonSink(self.assembler, self.pool, feed, room=self.admission.poll_room)
+        judges = {e.label for e in prepared.evaluators if isinstance(e.evaluator, LLMJudge)}
+        leases = poll_leases(config.store) if any(s.enabled for s in config.sources) else None
+        pollers = build_pollers(config, prepared.sources, self.store, sink, telemetry.poll, judges, reader_of, leases)
+        return PollScheduler(pollers, leases)
 
     def _api(self, prepared: Prepared) -> WebServer:
         """The API server: /metrics, the health checks, the review page and its API."""

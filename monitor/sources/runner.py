@@ -31,7 +31,6 @@ keeps growing (now minus the last checkpoint a run saved, or minus the first run
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -46,6 +45,8 @@ from monitor.metrics.poll import PollMetrics
 from monitor.sources.base import BOUND_KINDS, Leases, PolledTrace, SourceError, SpanFeed, TraceSource
 from monitor.sources.checkpoints import Checkpoint, CheckpointStore
 from monitor.sources.guard import RunGuard, RunLimits
+from monitor.sources.leadership import Leadership, LeaseError, LeaseLost
+from monitor.sources.write_back import WriteBack
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -75,14 +76,6 @@ class CheckpointError(Exception):
     """The checkpoint store failed (kind "checkpoint")."""
 
 
-class LeaseError(Exception):
-    """Whether this replica holds the source cannot be known (kind "lease")."""
-
-
-class LeaseLost(Exception):
-    """Another replica polls the source now: the run stops without saving."""
-
-
 class Poller:
     """Runs one source; `run()` is the scheduler's job, `run_range()` the one-shot command's."""
 
@@ -109,9 +102,8 @@ class Poller:
         self.metrics = metrics
         self.clock = clock
         self.after_evaluated = after_evaluated
-        self.leases = leases
-        self.leader: bool | None = None  # this replica polls the source (None: not known yet)
-        self.writeback_failing = False
+        self.leadership = Leadership(self.name, leases, metrics, on_gained=self._forget_checkpoint)
+        self._write_back = WriteBack(self.name, after_evaluated, metrics)
         self.stopping = False
         self.last_error_kind: str | None = None
         self.limits = RunLimits(
@@ -134,7 +126,7 @@ class Poller:
         guard = RunGuard(self.limits)
         kind: str | None = None
         try:
-            if not await self._lead():
+            if not await self.leadership.lead():
                 report.standby = True
                 return report
             if isinstance(self.source, TraceSource):
@@ -191,7 +183,7 @@ class Poller:
         bound: SourceError | None = None
         try:
             async for page in self.source.pages(since, until, guard):
-                await self._confirm()
+                await self.leadership.confirm()
                 new_mark, covered = await self._page(page, report, until, new_mark, covered)
                 if report.stopped_early:
                     break
@@ -205,7 +197,7 @@ class Poller:
             new_mark = min(new_mark, covered) if ordered and covered is not None else mark
         new_mark = max(new_mark, mark)
         saved = Checkpoint(new_mark, None)
-        await self._confirm()
+        await self.leadership.confirm()
         await self._call(self.checkpoints.save, self.name, saved, new_mark - self.config.overlap)
         self._checkpoint = saved
         self._set_lag(self.clock(), new_mark)
@@ -263,7 +255,7 @@ class Poller:
                 self.sink.feed(spans, logs)
             report.spans += len(spans)
             saved = Checkpoint(None, state)
-            await self._confirm()  # also before the next read
+            await self.leadership.confirm()  # also before the next read
             await self._call(self.checkpoints.save, self.name, saved, None)
             self._checkpoint = saved
             if self.metrics is not None:
@@ -275,61 +267,11 @@ class Poller:
         if self.metrics is not None:
             self.metrics.lag.labels(source=self.name).set(0)
 
-    async def _write_back(self, traces: list[PolledTrace]) -> None:
-        if self.after_evaluated is None or not traces:
-            return
-        try:
-            await self.after_evaluated(traces)
-        except Exception as exc:
-            if self.metrics is not None:
-                self.metrics.errors.labels(source=self.name, kind="writeback").inc()
-            if not self.writeback_failing:
-                log.error("write-back to %s failed: %s (the results are stored; counted as kind writeback)",
-                          self.name, exc)  # fmt: skip
-            self.writeback_failing = True
-        else:
-            if self.writeback_failing:
-                log.info("write-back to %s works again", self.name)
-            self.writeback_failing = False
-
-    # --- leases -------------------------------------------------------------------------------
-    async def _lead(self) -> bool:
-        """Whether this replica polls the source now (always without leases); a change is logged and gauged, and
-        a replica that takes the source reads its checkpoint again (another replica moved it)."""
-        if self.leases is None:
-            held = True
-        else:
-            try:
-                held = await self.leases.hold(self.name)
-            except Exception as exc:
-                self._leading(False)
-                raise LeaseError(f"whether this replica polls {self.name} cannot be known: {exc}") from exc
-        self._leading(held)
-        return held
-
-    async def _confirm(self) -> None:
-        """LeaseLost when another replica polls the source now (a holder that was stuck past its lease)."""
-        if self.leases is not None and not await self._lead():
-            raise LeaseLost(self.name)
-
-    def _leading(self, held: bool) -> None:
-        if held != self.leader and self.leases is not None:
-            if held:
-                self._checkpoint = None
-                log.info("this replica polls %s now (from its checkpoint)", self.name)
-            elif self.leader:
-                log.warning("this replica no longer polls %s (another one took it over, or the lease failed)",
-                            self.name)  # fmt: skip
-            else:
-                log.info("another replica polls %s; this one takes over when it stops", self.name)
-        self.leader = held
-        if self.metrics is not None:
-            self.metrics.leader.labels(source=self.name).set(1 if held else 0)
-            if not held:  # only the poller reports the source's lag
-                with contextlib.suppress(KeyError):
-                    self.metrics.lag.remove(self.name)
-
     # --- helpers --------------------------------------------------------------------------------
+    def _forget_checkpoint(self) -> None:
+        """This replica takes the source over: another replica moved its checkpoint, read it again."""
+        self._checkpoint = None
+
     async def _load(self) -> Checkpoint | None:
         if self._checkpoint is None:
             self._checkpoint = await self._call(self.checkpoints.load, self.name)

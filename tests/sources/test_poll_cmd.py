@@ -46,7 +46,9 @@ def test_a_range_is_pulled_evaluated_and_reported_and_errors_have_their_exit_sta
         assert (error_free["total"], error_free["failed"]) == (3, 1)  # the trace with the tool error
 
         code, out, err = poll(tmp_path, url, "--source", "amp", "--since", "55m", "--until", "45m")
-        assert code == 0 and "monitor mode (no dataset): 1 trace in 0 sessions;" in out  # only the trace at now - 50 min
+        assert (
+            code == 0 and "monitor mode (no dataset): 1 trace in 0 sessions;" in out
+        )  # only the trace at now - 50 min
 
         code, _, err = poll(tmp_path, url, "--source", "amp", "--since", "1h", token="wrong-token")
         assert code == 1 and "401 Unauthorized" in err and "wrong-token" not in err

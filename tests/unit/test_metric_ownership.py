@@ -26,7 +26,7 @@ OWNERS: dict[str, set[str]] = {
     "store": set(),
     "judges": set(),
     "pairwise": set(),
-    "poll": {"monitor/sources/runner.py"},  # the poll runner: PollMetrics is its group
+    "poll": {"monitor/sources/runner.py", "monitor/sources/leadership.py", "monitor/sources/write_back.py"},
     "build": set(),
     "signatures": set(),
     "sessions": set(),
