@@ -50,7 +50,7 @@ from monitor.receivers.inflight import InflightBytes
 from monitor.review.models import PairwiseCounts
 from monitor.review.of_store import StoreReviewReader, reader_of
 from monitor.review.service import STORE_DISABLED
-from monitor.sessions.tracker import tracker_of
+from monitor.sessions.from_config import tracker_of
 from monitor.sources.pollers import build_pollers
 from monitor.sources.scheduler import PollScheduler
 from monitor.store.from_config import open_result_store, poll_leases
@@ -102,9 +102,8 @@ class Daemon:
             on_new_signatures=telemetry.signatures.new,
             cores=usable_cpus(),
         )
-        write = self.store.write if self.store is not None else None
         self.sessions = tracker_of(
-            config, evaluators, telemetry.sessions, self._apply_tally, self.judge_engine.judge, write
+            config, evaluators, telemetry.sessions, self._apply_tally, self.judge_engine.judge, self.store
         )
         self.dispatcher = DueTraceDispatcher(self.assembler, self.pool)
         _observe(telemetry, self)

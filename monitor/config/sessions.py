@@ -17,7 +17,10 @@ class SessionsConfig(Section):
     re-evaluated. `max_turns`: turns kept per session; later ones are counted (`turns_cut`), not kept.
     `max_open_turns`: turns held in all open sessions; beyond it the longest-idle session is completed early
     (ended `cut`): with `max_open_sessions` it bounds the memory (a turn keeps at most 2 × 2000 characters).
-    `attribute`: span or resource attribute names tried for the session id before each convention's own."""
+    `attribute`: span or resource attribute names tried for the session id before each convention's own.
+    `shared`: with a PostgreSQL result store (`store.url`), open sessions live in it, shared by every replica
+    (turns of one conversation reach different replicas), and each is evaluated once, by the replica that claims
+    it; false: each replica tracks the turns it receives (as with SQLite)."""
 
     enabled: bool = True
     idle: Duration = 900.0
@@ -25,3 +28,4 @@ class SessionsConfig(Section):
     max_turns: Annotated[int, Field(ge=1)] = 200
     max_open_turns: Annotated[int, Field(ge=1)] = 50_000
     attribute: list[Label] = Field(default_factory=list)
+    shared: bool = True

@@ -25,8 +25,8 @@ class OpenSessions(Protocol):
 
 class SessionMetrics:
     """`agent_monitor_sessions_open`, `agent_sessions_completed_total{service,ended}`, `agent_session_turns`,
-    `agent_monitor_session_turns_late_total`, `agent_monitor_session_turns_cut_total` and
-    `agent_monitor_sessions_cut_total{reason}`."""
+    `agent_monitor_session_turns_late_total`, `agent_monitor_session_turns_cut_total`,
+    `agent_monitor_session_turns_unshared_total` and `agent_monitor_sessions_cut_total{reason}`."""
 
     def __init__(self, registry: CollectorRegistry, service_label: Callable[[str], str] = str) -> None:
         r = registry
@@ -57,6 +57,12 @@ class SessionMetrics:
             "Turns not kept because their conversation had sessions.max_turns already.",
             registry=r,
         )
+        self.unshared_turns = Counter(
+            "agent_monitor_session_turns_unshared",
+            "Turns not written to the shared PostgreSQL store: it could not be reached while sessions.max_open_turns"
+            " turns waited (their conversations are evaluated without them).",
+            registry=r,
+        )
         self.cut_sessions = Counter(
             "agent_monitor_sessions_cut",
             "Conversations completed early: to make room (max_open_sessions, max_open_turns) or at shutdown.",
@@ -81,6 +87,9 @@ class SessionMetrics:
 
     def turns_cut(self, turns: int = 1) -> None:
         self.cut_turns.inc(turns)
+
+    def unshared(self, turns: int) -> None:
+        self.unshared_turns.inc(turns)
 
     def cut(self, reason: str, sessions: int = 1) -> None:
         self.cut_sessions.labels(reason=reason).inc(sessions)

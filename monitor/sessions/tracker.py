@@ -18,21 +18,16 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from evaluators.judges import JudgeCall
 from evaluators.judges.control import judge_sampled_in
 from evaluators.sessions import Session
-from monitor.config.models import MonitorConfig
 from monitor.config.sessions import SessionsConfig
 from monitor.engine.configured import ConfiguredEvaluator
-from monitor.engine.signing import Signer
 from monitor.engine.turn_wire import TurnWire, turn_of_wire
 from monitor.lifecycle import cancel_task
 from monitor.metrics.sessions import SessionMetrics
 from monitor.metrics.tally import MetricsTally
 from monitor.sessions.book import SessionBook
-from monitor.sessions.evaluation import Evaluated, SessionEvaluation, is_session_level, tally_of
-from monitor.sessions.judging import SessionJudging
-from monitor.sessions.storing import StoreWrite, session_writer
+from monitor.sessions.evaluation import Evaluated, SessionEvaluation, tally_of
 from monitor.store.rows import ResultRow
 
 log = logging.getLogger(__name__)
@@ -72,7 +67,7 @@ class SessionTracker:
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
         if telemetry is not None:
-            telemetry.observe(self.book)
+            telemetry.observe(self)
         if evaluation.judges and judge_sessions is None:
             log.warning(
                 "session-level LLM judges configured (%s) but no judge stage takes sessions yet: they are not run",
@@ -120,18 +115,25 @@ class SessionTracker:
         return len(sessions)
 
     def _completed(self, sessions: list[Session]) -> None:
-        if not sessions:
-            return
-        self.completed += len(sessions)
+        """Completed sessions wait for `evaluate_waiting`."""
+        self._count_completed(sessions)
         self._waiting.extend(sessions)
+
+    def _count_completed(self, sessions: list[Session]) -> None:
+        self.completed += len(sessions)
         if self.telemetry is not None:
             for session in sessions:
                 self.telemetry.completed(session.service, session.ended, len(session.turns) + session.turns_cut)
 
+    def _book_counts(self) -> dict[str, int]:
+        """The counts `_count` reports: late turns, turns cut, sessions cut by reason."""
+        book = self.book
+        return {"late": book.late_turns, "turns_cut": book.turns_cut, **book.cut}
+
     def _count(self) -> None:
         """What the book counted since the last call, to the metrics: late turns, turns cut, sessions cut."""
-        book, counted, telemetry = self.book, self._counted, self.telemetry
-        now = {"late": book.late_turns, "turns_cut": book.turns_cut, **book.cut}
+        counted, telemetry = self._counted, self.telemetry
+        now = self._book_counts()
         if telemetry is not None:
             for key, n in now.items():
                 new = n - counted.get(key, 0)
@@ -185,8 +187,7 @@ class SessionTracker:
             return
         self._stopped = True
         started = time.monotonic()
-        await cancel_task(self._task)
-        self._task = None
+        await self._stop_checking()
         self._completed(self.book.close_all())
         self._count()
         left = max(grace - (time.monotonic() - started), 0.0)
@@ -196,36 +197,13 @@ class SessionTracker:
             log.warning("shutdown: completed sessions not evaluated within %.1fs", left)
         except Exception:
             log.exception("shutdown: evaluating completed sessions failed")
+        await self._drain_judges(max(grace - (time.monotonic() - started), 0.0))
+
+    async def _stop_checking(self) -> None:
+        await cancel_task(self._task)
+        self._task = None
+
+    async def _drain_judges(self, grace: float) -> None:
         drain = getattr(self.judge_sessions, "drain", None)
         if drain is not None:  # the judge engine closes after the tracker (lifecycle order)
-            await drain(max(grace - (time.monotonic() - started), 0.0))
-
-
-def tracker_of(
-    config: MonitorConfig,
-    evaluators: Sequence[ConfiguredEvaluator],
-    telemetry: SessionMetrics,
-    apply_tally: Callable[[MetricsTally], None],
-    judge_call: JudgeCall | None = None,
-    store_write: StoreWrite | None = None,
-) -> SessionTracker | None:
-    """The daemon's tracker: `sessions:` and the session-level evaluators of `evaluators` (their timeout and
-    failure signatures as at the other levels); None when `sessions.enabled` is off. Session-level LLM judges go
-    through `judge_call` (the daemon's judge engine) via `SessionJudging`; evaluated sessions and their results
-    (the rules' and the judges') to the result store through `store_write` (its queued `write`)."""
-    if not config.sessions.enabled:
-        if any(is_session_level(c) for c in evaluators):
-            log.warning("session-level evaluators configured but sessions.enabled is false: they are not run")
-        return None
-    evaluation = SessionEvaluation(
-        evaluators, timeout_seconds=config.evaluation.timeout, signer=Signer(config.signatures.compiled_rules())
-    )
-    stored = session_writer(store_write) if store_write is not None else None
-    judging = (
-        SessionJudging(judge_call, apply_tally, evaluation.signer, on_judged=stored)
-        if judge_call and evaluation.judges
-        else None
-    )
-    return SessionTracker(
-        config.sessions, evaluation, apply_tally, telemetry, judge_sessions=judging, on_evaluated=stored
-    )
+            await drain(grace)

@@ -269,7 +269,12 @@ def _to_v5(db: sqlite3.Connection) -> None:
     db.execute(SESSION_INDEX)
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1, _to_v2, _to_v3, _to_v4, _to_v5)
+def _to_v6(db: sqlite3.Connection) -> None:
+    """Version 6 changed only PostgreSQL's tables that share open conversations between replicas (a SQLite store
+    belongs to one replica)."""
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1, _to_v2, _to_v3, _to_v4, _to_v5, _to_v6)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

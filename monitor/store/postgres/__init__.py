@@ -2,8 +2,8 @@
 so the review of any replica shows all of them. Same tables, versions and review SQL as SQLite (the Dialect).
 
 The public modules are the ones `__all__` names (the review's PostgreSQL reader uses `connection` and `schema`;
-`leases` gives each poll source to one replica);
+`leases` gives each poll source to one replica; `open_sessions` shares open conversations between them);
 `deadline` and `retention` are internal to the package. Importing the package imports none of its modules.
 """
 
-__all__ = ["connection", "leases", "schema", "store"]
+__all__ = ["connection", "leases", "open_sessions", "schema", "store"]

@@ -105,7 +105,7 @@ def _to_v4(db: psycopg.Connection[Any]) -> None:
 # Conversations split between replicas (the Collector routes by trace id): every replica writes the turns it
 # evaluates to `session_turns` and keeps `open_sessions.last_arrival` (when a turn last arrived, by any replica);
 # a session idle for `sessions.idle` is claimed by exactly one replica (`SELECT ... FOR UPDATE SKIP LOCKED`), which
-# evaluates it from all its turns and deletes both rows in the transaction that writes `sessions`.
+# evaluates it from all its turns, writes `sessions` and marks it completed in one transaction (open_sessions.py).
 SHARED_SESSION_TABLES = (
     """CREATE TABLE open_sessions (
     session_id TEXT PRIMARY KEY,
@@ -135,7 +135,26 @@ def _to_v5(db: psycopg.Connection[Any]) -> None:
     db.execute(SESSION_INDEX)
 
 
-MIGRATIONS: tuple[Callable[[psycopg.Connection[Any]], None], ...] = (_to_v1, _to_v2, _to_v3, _to_v4, _to_v5)
+# Version 6: what sharing needs besides: when a session was completed (kept a while, so a late turn is counted
+# late, not opened as a new conversation), its turns kept and cut (`sessions.max_turns` across replicas), and the
+# open ones indexed by their last arrival (the idle claim's scan).
+SHARED_SESSION_COLUMNS = (
+    "ALTER TABLE open_sessions ADD COLUMN completed_at DOUBLE PRECISION,"
+    " ADD COLUMN turns INTEGER NOT NULL DEFAULT 0, ADD COLUMN turns_cut INTEGER NOT NULL DEFAULT 0",
+    "CREATE INDEX open_sessions_waiting ON open_sessions(last_arrival) WHERE completed_at IS NULL",
+    "CREATE INDEX open_sessions_completed ON open_sessions(completed_at) WHERE completed_at IS NOT NULL",
+)
+
+
+def _to_v6(db: psycopg.Connection[Any]) -> None:
+    """Version 6: open sessions' completion, turn counts and indexes (SHARED_SESSION_COLUMNS)."""
+    for statement in SHARED_SESSION_COLUMNS:
+        db.execute(statement)
+
+
+MIGRATIONS: tuple[Callable[[psycopg.Connection[Any]], None], ...] = (
+    _to_v1, _to_v2, _to_v3, _to_v4, _to_v5, _to_v6
+)  # fmt: skip
 assert len(MIGRATIONS) == SCHEMA_VERSION, "a schema version migrates both databases"
 JSON_COLUMNS = frozenset({"passed", "agents", "models", "tools", "detail"})
 assert set(TRACE_COLUMNS) > JSON_COLUMNS

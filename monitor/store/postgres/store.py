@@ -26,7 +26,7 @@ from psycopg_pool import ConnectionPool
 from monitor.config.signatures import SignaturesConfig
 from monitor.store import writer
 from monitor.store.health import StoreHealth, StoreUnavailable
-from monitor.store.packing import Packed
+from monitor.store.packing import Packed, merged, pack_session
 from monitor.store.postgres import retention
 from monitor.store.postgres.connection import (
     CONNECTION_ERRORS,
@@ -37,6 +37,7 @@ from monitor.store.postgres.connection import (
     redacted,
 )
 from monitor.store.postgres.schema import JSON_COLUMNS, set_up
+from monitor.store.rows import SessionOutcome
 from monitor.store.schema import TRACE_COLUMNS, upsert_session_sql
 from monitor.store.signatures import NewCounts, upsert
 
@@ -170,18 +171,29 @@ class PostgresResultStore(writer.QueuedResultStore):
     def _store(self, packed: Packed) -> None:
         """The rows (made storable where they were packed: packing.py) and the signatures' upserts
         (signatures.py) in one transaction."""
+        with self._connection() as db, db.conn.transaction():
+            new = self.write_packed(db, packed)
+        self.news.add(new)
+
+    def write_sessions(self, db: Connection, outcomes: Sequence[SessionOutcome]) -> NewCounts:
+        """Store evaluated sessions on `db`, within the caller's transaction (the shared sessions' claim writes
+        them in the transaction that completes them); the signatures' new counts, for `news` once committed."""
+        now = time.time()
+        return self.write_packed(db, merged([pack_session(o, now, self.failing_only) for o in outcomes]))
+
+    def write_packed(self, db: Connection, packed: Packed) -> NewCounts:
+        """Write `packed` on `db`, within the caller's transaction; the signatures' new counts."""
         batches = self._batches(packed)
-        new: NewCounts = {}
-        with self._connection() as db, db.conn.transaction(), db.conn.cursor() as cursor:
+        with db.conn.cursor() as cursor:
             for sql, rows in ((_INSERT_TRACE, packed.traces), (_INSERT_RESULT, packed.results),
                               (_APPEND_PASSED, packed.appended), (_UPSERT_SESSION, packed.sessions)):  # fmt: skip
                 if rows:
                     db.renew()
                     cursor.executemany(sql, rows)
-            if batches:
-                db.renew()
-                new = upsert(db, batches, self.policy, "GREATEST")
-        self.news.add(new)
+        if not batches:
+            return {}
+        db.renew()
+        return upsert(db, batches, self.policy, "GREATEST")
 
     def transaction(self, work: Callable[[Any], T]) -> T:
         with self._connection() as db, db.conn.transaction():

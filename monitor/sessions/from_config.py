@@ -1,0 +1,56 @@
+"""The daemon's session tracker from its config: per replica (`SessionTracker`), or shared by every replica of a
+PostgreSQL result store (`SharedSessionTracker`, `sessions.shared`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from evaluators.judges import JudgeCall
+from monitor.config.models import MonitorConfig
+from monitor.engine.configured import ConfiguredEvaluator
+from monitor.engine.signing import Signer
+from monitor.metrics.sessions import SessionMetrics
+from monitor.metrics.tally import MetricsTally
+from monitor.sessions.evaluation import SessionEvaluation, is_session_level
+from monitor.sessions.judging import SessionJudging
+from monitor.sessions.shared import SharedSessionTracker
+from monitor.sessions.storing import session_writer
+from monitor.sessions.tracker import SessionTracker
+from monitor.store.postgres.store import PostgresResultStore
+from monitor.store.writer import QueuedResultStore
+
+log = logging.getLogger(__name__)
+
+
+def tracker_of(
+    config: MonitorConfig,
+    evaluators: Sequence[ConfiguredEvaluator],
+    telemetry: SessionMetrics,
+    apply_tally: Callable[[MetricsTally], None],
+    judge_call: JudgeCall | None = None,
+    store: QueuedResultStore | None = None,
+) -> SessionTracker | None:
+    """The daemon's tracker: `sessions:` and the session-level evaluators of `evaluators` (their timeout and
+    failure signatures as at the other levels); None when `sessions.enabled` is off. Session-level LLM judges go
+    through `judge_call` (the daemon's judge engine) via `SessionJudging`; evaluated sessions and their results
+    (the rules' and the judges') to the result `store`. With a PostgreSQL store (and `sessions.shared`), the open
+    sessions live in it, shared by every replica, each evaluated by the one that claims it."""
+    if not config.sessions.enabled:
+        if any(is_session_level(c) for c in evaluators):
+            log.warning("session-level evaluators configured but sessions.enabled is false: they are not run")
+        return None
+    evaluation = SessionEvaluation(
+        evaluators, timeout_seconds=config.evaluation.timeout, signer=Signer(config.signatures.compiled_rules())
+    )
+    stored = session_writer(store.write) if store is not None else None
+    judging = (
+        SessionJudging(judge_call, apply_tally, evaluation.signer, on_judged=stored)
+        if judge_call and evaluation.judges
+        else None
+    )
+    if config.sessions.shared and isinstance(store, PostgresResultStore):
+        return SharedSessionTracker(config.sessions, evaluation, apply_tally, store, telemetry, judge_sessions=judging)
+    return SessionTracker(
+        config.sessions, evaluation, apply_tally, telemetry, judge_sessions=judging, on_evaluated=stored
+    )
