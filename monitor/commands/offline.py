@@ -24,7 +24,7 @@ from evaluators.sdk import (
 from evaluators.signatures import SignatureRule
 from evaluators.traces.model import Trace
 from monitor.commands.offline_judges import JudgeSpend, Progress, run_judges
-from monitor.commands.offline_sessions import evaluate_sessions, is_session_level
+from monitor.commands.offline_sessions import evaluate_sessions, is_session_level, sessions_for
 from monitor.commands.offline_signatures import SignatureGroup, group_failures, groups_json
 from monitor.commands.offline_spec import InputError, Selected
 from monitor.commands.offline_spend import SpendSummary, spend_of
@@ -213,7 +213,8 @@ def evaluate_offline(
         for chosen in rules:
             for record in run_evaluators(trace, [chosen.evaluator], mode=mode, task=task):
                 by_label[chosen.label].append(relabel(record, chosen.label))
-    session_count, by_session = evaluate_sessions(traces, selection, prices)
+    sessions = sessions_for(traces, selection, prices)  # grouped once, for the session rules and judges
+    session_count, by_session = evaluate_sessions(sessions, selection)
     for label, records in by_session.items():
         by_label[label].extend(records)
     chosen_judges = [(s.evaluator, s.label) for s in selection if isinstance(s.evaluator, LLMJudge)]
@@ -221,7 +222,14 @@ def evaluate_offline(
     if chosen_judges:
         settings = judges if judges is not None else JudgeSettings()
         records, observer = run_judges(
-            traces, chosen_judges, settings, mode=mode, tasks=tasks, progress=progress, prices=prices
+            traces,
+            chosen_judges,
+            settings,
+            mode=mode,
+            tasks=tasks,
+            progress=progress,
+            prices=prices,
+            sessions=sessions,
         )
         for record in records:
             by_label[record.evaluator].append(record)

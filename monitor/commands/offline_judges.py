@@ -97,11 +97,13 @@ def run_judges(
     tasks: Sequence[Task | None] | None = None,
     progress: Progress | None = None,
     prices: Mapping[str, ModelPrice] | None = None,
+    sessions: Sequence[Session] | None = None,
 ) -> tuple[list[EvaluationRecord], SpendObserver]:
-    """Every (judge, label) over every trace: the records, and the spend per label (`prices`: the
-    `pricing.models` overrides)."""
+    """Every (judge, label) over every trace, the session judges over every session: the records, and the spend
+    per label (`prices`: the `pricing.models` overrides). `sessions`: the traces' conversations when the caller
+    has grouped them already (None: grouped here, if a session judge is chosen)."""
     spend = SpendObserver()
-    records = asyncio.run(_run(traces, judges, settings, mode, tasks, progress, spend, prices))
+    records = asyncio.run(_run(traces, judges, settings, mode, tasks, progress, spend, prices, sessions))
     return records, spend
 
 
@@ -111,6 +113,7 @@ def _pending(
     mode: str,
     tasks: Sequence[Task | None] | None,
     prices: Mapping[str, ModelPrice] | None,
+    sessions: Sequence[Session] | None,
 ) -> list[tuple[Trace | Session, str, Any, Task | None]]:
     """(subject, label, prepared judgement, task) of every judgement to make: each trace's, then each session's
     (session judges run once per conversation the traces hold, never per trace)."""
@@ -122,7 +125,7 @@ def _pending(
             pending.append((trace, label_of[id(prepared.judge)], prepared, task))
     session_judges = [judge for judge, _ in judges if str(judge.level) == "session"]
     if session_judges:
-        for session in group_sessions(traces, prices=prices):
+        for session in group_sessions(traces, prices=prices) if sessions is None else sessions:
             for prepared in prepare_session(session, session_judges):
                 pending.append((session, label_of[id(prepared.judge)], prepared, None))
     return pending
@@ -137,10 +140,11 @@ async def _run(
     progress: Progress | None,
     spend: SpendObserver,
     prices: Mapping[str, ModelPrice] | None,
+    sessions: Sequence[Session] | None,
 ) -> list[EvaluationRecord]:
     client = JudgeClient(settings) if settings.enabled else None
     engine = JudgeEngine(settings, client, observer=spend, prices=prices)
-    pending = _pending(traces, judges, mode, tasks, prices)
+    pending = _pending(traces, judges, mode, tasks, prices, sessions)
     done = 0
     total = len(pending)
 

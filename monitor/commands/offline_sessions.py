@@ -26,17 +26,27 @@ def is_session_level(chosen: Selected) -> bool:
     return str(chosen.evaluator.level) == "session"
 
 
-def evaluate_sessions(
+def sessions_for(
     traces: Sequence[Trace],
     selection: Sequence[Selected],
     prices: Mapping[str, ModelPrice] | None = None,
-) -> tuple[int | None, dict[str, list[EvaluationRecord]]]:
-    """(how many sessions the traces hold, the session-level rules' records by label); the count is None when no
-    session-level evaluator is selected (the traces are then not grouped). Traces without a session id belong to
-    none. Session judges go through the judge engine with the trace judges (`offline_judges.run_judges`)."""
+) -> list[Session] | None:
+    """The conversations `traces` hold, grouped once for every session-level evaluator (rules and judges); None
+    when none is selected (the traces are then not grouped). Traces without a session id belong to none."""
     if not any(is_session_level(s) for s in selection):
+        return None
+    return group_sessions(traces, prices=prices)
+
+
+def evaluate_sessions(
+    sessions: Sequence[Session] | None,
+    selection: Sequence[Selected],
+) -> tuple[int | None, dict[str, list[EvaluationRecord]]]:
+    """(how many `sessions` there are, the session-level rules' records by label); the count is None when the
+    traces were not grouped (`sessions_for` gave None). Session judges go through the judge engine with the trace
+    judges (`offline_judges.run_judges`), over the same sessions."""
+    if sessions is None:
         return None, {}
-    sessions = group_sessions(traces, prices=prices)
     chosen = [s for s in selection if is_session_level(s) and not isinstance(s.evaluator, LLMJudge)]
     by_label: dict[str, list[EvaluationRecord]] = {s.label: [] for s in chosen}
     for session in sessions:

@@ -121,6 +121,8 @@ def trace_view(detail: TraceDetail, width: int = EXPLANATION_WIDTH) -> str:
         f"  input:  {shown(s.input, width)}",
         f"  output: {shown(s.output, width)}",
     ]
+    if detail.session_id is not None:
+        lines.append(f"  session: {clip(detail.session_id, 120)}")
     if s.agents:
         lines.append(f"  agents: {', '.join(clip(a, 40) for a in s.agents)}")
     for usage in s.models:

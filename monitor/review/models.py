@@ -136,6 +136,7 @@ class TraceDetail(ReviewModel):
     summary: TraceSummary
     steps: list[Step]
     results: list[ResultItem]  # every stored result of the trace: failing, skipped and (store.results: all) passing
+    session_id: str | None = None  # the stored conversation the trace is a turn of (None: not a turn of one)
 
 
 class BreakdownGroup(ReviewModel):

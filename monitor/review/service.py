@@ -98,9 +98,10 @@ class ReviewService:
         tid = parse_trace_id(trace_id)
         with self._reading() as reader:
             detail = reader.trace(tid)
-        if detail is None:
-            raise NotFound(f"unknown trace {tid}: never stored, or pruned after the store's retention")
-        return detail
+            if detail is None:
+                raise NotFound(f"unknown trace {tid}: never stored, or pruned after the store's retention")
+            session_id = reader.session_of_trace(tid)  # the conversation it is a turn of, if stored
+        return detail if session_id is None else detail.model_copy(update={"session_id": session_id})
 
     def sessions(self, pairs: Iterable[tuple[str, str]]) -> SessionsPage:
         query = sessions_query(pairs, self.clock())

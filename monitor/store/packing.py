@@ -14,7 +14,8 @@ each signature for the `signatures` table (signatures.py).
 
 One `sessions` row per evaluated conversation (`pack_session`): its turns as JSON arrays of
 schema.SESSION_TURN_FIELDS (the user's message, the answer and the errors masked and cut like a trace's texts),
-and a `results` row per stored session-level result (level "session", the last turn's trace id, `session_id`).
+and a `results` row per stored session-level result (level "session", the last turn's trace id, `session_id`);
+its completion (id, `completed_at`), whose earlier completions' rows the writer forgets first.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class Packed(NamedTuple):
     appended: list[tuple[str, str]]  # (a late passing result packed, its trace id)
     sightings: list[Sighting]  # the failing results with a signature (signatures.py)
     sessions: list[tuple]  # schema.SESSION_COLUMNS
+    completions: list[tuple[str, float]]  # (session_id, completed_at) of each session written: earlier ones go
     kept: int = 0  # the results these rows hold (what is lost when they cannot be written)
 
 
@@ -77,13 +79,14 @@ def merged(parts: Sequence[Packed]) -> Packed:
     """Several outcomes' rows as one Packed (one transaction)."""
     if len(parts) == 1:
         return parts[0]
-    packed = Packed([], [], [], [], [], sum(p.kept for p in parts))
+    packed = Packed([], [], [], [], [], [], sum(p.kept for p in parts))
     for part in parts:
         packed.traces.extend(part.traces)
         packed.results.extend(part.results)
         packed.appended.extend(part.appended)
         packed.sightings.extend(part.sightings)
         packed.sessions.extend(part.sessions)
+        packed.completions.extend(part.completions)
     return packed
 
 
@@ -100,7 +103,7 @@ def pack_one(o: Written, now: float, failing_only: bool) -> Packed:
                 passing.append(r)
         elif r.skip_reason != SAMPLED_OUT:  # sampled-out skips are counted in the metrics, not stored
             stored.append(r)
-    packed = Packed([], [], [], [], [], len(stored) + len(passing))
+    packed = Packed([], [], [], [], [], [], len(stored) + len(passing))
     if isinstance(o, LateResults):
         texts = _result_texts(stored + passing)
         masked = iter(mask(texts, [MAX_TEXT] * len(texts)))
@@ -200,9 +203,12 @@ def pack_session(o: SessionOutcome, now: float, failing_only: bool) -> Packed:
     session = o.session
     last = session.last_turn
     kept = [r for r in o.results if r.skip_reason != SAMPLED_OUT and not (failing_only and r.passed)]
+    completed_at = session.completed_at if session.completed_at is not None else now
+    # an earlier completion's rows go even when this one keeps none (it passes now: nothing stale stays)
+    completions = [(storable(session.session_id), completed_at)] if last is not None else []
     if last is None or (failing_only and not kept):
-        return Packed([], [], [], [], [], 0)
-    packed = Packed([], [], [], [], [], len(kept))
+        return Packed([], [], [], [], [], completions, 0)
+    packed = Packed([], [], [], [], [], completions, len(kept))
     texts: list[str | None] = []
     limits: list[int] = []
     for turn in session.turns:
@@ -223,7 +229,6 @@ def pack_session(o: SessionOutcome, now: float, failing_only: bool) -> Packed:
     trace_id, session_id = storable(last.trace_id), storable(session.session_id)
     packed.results.extend(_result_row(now, trace_id, service, r, masked, session_id) for r in kept)
     failed = sum(1 for r in kept if r.passed is False)
-    completed_at = session.completed_at if session.completed_at is not None else now
     packed.sessions.append(
         (
             *storable_values((session_id, service, session.source)),

@@ -195,7 +195,7 @@ def _to_v4(db: sqlite3.Connection) -> None:
 # (SESSION_TURN_FIELDS), their texts masked and bounded like the traces'; `started_at`: the first turn's start,
 # `last_turn_at`: the last turn's end (epoch seconds, the spans' clocks); `completed_at`: when the daemon completed
 # it (`ended`: idle, explicit_end or cut); `failed`: its failing session-level results. A session evaluated again
-# (its id forgotten, `sessions.max_open_sessions`) replaces its row.
+# (its id forgotten, `sessions.max_open_sessions`, or claimed again) replaces its row and its session-level results.
 SESSION_TABLES = (
     """CREATE TABLE IF NOT EXISTS sessions (
     session_id TEXT PRIMARY KEY,
@@ -234,10 +234,21 @@ SESSION_COLUMNS = (
 )
 
 
+# A session completed again (evaluated again: its id forgotten, or claimed again after a crash) replaces what its
+# earlier completion left: before a write of a completion, the session's rows of another `completed_at` go, its
+# session-level results with them (params: session_id, session_id, completed_at; then session_id, completed_at).
+FORGET_EARLIER_RESULTS = (
+    "DELETE FROM results WHERE session_id = ? AND session_id IN"
+    " (SELECT session_id FROM sessions WHERE session_id = ? AND completed_at <> ?)"
+)
+FORGET_EARLIER_SESSION = "DELETE FROM sessions WHERE session_id = ? AND completed_at <> ?"
+
+
 def upsert_session_sql(mark: str) -> str:
     """The upsert of one `sessions` row (SESSION_COLUMNS; `mark`: the driver's placeholder), the same on both
-    databases: a session completed again (another `completed_at`) replaces its row; another write of the same
-    completion (its LLM judges' results after its rules') adds its failing results to `failed`."""
+    databases: a session completed again (another `completed_at`) replaces its row (an earlier completion's rows
+    are gone by then: FORGET_EARLIER_*); another write of the same completion (its LLM judges' results after its
+    rules') adds its failing results to `failed`."""
     kept = ", ".join(f"{c} = excluded.{c}" for c in SESSION_COLUMNS if c not in ("session_id", "failed"))
     return (
         f"INSERT INTO sessions ({', '.join(SESSION_COLUMNS)}) VALUES ({', '.join([mark] * len(SESSION_COLUMNS))})"

@@ -102,6 +102,12 @@ KEY_PANELS = {
     "Unpriced LLM calls": "positive",
     "Tokens by kind": "positive",
     "Spend in the time range": "positive",
+    "Session pass ratio per evaluator": "positive",
+    "Failing sessions by evaluator": "positive",
+    "Sessions completed by how they ended": "positive",
+    "Open sessions": "finite",
+    "Turns per session p50, p95": "positive",
+    "Late and cut turns": "finite",
 }
 EXEMPLAR_PANELS = {  # panel -> the series its exemplars come from
     "Failing results by evaluator": "agent_eval_results_total",
@@ -290,6 +296,7 @@ def test_the_dashboard_is_a_current_grafana_dashboard():
         "Daemon health",
         "Canary",
         "Spend",
+        "Conversations",
     }
 
 
@@ -526,6 +533,8 @@ SCENARIOS = (  # several frameworks, tool errors, agents and handoffs
     "pydantic_ai__tool_agent",
     "vercel_ai__tool_agent",
 )
+SESSION_SCENARIOS = ("oi_openai__session_support", "otel_genai__session_interleaved")  # 3 conversations, 7 turns
+SESSIONS_PER_ROUND = 3
 NO_TOOL_ERRORS = {
     "module": "tests.integration.evals_fixture:no_tool_errors",
     "alert": {"min_pass_ratio": 0.9, "window": "5m", "for": "1s", "min_samples": 1},
@@ -579,7 +588,7 @@ def shows(result: list[dict[str, Any]], expectation: str) -> bool:
 @pytest.mark.integration
 def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
     dashboard = load_dashboard()
-    trace_ids = {s.trace_id for s in read_paths([CORPUS / s for s in SCENARIOS]).spans}
+    trace_ids = {s.trace_id for s in read_paths([CORPUS / s for s in SCENARIOS + SESSION_SCENARIOS]).spans}
     traces = len(trace_ids)
     with contextlib.ExitStack() as stack:
         fake = stack.enter_context(FakeGemini())
@@ -590,6 +599,7 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
             "evaluation": {"workers": 2},
             "pricing": {"models": OVERRIDES},  # the spend mix's self-hosted model
             "alerting": {"default_alerts": {"enabled": False}},  # the threshold panel shows no_tool_errors' alone
+            "sessions": {"idle": "1s"},  # the conversations of a round complete within the round
             "judges": {"gemini_api_key": "test-key", "base_url": fake.url, "retry": FAST_RETRY},
             "variants": {  # the canary row's series (they exist from start-up, data or not)
                 "attribute": "service.version",
@@ -615,12 +625,14 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
         mix_traces = COPIES * len(MIX)
         for round_tag in ("1", "2"):
             expected = traces * int(round_tag)
-            resend(daemon.grpc_port, round_tag, SCENARIOS)
+            resend(daemon.grpc_port, round_tag, SCENARIOS + SESSION_SCENARIOS)  # session ids new each round
             send_process(daemon.grpc_port)
             judged = 'sum(agent_eval_results_total{evaluator="answer_quality"})'
             evaluated = (traces + mix_traces) * int(round_tag)
             wait_until(scraped("sum(agent_monitor_traces_evaluated_total)", evaluated), f"round {round_tag}")
             wait_until(scraped(judged, expected), f"round {round_tag} judged")
+            completed = "sum(agent_sessions_completed_total)"
+            wait_until(scraped(completed, SESSIONS_PER_ROUND * int(round_tag)), f"round {round_tag} conversations")
         # A worker process dies on the probe's trace (traces dropped, worker restarted); a malformed export is
         # refused (spans refused, a request not OK).
         resend(daemon.grpc_port, "crash", ("oi_openai__tool_agent",), service=CRASH_SERVICE)

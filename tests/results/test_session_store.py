@@ -130,6 +130,39 @@ def test_a_session_completed_again_replaces_its_row_and_its_judges_add_to_it(bac
     store.close()
 
 
+def test_a_session_evaluated_again_replaces_its_session_level_results(backend: Backend) -> None:
+    """A completion's results (its rules' and, later, its judges') stand together; a later completion of the same
+    session (re-evaluated, or claimed again after a crash) replaces them, and passing where only failures are kept
+    leaves neither row nor results; other sessions' results and the turns' own results stay."""
+    store = backend.store(results="failing")
+    store.write([outcome(TRACES[0], row("error_free", False))])  # a turn's trace-level result
+    other = conversation(session_id="other", completed_at=NOW - 300)
+    store.write([SessionOutcome(other, (rule("user_rephrase", False),))])
+    first = conversation(completed_at=NOW - 200)
+    store.write([SessionOutcome(first, (rule("user_rephrase", False), rule("turn_errors", None, "no_data")))])
+    store.write([SessionOutcome(first, (rule("user_frustration", False),))])  # its judges, later
+    assert [r[0] for r in session_results(backend) if r[3] == SESSION] == [
+        "turn_errors",
+        "user_frustration",
+        "user_rephrase",
+    ]
+
+    again = session(turn(0, "Hello again"), turn(1, "and again"), completed_at=NOW - 100)
+    store.write([SessionOutcome(again, (rule("user_rephrase", False), rule("turn_errors", True)))])
+    store.write([SessionOutcome(again, (rule("user_frustration", None, "judge_unavailable"),))])
+    mine = [(r[0], r[2], r[4], r[5]) for r in session_results(backend) if r[3] == SESSION]
+    assert mine == [("user_frustration", TRACES[1], None, "judge_unavailable"), ("user_rephrase", TRACES[1], 0, None)]
+    stored = stored_session(backend)
+    assert stored is not None and (stored["failed"], stored["turn_count"]) == (1, 2)
+
+    store.write([SessionOutcome(session(turn(0, "Hi"), completed_at=NOW), (rule("user_rephrase", True),))])
+    assert stored_session(backend) is None  # it passes now: nothing of it is kept, nothing stale stays
+    assert [r[3] for r in session_results(backend)] == ["other"]
+    assert backend.scalar("SELECT COUNT(*) FROM results WHERE session_id IS NULL") == 1
+    assert stored_session(backend, "other") is not None
+    store.close()
+
+
 def test_a_failing_session_result_counts_its_failure_signature(backend: Backend) -> None:
     store = backend.store(results="failing")
     result = EvalResult(0.0, passed=False, explanation="handed over to a human at turn 3")

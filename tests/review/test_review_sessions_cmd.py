@@ -106,6 +106,14 @@ def test_through_the_api_as_through_the_store(tmp_path: Path, capsys: pytest.Cap
         reader.close()  # type: ignore[attr-defined]
 
 
+def test_trace_names_the_conversation_it_is_a_turn_of(store: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = review(capsys, "--store", store, "--trace", tid(2))
+    assert (code, err) == (0, "")
+    assert "  session: conv-rephrase" in out.splitlines()
+    code, out, _ = review(capsys, "--store", store, "--trace", tid(50))
+    assert code == 0 and "  session: team a/conv 7" in out.splitlines()
+
+
 def test_bad_arguments_are_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     backend = sqlite_backend(tmp_path)
     seeded(backend)

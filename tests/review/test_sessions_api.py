@@ -21,6 +21,7 @@ from tests.review.test_api_v1 import TOKEN, api
 from tests.review.test_openapi import conforms
 
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
+LONE = tid(60)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -29,7 +30,12 @@ def store_reader(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Rev
         backend = Backend("postgres", request.getfixturevalue("postgres_url"))
     else:
         backend = sqlite_backend(tmp_path)
-    seeded(backend)
+    now, _ = seeded(backend)
+    backend.execute(  # a trace that is no turn of a stored conversation
+        "INSERT INTO traces (trace_id, created_at, service, span_count, duration_ms, has_errors)"
+        " VALUES (?, ?, 'faq-bot', 1, 5.0, 0)",
+        (LONE, now - 650),
+    )
     reader = backend.reader()
     yield reader
     reader.close()  # type: ignore[attr-defined]
@@ -109,6 +115,19 @@ def test_one_session_its_turns_and_verdicts_and_404(store_reader: ReviewReader) 
         assert conforms(document, _schema("sessions/{session_id}", "404"), body) == []
         status, _, body = get(f"{base}{PREFIX}/sessions/{'x' * 300}", BEARER)
         assert status == 400 and "session id must be 1 to 256 characters" in body["error"]
+
+
+def test_a_trace_names_the_conversation_it_is_a_turn_of(store_reader: ReviewReader) -> None:
+    """`session_id` of /api/v1/traces/{id}: by the session's results, by its turns, or null for a lone trace."""
+    document = openapi_document()
+    with api(store_reader, token=TOKEN) as base:
+        for trace_id, session_id in ((tid(3), "conv-rephrase"), (tid(1), "conv-rephrase"), (tid(4), "conv-clean")):
+            status, _, body = get(f"{base}{PREFIX}/traces/{trace_id}", BEARER)
+            assert status == 200 and body["session_id"] == session_id, trace_id
+            assert conforms(document, _schema("traces/{trace_id}", "200"), body) == []
+        status, _, body = get(f"{base}{PREFIX}/traces/{LONE}", BEARER)
+        assert status == 200 and body["summary"]["trace_id"] == LONE and body["session_id"] is None
+        assert conforms(document, _schema("traces/{trace_id}", "200"), body) == []
 
 
 def test_without_a_reader_or_with_a_failing_store_sessions_are_503() -> None:

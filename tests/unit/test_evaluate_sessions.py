@@ -142,3 +142,29 @@ def test_traces_without_sessions_report_zero_sessions(fmt: str) -> None:
         assert report["sessions"] == 0 and by_name(report)["user_rephrase"]["total"] == 0
     else:
         assert "in 0 sessions" in out.splitlines()[0]
+
+
+def test_session_rules_and_judges_share_one_grouping(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With both session rules and session judges selected the traces are grouped into sessions once, and both
+    see the same sessions (each trace's session id is looked up once)."""
+    from evaluators.sessions import grouping
+
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    looked_up: list[str] = []
+    real = grouping.session_of
+
+    def counting(trace: Any, extra: Any = ()) -> Any:
+        looked_up.append(trace.trace_id)
+        return real(trace, extra)
+
+    monkeypatch.setattr(grouping, "session_of", counting)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("evaluators: [{name: user_rephrase}, {name: conversation_completion}]\n", encoding="utf-8")
+    code, report = evaluate_json(SUPPORT, INTERLEAVED, spec=spec)
+    assert code == 0 and report["sessions"] == 3 and report["traces"] == 7
+    evals = by_name(report)
+    assert evals["user_rephrase"]["total"] == 3
+    assert evals["conversation_completion"]["total"] == 3  # skipped without a judge key, one per session
+    assert evals["conversation_completion"]["skip_counts"] == {"judge_unavailable": 3}
+    assert len(looked_up) == len(set(looked_up)) == 7
