@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 BUSY_TIMEOUT_SECONDS = 30.0  # how long a writer waits for another process's transaction
@@ -242,6 +242,14 @@ FORGET_EARLIER_RESULTS = (
     " (SELECT session_id FROM sessions WHERE session_id = ? AND completed_at <> ?)"
 )
 FORGET_EARLIER_SESSION = "DELETE FROM sessions WHERE session_id = ? AND completed_at <> ?"
+
+
+def forget_earlier_completions(db: Any, completions: Sequence[tuple[str, float]]) -> None:
+    """Delete the `sessions` rows and session-level results of earlier completions (another `completed_at`) of the
+    sessions in `completions` (session_id, completed_at), in the transaction that writes these; `db`: either
+    store's connection (`?` placeholders)."""
+    db.executemany(FORGET_EARLIER_RESULTS, [(session_id, session_id, at) for session_id, at in completions])
+    db.executemany(FORGET_EARLIER_SESSION, list(completions))
 
 
 def upsert_session_sql(mark: str) -> str:

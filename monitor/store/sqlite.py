@@ -41,7 +41,14 @@ from monitor.config.signatures import SignaturesConfig
 from monitor.store import retention
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.packing import PASSED_FIELDS, SAMPLED_OUT, Packed, Written
-from monitor.store.schema import BUSY_TIMEOUT_SECONDS, TRACE_COLUMNS, StoreSchemaError, set_up, upsert_session_sql
+from monitor.store.schema import (
+    BUSY_TIMEOUT_SECONDS,
+    TRACE_COLUMNS,
+    StoreSchemaError,
+    forget_earlier_completions,
+    set_up,
+    upsert_session_sql,
+)
 from monitor.store.signatures import Batch, NewCounts, Policy, upsert
 from monitor.store.writer import REOPEN_SECONDS, STORE_DEFAULTS, QueuedResultStore
 
@@ -168,6 +175,8 @@ class ResultStore(QueuedResultStore):
         """The rows and the signatures' upserts in one transaction; the signatures it counted new."""
         db.execute("BEGIN IMMEDIATE")
         try:
+            if packed.completions:
+                forget_earlier_completions(db, packed.completions)
             db.executemany(_INSERT_TRACE, packed.traces)
             db.executemany(_INSERT_RESULT, packed.results)
             if packed.appended:

@@ -29,7 +29,6 @@ from monitor.store.degrade import DegradingWrite
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.packing import PASSED_FIELDS, Packed, Written, mask
 from monitor.store.rows import MAX_TEXT
-from monitor.store.schema import FORGET_EARLIER_RESULTS, FORGET_EARLIER_SESSION
 from monitor.store.signatures import Batch, Policy, SignatureNews, batched
 from monitor.store.write_queue import WriteQueue
 
@@ -67,7 +66,7 @@ class QueuedResultStore(ABC):
         self._last_prune = 0.0
         self._last_size_check = 0.0
         self._write_all = DegradingWrite(
-            lambda packed: self._write_packed(packed),  # `_store` looked up at each write: a test may spy on it
+            lambda packed: self._store(packed),  # looked up at each write: a test may spy on it
             self.health,
             failing_only=self.failing_only,
             row_errors=self.ROW_ERRORS,
@@ -89,14 +88,6 @@ class QueuedResultStore(ABC):
     @abstractmethod
     def _store(self, packed: Packed) -> None:
         """Insert the rows in one transaction; raises when it fails (StoreUnavailable when not open)."""
-
-    def _write_packed(self, packed: Packed) -> None:
-        """`_store(packed)`, once the rows earlier completions of its sessions left are gone (a session evaluated
-        again replaces its row and its session-level results; schema.FORGET_EARLIER_*). Their own transaction, first:
-        should the write then fail, the session is lost (counted) rather than shown with stale verdicts."""
-        if packed.completions:
-            self.transaction(lambda db: forget_earlier_completions(db, packed.completions))
-        self._store(packed)
 
     @staticmethod
     def _batches(packed: Packed) -> list[Batch]:
@@ -243,10 +234,3 @@ class QueuedResultStore(ABC):
         if table not in ("results", "traces"):
             raise ValueError(table)
         return int(self._read(f"SELECT COUNT(*) FROM {table}")[0][0])
-
-
-def forget_earlier_completions(db: Any, completions: Sequence[tuple[str, float]]) -> None:
-    """Delete the `sessions` rows and session-level results of earlier completions (another `completed_at`) of the
-    sessions in `completions` (session_id, completed_at); `db`: either store's connection (`?` placeholders)."""
-    db.executemany(FORGET_EARLIER_RESULTS, [(session_id, session_id, at) for session_id, at in completions])
-    db.executemany(FORGET_EARLIER_SESSION, list(completions))

@@ -38,7 +38,7 @@ from monitor.store.postgres.connection import (
 )
 from monitor.store.postgres.schema import JSON_COLUMNS, set_up
 from monitor.store.rows import SessionOutcome
-from monitor.store.schema import TRACE_COLUMNS, upsert_session_sql
+from monitor.store.schema import TRACE_COLUMNS, forget_earlier_completions, upsert_session_sql
 from monitor.store.signatures import NewCounts, upsert
 
 _UPDATED = ", ".join(f"{c} = EXCLUDED.{c}" for c in TRACE_COLUMNS if c != "trace_id")
@@ -184,6 +184,8 @@ class PostgresResultStore(writer.QueuedResultStore):
     def write_packed(self, db: Connection, packed: Packed) -> NewCounts:
         """Write `packed` on `db`, within the caller's transaction; the signatures' new counts."""
         batches = self._batches(packed)
+        if packed.completions:  # a session evaluated again: its earlier completion's rows go, in this transaction
+            forget_earlier_completions(db, packed.completions)
         with db.conn.cursor() as cursor:
             for sql, rows in ((_INSERT_TRACE, packed.traces), (_INSERT_RESULT, packed.results),
                               (_APPEND_PASSED, packed.appended), (_UPSERT_SESSION, packed.sessions)):  # fmt: skip
