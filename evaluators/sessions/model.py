@@ -75,20 +75,28 @@ class Turn:
         from evaluators.pricing import call_cost  # the pricing table loads only when turns are built
         from evaluators.sessions.turn_text import latest_user_message
 
-        usage = trace.metrics.token_usage
-        costs = [c for c in (call_cost(call, prices) for call in trace.get_llm_calls()) if c is not None]
-        errors = tuple(
-            TurnError(
-                str(span.kind), getattr(span, "name", None) or span.span_name, (span.record.status_message or "")[:500]
+        metrics = trace.metrics  # the trace path computed these: tokens, the error count, the time window
+        usage = metrics.token_usage
+        calls = trace.get_llm_calls()
+        costs = [c for c in (call_cost(call, prices) for call in calls) if c is not None]  # priced once per span
+        errors = (
+            tuple(
+                TurnError(
+                    str(span.kind),
+                    getattr(span, "name", None) or span.span_name,
+                    (span.record.status_message or "")[:500],
+                )
+                for span in trace.spans
+                if span.has_error
             )
-            for span in trace.spans
-            if span.has_error
+            if metrics.error_count
+            else ()
         )
         return cls(
             trace_id=trace.trace_id,
             start_ns=trace.start_time,
             end_ns=trace.end_time,
-            user_message=_bounded(latest_user_message(trace)),
+            user_message=_bounded(latest_user_message(trace, calls)),
             answer=_bounded(trace.output),
             tool_calls=tuple(t.name for t in trace.get_tool_calls()),
             errors=errors,
