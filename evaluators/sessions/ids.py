@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -54,17 +55,51 @@ def _text(value: object) -> str | None:
     return text[:MAX_ID] or None
 
 
+class _Names(NamedTuple):
+    """The attribute names tried, each with its priority (0 first), and those names with `metadata`: what one
+    pass over an attribute map looks for."""
+
+    rank: dict[str, int]
+    wanted: frozenset[str]
+
+
+@functools.lru_cache(maxsize=64)  # one entry per `sessions.attribute` setting in practice
+def _names(extra_attributes: tuple[str, ...]) -> _Names:
+    rank: dict[str, int] = {}
+    for name in (*extra_attributes, *SESSION_ATTRIBUTES):
+        rank.setdefault(name, len(rank))
+    return _Names(rank, frozenset((*rank, METADATA_ATTRIBUTE)))
+
+
 def session_of(trace: Trace, extra_attributes: Sequence[str] = ()) -> SessionRef | None:
     """The session `trace` belongs to: the configured `extra_attributes` first (span, then resource attributes),
-    then each convention's own attribute, then OpenInference `metadata` keys; None when no span names one."""
-    maps = list(_attribute_maps(_root_first(trace)))
-    for name in (*extra_attributes, *SESSION_ATTRIBUTES):
-        for attributes in maps:
-            text = _text(attributes.get(name))
-            if text is not None:
-                return SessionRef(text, name)
-    for attributes in maps:
-        ref = _from_metadata(attributes.get(METADATA_ATTRIBUTE))
+    then each convention's own attribute, then OpenInference `metadata` keys; None when no span names one.
+
+    The first name in that order that any attribute map holds (as text or an integer) wins, from the first map
+    (root spans first, each span's resource after it) that holds it. This runs for every trace, so each map is
+    read once: the names it holds are found in one pass (a set intersection), the best so far kept."""
+    rank, wanted = _names(extra_attributes if type(extra_attributes) is tuple else tuple(extra_attributes))
+    best: SessionRef | None = None
+    best_rank = len(rank)
+    metadata: list[object] = []
+    for attributes in _attribute_maps(trace):
+        if wanted.isdisjoint(attributes):
+            continue
+        held = wanted.intersection(attributes)
+        for name in held:
+            order = rank.get(name)
+            if order is not None and order < best_rank:
+                text = _text(attributes[name])
+                if text is not None:
+                    best, best_rank = SessionRef(text, name), order
+        if best_rank == 0:
+            return best  # nothing ranks higher, and an earlier map already lost
+        if best is None and METADATA_ATTRIBUTE in held:
+            metadata.append(attributes[METADATA_ATTRIBUTE])
+    if best is not None:
+        return best
+    for value in metadata:
+        ref = _from_metadata(value)
         if ref is not None:
             return ref
     return None
@@ -87,19 +122,22 @@ def _from_metadata(value: object) -> SessionRef | None:
     return None
 
 
-def _root_first(trace: Trace) -> list:
-    """The root spans, then the others as the trace holds them (no sort: this runs for every trace)."""
+def _attribute_maps(trace: Trace) -> Iterator[dict]:
+    """Each span's attributes, then its resource's the first time that resource is met: the root spans first,
+    then the others as the trace holds them (no sort, no list: this runs for every trace and mostly stops at the
+    root)."""
     roots = trace.roots
-    if len(roots) == 1:
-        root = roots[0]
-        return [root, *(s for s in trace.spans if s is not root)]
-    ids = {id(r) for r in roots}
-    return [*roots, *(s for s in trace.spans if id(s) not in ids)]
-
-
-def _attribute_maps(spans: Iterable) -> Iterable[dict]:
     seen_resources: set[int] = set()
-    for span in spans:
+    for span in roots:
+        yield span.record.attributes
+        resource = span.record.resource_attributes
+        if id(resource) not in seen_resources:
+            seen_resources.add(id(resource))
+            yield resource
+    root_ids = {id(r) for r in roots}
+    for span in trace.spans:
+        if id(span) in root_ids:
+            continue
         yield span.record.attributes
         resource = span.record.resource_attributes
         if id(resource) not in seen_resources:

@@ -7,18 +7,30 @@ turns between replicas through the result store. `Turn.from_trace` builds one fr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from evaluators.sessions.turn_text import latest_user_message
+
 if TYPE_CHECKING:
-    from evaluators.pricing import ModelPrice
-    from evaluators.traces.model import Trace
+    from evaluators.pricing import CallCost, ModelPrice
+    from evaluators.traces.model import LLMSpan, Trace
 
 __all__ = ["MAX_TURN_TEXT", "Ending", "Session", "Turn", "TurnError"]
 
 MAX_TURN_TEXT = 2000  # characters a turn keeps of the user's message and of the answer (the judges read 1500)
 Ending = Literal["open", "idle", "explicit_end", "cut"]
+
+
+@functools.cache
+def _call_cost() -> Callable[[LLMSpan, Mapping[str, ModelPrice] | None], CallCost | None]:
+    """`evaluators.pricing.call_cost`, imported when the first turn is built (the price table is loaded then, not
+    by importing sessions), and then at the cost of a call (an import statement per turn costs a microsecond)."""
+    from evaluators.pricing import call_cost
+
+    return call_cost
 
 
 def _bounded(text: str | None) -> str | None:
@@ -72,30 +84,36 @@ class Turn:
     @classmethod
     def from_trace(cls, trace: Trace, prices: Mapping[str, ModelPrice] | None = None) -> Turn:
         """The turn `trace` is: its user message, answer, tools, failed spans, tokens and cost."""
-        from evaluators.pricing import call_cost  # the pricing table loads only when turns are built
-        from evaluators.sessions.turn_text import latest_user_message
-
-        usage = trace.metrics.token_usage
-        costs = [c for c in (call_cost(call, prices) for call in trace.get_llm_calls()) if c is not None]
-        errors = tuple(
-            TurnError(
-                str(span.kind), getattr(span, "name", None) or span.span_name, (span.record.status_message or "")[:500]
+        call_cost = _call_cost()
+        metrics = trace.metrics  # the trace path computed these: tokens, the error count, the time window
+        usage = metrics.token_usage
+        calls = trace.get_llm_calls()
+        costs = [c for c in (call_cost(call, prices) for call in calls) if c is not None]  # priced once per span
+        errors = (
+            tuple(
+                TurnError(
+                    str(span.kind),
+                    getattr(span, "name", None) or span.span_name,
+                    (span.record.status_message or "")[:500],
+                )
+                for span in trace.spans
+                if span.has_error
             )
-            for span in trace.spans
-            if span.has_error
+            if metrics.error_count
+            else ()
         )
         return cls(
             trace_id=trace.trace_id,
             start_ns=trace.start_time,
             end_ns=trace.end_time,
-            user_message=_bounded(latest_user_message(trace)),
+            user_message=_bounded(latest_user_message(trace, calls)),
             answer=_bounded(trace.output),
-            tool_calls=tuple(t.name for t in trace.get_tool_calls()),
+            tool_calls=tuple([t.name for t in trace.get_tool_calls()]),
             errors=errors,
             agents=tuple(trace.agent_names),
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
-            cost_usd=sum(c.usd for c in costs) if costs else None,
+            cost_usd=sum([c.usd for c in costs]) if costs else None,
             service=trace.service_name or "",
         )
 

@@ -2,26 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from evaluators.traces.messages import UserMessage
 
 if TYPE_CHECKING:
-    from evaluators.traces.model import Trace
+    from evaluators.traces.model import LLMSpan, Trace
 
 __all__ = ["latest_user_message"]
 
 
-def latest_user_message(trace: Trace) -> str | None:
+def latest_user_message(trace: Trace, calls: Sequence[LLMSpan] | None = None) -> str | None:
     """The user's message of this turn.
 
     The root or agent span's input is the turn's own request when a convention records one (OpenInference
     `input.value`, an OTel GenAI `invoke_agent` holding only this turn, Pydantic AI's new messages). When the first
     LLM call's request carries the conversation so far, the turn's message is its last user message: a carrier
     whose text is one of the earlier user messages (an `invoke_agent` or run span that holds the whole history
-    and was read from its first user message) gives way to it.
+    and was read from its first user message) gives way to it. `calls`: `trace.get_llm_calls()` when the caller
+    has them (in start order).
     """
-    calls = sorted(trace.get_llm_calls(), key=lambda c: c.start_time)
+    if calls is None:
+        calls = trace.get_llm_calls()
     for call in calls[:1]:
         users = [m.content for m in call.messages if isinstance(m, UserMessage) and m.content]
         if len(users) > 1:  # the whole history

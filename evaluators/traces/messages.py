@@ -94,7 +94,13 @@ _ROLE_ALIASES = {
 }
 
 
+# Roles that normalize to themselves, looked up before the string work (this runs for every message parsed).
+_CANONICAL_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+
+
 def normalize_role(role: Any) -> str:
+    if type(role) is str and role in _CANONICAL_ROLES:
+        return role
     text = str(role or "").strip().lower()
     return _ROLE_ALIASES.get(text, text or "user")
 

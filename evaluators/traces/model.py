@@ -186,13 +186,28 @@ class Trace:
         return self.root.record.service_name if self.root else ""
 
     @cached_property
-    def start_time(self) -> int:
-        starts = [s.start_time for s in self.spans if s.start_time > 0]
-        return min(starts) if starts else 0
+    def _window(self) -> tuple[int, int]:
+        """(the earliest start time > 0, else 0; the latest end time, else 0) in one pass over the spans: the
+        metrics' duration needs them, and a session's turn then reads them for nothing."""
+        start = end = 0
+        first = True
+        for span in self.spans:
+            record = span.record
+            began = record.start_time_unix_nano
+            if began > 0 and (start == 0 or began < start):
+                start = began
+            ended = record.end_time_unix_nano
+            if first or ended > end:
+                end, first = ended, False
+        return start, end
 
-    @cached_property
+    @property
+    def start_time(self) -> int:
+        return self._window[0]
+
+    @property
     def end_time(self) -> int:
-        return max((s.end_time for s in self.spans), default=0)
+        return self._window[1]
 
     @property
     def span_count(self) -> int:
@@ -222,9 +237,14 @@ class Trace:
     def get_agents(self) -> list[AgentSpan]:
         return [s for s in self.spans if isinstance(s, AgentSpan)]
 
+    @cached_property
+    def _agent_names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(a.name for a in self.get_agents()))
+
     @property
     def agent_names(self) -> list[str]:
-        return list(dict.fromkeys(a.name for a in self.get_agents()))
+        """The agents' names, each once, in span order."""
+        return list(self._agent_names)
 
     @cached_property
     def handoffs(self) -> list[Handoff]:
@@ -289,14 +309,19 @@ class Trace:
     def metrics(self) -> TraceMetrics:
         calls = self._llm_calls
         return TraceMetrics(
-            total_duration_ms=_span_window_ms(self.spans),
+            total_duration_ms=self._duration_ms(),
             token_usage=_usage_of(calls),
             error_count=sum(1 for s in self.spans if s.has_error),
             llm_call_count=len(calls),
             tool_call_count=len(self._tool_calls),
-            agent_count=len(self.agent_names),
+            agent_count=len(self._agent_names),
             cost=_cost_of(calls),
         )
+
+    def _duration_ms(self) -> float:
+        """From the earliest start to the latest end (as `_span_window_ms`); 0 when either is unknown."""
+        start, end = self._window
+        return (end - start) / 1e6 if start > 0 and end >= start else 0.0
 
     @property
     def has_errors(self) -> bool:

@@ -4,6 +4,8 @@ main process in the batch's tally; session-level evaluators never run on a singl
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 from evaluators.sdk import builtin
@@ -87,3 +89,10 @@ def test_turns_cross_the_process_boundary_in_the_batch_tally() -> None:
     tally = MetricsTally.from_wire(pickle.loads(pickle.dumps(result.tally)))
     assert len(tally.turns) == 7
     assert {turn_of_wire(w).session_id for w in tally.turns} >= {SUPPORT_ID}
+
+
+def test_importing_sessions_leaves_the_price_table_unloaded() -> None:
+    """Turns price their calls, but the price table (genai-prices) loads when the first turn is built, not on import."""
+    code = "import sys, evaluators.sessions; assert 'evaluators.pricing' not in sys.modules, 'pricing imported'"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr

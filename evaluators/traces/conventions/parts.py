@@ -110,7 +110,9 @@ def _parts_message(item: dict) -> list[Message]:
                 )
             )
         elif kind in (None, "text", "refusal"):
-            text = content_text(part)
+            content = part.get("content")
+            # The common part, {"type": "text", "content": "..."}, is its own text (as content_text would read it).
+            text = content if type(content) is str and "text" not in part else content_text(part)
             if text:
                 texts.append(text)
     text = "\n".join(texts)
