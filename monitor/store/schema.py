@@ -293,7 +293,49 @@ def _to_v6(db: sqlite3.Connection) -> None:
     belongs to one replica)."""
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1, _to_v2, _to_v3, _to_v4, _to_v5, _to_v6)
+# Version 7: reviewers' verdicts on results, the same statements on both databases (monitor/store/reviews.py). A
+# result is named by (trace_id, evaluator, level, span_id: '' when it names no span), so a passing result kept in
+# `traces.passed` can be reviewed like a stored row. Every change of a review is a new row: the one in force has
+# `superseded_at` NULL (one per result: the unique index), the earlier ones the time they were replaced (the audit
+# trail). `verdict_*`: the evaluator's verdict as the reviewer saw it; `task`: a JSON snapshot of the trace (input,
+# output, tools in order, duration, cost, models) taken at review time, so a review outlives the trace's retention
+# and becomes a dataset task. Reviews are not pruned with the results.
+REVIEW_TABLES = (
+    """CREATE TABLE IF NOT EXISTS reviews (
+    review_id TEXT PRIMARY KEY,
+    trace_id TEXT NOT NULL,
+    evaluator TEXT NOT NULL,
+    level TEXT NOT NULL,
+    span_id TEXT NOT NULL,
+    session_id TEXT,
+    service TEXT,
+    verdict_passed INTEGER,
+    verdict_score DOUBLE PRECISION,
+    verdict_signature TEXT,
+    agreement TEXT NOT NULL,
+    corrected_score DOUBLE PRECISION,
+    corrected_label TEXT,
+    note TEXT,
+    reviewer TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    superseded_at DOUBLE PRECISION,
+    task TEXT
+)""",
+    "CREATE UNIQUE INDEX IF NOT EXISTS reviews_in_force ON reviews(trace_id, evaluator, level, span_id)"
+    " WHERE superseded_at IS NULL",
+    "CREATE INDEX IF NOT EXISTS reviews_evaluator ON reviews(evaluator, created_at) WHERE superseded_at IS NULL",
+    "CREATE INDEX IF NOT EXISTS reviews_time ON reviews(created_at)",
+)
+
+
+def _to_v7(db: sqlite3.Connection) -> None:
+    for statement in REVIEW_TABLES:
+        db.execute(statement)
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _to_v1, _to_v2, _to_v3, _to_v4, _to_v5, _to_v6, _to_v7
+)  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -20,6 +20,7 @@ import psycopg
 
 from monitor.store.schema import (
     POLL_TABLES,
+    REVIEW_TABLES,
     SCHEMA_VERSION,
     SESSION_COLUMN,
     SESSION_INDEX,
@@ -152,8 +153,14 @@ def _to_v6(db: psycopg.Connection[Any]) -> None:
         db.execute(statement)
 
 
+def _to_v7(db: psycopg.Connection[Any]) -> None:
+    """Version 7: reviewers' verdicts, as on SQLite."""
+    for statement in REVIEW_TABLES:
+        db.execute(statement)
+
+
 MIGRATIONS: tuple[Callable[[psycopg.Connection[Any]], None], ...] = (
-    _to_v1, _to_v2, _to_v3, _to_v4, _to_v5, _to_v6
+    _to_v1, _to_v2, _to_v3, _to_v4, _to_v5, _to_v6, _to_v7
 )  # fmt: skip
 assert len(MIGRATIONS) == SCHEMA_VERSION, "a schema version migrates both databases"
 JSON_COLUMNS = frozenset({"passed", "agents", "models", "tools", "detail"})

@@ -1,0 +1,247 @@
+"""Reviewers' verdicts on results, in the result store (`reviews`, schema version 7: see schema.REVIEW_TABLES).
+
+A review names one result by its key (trace id, evaluator, level, span id: "" when the result names none): a
+failing result or a skip kept as a `results` row, or a passing one kept in its trace's `passed` list. The reviewer
+agrees or disagrees with the evaluator's verdict (a failing result disagreed with is a false alarm, a passing one a
+miss), may give a corrected score or label and a note, and is named. `write_review` records the verdict as the
+reviewer saw it and a snapshot of the trace (`task`: what a dataset task needs, so the review outlives the trace's
+retention). A review changed later is a new row; the earlier one is kept with the time it was superseded (the
+audit trail), in the same transaction, so exactly one review of a result is in force.
+
+Every function takes a connection of either database (`?` placeholders: sqlite3's, or the PostgreSQL store's
+`Connection`) and runs in the caller's transaction (`QueuedResultStore.transaction`).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from typing import Any, Literal, NamedTuple
+
+from monitor.store.packing import PASSED_FIELDS
+from monitor.store.rows import MAX_TEXT
+from monitor.store.schema import Database
+
+Agreement = Literal["agree", "disagree"]
+AGREEMENTS: tuple[Agreement, ...] = ("agree", "disagree")
+MAX_NOTE = 2000  # characters kept of a note
+MAX_LABEL = 200  # characters kept of a corrected label and of a reviewer's name
+REVIEW_COLUMNS = (
+    "review_id",
+    "trace_id",
+    "evaluator",
+    "level",
+    "span_id",
+    "session_id",
+    "service",
+    "verdict_passed",
+    "verdict_score",
+    "verdict_signature",
+    "agreement",
+    "corrected_score",
+    "corrected_label",
+    "note",
+    "reviewer",
+    "created_at",
+    "superseded_at",
+    "task",
+)
+_SELECT = f"SELECT {', '.join(REVIEW_COLUMNS)} FROM reviews"
+_KEY = "trace_id = ? AND evaluator = ? AND level = ? AND span_id = ?"
+_IN_FORCE = "superseded_at IS NULL"
+
+
+class ResultKey(NamedTuple):
+    """One result: its trace, evaluator, level and span ("" when it names none)."""
+
+    trace_id: str
+    evaluator: str
+    level: str
+    span_id: str = ""
+
+
+class ReviewInput(NamedTuple):
+    """A reviewer's verdict on one result, as the API and the page take it."""
+
+    key: ResultKey
+    agreement: Agreement
+    reviewer: str
+    corrected_score: float | None = None
+    corrected_label: str | None = None
+    note: str | None = None
+
+
+class Verdict(NamedTuple):
+    """The evaluator's verdict on a result, as stored: passed (True, False, None for a skip), score, signature."""
+
+    passed: bool | None
+    score: float | None
+    signature: str | None
+    session_id: str | None
+    service: str | None
+
+
+class StoredReview(NamedTuple):
+    """A row of `reviews` (REVIEW_COLUMNS); `task` parsed (None when the trace was not stored)."""
+
+    review_id: str
+    trace_id: str
+    evaluator: str
+    level: str
+    span_id: str
+    session_id: str | None
+    service: str | None
+    verdict_passed: bool | None
+    verdict_score: float | None
+    verdict_signature: str | None
+    agreement: Agreement
+    corrected_score: float | None
+    corrected_label: str | None
+    note: str | None
+    reviewer: str
+    created_at: float
+    superseded_at: float | None
+    task: dict[str, Any] | None
+
+    @property
+    def key(self) -> ResultKey:
+        return ResultKey(self.trace_id, self.evaluator, self.level, self.span_id)
+
+    @property
+    def false_alarm(self) -> bool:
+        """The evaluator failed it and the reviewer disagrees."""
+        return self.verdict_passed is False and self.agreement == "disagree"
+
+    @property
+    def miss(self) -> bool:
+        """The evaluator passed it and the reviewer disagrees."""
+        return self.verdict_passed is True and self.agreement == "disagree"
+
+
+class ResultNotFound(LookupError):
+    """No stored result has this key (never stored, pruned, or a `sampled_out` skip)."""
+
+
+def verdict_of(db: Database, key: ResultKey) -> Verdict:
+    """The stored verdict on `key`: its `results` row, else its entry in the trace's `passed` list."""
+    row = db.execute(
+        "SELECT passed, score, signature, session_id, service FROM results WHERE trace_id = ? AND evaluator = ?"
+        " AND level = ? AND COALESCE(span_id, '') = ? ORDER BY created_at DESC LIMIT 1",
+        tuple(key),
+    ).fetchone()
+    if row is not None:
+        passed, score, signature, session_id, service = row
+        return Verdict(None if passed is None else bool(passed), score, signature, session_id, service)
+    row = db.execute("SELECT passed, service FROM traces WHERE trace_id = ?", (key.trace_id,)).fetchone()
+    if row is not None and row[0]:
+        for values in json.loads(row[0]):
+            entry = dict(zip(PASSED_FIELDS, values, strict=False))
+            if (entry["evaluator"], entry["level"], entry["span_id"] or "") == tuple(key)[1:]:
+                return Verdict(True, entry["score"], None, None, row[1])
+    raise ResultNotFound(f"no stored result of {key.evaluator} ({key.level}) on trace {key.trace_id}")
+
+
+def task_snapshot(db: Database, trace_id: str) -> dict[str, Any] | None:
+    """What a dataset task needs of a stored trace: input, output, the tools in call order, duration, cost, models,
+    agents and service; None when the trace is not stored."""
+    row = db.execute(
+        "SELECT input, output, duration_ms, service, agents, tools, detail FROM traces WHERE trace_id = ?",
+        (trace_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    text_in, text_out, duration_ms, service, agents, tools, detail = row
+    parsed = json.loads(detail) if detail else {}
+    steps = parsed.get("steps") or []
+    trajectory = [step[4] for step in steps if len(step) > 4 and step[3] == "tool"]
+    cost = (parsed.get("cost") or [None])[0]
+    return {
+        "input": text_in,
+        "output": text_out,
+        "trajectory": trajectory if trajectory or not tools else json.loads(tools),
+        "duration_ms": duration_ms,
+        "cost_usd": cost,
+        "models": [m[0] for m in (parsed.get("models") or []) if m],
+        "agents": json.loads(agents) if agents else [],
+        "service": service,
+    }
+
+
+def write_review(db: Database, review: ReviewInput, now: float) -> StoredReview:
+    """Record `review` (in force from `now`; the review it replaces kept as superseded). ResultNotFound when the
+    store has no such result."""
+    key = review.key
+    verdict = verdict_of(db, key)
+    db.execute(f"UPDATE reviews SET superseded_at = ? WHERE {_KEY} AND {_IN_FORCE}", (now, *key))
+    stored = StoredReview(
+        uuid.uuid4().hex,
+        *key,
+        verdict.session_id,
+        verdict.service,
+        verdict.passed,
+        verdict.score,
+        verdict.signature,
+        review.agreement,
+        review.corrected_score,
+        _cut(review.corrected_label, MAX_TEXT),
+        _cut(review.note, MAX_NOTE),
+        _cut(review.reviewer, MAX_LABEL) or "",
+        now,
+        None,
+        task_snapshot(db, key.trace_id),
+    )
+    db.execute(
+        f"INSERT INTO reviews ({', '.join(REVIEW_COLUMNS)}) VALUES ({', '.join('?' * len(REVIEW_COLUMNS))})",
+        _row(stored),
+    )
+    return stored
+
+
+def reviews_of_trace(db: Database, trace_id: str) -> list[StoredReview]:
+    """The reviews in force of a trace's results."""
+    rows = db.execute(f"{_SELECT} WHERE trace_id = ? AND {_IN_FORCE} ORDER BY created_at", (trace_id,)).fetchall()
+    return [_stored(r) for r in rows]
+
+
+def history(db: Database, key: ResultKey) -> list[StoredReview]:
+    """Every review of one result, newest first (the one in force first)."""
+    rows = db.execute(f"{_SELECT} WHERE {_KEY} ORDER BY created_at DESC", tuple(key)).fetchall()
+    return [_stored(r) for r in rows]
+
+
+def reviews_in_force(
+    db: Database, evaluator: str | None = None, since: float | None = None, limit: int = 100_000
+) -> list[StoredReview]:
+    """The reviews in force (of `evaluator`, made since `since`), oldest first."""
+    where: list[str] = [_IN_FORCE]
+    params: list[Any] = []
+    if evaluator is not None:
+        where.append("evaluator = ?")
+        params.append(evaluator)
+    if since is not None:
+        where.append("created_at >= ?")
+        params.append(since)
+    sql = f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY created_at LIMIT ?"
+    return [_stored(r) for r in db.execute(sql, (*params, limit)).fetchall()]
+
+
+def _cut(text: str | None, limit: int) -> str | None:
+    if text is None:
+        return None
+    text = text.strip()
+    return text[:limit] if text else None
+
+
+def _row(review: StoredReview) -> tuple:
+    values = list(review)
+    values[7] = None if review.verdict_passed is None else int(review.verdict_passed)
+    values[-1] = None if review.task is None else json.dumps(review.task, ensure_ascii=False)
+    return tuple(values)
+
+
+def _stored(row: Sequence[Any]) -> StoredReview:
+    values = list(row)
+    values[7] = None if values[7] is None else bool(values[7])
+    values[-1] = json.loads(values[-1]) if values[-1] else None
+    return StoredReview(*values)
