@@ -115,7 +115,9 @@ class PostgresReviewReader(StoreReviewReader):
                 " AND table_name = 'traces'"
             ).fetchall()
             names = {name for (name,) in present}
-            self._columns = Columns(names, POSTGRES, signatures=version >= 4, sessions=version >= 5)
+            self._columns = Columns(
+                names, POSTGRES, signatures=version >= 4, sessions=version >= 5, reviews=version >= 7
+            )
         self._checked = True
 
     def _columns_of(self, db: Any) -> Columns:

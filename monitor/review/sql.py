@@ -101,12 +101,18 @@ class Columns:
     in the database's dialect."""
 
     def __init__(
-        self, present: set[str], dialect: Dialect = SQLITE, signatures: bool = True, sessions: bool = True
+        self,
+        present: set[str],
+        dialect: Dialect = SQLITE,
+        signatures: bool = True,
+        sessions: bool = True,
+        reviews: bool = True,
     ) -> None:
         self.present = present
         self.dialect = dialect
         self.signatures = signatures  # the database has `signatures` and `results.signature` (schema version 4)
         self.sessions = sessions  # the database has `sessions` and `results.session_id` (schema version 5)
+        self.reviews = reviews  # the database has `reviews` (schema version 7)
 
     def __call__(self, name: str, alias: str = "t") -> str:
         return f"{alias}.{name}" if name in self.present else "NULL"

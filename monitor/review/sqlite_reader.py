@@ -36,6 +36,7 @@ from monitor.review.models import (
     ResultsPage,
     TraceDetail,
 )
+from monitor.review.review_reads import ReviewReads
 from monitor.review.session_reader import SessionReads
 from monitor.review.signature_reader import SignatureReads
 from monitor.review.sql import (
@@ -57,7 +58,7 @@ IDLE_CONNECTIONS = 4
 T = TypeVar("T")
 
 
-class StoreReviewReader(SignatureReads, SessionReads, ABC):
+class StoreReviewReader(SignatureReads, SessionReads, ReviewReads, ABC):
     """The ReviewReader over the result store's tables, whatever the database. A subclass gives `_connection` (a
     connection of its own, checked), `DATABASE_ERRORS` (what its driver raises), `where` (the store, for
     messages), `_columns_of` (the `traces` columns present, in the database's dialect) and `close`."""
@@ -282,7 +283,8 @@ class SQLiteReviewReader(StoreReviewReader):
             present = {row[1] for row in db.execute("PRAGMA table_info(traces)")}
             result_columns = {row[1] for row in db.execute("PRAGMA table_info(results)")}
             signed, sessions = "signature" in result_columns, "session_id" in result_columns
-            columns = self._columns = Columns(present, signatures=signed, sessions=sessions)
+            reviews = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'reviews'").fetchone()
+            columns = self._columns = Columns(present, signatures=signed, sessions=sessions, reviews=bool(reviews))
         return columns
 
 

@@ -5,12 +5,17 @@ kept (the audit trail); a result the store does not hold cannot be reviewed; rev
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
+from monitor.review.api_params import NotFound, Unavailable
+from monitor.review.reviewing import Reviewing
 from monitor.store.reviews import (
     ResultKey,
     ResultNotFound,
     ReviewInput,
+    StoredReview,
     history,
     reviews_in_force,
     reviews_of_trace,
@@ -97,3 +102,29 @@ def test_reviews_outlive_their_traces_rows(backend: Backend) -> None:
     assert kept.task is not None and kept.task["input"] == "where is my order?" and kept.verdict_passed is False
     assert store.transaction(lambda db: reviews_in_force(db, since=150.0)) == []
     store.close()
+
+
+def test_reviews_written_through_the_daemon_side_are_read_by_the_reader(backend: Backend) -> None:
+    """`Reviewing` writes off the event loop and tells its listener; a reader opened as the CLI opens one (another
+    connection, as another replica would) reads them; an unknown result is NotFound."""
+    store = stored(backend)
+    heard: list[StoredReview] = []
+    reviewing = Reviewing(store, heard.append, clock=lambda: 300.0)
+    key = ResultKey(TRACE, "polite", "trace")
+    written = asyncio.run(reviewing.review(ReviewInput(key, "disagree", "ann", corrected_label="rude")))
+    assert heard == [written] and written.miss and written.created_at == 300.0
+    with pytest.raises(NotFound):
+        asyncio.run(reviewing.review(ReviewInput(ResultKey(TRACE, "nope", "trace"), "agree", "ann")))
+    reader = backend.reader()
+    try:
+        [read] = reader.reviews_of_trace(TRACE)
+        assert read == written and reader.reviews_in_force("polite") == [written]
+        assert reader.review_history(key) == [written] and reader.reviews_in_force("faithful") == []
+    finally:
+        reader.close()
+    store.close()
+
+
+def test_without_a_store_reviews_are_unavailable() -> None:
+    with pytest.raises(Unavailable):
+        asyncio.run(Reviewing(None).review(ReviewInput(ResultKey(TRACE, "x", "trace"), "agree", "ann")))

@@ -1,0 +1,74 @@
+"""Reviewers' verdicts written through the daemon's result store (the write side of the review; reads go through
+the review reader, `review_reads.py`). Each review is one transaction of its own (monitor/store/reviews.py), run
+off the event loop; `on_reviewed` hears every review written (the metrics count it). Two replicas on one
+PostgreSQL store see the same reviews; two reviews of one result at the same moment: one is refused (Conflict),
+to be sent again.
+
+Raises the review's errors: NotFound (no stored result has that key), Unavailable (no store, or it failed),
+Conflict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from monitor.review.api_params import NotFound, ReviewError, Unavailable
+from monitor.store.health import StoreUnavailable
+from monitor.store.reviews import ResultNotFound, ReviewInput, StoredReview, write_review
+from monitor.store.writer import QueuedResultStore
+
+OnReviewed = Callable[[StoredReview], None]
+
+
+class Conflict(ReviewError):
+    """Another review of the same result was written at the same moment."""
+
+    status = 409
+
+
+class Reviewing:
+    """Write reviews to `store` (None: the store is disabled, every write Unavailable)."""
+
+    def __init__(
+        self,
+        store: QueuedResultStore | None,
+        on_reviewed: OnReviewed | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.on_reviewed = on_reviewed
+        self.clock = clock
+
+    @property
+    def available(self) -> bool:
+        return self.store is not None and self.store.available
+
+    async def review(self, review: ReviewInput) -> StoredReview:
+        """Record `review` (superseding the one in force on its result); the stored review."""
+        store = self.store
+        if store is None:
+            raise Unavailable("review unavailable: the result store is disabled (store.enabled: false)")
+        now = self.clock()
+        failures: tuple[type[Exception], ...] = (StoreUnavailable, *store.DATABASE_ERRORS)
+        try:
+            stored = await asyncio.to_thread(store.transaction, lambda db: write_review(db, review, now))
+        except ResultNotFound as exc:
+            raise NotFound(str(exc)) from exc
+        except failures as exc:
+            if _is_conflict(exc):
+                raise Conflict(f"{review.key.evaluator} on trace {review.key.trace_id} was reviewed at the same "
+                               "moment by someone else: send it again") from exc  # fmt: skip
+            store.health.failed("write", exc)
+            raise Unavailable(f"review unavailable: {type(exc).__name__}: {exc}") from exc
+        if self.on_reviewed is not None:
+            self.on_reviewed(stored)
+        return stored
+
+
+def _is_conflict(error: Any) -> bool:
+    """A unique violation of `reviews_in_force` (both drivers name the index or say UNIQUE)."""
+    text = str(error)
+    return "reviews_in_force" in text or ("UNIQUE" in text and "reviews" in text)
