@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
@@ -11,9 +13,13 @@ from monitor.review.service import RESOLVE_AFTER, STORE_DISABLED
 from monitor.web.access import Access, access_control
 from monitor.web.api_failing import api_failing_routes
 from monitor.web.api_v1 import ComparisonsInfo, EvaluatorsInfo, api_error_response, api_v1_routes
+from monitor.web.csrf import SAME_SITE
 from monitor.web.health import Readiness, Render, health_routes
 from monitor.web.pages import login_redirect, review_headers, review_page_routes, wants_login_page
 from monitor.web.pages.layout import error_page, is_review_path
+
+if TYPE_CHECKING:
+    from monitor.review.reviewing import Reviewing
 
 MAX_BODY_BYTES = 64 * 1024  # the API takes no uploads
 NOT_FOUND = "not found: try /metrics, /healthz, /readyz, /api/v1/openapi.json\n"
@@ -22,9 +28,12 @@ API_NOT_FOUND = "not found: the review API's paths are listed in /api/v1/openapi
 
 def refusal_answer(request: web.Request, status: int, message: str, headers: dict[str, str]) -> web.StreamResponse:
     """An auth refusal as the path's clients read it: JSON under /api/v1, the login form for a browser without a
-    session on /review (401), an HTML page elsewhere under /review, text otherwise."""
+    session on /review (401), an HTML page elsewhere under /review, text otherwise. A form posted to /review from
+    another site (which carries no session: its cookie is SameSite=Strict) is refused as cross-site (403)."""
     if status == 401 and wants_login_page(request):
         return login_redirect(request)
+    if status == 401 and request.method == "POST" and is_review_path(request.path) and cross_site(request):
+        status, message, headers = 403, "this form only accepts posts from this site", {}  # a cross-site form
     answer = api_error_response(request, status, message, headers)
     if answer is not None:
         return answer
@@ -51,6 +60,11 @@ async def api_errors(request: web.Request, handler: Handler) -> web.StreamRespon
         return answer
 
 
+def cross_site(request: web.BaseRequest) -> bool:
+    """The browser says the request came from another site (clients other than browsers send no Sec-Fetch-Site)."""
+    return request.headers.get("Sec-Fetch-Site", "none") not in SAME_SITE
+
+
 async def nosniff(request: web.BaseRequest, response: web.StreamResponse) -> None:
     """on_response_prepare: no answer of this port is content-sniffed; /api answers (trace content) are not
     cached either."""
@@ -71,12 +85,14 @@ def build_api_app(
     comparisons_info: ComparisonsInfo | None = None,
     access: Access | None = None,
     resolve_after: float = RESOLVE_AFTER,
+    reviewing: Reviewing | None = None,
 ) -> web.Application:
     """The metrics port: what it serves is passed in (it reads, never drives, the engine). `reader` and
     `evaluators_info` serve /api/v1 (api_v1.py) and the review page /review (pages/); while `reader` is None both
     answer 503 "review unavailable" with `unavailable` as the reason. `comparisons_info`: the live variant
     comparisons, for /api/v1/comparisons and /review/canary. `access`: who reads trace content (default: the
-    token, else loopback clients only; access.py). `resolve_after`: signatures.resolve_after (signature statuses)."""
+    token, else loopback clients only; access.py). `resolve_after`: signatures.resolve_after (signature statuses).
+    `reviewing`: writes reviews (the page's forms; None: nothing can be reviewed here)."""
     access = access if access is not None else Access(token)
     middlewares = [access_control(access, refusal_answer), api_errors]
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)
@@ -100,6 +116,7 @@ def build_api_app(
                 comparisons=comparisons_info,
                 access=access,
                 resolve_after=resolve_after,
+                reviewing=reviewing,
             ),
         ]
     )

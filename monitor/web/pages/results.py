@@ -1,4 +1,5 @@
-"""GET /review/results: the filter form and the results table, newest first, with an "older →" link per page."""
+"""GET /review/results: the filter form and the results table, newest first, with an "older →" link per page;
+each row with its review and a compact agree/disagree form (review_forms.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import monitor.web.pages.fmt as fmt
 from monitor.review.models import EvaluatorInfo, ResultFilter, ResultItem, ResultsPage
 from monitor.web.html import Child, Html, el, join
 from monitor.web.pages.layout import RESULTS, ROOT, ReviewSite, link, pager, shell
+from monitor.web.pages.review_forms import ReviewForms, Reviews, forms_note, review_cell
 
 RANGES = ("15m", "1h", "6h", "24h", "7d")
 EXPLANATION_CHARS = 240
@@ -130,8 +132,11 @@ def excerpt(text: str | None, limit: int, whole: str | None = None) -> Html:
     return el("td", clipped, " " if more else None, more, title=fmt.clip(text, TITLE_CHARS) or None, class_="text")
 
 
-def result_row(item: ResultItem, variants: bool = False) -> Html:
-    """A result's row; `variants`: with the variant column (some result of the page has a variant)."""
+def result_row(
+    item: ResultItem, variants: bool = False, reviews: Reviews | None = None, forms: ReviewForms | None = None
+) -> Html:
+    """A result's row; `variants`: with the variant column (some result of the page has a variant); `reviews`
+    and `forms`: with the review column."""
     who = join(item.agent or "", el("br") if item.agent and item.model else None, item.model or "")
     session = None
     if item.session_id:  # a session-level result: its conversation's page
@@ -154,6 +159,7 @@ def result_row(item: ResultItem, variants: bool = False) -> Html:
             session,
             class_="id",
         ),
+        review_cell(item, reviews, forms, full=False) if reviews is not None and forms is not None else None,
     ]
     return el("tr", cells, class_=f"row-{item.outcome}")
 
@@ -161,18 +167,29 @@ def result_row(item: ResultItem, variants: bool = False) -> Html:
 HEADINGS = ("time (UTC)", "evaluator", "outcome", "score", "service", "agent / model", "explanation", "input", "output")
 
 
-def results_table(page: ResultsPage) -> Html:
-    """The results; a variant column after the service when one of them has a variant (variants are on)."""
+def results_table(page: ResultsPage, reviews: Reviews | None = None, forms: ReviewForms | None = None) -> Html:
+    """The results; a variant column after the service when one of them has a variant (variants are on), a review
+    column when reviews can be written or one of them has one."""
     if not page.items:
         return el("p", "No results match. The outcome is fail unless you choose another; widen the time range.")
     variants = any(item.variant for item in page.items)
+    reviews, forms = reviews or Reviews(), forms or ReviewForms()
+    column = forms.enabled or bool(reviews.in_force)
     headings = [*HEADINGS[:5], *(["variant"] if variants else []), *HEADINGS[5:], "trace"]
+    headings += ["review"] if column else []
     head = el("thead", el("tr", [el("th", h) for h in headings]))
-    return el("table", head, el("tbody", [result_row(item, variants) for item in page.items]), class_="results")
+    rows = [result_row(item, variants, reviews if column else None, forms) for item in page.items]
+    return join(forms_note(forms, reviews), el("table", head, el("tbody", rows), class_="results"))
 
 
 def results_page(
-    site: ReviewSite, query: Mapping[str, str], where: ResultFilter, page: ResultsPage, infos: Sequence[EvaluatorInfo]
+    site: ReviewSite,
+    query: Mapping[str, str],
+    where: ResultFilter,
+    page: ResultsPage,
+    infos: Sequence[EvaluatorInfo],
+    reviews: Reviews | None = None,
+    forms: ReviewForms | None = None,
 ) -> Html:
     params = state(query, where)
     names = sorted({info.name for info in infos})
@@ -182,7 +199,7 @@ def results_page(
         el("h1", "Results"),
         filter_form(params, names),
         evaluator_line(selected, params) if selected is not None else None,
-        results_table(page),
+        results_table(page, reviews, forms),
         el("p", join(*links, sep=" · "), class_="pager") if links else None,
     ]
     return shell(site, "results", main, active="results")

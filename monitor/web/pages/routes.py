@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
 from importlib import resources
-from typing import ParamSpec, TypeVar, cast
+from typing import TYPE_CHECKING, ParamSpec, TypeVar, cast
 
 from aiohttp import web
 
@@ -53,9 +53,13 @@ from monitor.web.pages.layout import (
     unavailable,
 )
 from monitor.web.pages.login import login_routes
-from monitor.web.pages.results import results_page
+from monitor.web.pages.results import VERDICTS, results_page
+from monitor.web.pages.review_forms import Reviews, forms_for, read_reviews, review_routes
 from monitor.web.pages.sessions import SESSIONS, session_page, sessions_page
 from monitor.web.pages.trace import trace_page
+
+if TYPE_CHECKING:
+    from monitor.review.reviewing import Reviewing
 
 log = logging.getLogger(__name__)
 _problems = RateLimitedLogger(log, per_minute=6)
@@ -116,6 +120,14 @@ async def _read(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         raise StoreProblem(f"reading the result store failed: {type(exc).__name__}: {exc}") from exc
 
 
+async def _reviews(reader: ReviewReader, trace_ids: list[str], history: bool) -> Reviews:
+    """The reviews of the page's results; a failure to read them is a note on the page, not a failed page."""
+    try:
+        return await _read(read_reviews, reader, trace_ids, history)
+    except StoreProblem as exc:
+        return Reviews(problem=str(exc))
+
+
 def _infos(site: ReviewSite) -> Sequence[EvaluatorInfo]:
     try:
         return site.evaluators()
@@ -158,7 +170,9 @@ class _Pages:
         limit = limit_param(query, self.site.config.page_size, MAX_PAGE_SIZE)
         cursor = text_param(query, "cursor")
         page = await _read(reader.results, where, limit, cursor=cursor)
-        return respond(results_page(self.site, query, where, page, _infos(self.site)))
+        reviews = await _reviews(reader, [item.trace_id for item in page.items], history=False)
+        forms = forms_for(self.site, request, str(request.rel_url))
+        return respond(results_page(self.site, query, where, page, _infos(self.site), reviews, forms))
 
     async def failures(self, request: web.Request, reader: ReviewReader) -> web.Response:
         query = request.query
@@ -201,7 +215,9 @@ class _Pages:
             session_id = await _read(reader.session_of_trace, trace_id.lower())
         except StoreProblem:
             session_id = None
-        return respond(trace_page(self.site, detail, session_id))
+        reviews = await _reviews(reader, [trace_id.lower()], history=True)
+        forms = forms_for(self.site, request, f"{request.rel_url.path}#{VERDICTS}")
+        return respond(trace_page(self.site, detail, session_id, reviews, forms))
 
     async def sessions(self, request: web.Request, reader: ReviewReader) -> web.Response:
         query = request.query
@@ -300,9 +316,11 @@ def review_page_routes(
     comparisons: ComparisonSource | None = None,
     access: Access | None = None,
     resolve_after: float = RESOLVE_AFTER,
+    reviewing: Reviewing | None = None,
 ) -> list[web.RouteDef]:
     """The review page's routes. `reader` None: every data page is a 503 saying `unavailable_reason`. `access`:
-    the port's policy (its sessions and guess limiter; default: one of `token`'s own).
+    the port's policy (its sessions and guess limiter; default: one of `token`'s own). `reviewing`: writes the
+    reviews of the page's forms (None: no forms).
     Register `layout.review_headers` as the app's on_response_prepare too (build_api_app does)."""
     site = ReviewSite(
         reader,
@@ -312,6 +330,7 @@ def review_page_routes(
         comparisons=comparisons,
         access=access if access is not None else Access(token),
         resolve_after=resolve_after,
+        reviewing=reviewing,
     )
     if unavailable_reason:
         site = replace(site, unavailable=unavailable_reason)
@@ -328,5 +347,6 @@ def review_page_routes(
         web.get(CANARY, pages.canary),
         web.get(STYLESHEET, _css),
         *login_routes(site),
+        *review_routes(site),
         web.get(f"{ROOT}/{{tail:.*}}", pages.not_found),
     ]

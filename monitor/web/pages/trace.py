@@ -1,4 +1,5 @@
-"""GET /review/traces/{trace_id}: the trace's summary, its step tree and every evaluator's verdict."""
+"""GET /review/traces/{trace_id}: the trace's summary, its step tree and every evaluator's verdict with its review
+(the review in force, its history and the review form: review_forms.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from monitor.review.models import AgentSpend, ModelUsage, ResultItem, Step, Trac
 from monitor.web.html import Child, Html, el, join
 from monitor.web.pages.layout import RESULTS, ROOT, ReviewSite, link, shell
 from monitor.web.pages.results import VERDICTS, span_anchor, trace_href
+from monitor.web.pages.review_forms import ReviewForms, Reviews, forms_note, review_cell
 
 MAX_INDENT = 16  # deeper steps share the last indentation class (review.css has .d0 … .d16)
 INLINE_CHARS = 160  # longer texts fold into <details>
@@ -175,7 +177,13 @@ def step_link(span_id: str | None, names: Mapping[str, str]) -> Child:
     return el("a", shown, href=f"#{span_anchor(span_id)}", title=f"span {span_id}")
 
 
-def verdict_row(item: ResultItem, names: Mapping[str, str] | None = None) -> Html:
+def verdict_row(
+    item: ResultItem,
+    names: Mapping[str, str] | None = None,
+    reviews: Reviews | None = None,
+    forms: ReviewForms | None = None,
+) -> Html:
+    """A verdict's row; with `reviews` and `forms`, its review column."""
     where = join(item.level, f" · {item.agent}" if item.agent else None, f" · {item.model}" if item.model else None)
     step = step_link(item.span_id, names or {})
     cells = [
@@ -185,17 +193,29 @@ def verdict_row(item: ResultItem, names: Mapping[str, str] | None = None) -> Htm
         el("td", where),
         el("td", long_text(item.explanation, 400), partner(item.details), class_="text"),
         el("td", step, class_="id"),
+        review_cell(item, reviews, forms, full=True) if reviews is not None and forms is not None else None,
     ]
     return el("tr", cells, class_=f"row-{item.outcome}")
 
 
-def verdicts_table(results: list[ResultItem], steps: Sequence[Step] = ()) -> Html:
+def verdicts_table(
+    results: list[ResultItem],
+    steps: Sequence[Step] = (),
+    reviews: Reviews | None = None,
+    forms: ReviewForms | None = None,
+) -> Html:
+    """The verdicts, failing first; a review column when reviews can be written or some verdict has one."""
     if not results:
         return el("p", "No results stored for this trace.")
     names = {step.span_id: f"{step.kind} {step.name}".strip() for step in steps}
     ordered = sorted(results, key=lambda r: (ORDER.get(r.outcome, 3), r.evaluator, r.span_id or ""))
-    head = el("tr", [el("th", h) for h in ("evaluator", "outcome", "score", "level", "explanation", "step")])
-    return el("table", el("thead", head), el("tbody", [verdict_row(r, names) for r in ordered]), class_="verdicts")
+    reviews = reviews or Reviews()
+    forms = forms or ReviewForms()
+    column = forms.enabled or bool(reviews.in_force)
+    headings = ("evaluator", "outcome", "score", "level", "explanation", "step", *(["review"] if column else []))
+    head = el("tr", [el("th", h) for h in headings])
+    rows = [verdict_row(r, names, reviews if column else None, forms) for r in ordered]
+    return join(forms_note(forms, reviews), el("table", el("thead", head), el("tbody", rows), class_="verdicts"))
 
 
 def count(tokens: int | None) -> str:
@@ -244,8 +264,15 @@ def steps_table(detail: TraceDetail) -> Html:
     return join(table, note if detail.summary.steps_truncated else None)
 
 
-def trace_page(site: ReviewSite, detail: TraceDetail, session_id: str | None = None) -> Html:
-    """The trace page; `session_id`: the stored conversation the trace is a turn of (a link to its page)."""
+def trace_page(
+    site: ReviewSite,
+    detail: TraceDetail,
+    session_id: str | None = None,
+    reviews: Reviews | None = None,
+    forms: ReviewForms | None = None,
+) -> Html:
+    """The trace page; `session_id`: the stored conversation the trace is a turn of (a link to its page);
+    `reviews` of its verdicts and the review `forms` the request may have."""
     summary = detail.summary
     conversation = None
     if session_id is not None:
@@ -262,7 +289,7 @@ def trace_page(site: ReviewSite, detail: TraceDetail, session_id: str | None = N
         summary_block(summary),
         errors_list(summary),
         el("h2", "Verdicts", id=VERDICTS),
-        verdicts_table(detail.results, detail.steps),
+        verdicts_table(detail.results, detail.steps, reviews, forms),
         el("h2", "Steps"),
         steps_table(detail),
         io_block(summary),
