@@ -64,8 +64,8 @@ class QueueItem:
 
 class RuleBacklog(NamedTuple):
     rule: str
-    count: int  # at most BACKLOG_CAP
-    more: bool  # more than `count`
+    results: int  # at most BACKLOG_CAP
+    more: bool  # more than `results`
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class QueueProgress:
 
     @property
     def backlog_total(self) -> int:
-        return sum(b.count for b in self.backlog)
+        return sum(b.results for b in self.backlog)
 
 
 class ReviewQueue:
@@ -179,6 +179,29 @@ class ReviewQueue:
             for e in self.evaluators
             if e.threshold is not None and (chosen is None or e.name in chosen)
         }
+
+
+def review_queue(
+    config: QueueConfig,
+    evaluators: Iterable[Any],
+    store: QueueStore | None,
+    alert_states: Callable[[], Iterable[Any]] = tuple,
+) -> ReviewQueue | None:
+    """The daemon's queue: over its review reader `store`, for its configured evaluators (`label`, `evaluator`:
+    an LLM judge's kind is llm_judge), the evaluators whose alert is firing from `alert_states()` (the metrics'
+    AlertState list). None when the queue is off or there is no store."""
+    if store is None or not config.enabled:
+        return None
+    listed = [
+        QueueEvaluator(c.label, getattr(c.evaluator, "kind", "") == "llm_judge", _threshold(c.evaluator))
+        for c in evaluators
+    ]
+    return ReviewQueue(store, config, listed, lambda: [s.evaluator for s in alert_states() if s.active])
+
+
+def _threshold(evaluator: Any) -> float | None:
+    value = getattr(evaluator, "threshold", None)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _duration(seconds: float) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
@@ -14,6 +16,10 @@ from monitor.web.api_v1 import ComparisonsInfo, EvaluatorsInfo, api_error_respon
 from monitor.web.health import Readiness, Render, health_routes
 from monitor.web.pages import login_redirect, review_headers, review_page_routes, wants_login_page
 from monitor.web.pages.layout import error_page, is_review_path
+
+if TYPE_CHECKING:
+    from monitor.review.queue import ReviewQueue
+    from monitor.review.reviewing import Reviewing
 
 MAX_BODY_BYTES = 64 * 1024  # the API takes no uploads
 NOT_FOUND = "not found: try /metrics, /healthz, /readyz, /api/v1/openapi.json\n"
@@ -71,12 +77,15 @@ def build_api_app(
     comparisons_info: ComparisonsInfo | None = None,
     access: Access | None = None,
     resolve_after: float = RESOLVE_AFTER,
+    queue: ReviewQueue | None = None,
+    reviewing: Reviewing | None = None,
 ) -> web.Application:
     """The metrics port: what it serves is passed in (it reads, never drives, the engine). `reader` and
     `evaluators_info` serve /api/v1 (api_v1.py) and the review page /review (pages/); while `reader` is None both
     answer 503 "review unavailable" with `unavailable` as the reason. `comparisons_info`: the live variant
     comparisons, for /api/v1/comparisons and /review/canary. `access`: who reads trace content (default: the
-    token, else loopback clients only; access.py). `resolve_after`: signatures.resolve_after (signature statuses)."""
+    token, else loopback clients only; access.py). `resolve_after`: signatures.resolve_after (signature statuses).
+    `queue`: the review queue (/review/queue), `reviewing`: the review writer (None: nothing can be reviewed)."""
     access = access if access is not None else Access(token)
     middlewares = [access_control(access, refusal_answer), api_errors]
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)
@@ -100,6 +109,8 @@ def build_api_app(
                 comparisons=comparisons_info,
                 access=access,
                 resolve_after=resolve_after,
+                queue=queue,
+                reviewing=reviewing,
             ),
         ]
     )

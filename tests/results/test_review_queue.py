@@ -94,7 +94,7 @@ def test_the_rules_pick_in_priority_order_newest_first_until_all_are_reviewed(ba
     queue, reader = queue_of(backend)
     try:
         progress = queue.progress("ann")
-        assert [(b.rule, b.count, b.more) for b in progress.backlog] == [
+        assert [(b.rule, b.results, b.more) for b in progress.backlog] == [
             ("alerting", 1, False),
             ("new_signature", 3, False),
             ("near_threshold", 2, False),
@@ -112,7 +112,7 @@ def test_the_rules_pick_in_priority_order_newest_first_until_all_are_reviewed(ba
             store.transaction(lambda db, review=review: write_review(db, review, NOW))
         assert picks == EXPECTED
         progress = queue.progress("ann")
-        assert [b.count for b in progress.backlog] == [0, 0, 0, 0]
+        assert [b.results for b in progress.backlog] == [0, 0, 0, 0]
         assert (progress.mine_today, progress.all_today) == (4, 8)
     finally:
         reader.close()  # type: ignore[attr-defined]
@@ -135,7 +135,7 @@ def test_an_item_says_what_the_page_shows(backend: Backend) -> None:
         assert near.threshold == 0.7 and "0.7" in near.reason
         backlog = queue.progress(None).backlog
         assert [b.rule for b in backlog] == ["alerting", "new_signature", "near_threshold", "sample"]
-        assert backlog[0].count == 0  # no alert firing
+        assert backlog[0].results == 0  # no alert firing
     finally:
         reader.close()  # type: ignore[attr-defined]
         store.close()
