@@ -21,6 +21,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
+from urllib.parse import quote, unquote
 
 from aiohttp import web
 
@@ -266,7 +267,7 @@ class QueuePages:
         if queue is None or site.reader is None:
             return error_page(site, 503, "review queue unavailable", "The review queue needs the result store "
                               "(store.enabled) and review.queue.enabled.")  # fmt: skip
-        reviewer = request.cookies.get(REVIEWER_COOKIE) or None
+        reviewer = unquote(request.cookies.get(REVIEWER_COOKIE, ""))[:MAX_LABEL] or None
         skipped = skipped_of(request.cookies.get(SKIPPED_COOKIE))
         try:
             item = await asyncio.to_thread(queue.next, reviewer, set(skipped))
@@ -311,8 +312,8 @@ class QueuePages:
         except ReviewError as exc:
             return error_page(site, exc.status, "review not saved", str(exc))
         answer = web.Response(status=303, headers={"Location": f"{QUEUE}?saved=1"})
-        answer.set_cookie(REVIEWER_COOKIE, reviewer, path=ROOT, samesite="Strict", max_age=365 * 86400,
-                          secure=request.secure)  # fmt: skip
+        answer.set_cookie(REVIEWER_COOKIE, quote(reviewer, safe=""), path=ROOT, samesite="Strict",
+                          max_age=365 * 86400, secure=request.secure)  # fmt: skip
         return answer
 
 
