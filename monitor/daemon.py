@@ -49,6 +49,8 @@ from monitor.receivers.http_receiver import HttpReceiver
 from monitor.receivers.inflight import InflightBytes
 from monitor.review.models import PairwiseCounts
 from monitor.review.of_store import StoreReviewReader, reader_of
+from monitor.review.queue import review_queue
+from monitor.review.reviewing import Reviewing
 from monitor.review.service import STORE_DISABLED
 from monitor.sessions.from_config import tracker_of
 from monitor.sources.pollers import build_pollers
@@ -116,6 +118,7 @@ class Daemon:
         self.inflight = InflightBytes(config.receivers.max_inflight_bytes)
         self.grpc, self.http = _receivers(config, prepared, self.ingestor, self.inflight, self.metrics)
         self.access = Access(config.api_token(), config.api.allow_unauthenticated)
+        self.reviewing = Reviewing(self.store)
         self.api = self._api(prepared)
         self.lifecycle = Lifecycle(self._parts())
         self._stopping = asyncio.Event()
@@ -149,6 +152,10 @@ class Daemon:
             comparisons_info=comparison_infos(self.metrics.results.comparisons.states, self._pairwise_counts),
             access=self.access,
             resolve_after=config.signatures.resolve_after,
+            queue=review_queue(
+                config.review.queue, prepared.evaluators, self.review, self.metrics.results.alert_states
+            ),
+            reviewing=self.reviewing,
         )
         context = prepared.api_tls.ssl_context() if prepared.api_tls is not None else None
         return WebServer(app, config.metrics.host, config.metrics.port, name="api", ssl_context=context)

@@ -36,6 +36,7 @@ from monitor.review.models import (
     ResultsPage,
     TraceDetail,
 )
+from monitor.review.queue_reads import QueueReads
 from monitor.review.review_reads import ReviewReads
 from monitor.review.session_reader import SessionReads
 from monitor.review.signature_reader import SignatureReads
@@ -58,7 +59,7 @@ IDLE_CONNECTIONS = 4
 T = TypeVar("T")
 
 
-class StoreReviewReader(SignatureReads, SessionReads, ReviewReads, ABC):
+class StoreReviewReader(SignatureReads, SessionReads, ReviewReads, QueueReads, ABC):
     """The ReviewReader over the result store's tables, whatever the database. A subclass gives `_connection` (a
     connection of its own, checked), `DATABASE_ERRORS` (what its driver raises), `where` (the store, for
     messages), `_columns_of` (the `traces` columns present, in the database's dialect) and `close`."""

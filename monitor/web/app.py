@@ -19,6 +19,7 @@ from monitor.web.pages import login_redirect, review_headers, review_page_routes
 from monitor.web.pages.layout import error_page, is_review_path
 
 if TYPE_CHECKING:
+    from monitor.review.queue import ReviewQueue
     from monitor.review.reviewing import Reviewing
 
 MAX_BODY_BYTES = 64 * 1024  # the API takes no uploads
@@ -85,6 +86,7 @@ def build_api_app(
     comparisons_info: ComparisonsInfo | None = None,
     access: Access | None = None,
     resolve_after: float = RESOLVE_AFTER,
+    queue: ReviewQueue | None = None,
     reviewing: Reviewing | None = None,
 ) -> web.Application:
     """The metrics port: what it serves is passed in (it reads, never drives, the engine). `reader` and
@@ -92,7 +94,7 @@ def build_api_app(
     answer 503 "review unavailable" with `unavailable` as the reason. `comparisons_info`: the live variant
     comparisons, for /api/v1/comparisons and /review/canary. `access`: who reads trace content (default: the
     token, else loopback clients only; access.py). `resolve_after`: signatures.resolve_after (signature statuses).
-    `reviewing`: writes reviews (the page's forms; None: nothing can be reviewed here)."""
+    `queue`: the review queue (/review/queue), `reviewing`: the review writer (None: nothing can be reviewed)."""
     access = access if access is not None else Access(token)
     middlewares = [access_control(access, refusal_answer), api_errors]
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)
@@ -116,6 +118,7 @@ def build_api_app(
                 comparisons=comparisons_info,
                 access=access,
                 resolve_after=resolve_after,
+                queue=queue,
                 reviewing=reviewing,
             ),
         ]

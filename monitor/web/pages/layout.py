@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 ROOT = "/review"  # the Failures page (failure signatures by impact)
 RESULTS = f"{ROOT}/results"
 SIGNATURES = f"{ROOT}/signatures"
+QUEUE = f"{ROOT}/queue"  # the review queue (pages/queue.py): the one page with a script (its keys)
 STATIC_PREFIX = "/review/static/"
 STYLESHEET = "/review/static/review.css"
 LOGIN = "/review/login"
@@ -28,6 +29,7 @@ CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"
 )
+QUEUE_CSP = f"{CSP}; script-src 'self'"
 SECURITY_HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
@@ -62,10 +64,13 @@ def is_review_path(path: str) -> bool:
 
 async def review_headers(request: web.BaseRequest, response: web.StreamResponse) -> None:
     """on_response_prepare: every /review* response (error pages and the auth middleware's included) gets the
-    strict CSP, nosniff and no-referrer; all but the stylesheet also `Cache-Control: no-store`."""
+    strict CSP (the queue's also allows this site's scripts), nosniff and no-referrer; all but the static files
+    also `Cache-Control: no-store`."""
     if not is_review_path(request.path):
         return
     response.headers.update(SECURITY_HEADERS)
+    if request.path == QUEUE:
+        response.headers["Content-Security-Policy"] = QUEUE_CSP
     if request.path.startswith(STATIC_PREFIX):
         response.headers.setdefault("Cache-Control", "max-age=300")
     else:
@@ -101,6 +106,7 @@ def _nav(site: ReviewSite, active: str) -> Html:
         el("a", "results", href=RESULTS, class_="active" if active == "results" else None),
         el("a", "breakdown", href=f"{ROOT}/breakdown", class_="active" if active == "breakdown" else None),
         el("a", "sessions", href=f"{ROOT}/sessions", class_="active" if active == "sessions" else None),
+        el("a", "queue", href=QUEUE, class_="active" if active == "queue" else None),
     ]
     if site.comparisons is not None:
         items.append(el("a", "canary", href=f"{ROOT}/canary", class_="active" if active == "canary" else None))

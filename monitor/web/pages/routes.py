@@ -53,12 +53,14 @@ from monitor.web.pages.layout import (
     unavailable,
 )
 from monitor.web.pages.login import login_routes
+from monitor.web.pages.queue import queue_routes
 from monitor.web.pages.results import VERDICTS, results_page
 from monitor.web.pages.review_forms import Reviews, forms_for, read_reviews, review_routes
 from monitor.web.pages.sessions import SESSIONS, session_page, sessions_page
 from monitor.web.pages.trace import trace_page
 
 if TYPE_CHECKING:
+    from monitor.review.queue import ReviewQueue
     from monitor.review.reviewing import Reviewing
 
 log = logging.getLogger(__name__)
@@ -316,11 +318,12 @@ def review_page_routes(
     comparisons: ComparisonSource | None = None,
     access: Access | None = None,
     resolve_after: float = RESOLVE_AFTER,
+    queue: ReviewQueue | None = None,
     reviewing: Reviewing | None = None,
 ) -> list[web.RouteDef]:
     """The review page's routes. `reader` None: every data page is a 503 saying `unavailable_reason`. `access`:
-    the port's policy (its sessions and guess limiter; default: one of `token`'s own). `reviewing`: writes the
-    reviews of the page's forms (None: no forms).
+    the port's policy (its sessions and guess limiter; default: one of `token`'s own). `queue`, `reviewing`: the
+    review queue (/review/queue) and the review writer its forms post to (None: the queue page is a 503).
     Register `layout.review_headers` as the app's on_response_prepare too (build_api_app does)."""
     site = ReviewSite(
         reader,
@@ -348,5 +351,6 @@ def review_page_routes(
         web.get(STYLESHEET, _css),
         *login_routes(site),
         *review_routes(site),
+        *queue_routes(site, queue, reviewing),
         web.get(f"{ROOT}/{{tail:.*}}", pages.not_found),
     ]
