@@ -162,9 +162,10 @@ def task_of(trace_id: str, picked: list[Picked], detail: TraceDetail | None, rev
         good = None
     trajectory = constraints = None
     if good is not None:
-        trajectory = _trajectory(detail, good.task or snapshot)
-        cost = summary.cost_usd if summary is not None else (good.task or snapshot).get("cost_usd")
-        duration = summary.duration_ms if summary is not None else (good.task or snapshot).get("duration_ms")
+        taken = good.task or snapshot
+        trajectory = _trajectory(detail, taken)
+        cost = summary.cost_usd if summary is not None and summary.cost_usd is not None else taken.get("cost_usd")
+        duration = summary.duration_ms if summary is not None and summary.duration_ms else taken.get("duration_ms")
         constraints = _constraints(cost, duration)
     in_force = {(r.evaluator, r.level, r.span_id): r for r in reviews}
     results = [_result_meta(p, in_force.get((p.evaluator, p.level, p.span_id))) for p in picked]
