@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from monitor.commands import (
     check_config,
     compare_cmd,
+    dataset_cmd,
     evaluate_cmd,
     evaluators_cmd,
     health_cmd,
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     check_config.add_parser(subparsers)
     evaluate_cmd.add_parser(subparsers)
     compare_cmd.add_parser(subparsers)
+    dataset_cmd.add_parser(subparsers)
     evaluators_cmd.add_parser(subparsers)
     health_cmd.add_parser(subparsers)
     rules_cmd.add_parser(subparsers)

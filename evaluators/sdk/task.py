@@ -150,6 +150,37 @@ class Dataset(BaseModel):
         except ValidationError as exc:
             raise ValueError(f"{path}: invalid dataset: {exc}") from None
 
+    def to_json(self, path: str | os.PathLike[str]) -> None:
+        """Write the dataset as `from_json` reads it: an object {"name": ..., "tasks": [...]}, unset fields left out."""
+        data = {"name": self.name, "tasks": [t.model_dump(mode="json", exclude_defaults=True) for t in self.tasks]}
+        Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+    def to_csv(self, path: str | os.PathLike[str]) -> None:
+        """Write the dataset as `from_csv` reads it: one row per task, a column per Task field, JSON text in the
+        list and dict columns. The dataset's name is not kept (`from_csv` names it after the file). CSV cannot tell
+        an empty text from an unset one, nor a text that is itself a JSON object from that object: both read back
+        as the latter (JSON keeps them apart)."""
+        columns = list(Task.model_fields)
+        with Path(path).open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=columns)
+            writer.writeheader()
+            for task in self.tasks:
+                writer.writerow({column: _cell(task, column) for column in columns})
+
+
+def _cell(task: Task, column: str) -> str:
+    """The CSV cell of one field: "" when it holds its default, JSON text for lists, dicts and models."""
+    value = getattr(task, column)
+    if value == Task.model_fields[column].get_default(call_default_factory=True):
+        return ""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json", exclude_none=True)
+    elif isinstance(value, list):
+        value = [v.model_dump(mode="json", exclude_none=True) if isinstance(v, BaseModel) else v for v in value]
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
 
 def _row_to_task(row: dict[str | None, Any]) -> dict[str, Any]:
     data: dict[str, Any] = {}

@@ -7,6 +7,7 @@ review's rendering and its source) are internal to the package. Importing the pa
 __all__ = [
     "check_config",
     "compare_cmd",
+    "dataset_cmd",
     "evaluate_cmd",
     "evaluators_cmd",
     "health_cmd",

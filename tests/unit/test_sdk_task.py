@@ -158,3 +158,33 @@ def test_from_csv_errors_name_the_row(tmp_path: Path) -> None:
     _write_csv(path, ["task_id"], [["t1"], ["t1"]])
     with pytest.raises(ValueError, match="duplicate task_id 't1'"):
         Dataset.from_csv(path, name="dupes")
+
+
+def round_trip_dataset() -> Dataset:
+    """Every field set on one task (nested args, a dict input, multi-line text, non-ASCII), next to tasks holding
+    only defaults, empty constraints and a trajectory step without args."""
+    return Dataset(
+        name="regression",
+        tasks=[
+            Task.model_validate(FULL_TASK),
+            Task(task_id="t2", input={"question": "Öl?", "n": [1, 2]}, expected_output='line 1\nline, "2"'),
+            Task(task_id="t3", constraints=Constraints(), expected_trajectory=[TrajectoryStep(tool="a")]),
+            Task(task_id="t4"),
+        ],
+    )
+
+
+def test_to_json_reads_back_as_the_same_dataset(tmp_path: Path) -> None:
+    dataset = round_trip_dataset()
+    path = tmp_path / "out.json"
+    dataset.to_json(path)
+    assert Dataset.from_json(path) == dataset
+    assert json.loads(path.read_text(encoding="utf-8"))["tasks"][3] == {"task_id": "t4"}  # unset fields left out
+
+
+def test_to_csv_reads_back_as_the_same_tasks(tmp_path: Path) -> None:
+    dataset = round_trip_dataset()
+    path = tmp_path / "regression.csv"
+    dataset.to_csv(path)
+    assert Dataset.from_csv(path) == dataset
+    assert Dataset.from_csv(path, name="other").tasks == dataset.tasks
