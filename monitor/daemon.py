@@ -49,6 +49,7 @@ from monitor.receivers.http_receiver import HttpReceiver
 from monitor.receivers.inflight import InflightBytes
 from monitor.review.models import PairwiseCounts
 from monitor.review.of_store import StoreReviewReader, reader_of
+from monitor.review.reviewing import Reviewing
 from monitor.review.service import STORE_DISABLED
 from monitor.sessions.from_config import tracker_of
 from monitor.sources.pollers import build_pollers
@@ -116,6 +117,7 @@ class Daemon:
         self.inflight = InflightBytes(config.receivers.max_inflight_bytes)
         self.grpc, self.http = _receivers(config, prepared, self.ingestor, self.inflight, self.metrics)
         self.access = Access(config.api_token(), config.api.allow_unauthenticated)
+        self.reviewing = Reviewing(self.store, on_reviewed=telemetry.reviews.count)  # reviewers' verdicts, counted
         self.api = self._api(prepared)
         self.lifecycle = Lifecycle(self._parts())
         self._stopping = asyncio.Event()
@@ -149,6 +151,7 @@ class Daemon:
             comparisons_info=comparison_infos(self.metrics.results.comparisons.states, self._pairwise_counts),
             access=self.access,
             resolve_after=config.signatures.resolve_after,
+            reviewing=self.reviewing,
         )
         context = prepared.api_tls.ssl_context() if prepared.api_tls is not None else None
         return WebServer(app, config.metrics.host, config.metrics.port, name="api", ssl_context=context)

@@ -226,6 +226,32 @@ def reviews_in_force(
     return [_stored(r) for r in db.execute(sql, (*params, limit)).fetchall()]
 
 
+def find_reviews(
+    db: Database,
+    limit: int,
+    *,
+    evaluator: str | None = None,
+    trace_id: str | None = None,
+    reviewer: str | None = None,
+    agreement: str | None = None,
+    since: float | None = None,
+) -> list[StoredReview]:
+    """The reviews in force matching every filter given (`since`: made at or after), newest first, at most
+    `limit`."""
+    where: list[str] = [_IN_FORCE]
+    params: list[Any] = []
+    for column, value in (("evaluator", evaluator), ("trace_id", trace_id), ("reviewer", reviewer),
+                          ("agreement", agreement)):  # fmt: skip
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if since is not None:
+        where.append("created_at >= ?")
+        params.append(since)
+    sql = f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY created_at DESC, review_id LIMIT ?"
+    return [_stored(r) for r in db.execute(sql, (*params, limit)).fetchall()]
+
+
 def _cut(text: str | None, limit: int) -> str | None:
     if text is None:
         return None

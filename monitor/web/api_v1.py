@@ -1,5 +1,6 @@
 """The review API v1 under /api/v1: results, one trace, a breakdown, failure signatures (by impact, and one with
-its traces), conversations (sessions, and one with its turns), the evaluators, the OpenAPI document.
+its traces), conversations (sessions, and one with its turns), the evaluators, the OpenAPI document, and the
+reviewers' verdicts (api_reviews.py: the only path that writes).
 
 Handlers read what they are given: a ReviewReader (None: the store is disabled) and a callable listing the
 configured evaluators. Reader calls run on a worker thread, so SQLite never blocks the event loop that also
@@ -21,7 +22,10 @@ from pydantic import BaseModel, TypeAdapter
 
 from monitor.review.api_params import ReviewError, Unavailable
 from monitor.review.models import EvaluatorInfo, ReviewReader, VariantComparison
+from monitor.review.reviewing import Reviewing
 from monitor.review.service import RESOLVE_AFTER, STORE_DISABLED, ReviewService
+from monitor.web.access import Access
+from monitor.web.api_reviews import review_routes
 from monitor.web.openapi import OPENAPI_PATH, PREFIX, openapi_document
 
 log = logging.getLogger(__name__)
@@ -61,10 +65,13 @@ def api_v1_routes(
     clock: Callable[[], float] = time.time,
     comparisons_info: ComparisonsInfo | None = None,
     resolve_after: float = RESOLVE_AFTER,
+    reviewing: Reviewing | None = None,
+    access: Access | None = None,
 ) -> list[web.RouteDef]:
-    """GET routes of /api/v1; `unavailable` is the 503 reason while `reader` is None, `clock` the "now" of
+    """The routes of /api/v1; `unavailable` is the 503 reason while `reader` is None, `clock` the "now" of
     relative times, `comparisons_info` the live variant comparisons (none configured: an empty list),
-    `resolve_after` signatures.resolve_after (a signature's status)."""
+    `resolve_after` signatures.resolve_after (a signature's status), `reviewing` writes reviews (None: 503) and
+    `access` holds the token a review's writer must present (None or no token: nothing can be reviewed)."""
     review = ReviewService(reader, unavailable, clock, resolve_after)
 
     async def results(request: web.Request) -> web.Response:
@@ -109,6 +116,7 @@ def api_v1_routes(
         web.get(f"{PREFIX}/breakdown", breakdown),
         *_signature_routes(review),
         *_session_routes(review),
+        *review_routes(review, reviewing, access, _answer, json_error),
         web.get(f"{PREFIX}/evaluators", evaluators),
         web.get(f"{PREFIX}/comparisons", comparisons),
         _openapi_route(),

@@ -7,6 +7,7 @@ from aiohttp.typedefs import Handler
 
 from monitor.config.review import ReviewConfig
 from monitor.review.models import ReviewReader
+from monitor.review.reviewing import Reviewing
 from monitor.review.service import RESOLVE_AFTER, STORE_DISABLED
 from monitor.web.access import Access, access_control
 from monitor.web.api_failing import api_failing_routes
@@ -45,7 +46,8 @@ async def api_errors(request: web.Request, handler: Handler) -> web.StreamRespon
         return answer if answer is not None else web.Response(status=404, text=NOT_FOUND)
     except web.HTTPMethodNotAllowed as exc:
         allow = {"Allow": ", ".join(sorted(exc.allowed_methods))}
-        answer = api_error_response(request, 405, f"method {request.method} not allowed: GET only", allow)
+        allowed = " or ".join(sorted(m for m in exc.allowed_methods if m != "HEAD"))
+        answer = api_error_response(request, 405, f"method {request.method} not allowed: {allowed} only", allow)
         if answer is None:
             raise
         return answer
@@ -71,12 +73,14 @@ def build_api_app(
     comparisons_info: ComparisonsInfo | None = None,
     access: Access | None = None,
     resolve_after: float = RESOLVE_AFTER,
+    reviewing: Reviewing | None = None,
 ) -> web.Application:
     """The metrics port: what it serves is passed in (it reads, never drives, the engine). `reader` and
     `evaluators_info` serve /api/v1 (api_v1.py) and the review page /review (pages/); while `reader` is None both
     answer 503 "review unavailable" with `unavailable` as the reason. `comparisons_info`: the live variant
     comparisons, for /api/v1/comparisons and /review/canary. `access`: who reads trace content (default: the
-    token, else loopback clients only; access.py). `resolve_after`: signatures.resolve_after (signature statuses)."""
+    token, else loopback clients only; access.py). `resolve_after`: signatures.resolve_after (signature statuses).
+    `reviewing`: writes reviewers' verdicts (POST /api/v1/reviews; None: 503)."""
     access = access if access is not None else Access(token)
     middlewares = [access_control(access, refusal_answer), api_errors]
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)
@@ -90,6 +94,8 @@ def build_api_app(
                 unavailable=unavailable,
                 comparisons_info=comparisons_info,
                 resolve_after=resolve_after,
+                reviewing=reviewing,
+                access=access,
             ),
             *review_page_routes(
                 reader,
