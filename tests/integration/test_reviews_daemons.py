@@ -69,8 +69,8 @@ def review_of(result: dict[str, Any], **fields: Any) -> dict[str, Any]:
 
 def review_on_trace(daemon: DaemonProcess, result: dict[str, Any]) -> dict[str, Any] | None:
     detail = read(daemon, f"/traces/{result['trace_id']}")
-    same = [r for r in detail["results"] if (r["evaluator"], r["level"], r["span_id"]) == (
-        result["evaluator"], result["level"], result["span_id"])]  # fmt: skip
+    key = (result["evaluator"], result["level"], result["span_id"])
+    same = [r for r in detail["results"] if (r["evaluator"], r["level"], r["span_id"]) == key]
     assert len(same) == 1
     return same[0]["review"]
 
