@@ -68,10 +68,9 @@ def api_v1_routes(
     reviewing: Reviewing | None = None,
     access: Access | None = None,
 ) -> list[web.RouteDef]:
-    """The routes of /api/v1; `unavailable` is the 503 reason while `reader` is None, `clock` the "now" of
-    relative times, `comparisons_info` the live variant comparisons (none configured: an empty list),
-    `resolve_after` signatures.resolve_after (a signature's status), `reviewing` writes reviews (None: 503) and
-    `access` holds the token a review's writer must present (None or no token: nothing can be reviewed)."""
+    """The routes of /api/v1; `unavailable`: the 503 reason while `reader` is None; `clock`: the "now" of relative
+    times; `comparisons_info`: the live variant comparisons (none: []); `resolve_after`: signatures.resolve_after;
+    `reviewing` writes reviews (None: 503) with the token of `access` (None, or no token: nothing is reviewed)."""
     review = ReviewService(reader, unavailable, clock, resolve_after)
 
     async def results(request: web.Request) -> web.Response:
@@ -85,6 +84,23 @@ def api_v1_routes(
     async def breakdown(request: web.Request) -> web.Response:
         pairs = list(request.query.items())
         return await _answer(lambda: review.breakdown(pairs))
+
+    return [
+        web.get(f"{PREFIX}/results", results),
+        web.get(f"{PREFIX}/traces/{{trace_id}}", trace),
+        web.get(f"{PREFIX}/breakdown", breakdown),
+        *_signature_routes(review),
+        *_session_routes(review),
+        *review_routes(review, reviewing, access, _answer, json_error),
+        *_live_routes(evaluators_info, comparisons_info),
+        _openapi_route(),
+    ]
+
+
+def _live_routes(
+    evaluators_info: EvaluatorsInfo | None, comparisons_info: ComparisonsInfo | None
+) -> list[web.RouteDef]:
+    """/evaluators and /comparisons: what the daemon holds in memory."""
 
     async def evaluators(request: web.Request) -> web.Response:
         if request.query:
@@ -110,17 +126,7 @@ def api_v1_routes(
             return json_error(500, "internal error (see the daemon's log)")
         return _json(_COMPARISONS.dump_json(found))
 
-    return [
-        web.get(f"{PREFIX}/results", results),
-        web.get(f"{PREFIX}/traces/{{trace_id}}", trace),
-        web.get(f"{PREFIX}/breakdown", breakdown),
-        *_signature_routes(review),
-        *_session_routes(review),
-        *review_routes(review, reviewing, access, _answer, json_error),
-        web.get(f"{PREFIX}/evaluators", evaluators),
-        web.get(f"{PREFIX}/comparisons", comparisons),
-        _openapi_route(),
-    ]
+    return [web.get(f"{PREFIX}/evaluators", evaluators), web.get(f"{PREFIX}/comparisons", comparisons)]
 
 
 def _openapi_route() -> web.RouteDef:
