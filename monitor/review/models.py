@@ -60,7 +60,7 @@ class ResultItem(ReviewModel):
     input_excerpt: str | None = None  # the trace's input, cut to a few hundred characters
     output_excerpt: str | None = None
     session_id: str | None = None  # a session-level result's conversation (None for the other levels)
-    review: ReviewBrief | None = None  # the reviewer's verdict in force (filled on one trace's results)
+    review: ReviewBrief | None = None  # the reviewer's verdict in force (service.with_reviews)
 
 
 class ResultsPage(ReviewModel):

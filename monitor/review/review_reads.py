@@ -15,7 +15,7 @@ from monitor.store.reviews import ResultKey, StoredReview
 
 
 class ReviewReads:
-    """`reviews_of_trace`, `reviews_in_force`, `find_reviews` and `review_history` over `_run(read)` and
+    """`reviews_of_trace(s)`, `reviews_in_force`, `find_reviews` and `review_history` over `_run(read)` and
     `_columns_of(db)`."""
 
     _run: Callable[..., Any]
@@ -23,6 +23,9 @@ class ReviewReads:
 
     def reviews_of_trace(self, trace_id: str) -> list[StoredReview]:
         return self._reviews(lambda db: reviews.reviews_of_trace(db, trace_id))
+
+    def reviews_of_traces(self, trace_ids: list[str]) -> list[StoredReview]:
+        return self._reviews(lambda db: reviews.reviews_of_traces(db, trace_ids))
 
     def reviews_in_force(
         self, evaluator: str | None = None, since: float | None = None, limit: int = 100_000

@@ -65,11 +65,13 @@ class ReviewService:
         where, limit, cursor = results_query(pairs, self.clock())
         with self._reading() as reader:
             try:
-                return reader.results(where, limit, cursor)
+                page = reader.results(where, limit, cursor)
             except ValueError as exc:
                 if cursor is None:
                     raise
                 raise BadRequest(f"invalid cursor: {exc}") from exc
+            reviews = reader.reviews_of_traces(sorted({i.trace_id for i in page.items}))
+        return page.model_copy(update={"items": with_reviews(page.items, reviews)}) if reviews else page
 
     def signatures(self, pairs: Iterable[tuple[str, str]]) -> SignaturesPage:
         now = self.clock()
@@ -105,7 +107,7 @@ class ReviewService:
                 raise NotFound(f"unknown trace {tid}: never stored, or pruned after the store's retention")
             session_id = reader.session_of_trace(tid)  # the conversation it is a turn of, if stored
             reviews = reader.reviews_of_trace(tid)
-        update: dict[str, object] = {"results": _with_reviews(detail.results, reviews)} if reviews else {}
+        update: dict[str, object] = {"results": with_reviews(detail.results, reviews)} if reviews else {}
         if session_id is not None:
             update["session_id"] = session_id
         return detail.model_copy(update=update) if update else detail
@@ -148,8 +150,9 @@ class ReviewService:
             return reader.breakdown(query.by, query.evaluator, query.since, query.until, query.variant, query.sort)
 
 
-def _with_reviews(results: list[ResultItem], reviews: list[StoredReview]) -> list[ResultItem]:
-    """`results`, each carrying the review in force of its verdict (if any)."""
+def with_reviews(results: list[ResultItem], reviews: list[StoredReview]) -> list[ResultItem]:
+    """`results`, each carrying the review in force of its verdict (if any) among `reviews` (the page, too, joins
+    `reader.reviews_of_trace(s)` to what it shows with this)."""
     by_key = {r.key: r for r in reviews}
     out = []
     for item in results:

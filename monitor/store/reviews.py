@@ -204,6 +204,15 @@ def reviews_of_trace(db: Database, trace_id: str) -> list[StoredReview]:
     return [_stored(r) for r in rows]
 
 
+def reviews_of_traces(db: Database, trace_ids: Sequence[str]) -> list[StoredReview]:
+    """The reviews in force of these traces' results (a page of results: at most a few hundred traces)."""
+    if not trace_ids:
+        return []
+    marks = ", ".join("?" * len(trace_ids))
+    rows = db.execute(f"{_SELECT} WHERE trace_id IN ({marks}) AND {_IN_FORCE}", tuple(trace_ids)).fetchall()
+    return [_stored(r) for r in rows]
+
+
 def history(db: Database, key: ResultKey) -> list[StoredReview]:
     """Every review of one result, newest first (the one in force first)."""
     rows = db.execute(f"{_SELECT} WHERE {_KEY} ORDER BY created_at DESC", tuple(key)).fetchall()

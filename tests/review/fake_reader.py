@@ -117,6 +117,9 @@ class FakeReader:
     def reviews_of_trace(self, trace_id: str) -> list[Any]:  # reviews are read from a real store in their tests
         return []
 
+    def reviews_of_traces(self, trace_ids: list[str]) -> list[Any]:
+        return []
+
     def find_reviews(self, where: Any, limit: int) -> list[Any]:
         return []
 

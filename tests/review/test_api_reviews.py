@@ -67,6 +67,12 @@ def test_a_review_is_stored_listed_shown_on_its_trace_and_counted(store: ResultS
             "created_at": written["created_at"],
         }
         assert port.count("faithful", "fail", "disagree") == 1.0
+        status, _, page = send(port.url("/results?outcome=fail"), headers=BEARER)  # the list carries it too
+        assert status == 200
+        assert {(r["trace_id"], r["review"]["reviewer"] if r["review"] else None) for r in page["items"]} == {
+            (TRACE, "ann"),
+            (OTHER, None),
+        }
 
         # a passing llm-level verdict on a span, reviewed: a miss; and the failing one reviewed again
         miss = review_body(evaluator="json_valid", level="llm", span_id="s2", reviewer="bob")
