@@ -271,3 +271,29 @@ def test_two_reviews_of_one_result_at_the_same_moment_one_is_409(postgres_url: s
         assert [r[0] for r in in_force] == ["carol"]
     finally:
         store.close()
+
+
+def test_the_answers_conform_to_the_openapi_document(store: ResultStore) -> None:
+    from monitor.web.openapi import PREFIX, openapi_document
+    from tests.review.test_openapi import conforms
+
+    document = openapi_document()
+    paths = document["paths"]
+
+    def schema(path: str, method: str, status: str) -> dict:
+        return paths[PREFIX + path][method]["responses"][status]["content"]["application/json"]["schema"]
+
+    with reviews_port(store) as port:
+        status, _, written = send(port.url("/reviews"), "POST", review_body(), BEARER)
+        assert status == 201 and conforms(document, schema("/reviews", "post", "201"), written) == []
+        body_schema = paths[PREFIX + "/reviews"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        assert conforms(document, body_schema, review_body(span_id="s2", note="n")) == []
+        status, _, error = send(port.url("/reviews"), "POST", review_body(agreement="?"), BEARER)
+        assert status == 400 and conforms(document, schema("/reviews", "post", "400"), error) == []
+        listed = send(port.url("/reviews"), headers=BEARER)[2]
+        assert conforms(document, schema("/reviews", "get", "200"), listed) == []
+        query = urllib.parse.urlencode({"trace_id": TRACE, "evaluator": "faithful"})
+        trail = send(port.url(f"/reviews/history?{query}"), headers=BEARER)[2]
+        assert conforms(document, schema("/reviews/history", "get", "200"), trail) == [] and trail["items"]
+        trace = send(port.url(f"/traces/{TRACE}"), headers=BEARER)[2]
+        assert conforms(document, schema("/traces/{trace_id}", "get", "200"), trace) == []
