@@ -118,7 +118,7 @@ class Daemon:
         self.inflight = InflightBytes(config.receivers.max_inflight_bytes)
         self.grpc, self.http = _receivers(config, prepared, self.ingestor, self.inflight, self.metrics)
         self.access = Access(config.api_token(), config.api.allow_unauthenticated)
-        self.reviewing = Reviewing(self.store)
+        self.reviewing = Reviewing(self.store, on_reviewed=telemetry.reviews.count)  # reviewers' verdicts, counted
         self.api = self._api(prepared)
         self.lifecycle = Lifecycle(self._parts())
         self._stopping = asyncio.Event()

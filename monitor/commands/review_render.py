@@ -158,7 +158,33 @@ def trace_view(detail: TraceDetail, width: int = EXPLANATION_WIDTH) -> str:
         )
         for r in detail.results
     ]
-    return "\n".join(lines) + "\n" + table(headers, rows)
+    return "\n".join(lines) + "\n" + table(headers, rows) + _reviews_view(detail.results, width)
+
+
+def _reviews_view(results: Sequence[ResultItem], width: int) -> str:
+    """Each verdict's review in force (agree or disagree, by whom and when, the correction and the note); nothing
+    when no verdict of the trace is reviewed."""
+    reviewed = [r for r in results if r.review is not None]
+    if not reviewed:
+        return ""
+    lines = ["", f"reviews: {len(reviewed)} of {len(results)} verdicts reviewed"]
+    for r in reviewed:
+        review = r.review
+        assert review is not None  # filtered above
+        meaning = ""
+        if review.agreement == "disagree":
+            meaning = " (false alarm)" if r.outcome == "fail" else " (miss)" if r.outcome == "pass" else ""
+        where = f"{clip(r.evaluator, 40)} ({clip(r.level, 8)}{f' {clip(r.span_id, 16)}' if r.span_id else ''})"
+        by = f"by {clip(review.reviewer, 60)} {when(review.created_at)}"
+        line = f"  {where} {r.outcome}: {review.agreement}{meaning} {by}"
+        if review.corrected_score is not None:
+            line += f"  corrected score {_number(review.corrected_score)}"
+        if review.corrected_label:
+            line += f"  corrected label {clip(review.corrected_label, 60)}"
+        lines.append(line)
+        if review.note:
+            lines.append(f"    note: {clip(review.note, width * 4)}")
+    return "\n".join(lines) + "\n"
 
 
 def breakdown_table(breakdown: Breakdown) -> str:

@@ -27,5 +27,5 @@ __all__ = [
 # the public modules; the others are internal to the package
 __all__ += [
     "assembly", "evaluation", "intake", "judges", "labels", "loop_lag", "pairwise", "poll", "recording", "results",
-    "sessions", "signatures", "store", "tally", "variant_compare", "windows",
+    "reviews", "sessions", "signatures", "store", "tally", "variant_compare", "windows",
 ]  # fmt: skip

@@ -15,6 +15,7 @@ one component only (the daemon hands each component its own group, or the group'
 - `signatures` (`SignatureMetrics`): failure signatures counted new (told by the result stores) and active (from
   the tallies): the daemon.
 - `sessions` (`SessionMetrics`): conversations open, completed, cut, and their late turns: the session tracker.
+- `reviews` (`ReviewMetrics`): reviewers' verdicts written by this process: counted by the daemon's Reviewing.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from monitor.metrics.pairwise import PairwiseMetrics
 from monitor.metrics.poll import PollMetrics
 from monitor.metrics.recording import RecordingMetrics
 from monitor.metrics.results import ResultMetrics
+from monitor.metrics.reviews import ReviewMetrics
 from monitor.metrics.sessions import SessionMetrics
 from monitor.metrics.signatures import SignatureMetrics
 from monitor.metrics.store import StoreMetrics
@@ -70,6 +72,7 @@ class MetricsExporter:
         self.pairwise = PairwiseMetrics(r, self.results.variants, self.results.variant_label)
         self.build = BuildInfo(r)
         self.sessions = SessionMetrics(r, self._service_label)
+        self.reviews = ReviewMetrics(r)
         signatures = signatures or SignaturesConfig()
         self.signatures = SignatureMetrics(
             r,

@@ -11,6 +11,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from monitor.review.review_models import ReviewBrief, ReviewsReader
 from monitor.review.session_models import SessionReader
 from monitor.review.signature_models import SignatureReader
 
@@ -59,6 +60,7 @@ class ResultItem(ReviewModel):
     input_excerpt: str | None = None  # the trace's input, cut to a few hundred characters
     output_excerpt: str | None = None
     session_id: str | None = None  # a session-level result's conversation (None for the other levels)
+    review: ReviewBrief | None = None  # the reviewer's verdict in force (service.with_reviews)
 
 
 class ResultsPage(ReviewModel):
@@ -224,9 +226,10 @@ class VariantComparison(ReviewModel):
     pairwise: list[PairwiseCounts] = []  # the pairwise judges of the same two variants
 
 
-class ReviewReader(SignatureReader, SessionReader, Protocol):
+class ReviewReader(SignatureReader, SessionReader, ReviewsReader, Protocol):
     """Read side of the result store, for the review API, page and CLI (`--store FILE`); the failure signature
-    reads are `SignatureReader`'s, the conversation reads `SessionReader`'s."""
+    reads are `SignatureReader`'s, the conversation reads `SessionReader`'s, the reviewers' verdicts
+    `ReviewsReader`'s."""
 
     def results(self, where: ResultFilter, limit: int, cursor: str | None = None) -> ResultsPage:
         """Results matching `where`, newest first; ValueError for a cursor this store did not issue."""

@@ -23,11 +23,14 @@ from monitor.review.api_params import (
     results_query,
     signatures_query,
 )
-from monitor.review.models import Breakdown, ResultsPage, ReviewReader, TraceDetail
+from monitor.review.models import Breakdown, ResultItem, ResultsPage, ReviewReader, TraceDetail
+from monitor.review.review_models import ReviewHistory, ReviewsPage, brief_of, record_of
+from monitor.review.review_params import history_query, reviews_query
 from monitor.review.session_models import SessionDetail, SessionsPage
 from monitor.review.session_params import parse_session_id, sessions_query
 from monitor.review.signature_models import SignatureDetail, SignaturesPage
 from monitor.store.health import StoreUnavailable
+from monitor.store.reviews import ResultKey, StoredReview
 
 STORE_DISABLED = "the result store is disabled (store.enabled: false)"
 RESOLVE_AFTER: float = SignaturesConfig.model_fields["resolve_after"].default  # signatures.resolve_after
@@ -62,11 +65,13 @@ class ReviewService:
         where, limit, cursor = results_query(pairs, self.clock())
         with self._reading() as reader:
             try:
-                return reader.results(where, limit, cursor)
+                page = reader.results(where, limit, cursor)
             except ValueError as exc:
                 if cursor is None:
                     raise
                 raise BadRequest(f"invalid cursor: {exc}") from exc
+            reviews = reader.reviews_of_traces(sorted({i.trace_id for i in page.items}))
+        return page.model_copy(update={"items": with_reviews(page.items, reviews)}) if reviews else page
 
     def signatures(self, pairs: Iterable[tuple[str, str]]) -> SignaturesPage:
         now = self.clock()
@@ -101,7 +106,25 @@ class ReviewService:
             if detail is None:
                 raise NotFound(f"unknown trace {tid}: never stored, or pruned after the store's retention")
             session_id = reader.session_of_trace(tid)  # the conversation it is a turn of, if stored
-        return detail if session_id is None else detail.model_copy(update={"session_id": session_id})
+            reviews = reader.reviews_of_trace(tid)
+        update: dict[str, object] = {"results": with_reviews(detail.results, reviews)} if reviews else {}
+        if session_id is not None:
+            update["session_id"] = session_id
+        return detail.model_copy(update=update) if update else detail
+
+    def reviews(self, pairs: Iterable[tuple[str, str]]) -> ReviewsPage:
+        """The reviews in force matching the query, newest first."""
+        where, limit = reviews_query(pairs, self.clock())
+        with self._reading() as reader:
+            found = reader.find_reviews(where, limit)
+        return ReviewsPage(items=[record_of(r) for r in found])
+
+    def review_history(self, pairs: Iterable[tuple[str, str]]) -> ReviewHistory:
+        """Every review of the result the query names, newest first (empty when it was never reviewed)."""
+        key = history_query(pairs)
+        with self._reading() as reader:
+            found = reader.review_history(key)
+        return ReviewHistory(**key._asdict(), items=[record_of(r) for r in found])
 
     def sessions(self, pairs: Iterable[tuple[str, str]]) -> SessionsPage:
         query = sessions_query(pairs, self.clock())
@@ -125,3 +148,14 @@ class ReviewService:
         query = breakdown_query(pairs, self.clock())
         with self._reading() as reader:
             return reader.breakdown(query.by, query.evaluator, query.since, query.until, query.variant, query.sort)
+
+
+def with_reviews(results: list[ResultItem], reviews: list[StoredReview]) -> list[ResultItem]:
+    """`results`, each carrying the review in force of its verdict (if any) among `reviews` (the page, too, joins
+    `reader.reviews_of_trace(s)` to what it shows with this)."""
+    by_key = {r.key: r for r in reviews}
+    out = []
+    for item in results:
+        found = by_key.get(ResultKey(item.trace_id, item.evaluator, item.level, item.span_id or ""))
+        out.append(item if found is None else item.model_copy(update={"review": brief_of(found)}))
+    return out

@@ -204,6 +204,15 @@ def reviews_of_trace(db: Database, trace_id: str) -> list[StoredReview]:
     return [_stored(r) for r in rows]
 
 
+def reviews_of_traces(db: Database, trace_ids: Sequence[str]) -> list[StoredReview]:
+    """The reviews in force of these traces' results (a page of results: at most a few hundred traces)."""
+    if not trace_ids:
+        return []
+    marks = ", ".join("?" * len(trace_ids))
+    rows = db.execute(f"{_SELECT} WHERE trace_id IN ({marks}) AND {_IN_FORCE}", tuple(trace_ids)).fetchall()
+    return [_stored(r) for r in rows]
+
+
 def history(db: Database, key: ResultKey) -> list[StoredReview]:
     """Every review of one result, newest first (the one in force first)."""
     rows = db.execute(f"{_SELECT} WHERE {_KEY} ORDER BY created_at DESC", tuple(key)).fetchall()
@@ -223,6 +232,32 @@ def reviews_in_force(
         where.append("created_at >= ?")
         params.append(since)
     sql = f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY created_at LIMIT ?"
+    return [_stored(r) for r in db.execute(sql, (*params, limit)).fetchall()]
+
+
+def find_reviews(
+    db: Database,
+    limit: int,
+    *,
+    evaluator: str | None = None,
+    trace_id: str | None = None,
+    reviewer: str | None = None,
+    agreement: str | None = None,
+    since: float | None = None,
+) -> list[StoredReview]:
+    """The reviews in force matching every filter given (`since`: made at or after), newest first, at most
+    `limit`."""
+    where: list[str] = [_IN_FORCE]
+    params: list[Any] = []
+    for column, value in (("evaluator", evaluator), ("trace_id", trace_id), ("reviewer", reviewer),
+                          ("agreement", agreement)):  # fmt: skip
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if since is not None:
+        where.append("created_at >= ?")
+        params.append(since)
+    sql = f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY created_at DESC, review_id LIMIT ?"
     return [_stored(r) for r in db.execute(sql, (*params, limit)).fetchall()]
 
 

@@ -1,5 +1,6 @@
 """The review API v1 under /api/v1: results, one trace, a breakdown, failure signatures (by impact, and one with
-its traces), conversations (sessions, and one with its turns), the evaluators, the OpenAPI document.
+its traces), conversations (sessions, and one with its turns), the evaluators, the OpenAPI document, and the
+reviewers' verdicts (api_reviews.py: the only path that writes).
 
 Handlers read what they are given: a ReviewReader (None: the store is disabled) and a callable listing the
 configured evaluators. Reader calls run on a worker thread, so SQLite never blocks the event loop that also
@@ -21,7 +22,10 @@ from pydantic import BaseModel, TypeAdapter
 
 from monitor.review.api_params import ReviewError, Unavailable
 from monitor.review.models import EvaluatorInfo, ReviewReader, VariantComparison
+from monitor.review.reviewing import Reviewing
 from monitor.review.service import RESOLVE_AFTER, STORE_DISABLED, ReviewService
+from monitor.web.access import Access
+from monitor.web.api_reviews import review_routes
 from monitor.web.openapi import OPENAPI_PATH, PREFIX, openapi_document
 
 log = logging.getLogger(__name__)
@@ -61,10 +65,12 @@ def api_v1_routes(
     clock: Callable[[], float] = time.time,
     comparisons_info: ComparisonsInfo | None = None,
     resolve_after: float = RESOLVE_AFTER,
+    reviewing: Reviewing | None = None,
+    access: Access | None = None,
 ) -> list[web.RouteDef]:
-    """GET routes of /api/v1; `unavailable` is the 503 reason while `reader` is None, `clock` the "now" of
-    relative times, `comparisons_info` the live variant comparisons (none configured: an empty list),
-    `resolve_after` signatures.resolve_after (a signature's status)."""
+    """The routes of /api/v1; `unavailable`: the 503 reason while `reader` is None; `clock`: the "now" of relative
+    times; `comparisons_info`: the live variant comparisons (none: []); `resolve_after`: signatures.resolve_after;
+    `reviewing` writes reviews (None: 503) with the token of `access` (None, or no token: nothing is reviewed)."""
     review = ReviewService(reader, unavailable, clock, resolve_after)
 
     async def results(request: web.Request) -> web.Response:
@@ -78,6 +84,23 @@ def api_v1_routes(
     async def breakdown(request: web.Request) -> web.Response:
         pairs = list(request.query.items())
         return await _answer(lambda: review.breakdown(pairs))
+
+    return [
+        web.get(f"{PREFIX}/results", results),
+        web.get(f"{PREFIX}/traces/{{trace_id}}", trace),
+        web.get(f"{PREFIX}/breakdown", breakdown),
+        *_signature_routes(review),
+        *_session_routes(review),
+        *review_routes(review, reviewing, access, _answer, json_error),
+        *_live_routes(evaluators_info, comparisons_info),
+        _openapi_route(),
+    ]
+
+
+def _live_routes(
+    evaluators_info: EvaluatorsInfo | None, comparisons_info: ComparisonsInfo | None
+) -> list[web.RouteDef]:
+    """/evaluators and /comparisons: what the daemon holds in memory."""
 
     async def evaluators(request: web.Request) -> web.Response:
         if request.query:
@@ -103,16 +126,7 @@ def api_v1_routes(
             return json_error(500, "internal error (see the daemon's log)")
         return _json(_COMPARISONS.dump_json(found))
 
-    return [
-        web.get(f"{PREFIX}/results", results),
-        web.get(f"{PREFIX}/traces/{{trace_id}}", trace),
-        web.get(f"{PREFIX}/breakdown", breakdown),
-        *_signature_routes(review),
-        *_session_routes(review),
-        web.get(f"{PREFIX}/evaluators", evaluators),
-        web.get(f"{PREFIX}/comparisons", comparisons),
-        _openapi_route(),
-    ]
+    return [web.get(f"{PREFIX}/evaluators", evaluators), web.get(f"{PREFIX}/comparisons", comparisons)]
 
 
 def _openapi_route() -> web.RouteDef:

@@ -9,6 +9,7 @@ from aiohttp.typedefs import Handler
 
 from monitor.config.review import ReviewConfig
 from monitor.review.models import ReviewReader
+from monitor.review.reviewing import Reviewing
 from monitor.review.service import RESOLVE_AFTER, STORE_DISABLED
 from monitor.web.access import Access, access_control
 from monitor.web.api_failing import api_failing_routes
@@ -55,7 +56,8 @@ async def api_errors(request: web.Request, handler: Handler) -> web.StreamRespon
         return answer if answer is not None else web.Response(status=404, text=NOT_FOUND)
     except web.HTTPMethodNotAllowed as exc:
         allow = {"Allow": ", ".join(sorted(exc.allowed_methods))}
-        answer = api_error_response(request, 405, f"method {request.method} not allowed: GET only", allow)
+        allowed = " or ".join(sorted(m for m in exc.allowed_methods if m != "HEAD"))
+        answer = api_error_response(request, 405, f"method {request.method} not allowed: {allowed} only", allow)
         if answer is None:
             raise
         return answer
@@ -94,7 +96,8 @@ def build_api_app(
     answer 503 "review unavailable" with `unavailable` as the reason. `comparisons_info`: the live variant
     comparisons, for /api/v1/comparisons and /review/canary. `access`: who reads trace content (default: the
     token, else loopback clients only; access.py). `resolve_after`: signatures.resolve_after (signature statuses).
-    `queue`: the review queue (/review/queue), `reviewing`: the review writer (None: nothing can be reviewed)."""
+    `queue`: the review queue (/review/queue); `reviewing`: writes reviewers' verdicts (POST /api/v1/reviews and
+    the page's forms; None: nothing can be reviewed)."""
     access = access if access is not None else Access(token)
     middlewares = [access_control(access, refusal_answer), api_errors]
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)
@@ -108,6 +111,8 @@ def build_api_app(
                 unavailable=unavailable,
                 comparisons_info=comparisons_info,
                 resolve_after=resolve_after,
+                reviewing=reviewing,
+                access=access,
             ),
             *review_page_routes(
                 reader,

@@ -23,6 +23,8 @@ from monitor.review.api_params import (
     QueryParam,
 )
 from monitor.review.models import Breakdown, EvaluatorInfo, ResultsPage, TraceDetail, VariantComparison
+from monitor.review.review_models import ReviewHistory, ReviewRecord, ReviewRequest, ReviewsPage
+from monitor.review.review_params import HISTORY_PARAMS, MAX_BODY_BYTES, REVIEWS_PARAMS
 from monitor.review.session_models import SessionDetail, SessionsPage
 from monitor.review.session_params import SESSION_ID_PATTERN, SESSIONS_PARAMS
 from monitor.review.signature_models import SignatureDetail, SignaturesPage
@@ -33,8 +35,9 @@ REF = "#/components/schemas/{model}"
 
 
 class ApiError(BaseModel):
-    """Every error answer of `/api/v1`: 400 bad parameter, 401 no or wrong token, 404 unknown trace or path,
-    503 store disabled or failing (the message starts with "review unavailable: ")."""
+    """Every error answer of `/api/v1`: 400 bad parameter or body, 401 no or wrong token, 403 refused (writing a
+    review with no token configured), 404 unknown trace, result or path, 409 a review written at the same moment,
+    413 a body too large, 503 store disabled or failing (the message starts with "review unavailable: ")."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -44,7 +47,10 @@ class ApiError(BaseModel):
 _ERRORS = {
     "400": "A bad parameter; `error` names it.",
     "401": "No token, or a wrong one (bearer token or review session cookie).",
+    "403": "No API token is configured (api.auth.bearer_token_file), so nothing can be reviewed.",
     "404": "Unknown trace, signature, session or path.",
+    "409": "Someone else reviewed the same result at the same moment: send it again.",
+    "413": f"The body is larger than {MAX_BODY_BYTES} bytes.",
     "503": "The result store is disabled or unavailable.",
 }
 
@@ -52,10 +58,14 @@ _ERRORS = {
 def _schemas() -> dict[str, Any]:
     schemas: dict[str, Any] = {}
     models = (ResultsPage, TraceDetail, Breakdown, SignaturesPage, SignatureDetail, EvaluatorInfo, VariantComparison)
-    for model in (*models, SessionsPage, SessionDetail, ApiError):
+    reviews = (ReviewsPage, ReviewHistory, ReviewRecord)
+    for model in (*models, SessionsPage, SessionDetail, *reviews, ApiError):
         schema = model.model_json_schema(ref_template=REF, mode="serialization")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
+    request = ReviewRequest.model_json_schema(ref_template=REF, mode="validation")  # a request body: as validated
+    schemas.update(request.pop("$defs", {}))
+    schemas[ReviewRequest.__name__] = request
     return schemas
 
 
@@ -135,7 +145,7 @@ def _without_defs(adapter: TypeAdapter[Any]) -> dict[str, Any]:
 
 def _paths() -> dict[str, Any]:
     """Every `/api/v1` path with its operation."""
-    return {**_result_paths(), **_signature_and_session_paths(), **_live_paths()}
+    return {**_result_paths(), **_signature_and_session_paths(), **_review_paths(), **_live_paths()}
 
 
 def _result_paths() -> dict[str, Any]:
@@ -203,6 +213,47 @@ def _signature_and_session_paths() -> dict[str, Any]:
     }
 
 
+def _review_paths() -> dict[str, Any]:
+    """Reviewers' verdicts: written (POST, the only write of the API), listed, one result's audit trail."""
+    listed = _operation(
+        "listReviews",
+        "The reviews in force (one per reviewed result), newest first.",
+        _ref("ReviewsPage"),
+        [_query(p) for p in REVIEWS_PARAMS],
+        _ALL_ERRORS,
+    )
+    post_errors = ("400", "401", "403", "404", "409", "413", "503")
+    written = {
+        "operationId": "createReview",
+        "summary": "Review a verdict: agree or disagree with the evaluator's result on one trace (a failing one "
+        "disagreed with is a false alarm, a passing one a miss), with an optional corrected score or label and a "
+        "note. Supersedes the review in force on that result (the earlier one is kept in its history). Needs the "
+        "bearer token: the review session cookie and loopback access without a token do not write.",
+        "security": [{"bearer": []}],
+        "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("ReviewRequest")}}},
+        "responses": {
+            "201": {
+                "description": "The review as stored.",
+                "content": {"application/json": {"schema": _ref("ReviewRecord")}},
+            },
+            **{
+                status: {"description": _ERRORS[status], "content": {"application/json": {"schema": _ref("ApiError")}}}
+                for status in post_errors
+            },
+        },
+    }
+    return {
+        f"{PREFIX}/reviews": {**listed, "post": written},
+        f"{PREFIX}/reviews/history": _operation(
+            "getReviewHistory",
+            "Every review of one result (its trace, evaluator, level and span), newest first: the audit trail.",
+            _ref("ReviewHistory"),
+            [_query(p) for p in HISTORY_PARAMS],
+            _ALL_ERRORS,
+        ),
+    }
+
+
 def _live_paths() -> dict[str, Any]:
     """What the daemon holds in memory (evaluators and their windows, the live comparisons) and this document."""
     return {
@@ -232,7 +283,8 @@ def openapi_document() -> dict[str, Any]:
         "info": {
             "title": "agent-monitor review API",
             "version": __version__,
-            "description": "Read-only review of stored evaluation results and traces. Times are Unix seconds (UTC).",
+            "description": "Review of stored evaluation results and traces, and reviewers' verdicts on them (the "
+            "only write). Times are Unix seconds (UTC).",
         },
         "paths": _paths(),
         "components": {"schemas": _schemas(), "securitySchemes": _SECURITY_SCHEMES},

@@ -114,6 +114,18 @@ class FakeReader:
         found = (d for d in self.session_details if trace_id in d.session.trace_ids)
         return next((d.session.session_id for d in found), None)
 
+    def reviews_of_trace(self, trace_id: str) -> list[Any]:  # reviews are read from a real store in their tests
+        return []
+
+    def reviews_of_traces(self, trace_ids: list[str]) -> list[Any]:
+        return []
+
+    def find_reviews(self, where: Any, limit: int) -> list[Any]:
+        return []
+
+    def review_history(self, key: Any) -> list[Any]:
+        return []
+
     def _ordered(self) -> list[tuple[int, ResultItem]]:
         """(insertion number, item) newest first; the number breaks ties between equal times."""
         return sorted(enumerate(self.items), key=lambda pair: (pair[1].evaluated_at, pair[0]), reverse=True)

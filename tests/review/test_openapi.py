@@ -43,7 +43,13 @@ def test_document_is_valid_openapi_31_and_lists_every_route() -> None:
         if route.method == "GET" and route.resource is not None and route.resource.canonical.startswith(PREFIX)
     }
     assert served == set(document["paths"])
-    assert len(served) == 10
+    assert len(served) == 12
+    posted = {
+        route.resource.canonical
+        for route in app.router.routes()
+        if route.method == "POST" and route.resource is not None and route.resource.canonical.startswith(PREFIX)
+    }
+    assert posted == {p for p, operations in document["paths"].items() if "post" in operations} == {PREFIX + "/reviews"}
     assert OPENAPI_PATH in OPEN_PATHS
 
 
@@ -111,5 +117,7 @@ def test_docs_describe_every_path_and_parameter() -> None:
     text = (Path(__file__).resolve().parents[2] / "docs" / "review.md").read_text(encoding="utf-8")
     for path, operations in openapi_document()["paths"].items():
         assert f"`GET {path}`" in text, path
+        if "post" in operations:
+            assert f"`POST {path}`" in text, path
         for param in operations["get"].get("parameters", []):
             assert f"`{param['name']}`" in text, (path, param["name"])

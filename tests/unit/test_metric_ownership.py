@@ -30,6 +30,7 @@ OWNERS: dict[str, set[str]] = {
     "build": set(),
     "signatures": set(),
     "sessions": set(),
+    "reviews": set(),
 }
 
 
