@@ -47,6 +47,7 @@ from monitor.preflight import Prepared, preflight
 from monitor.receivers.grpc_receiver import GrpcReceiver
 from monitor.receivers.http_receiver import HttpReceiver
 from monitor.receivers.inflight import InflightBytes
+from monitor.review.agreement_cache import AgreementCache
 from monitor.review.models import PairwiseCounts
 from monitor.review.of_store import StoreReviewReader, reader_of
 from monitor.review.service import STORE_DISABLED
@@ -116,6 +117,7 @@ class Daemon:
         self.inflight = InflightBytes(config.receivers.max_inflight_bytes)
         self.grpc, self.http = _receivers(config, prepared, self.ingestor, self.inflight, self.metrics)
         self.access = Access(config.api_token(), config.api.allow_unauthenticated)
+        self.agreement = AgreementCache(self.review.reviews_in_force if self.review is not None else list)
         self.api = self._api(prepared)
         self.lifecycle = Lifecycle(self._parts())
         self._stopping = asyncio.Event()
@@ -143,7 +145,7 @@ class Daemon:
             self.readiness,
             config.api_token(),
             reader=self.review,
-            evaluators_info=lambda: evaluator_infos(listed, self.metrics.results),
+            evaluators_info=lambda: evaluator_infos(listed, self.metrics.results, self.agreement.current()),
             unavailable=STORE_DISABLED,
             review=config.review,
             comparisons_info=comparison_infos(self.metrics.results.comparisons.states, self._pairwise_counts),

@@ -8,6 +8,7 @@ from urllib.parse import quote
 import monitor.web.pages.fmt as fmt
 from monitor.review.models import EvaluatorInfo, ResultFilter, ResultItem, ResultsPage
 from monitor.web.html import Child, Html, el, join
+from monitor.web.pages.agreement_line import agreement_parts
 from monitor.web.pages.layout import RESULTS, ROOT, ReviewSite, link, pager, shell
 
 RANGES = ("15m", "1h", "6h", "24h", "7d")
@@ -108,6 +109,7 @@ def evaluator_line(info: EvaluatorInfo, params: Mapping[str, str | None]) -> Htm
         windows = info.windows
     for window in windows:
         parts.append(f" · {window.window}: {fmt.ratio(window.pass_ratio)} of {window.samples}")
+    parts += agreement_parts(info.agreement)
     by = {"evaluator": info.name, "variant": params.get("variant"), "since": params.get("since")}
     by["until"] = params.get("until")
     parts += [" · ", el("a", "breakdown", href=link(f"{ROOT}/breakdown", {**by, "by": "service"}))]
