@@ -28,7 +28,8 @@ def test_a_review_in_the_store_shows_in_the_evaluators_agreement(daemon_factory)
 
     assert daemon.wait_for_condition(stored)
     with sqlite3.connect(daemon.workdir / "results.db", timeout=10) as db:  # the daemon writes it too (WAL)
-        write_review(db, ReviewInput(ResultKey("ab" * 16, "error_free", "trace", "01" * 8), "disagree", "ann"), time.time())
+        key = ResultKey("ab" * 16, "error_free", "trace", "01" * 8)  # a trace-level result names the root span
+        write_review(db, ReviewInput(key, "disagree", "ann"), time.time())
 
     def agreement() -> dict | None:
         infos = {i["name"]: i for i in json.loads(daemon.get("/api/v1/evaluators")[1])}
