@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from monitor.commands import (
+    calibrate_cmd,
     check_config,
     compare_cmd,
     dataset_cmd,
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     rules_cmd.add_parser(subparsers)
     review_cmd.add_parser(subparsers)
     signatures_cmd.add_parser(subparsers)
+    calibrate_cmd.add_parser(subparsers)
     poll_cmd.add_parser(subparsers)
     return parser
 

@@ -47,6 +47,7 @@ from monitor.preflight import Prepared, preflight
 from monitor.receivers.grpc_receiver import GrpcReceiver
 from monitor.receivers.http_receiver import HttpReceiver
 from monitor.receivers.inflight import InflightBytes
+from monitor.review.agreement_cache import AgreementCache
 from monitor.review.models import PairwiseCounts
 from monitor.review.of_store import StoreReviewReader, reader_of
 from monitor.review.queue import review_queue
@@ -54,9 +55,11 @@ from monitor.review.reviewing import Reviewing
 from monitor.review.service import STORE_DISABLED
 from monitor.sessions.from_config import tracker_of
 from monitor.sources.pollers import build_pollers
+from monitor.sources.review_writeback import review_annotator
 from monitor.sources.scheduler import PollScheduler
 from monitor.store.from_config import open_result_store, poll_leases
 from monitor.store.health import StoreHealth
+from monitor.store.reviews import StoredReview
 from monitor.store.schema import StoreSchemaError
 from monitor.store.writer import QueuedResultStore
 from monitor.web.access import Access
@@ -118,7 +121,9 @@ class Daemon:
         self.inflight = InflightBytes(config.receivers.max_inflight_bytes)
         self.grpc, self.http = _receivers(config, prepared, self.ingestor, self.inflight, self.metrics)
         self.access = Access(config.api_token(), config.api.allow_unauthenticated)
-        self.reviewing = Reviewing(self.store, on_reviewed=telemetry.reviews.count)  # reviewers' verdicts, counted
+        self.agreement = AgreementCache(self.review.reviews_in_force if self.review is not None else list)
+        self.annotator = review_annotator(config.sources, _judge_labels(prepared))
+        self.reviewing = Reviewing(self.store, on_reviewed=self._reviewed)  # reviewers' verdicts
         self.api = self._api(prepared)
         self.lifecycle = Lifecycle(self._parts())
         self._stopping = asyncio.Event()
@@ -126,13 +131,19 @@ class Daemon:
         self._stopped = False
         self.started = False
 
+    def _reviewed(self, review: StoredReview) -> None:
+        """A review written here: counted, the agreement figures read again, a judge's posted to Phoenix."""
+        self.metrics.reviews.count(review)
+        self.agreement.invalidate()
+        self.annotator.on_reviewed(review)
+
     def _polling(self, prepared: Prepared) -> PollScheduler:
         """The poll sources' scheduler: their traces go to the assembler and the pool like received ones (within the
         admission's room); with a shared PostgreSQL store, each source is polled by one replica (`leases`)."""
         config, telemetry = self.config, self.metrics
         feed = telemetry.intake.receiver(FEED_RECEIVER)
         sink = DaemonSink(self.assembler, self.pool, feed, room=self.admission.poll_room)
-        judges = {e.label for e in prepared.evaluators if isinstance(e.evaluator, LLMJudge)}
+        judges = _judge_labels(prepared)
         leases = poll_leases(config.store) if any(s.enabled for s in config.sources) else None
         pollers = build_pollers(config, prepared.sources, self.store, sink, telemetry.poll, judges, reader_of, leases)
         return PollScheduler(pollers, leases)
@@ -146,7 +157,7 @@ class Daemon:
             self.readiness,
             config.api_token(),
             reader=self.review,
-            evaluators_info=lambda: evaluator_infos(listed, self.metrics.results),
+            evaluators_info=lambda: evaluator_infos(listed, self.metrics.results, self.agreement.current()),
             unavailable=STORE_DISABLED,
             review=config.review,
             comparisons_info=comparison_infos(self.metrics.results.comparisons.states, self._pairwise_counts),
@@ -173,6 +184,7 @@ class Daemon:
             *([Part("review", Closing(self.review.close))] if self.review is not None else []),
             *([Part("store", self.store)] if self.store is not None else []),
             Part("judge_engine", Closing(self.judge_engine.aclose)),
+            Part("review_writeback", Closing(self.annotator.close)),
             *([Part("sessions", self.sessions, Grace(floor=0.5))] if self.sessions is not None else []),
             Part("pool", self.pool, Grace(floor=1.0)),
             Part("judges", Together(self.judge_stage, *([self.pairwise] if self.pairwise is not None else []))),
@@ -296,6 +308,11 @@ def _observe(telemetry: MetricsExporter, daemon: Daemon) -> None:
     telemetry.evaluation.observe(daemon.pool)
     telemetry.judges.observe_pending([daemon.judge_stage, *([daemon.pairwise] if daemon.pairwise else [])])
     telemetry.store.observe(daemon.store_health if daemon.store is not None else None)
+
+
+def _judge_labels(prepared: Prepared) -> set[str]:
+    """The metric labels of the configured LLM judges."""
+    return {e.label for e in prepared.evaluators if isinstance(e.evaluator, LLMJudge)}
 
 
 def _result_store(

@@ -5,6 +5,7 @@ review's rendering and its source) are internal to the package. Importing the pa
 """
 
 __all__ = [
+    "calibrate_cmd",
     "check_config",
     "compare_cmd",
     "dataset_cmd",

@@ -11,6 +11,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from monitor.review.agreement import EvaluatorAgreement
 from monitor.review.review_models import ReviewBrief, ReviewsReader
 from monitor.review.session_models import SessionReader
 from monitor.review.signature_models import SignatureReader
@@ -186,6 +187,7 @@ class EvaluatorInfo(ReviewModel):
     slo_objective: float | None = None
     windows: list[EvaluatorWindow] = []  # over every variant
     variant_windows: dict[str, list[EvaluatorWindow]] = {}  # the same windows per variant (`variant` label value)
+    agreement: EvaluatorAgreement | None = None  # reviewers' agreement (reviews in force); None: never reviewed
 
 
 class VariantSide(ReviewModel):

@@ -35,10 +35,12 @@ class Annotation:
     trace_id: str
     span_id: str | None
     name: str
-    annotator_kind: Literal["CODE", "LLM"]
+    annotator_kind: Literal["CODE", "LLM", "HUMAN"]
     label: str | None
     score: float | None
     explanation: str | None
+    identifier: str | None = None  # Phoenix's upsert key with name and target; None: `agent-monitor:<name>`
+    metadata: dict[str, Any] | None = None
 
 
 class PhoenixAnnotations:
@@ -84,7 +86,8 @@ def _row(annotation: Annotation, key: str, target: str | None) -> dict[str, Any]
             "score": score if score is not None and math.isfinite(score) else None,  # NaN is not JSON
             "explanation": annotation.explanation,
         },
-        "identifier": f"{IDENTIFIER_PREFIX}{annotation.name}",
+        "identifier": annotation.identifier or f"{IDENTIFIER_PREFIX}{annotation.name}",
+        **({"metadata": annotation.metadata} if annotation.metadata else {}),
     }
 
 

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from monitor.metrics import ResultMetrics
 from monitor.metrics.labels import sanitize_label_value
+from monitor.review.agreement import EvaluatorAgreement
 from monitor.review.models import EvaluatorInfo, EvaluatorWindow
 
 if TYPE_CHECKING:
     from monitor.engine.configured import ConfiguredEvaluator
 
 
-def evaluator_infos(evaluators: Sequence[ConfiguredEvaluator], metrics: ResultMetrics) -> list[EvaluatorInfo]:
+def evaluator_infos(
+    evaluators: Sequence[ConfiguredEvaluator],
+    metrics: ResultMetrics,
+    agreement: Mapping[str, EvaluatorAgreement] | None = None,
+) -> list[EvaluatorInfo]:
     """One EvaluatorInfo per configured evaluator, in config order: its window pass ratios and samples summed
-    over services, and its alert's worst state over services (None without an alert)."""
+    over services, its alert's worst state over services (None without an alert), and reviewers' agreement with
+    it from `agreement` (by evaluator name: `AgreementCache.current()`; None when it has no review)."""
     levels = metrics.alert_levels()
+    agreement = agreement or {}
     infos = []
     for configured in evaluators:
         evaluator, entry = configured.evaluator, configured.entry
@@ -39,6 +46,7 @@ def evaluator_infos(evaluators: Sequence[ConfiguredEvaluator], metrics: ResultMe
                 slo_objective=slo.objective if slo is not None else None,
                 windows=windows,
                 variant_windows=by_variant,
+                agreement=agreement.get(configured.label) or agreement.get(name),
             )
         )
     return infos

@@ -64,6 +64,9 @@ RECORDING_RULES = (
     "agent_eval:slo_error_budget_remaining",
 )
 RULE_SERIES = frozenset({*RECORDING_RULES, "ALERTS"})
+# Series that appear with the first review written (a reviewer's act): the live test writes none, so these may be
+# absent from Prometheus there (tests/deploy/test_dashboard_reviews.py runs their queries with promtool).
+UNTIL_REVIEWED = frozenset({"agent_eval_reviews_total"})
 ALERT_NAMES = frozenset(
     {
         "AgentEvalPassRatioLow",
@@ -297,6 +300,7 @@ def test_the_dashboard_is_a_current_grafana_dashboard():
         "Canary",
         "Spend",
         "Conversations",
+        "Agreement with reviewers",
     }
 
 
@@ -662,7 +666,7 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
             results[where] = query(port, substitute(expr))  # fails on a query error
             selectors, groupings = analyze(expr)
             for s in selectors:
-                if s.metric in RULE_SERIES:
+                if s.metric in RULE_SERIES or (s.metric in UNTIL_REVIEWED and s.metric not in names):
                     continue
                 assert s.metric in names, f"{where}: Prometheus has no series {s.metric}"
                 missing = {label for label, _, _ in s.matchers} - labels_of(s.metric)

@@ -9,6 +9,7 @@ from urllib.parse import quote
 import monitor.web.pages.fmt as fmt
 from monitor.review.models import EvaluatorInfo, ResultFilter, ResultItem, ResultsPage
 from monitor.web.html import Child, Html, el, join
+from monitor.web.pages.agreement_line import agreement_parts
 from monitor.web.pages.layout import RESULTS, ROOT, ReviewSite, link, pager, shell
 from monitor.web.pages.review_forms import ReviewForms, Reviews, forms_note, review_cell
 
@@ -110,6 +111,7 @@ def evaluator_line(info: EvaluatorInfo, params: Mapping[str, str | None]) -> Htm
         windows = info.windows
     for window in windows:
         parts.append(f" · {window.window}: {fmt.ratio(window.pass_ratio)} of {window.samples}")
+    parts += agreement_parts(info.agreement)
     by = {"evaluator": info.name, "variant": params.get("variant"), "since": params.get("since")}
     by["until"] = params.get("until")
     parts += [" · ", el("a", "breakdown", href=link(f"{ROOT}/breakdown", {**by, "by": "service"}))]
