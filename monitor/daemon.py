@@ -14,11 +14,8 @@ import contextlib
 import logging
 import math
 import signal
-from collections.abc import Callable
 
 from evaluators.judges import LLMJudge
-from evaluators.judges.client import JudgeClient
-from evaluators.judges.engine import JudgeEngine
 from monitor import __version__
 from monitor.auth import BearerAuth
 from monitor.config import MonitorConfig
@@ -31,12 +28,10 @@ from monitor.engine.drain import PendingTraces
 from monitor.engine.evaluator_setup import thresholds_of
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.ingest import Ingestor
-from monitor.engine.judge_stage import JudgeStage
-from monitor.engine.pairwise_stage import PairwiseStage
+from monitor.engine.judge_setup import judging_of, pairwise_listed, pairwise_of
 from monitor.engine.poll_intake import FEED_RECEIVER, DaemonSink
 from monitor.engine.pool import EvaluationPool, EvaluationStartError, WorkerSlot, process_slots, thread_slot
 from monitor.engine.recorder import ResultRecorder
-from monitor.engine.signing import Signer
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.lifecycle import Closing, Grace, Hook, Lifecycle, Part, Together
 from monitor.logutil import RateLimitedLogger
@@ -95,8 +90,12 @@ class Daemon:
         if self.store is not None:
             self.store.news.on_new = telemetry.signatures.new  # the judges' and in-process evaluation's signatures
         self.recorder = ResultRecorder(telemetry.recording, self._apply_tally, telemetry.evaluation.dropped)
-        self.judge_engine, self.judge_stage = _judging(config, prepared, telemetry, self.store, self._apply_tally)
-        self.pairwise = _pairwise(config, prepared, self.judge_engine, telemetry, self.store, self._apply_tally)
+        self.judge_engine, self.judge_stage = judging_of(
+            config, prepared.evaluators, prepared.pairwise_judges, telemetry, self.store, self._apply_tally
+        )
+        self.pairwise = pairwise_of(
+            config, prepared.pairwise_judges, self.judge_engine, telemetry, self.store, self._apply_tally
+        )
         self.pool = EvaluationPool.from_config(
             config.evaluation,
             _slots(config, evaluators, self.store),
@@ -151,7 +150,7 @@ class Daemon:
     def _api(self, prepared: Prepared) -> WebServer:
         """The API server: /metrics, the health checks, the review page and its API."""
         config = self.config
-        listed = [*prepared.evaluators, *_pairwise_listed(config, prepared)]  # what the review lists
+        listed = [*prepared.evaluators, *pairwise_listed(config, prepared.pairwise_judges)]  # what the review lists
         app = build_api_app(
             self.metrics.render,
             self.readiness,
@@ -353,65 +352,3 @@ def _receivers(
         telemetry = metrics.intake.receiver("http")
         http = HttpReceiver(receivers, ingestor, auth=auth, telemetry=telemetry, inflight=inflight, ssl_context=context)
     return grpc, http
-
-
-def _judging(
-    config: MonitorConfig,
-    prepared: Prepared,
-    metrics: MetricsExporter,
-    store: QueuedResultStore | None,
-    apply_tally: Callable[[MetricsTally], None],
-) -> tuple[JudgeEngine, JudgeStage]:
-    """The judge engine and the stage that feeds it; judges configured without a key skip, with one warning."""
-    settings = config.judges.settings()
-    judges = {c.label: c.evaluator for c in prepared.evaluators if isinstance(c.evaluator, LLMJudge)}
-    names = [*judges, *prepared.pairwise_judges]  # the pairwise judges use the same engine
-    if names and not settings.enabled:
-        log.warning(
-            "LLM judges configured (%s) but no GEMINI_API_KEY / GOOGLE_API_KEY, judges.gemini_api_key or "
-            "judges.vertex_project: every judgement is skipped as judge_unavailable",
-            ", ".join(names),
-        )
-    client = JudgeClient(settings) if names and settings.enabled else None
-    engine = JudgeEngine(settings, client, observer=metrics.judges, prices=config.pricing.overrides())
-    stage = JudgeStage(
-        judges,
-        engine.judge,
-        apply_tally,
-        store.write if store is not None else None,
-        max_pending=settings.max_pending,
-        signer=Signer(config.signatures.compiled_rules()),
-    )
-    return engine, stage
-
-
-def _pairwise(
-    config: MonitorConfig,
-    prepared: Prepared,
-    engine: JudgeEngine,
-    metrics: MetricsExporter,
-    store: QueuedResultStore | None,
-    apply_tally: Callable[[MetricsTally], None],
-) -> PairwiseStage | None:
-    """The stage that pairs the variants' traces for the pairwise judges; None without `variants.pairwise`."""
-    entries = config.variants.pairwise
-    if not entries:
-        return None
-    return PairwiseStage(
-        entries,
-        prepared.pairwise_judges,
-        engine.judge,
-        apply_tally,
-        store.write if store is not None else None,
-        metrics.pairwise.count,
-        max_pending=config.judges.settings().max_pending,
-        signer=Signer(config.signatures.compiled_rules()),
-    )
-
-
-def _pairwise_listed(config: MonitorConfig, prepared: Prepared) -> list[ConfiguredEvaluator]:
-    """The pairwise judges as the review lists evaluators (the sampling of each one's first entry)."""
-    sampling: dict[str, float] = {}
-    for entry in config.variants.pairwise:
-        sampling.setdefault(entry.evaluator, entry.sampling)
-    return [ConfiguredEvaluator(judge, label, sampling[label]) for label, judge in prepared.pairwise_judges.items()]

@@ -15,6 +15,7 @@ __all__ = [
     "evaluator_setup",
     "gc_tuning",
     "ingest",
+    "judge_setup",
     "judge_stage",
     "pairwise_stage",
     "poll_intake",

@@ -6,4 +6,12 @@ Jaeger, Phoenix, AMP, OTLP files), their HTTP client, guard, errors and write-ba
 Importing the package imports none of its modules.
 """
 
-__all__ = ["base", "checkpoints", "factory", "pollers", "runner", "scheduler"]
+__all__ = [
+    "base",
+    "checkpoints",
+    "factory",
+    "pollers",
+    "review_writeback",
+    "runner",
+    "scheduler",
+]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,15 +34,16 @@ HINT = "`make system-deps` installs Debian's chromium; `pip install -e '.[dev]'`
 
 @pytest.fixture
 def browser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
-    """Chromium launched with ARGS; playwright's fresh profile (user-data-dir) lands in tmp_path (its TMPDIR)."""
+    """Chromium launched with ARGS; playwright's fresh profile (user-data-dir) lands in a short temporary directory
+    (its TMPDIR): Chromium's singleton socket path must fit in 107 bytes, which a long test name in tmp_path
+    does not."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         pytest.fail(f"playwright is not installed: {HINT}")
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"{CHROMIUM} is missing: {HINT}")
-    profiles = tmp_path / "tmp"
-    profiles.mkdir()
+    profiles = Path(tempfile.mkdtemp(prefix="chromium-"))
     monkeypatch.setenv("TMPDIR", str(profiles))  # read by playwright's driver when it makes the profile
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True, timeout=60_000)

@@ -1,0 +1,88 @@
+"""The daemon's LLM judge stages from its config: the judge engine and the stage that feeds it the traces'
+judgements, the pairwise stage of `variants.pairwise`, and the pairwise judges as the review lists them."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from evaluators.judges import LLMJudge
+from evaluators.judges.client import JudgeClient
+from evaluators.judges.engine import JudgeEngine
+from monitor.config.models import MonitorConfig
+from monitor.engine.configured import ConfiguredEvaluator
+from monitor.engine.judge_stage import JudgeStage
+from monitor.engine.pairwise_stage import PairwiseStage
+from monitor.engine.signing import Signer
+from monitor.metrics import MetricsExporter
+from monitor.metrics.tally import MetricsTally
+from monitor.store.writer import QueuedResultStore
+
+if TYPE_CHECKING:
+    from evaluators.judges import PairwiseJudge
+
+log = logging.getLogger(__name__)
+
+
+def judging_of(
+    config: MonitorConfig,
+    evaluators: Sequence[ConfiguredEvaluator],
+    pairwise_judges: Mapping[str, PairwiseJudge],
+    metrics: MetricsExporter,
+    store: QueuedResultStore | None,
+    apply_tally: Callable[[MetricsTally], None],
+) -> tuple[JudgeEngine, JudgeStage]:
+    """The judge engine and the stage that feeds it; judges configured without a key skip, with one warning."""
+    settings = config.judges.settings()
+    judges = {c.label: c.evaluator for c in evaluators if isinstance(c.evaluator, LLMJudge)}
+    names = [*judges, *pairwise_judges]  # the pairwise judges use the same engine
+    if names and not settings.enabled:
+        log.warning(
+            "LLM judges configured (%s) but no GEMINI_API_KEY / GOOGLE_API_KEY, judges.gemini_api_key or "
+            "judges.vertex_project: every judgement is skipped as judge_unavailable",
+            ", ".join(names),
+        )
+    client = JudgeClient(settings) if names and settings.enabled else None
+    engine = JudgeEngine(settings, client, observer=metrics.judges, prices=config.pricing.overrides())
+    stage = JudgeStage(
+        judges,
+        engine.judge,
+        apply_tally,
+        store.write if store is not None else None,
+        max_pending=settings.max_pending,
+        signer=Signer(config.signatures.compiled_rules()),
+    )
+    return engine, stage
+
+
+def pairwise_of(
+    config: MonitorConfig,
+    pairwise_judges: Mapping[str, PairwiseJudge],
+    engine: JudgeEngine,
+    metrics: MetricsExporter,
+    store: QueuedResultStore | None,
+    apply_tally: Callable[[MetricsTally], None],
+) -> PairwiseStage | None:
+    """The stage that pairs the variants' traces for the pairwise judges; None without `variants.pairwise`."""
+    entries = config.variants.pairwise
+    if not entries:
+        return None
+    return PairwiseStage(
+        entries,
+        pairwise_judges,
+        engine.judge,
+        apply_tally,
+        store.write if store is not None else None,
+        metrics.pairwise.count,
+        max_pending=config.judges.settings().max_pending,
+        signer=Signer(config.signatures.compiled_rules()),
+    )
+
+
+def pairwise_listed(config: MonitorConfig, pairwise_judges: Mapping[str, PairwiseJudge]) -> list[ConfiguredEvaluator]:
+    """The pairwise judges as the review lists evaluators (the sampling of each one's first entry)."""
+    sampling: dict[str, float] = {}
+    for entry in config.variants.pairwise:
+        sampling.setdefault(entry.evaluator, entry.sampling)
+    return [ConfiguredEvaluator(judge, label, sampling[label]) for label, judge in pairwise_judges.items()]
