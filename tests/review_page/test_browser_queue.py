@@ -1,6 +1,7 @@
 """The review queue in a real headless Chromium: a reviewer signs in and works through the queue with the keyboard
 (d disagrees, s skips, a agrees; keys typed into a text field stay text); the reviews land in the store (read back
-with the review reader), the progress moves, and the keys' script runs under the page's CSP without a violation."""
+with the review reader), the progress moves, and the keys' script runs under the page's CSP without a violation;
+then the reviews show on the trace page, in the API and in the agreement figures."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from monitor.review.agreement import agreement_by_evaluator
 from monitor.web.pages.layout import QUEUE_CSP
 from tests.review_page.queue_site import ORDER, T1, T3, TOKEN, queue_site
 from tests.review_page.test_browser import TIMEOUT_MS, browser  # noqa: F401 (the fixture)
@@ -66,4 +68,21 @@ def test_queue_keys(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped
         assert first.false_alarm and (last.agreement, last.reviewer, last.verdict_passed) == ("agree", "ann", True)
         assert last.note == "a sound answer, as asked"
         assert site.reader.reviews_of_trace(ORDER[1].trace_id) == []
+
+        # The trace page shows the review beside its verdict; the API lists it; the agreement figures count it.
+        page.goto(f"{site.base}/review/traces/{T1}")
+        body = page.inner_text("body")
+        assert "false alarm" in body and "ann" in body
+        listed = page.request.get(
+            f"{site.base}/api/v1/reviews?evaluator=faithful", headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        assert listed.status == 200
+        items = listed.json()["items"]
+        assert sorted((i["trace_id"], i["agreement"]) for i in items) == [(T1, "disagree"), (T3, "agree")]
+        trace = page.request.get(f"{site.base}/api/v1/traces/{T1}", headers={"Authorization": f"Bearer {TOKEN}"})
+        [verdict] = [v for v in trace.json()["results"] if v["evaluator"] == "faithful"]
+        assert verdict["review"]["agreement"] == "disagree" and verdict["review"]["reviewer"] == "ann"
+        figures = agreement_by_evaluator(site.reader.reviews_in_force())["faithful"]
+        assert (figures.alarm_precision.confirmed, figures.alarm_precision.reviewed) == (0, 1)  # a false alarm
+        assert (figures.pass_confirmation.confirmed, figures.pass_confirmation.reviewed) == (1, 1)
         assert problems == []
