@@ -9,7 +9,7 @@ import asyncio
 
 from monitor.config.sources import PhoenixSourceConfig
 from monitor.sources.phoenix_writeback import Annotation, PhoenixAnnotations
-from monitor.sources.review_writeback import ReviewAnnotator, annotate_review
+from monitor.sources.review_writeback import ReviewAnnotator, annotate_review, review_annotator
 from monitor.store.reviews import StoredReview
 from tests.sources.test_phoenix import SCENARIOS, _annotations, load, project  # noqa: F401  (the fixture)
 
@@ -68,3 +68,15 @@ def test_reviews_of_judges_become_human_annotations_updated_in_place(phoenix: st
     assert [a["id"] for a in again] == [human["id"]]  # updated, not added
     assert again[0]["result"] == {"label": "partly", "score": None, "explanation": None}
     assert again[0]["metadata"]["reviewer"] == "bob"
+
+
+def test_the_daemon_posts_reviews_to_the_phoenix_sources_that_write_back() -> None:
+    """`review_annotator` (the daemon's hook) targets the enabled Phoenix sources with `write_back` on only."""
+    sources = [
+        PhoenixSourceConfig(type="phoenix", name="on", url="http://127.0.0.1:9", write_back=True),
+        PhoenixSourceConfig(type="phoenix", name="off", url="http://127.0.0.1:9"),
+        PhoenixSourceConfig(type="phoenix", name="disabled", url="http://127.0.0.1:9", write_back=True, enabled=False),
+    ]
+    annotator = review_annotator(sources, {"faithfulness"})
+    assert [t.config.name for t in annotator.targets] == ["on"] and annotator.judges == {"faithfulness"}
+    assert review_annotator([], {"faithfulness"}).targets == []
