@@ -174,16 +174,17 @@ class Daemon:
         """Every component in start order (dependencies first); shutdown runs the list backwards: stop accepting,
         the receivers and the pollers, the dispatcher, the pending traces evaluated, the judges drained, the
         workers stopped, the open sessions completed and evaluated, the judge engine closed, the store flushed,
-        the review closed, the API server last (so /metrics and /healthz answer during the drain)."""
+        the review closed, the API server (so /metrics and /healthz answer during the drain), then the reviews
+        posted to Phoenix meanwhile."""
         receiver_grace = Grace(share=0.25, cap=2.0)
         pending = PendingTraces(self.assembler, self.pool, self.metrics.evaluation.dropped, lambda: self.evaluated)
         return [
             Part("event_loop_lag", EventLoopLag(self.metrics.registry)),
+            Part("review_writeback", Closing(self.annotator.close)),  # after the API: reviews posted meanwhile
             Part("api", self.api, Grace.fixed(0.5)),
             *([Part("review", Closing(self.review.close))] if self.review is not None else []),
             *([Part("store", self.store)] if self.store is not None else []),
             Part("judge_engine", Closing(self.judge_engine.aclose)),
-            Part("review_writeback", Closing(self.annotator.close)),
             *([Part("sessions", self.sessions, Grace(floor=0.5))] if self.sessions is not None else []),
             Part("pool", self.pool, Grace(floor=1.0)),
             Part("judges", Together(self.judge_stage, *([self.pairwise] if self.pairwise is not None else []))),

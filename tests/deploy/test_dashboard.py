@@ -153,6 +153,17 @@ def query_panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
     return [p for p in all_panels(dashboard) if p["type"] != "row"]
 
 
+def row_panels(title: str) -> list[str]:
+    """The titles of the panels under the dashboard's row `title` (up to the next row), in order."""
+    titles, inside = [], False
+    for p in all_panels(load_dashboard()):
+        if p["type"] == "row":
+            inside = p["title"] == title
+        elif inside:
+            titles.append(p["title"])
+    return titles
+
+
 def panel(dashboard: dict[str, Any], title: str) -> dict[str, Any]:
     matches = [p for p in all_panels(dashboard) if p.get("title") == title]
     assert len(matches) == 1, f"{len(matches)} panels titled {title!r}"

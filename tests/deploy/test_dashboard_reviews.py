@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from tests.alerting.helpers import cumulative, promtool, series
-from tests.deploy.test_dashboard import all_panels, analyze, contract, load_dashboard, panel
+from tests.deploy.test_dashboard import analyze, contract, load_dashboard, panel, row_panels
 
 ROW = "Agreement with reviewers"
 REVIEW_PANELS = [
@@ -25,23 +25,13 @@ METRIC = "agent_eval_reviews_total"
 FILTER = 'evaluator=~"$evaluator"'
 
 
-def _row(title: str) -> list[str]:
-    titles, inside = [], False
-    for p in all_panels(load_dashboard()):
-        if p["type"] == "row":
-            inside = p["title"] == title
-        elif inside:
-            titles.append(p["title"])
-    return titles
-
-
 def _expr(title: str) -> str:
     [target] = panel(load_dashboard(), title)["targets"]
     return target["expr"]
 
 
 def test_the_row_has_its_panels_and_reads_the_reviews_counter_of_the_contract():
-    assert _row(ROW) == REVIEW_PANELS
+    assert row_panels(ROW) == REVIEW_PANELS
     documented = contract()
     assert documented[METRIC] == frozenset({"evaluator", "verdict", "agreement"})
     for title in REVIEW_PANELS:

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tests.alerting.helpers import cumulative, promtool, series
-from tests.deploy.test_dashboard import all_panels, analyze, contract, load_dashboard, panel
+from tests.deploy.test_dashboard import all_panels, analyze, contract, load_dashboard, panel, row_panels
 
 SESSION_PANELS = [
     "Session pass ratio per evaluator",
@@ -27,23 +27,12 @@ RATE = "[$__rate_interval]"
 SESSIONS_LINK = "${review_url}/review/sessions"
 
 
-def _row(title: str) -> list[str]:
-    """The titles of the panels under the row `title` (up to the next row), in order."""
-    titles, inside = [], False
-    for p in all_panels(load_dashboard()):
-        if p["type"] == "row":
-            inside = p["title"] == title
-        elif inside:
-            titles.append(p["title"])
-    return titles
-
-
 def _exprs(title: str) -> list[str]:
     return [t["expr"] for t in panel(load_dashboard(), title)["targets"]]
 
 
 def test_the_conversations_row_has_its_panels_after_spend():
-    assert _row("Conversations") == SESSION_PANELS
+    assert row_panels("Conversations") == SESSION_PANELS
     rows = [p["title"] for p in all_panels(load_dashboard()) if p["type"] == "row"]
     assert rows.index("Conversations") == rows.index("Spend") + 1
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests.alerting.helpers import cumulative, promtool, series
-from tests.deploy.test_dashboard import all_panels, load_dashboard, panel
+from tests.deploy.test_dashboard import load_dashboard, panel, row_panels
 
 SPEND_PANELS = [
     "Spend by agent and model",
@@ -25,19 +25,8 @@ USD = {"Spend by agent and model", "Cost per trace p50, p95", "Cost per passing 
 FILTERS = 'service=~"$service", agent=~"$agent"'
 
 
-def _row(title: str) -> list[str]:
-    """The titles of the panels under the row `title` (up to the next row), in order."""
-    titles, inside = [], False
-    for p in all_panels(load_dashboard()):
-        if p["type"] == "row":
-            inside = p["title"] == title
-        elif inside:
-            titles.append(p["title"])
-    return titles
-
-
 def test_the_spend_row_has_its_panels_in_dollars():
-    assert _row("Spend") == SPEND_PANELS
+    assert row_panels("Spend") == SPEND_PANELS
     dashboard = load_dashboard()
     for title in [*USD, "Spend in the time range"]:
         assert panel(dashboard, title)["fieldConfig"]["defaults"]["unit"] == "currencyUSD", title

@@ -36,6 +36,7 @@ from monitor.web.server import WebServer
 # The daemon's components in start order (shutdown runs it backwards): a new one is added here and so tested.
 DAEMON_PARTS = [
     "event_loop_lag",
+    "review_writeback",
     "api",
     "review",
     "store",
