@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import string
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from evaluators.signatures import (
@@ -44,6 +44,8 @@ def _message(trace_id: str, amount: str, stamp: str, request: str, user: str, ga
 
 @settings(max_examples=150)
 @given(hex_ids, hex_ids, amounts, amounts, stamps, stamps, uuids, uuids, emails, emails, spaces, spaces)
+@example("0" * 32, "0" * 32, "1", "0", *["2000-01-01T00:00:00Z"] * 2, *["e3e70682-c209-4cac-629f-6fbed82c07cd"] * 2,
+         "a.a@aa.com", "a.a@aa.com", " ", " ")  # an amount "1" that the URL's "v1" holds: found once  # fmt: skip
 def test_the_same_failure_with_other_ids_amounts_and_times_gets_one_signature(
     t1: str, t2: str, a1: str, a2: str, s1: str, s2: str, u1: str, u2: str, e1: str, e2: str, g1: str, g2: str
 ) -> None:
@@ -52,7 +54,12 @@ def test_the_same_failure_with_other_ids_amounts_and_times_gets_one_signature(
     one = failure_signature("tool_success_rate", "trace", None, first)
     other = failure_signature("tool_success_rate", "trace", None, second)
     assert one.id == other.id and one.template == other.template
-    assert t1 not in one.template and (a1 not in one.template or a1 in "503")
+    assert t1 not in one.template and (a1 not in _tokens(one.template) or a1 in "503")
+
+
+def _tokens(text: str) -> set[str]:
+    """The numbers and words of `text` (so an amount "1" is not found inside the URL's "v1")."""
+    return set(re.findall(r"[-\w.]+", text))
 
 
 def test_another_tool_error_type_or_evaluator_gets_another_signature() -> None:
