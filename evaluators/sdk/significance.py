@@ -10,8 +10,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import add, sub
 from statistics import NormalDist
 from typing import Literal
 
@@ -133,23 +135,34 @@ class RankTest:
         return self.u_candidate / pairs if pairs else NAN
 
 
-def _ranks(values: Sequence[float]) -> tuple[list[float], float]:
-    """1-based ranks (ties get their average rank) and the tie term sum(t³ - t) over groups of t ties."""
-    order = sorted(range(len(values)), key=values.__getitem__)
-    ranks = [0.0] * len(values)
-    ties = 0.0
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        average = (i + j) / 2.0 + 1.0
-        for k in range(i, j + 1):
-            ranks[order[k]] = average
-        t = j - i + 1
-        ties += t**3 - t
-        i = j + 1
-    return ranks, ties
+def _floats(values: Iterable[float]) -> list[float]:
+    """`values` as floats, NaN left out (a NaN has no rank)."""
+    floats = list(values)
+    if set(map(type, floats)) - {float}:  # ints, bools, numpy scalars: ranked as their float values
+        floats = list(map(float, floats))
+    if any(map(math.isnan, floats)):
+        floats = [v for v in floats if v == v]
+    return floats
+
+
+def rank_terms(pooled: Sequence[float], candidate: Iterable[float]) -> tuple[int, int]:
+    """2·U_c and the tie term Σ(t³ - t), exactly (integers), from the pooled sample in ascending order (floats,
+    no NaN) and the candidate's values (any order).
+
+    A value's average rank (0-based) is (first + last) / 2, its first and last positions in `pooled`, so
+    2·U_c = Σ over candidate values of (first + last) - n_c(n_c - 1). Positions come from dicts built and read
+    in C (dict(zip(...)), map): no Python loop per value, no per-value ranking."""
+    n = len(pooled)
+    last = dict(zip(pooled, range(n)))  # a value seen again overwrites: its last position
+    values = list(candidate)
+    n_c = len(values)
+    if len(last) == n:  # no ties at all: the usual case for continuous scores
+        return 2 * sum(map(last.__getitem__, values)) - n_c * (n_c - 1), 0
+    first = dict(zip(reversed(pooled), range(n - 1, -1, -1)))
+    ranks = sum(map(first.__getitem__, values)) + sum(map(last.__getitem__, values))
+    # Σ(t³ - t) over the groups of equal values, t = last - first + 1.
+    sizes = map(add, map(sub, map(last.__getitem__, first), first.values()), repeat(1))
+    return ranks - n_c * (n_c - 1), sum(map(pow, sizes, repeat(3))) - n
 
 
 def mann_whitney(baseline: Sequence[float], candidate: Sequence[float]) -> RankTest:
@@ -159,16 +172,19 @@ def mann_whitney(baseline: Sequence[float], candidate: Sequence[float]) -> RankT
     tie-corrected variance σ² = n_b·n_c/12 · ((N + 1) - Σ(t³ - t) / (N(N - 1))), N = n_b + n_c,
     z = sign(U_c - μ) · max(|U_c - μ| - 1/2, 0) / σ (continuity correction), p = erfc(|z|/√2).
     These are the values of scipy.stats.mannwhitneyu(candidate, baseline, method="asymptotic").
-    p is 1 (z 0) when a sample is empty or every value is tied (σ = 0).
+    p is 1 (z 0) when a sample is empty or every value is tied (σ = 0). NaN scores are left out.
     """
-    n_b, n_c = len(baseline), len(candidate)
+    base, cand = _floats(baseline), _floats(candidate)
+    n_b, n_c = len(base), len(cand)
     if n_b == 0 or n_c == 0:
         return RankTest(0.0, 0.0, n_b, n_c, 0.0, 1.0)
-    ranks, ties = _ranks([float(v) for v in candidate] + [float(v) for v in baseline])
-    u_c = sum(ranks[:n_c]) - n_c * (n_c + 1) / 2.0
+    pooled = base + cand
+    pooled.sort()
+    twice_u, ties = rank_terms(pooled, cand)
+    u_c = twice_u / 2.0
     u_b = n_b * n_c - u_c
     n = n_b + n_c
-    variance = n_b * n_c / 12.0 * ((n + 1) - ties / (n * (n - 1)))
+    variance = n_b * n_c / 12.0 * ((n + 1) - float(ties) / (n * (n - 1)))
     if variance <= 0.0:
         return RankTest(u_c, u_b, n_b, n_c, 0.0, 1.0)
     shift = u_c - n_b * n_c / 2.0
@@ -213,6 +229,7 @@ __all__ = [
     "VerdictReason",
     "VerdictValue",
     "mann_whitney",
+    "rank_terms",
     "two_proportions",
     "verdict",
     "wilson_interval",
