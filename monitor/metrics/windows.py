@@ -74,7 +74,7 @@ class WindowSnapshot:
 class _Window:
     """One window's samples in columns (timestamps, scores with NaN for none, verdicts) and running counts."""
 
-    __slots__ = ("judged", "missing_scores", "passed", "scores", "stamps", "verdicts")
+    __slots__ = ("changes", "judged", "missing_scores", "passed", "scores", "stamps", "verdicts")
 
     def __init__(self) -> None:
         self.stamps: deque[float] = deque()
@@ -83,6 +83,7 @@ class _Window:
         self.passed = 0
         self.judged = 0
         self.missing_scores = 0
+        self.changes = 0  # samples appended and dropped so far: equal counts, equal contents
 
     def append(self, now: float, score: float | None, passed: bool | None, cap: int) -> None:
         if len(self.stamps) >= cap:
@@ -93,8 +94,10 @@ class _Window:
         self.passed += passed is True
         self.judged += passed is not None
         self.missing_scores += score is None
+        self.changes += 1
 
     def pop(self) -> None:
+        self.changes += 1
         self.stamps.popleft()
         score = self.scores.popleft()
         passed = self.verdicts.popleft()
@@ -189,6 +192,24 @@ class WindowStore:
             cutoff = now - seconds
             window.evict(cutoff)
             return window.snapshot(cutoff if self._clock_stepped_back else None)
+
+    def generations(self, keys: Iterable[Key], seconds: float) -> tuple[int, ...] | None:
+        """A stamp of the windows of `keys` over the last `seconds`: equal stamps, equal `merged` contents (the
+        windows' change counts, after evicting what has left them). None when no stamp can tell: since the
+        clock stepped back, snapshots filter rows by time without evicting them."""
+        now = self._clock()
+        with self._lock:
+            if self._clock_stepped_back:
+                return None
+            stamp = []
+            for key in keys:
+                window = self._data.get(key, {}).get(float(seconds))
+                if window is None:
+                    stamp.append(-1)
+                    continue
+                window.evict(now - seconds)
+                stamp.append(window.changes)
+            return tuple(stamp)
 
     def merged(self, keys: Iterable[Key], seconds: float) -> WindowSnapshot:
         """The results of the last `seconds` of every key in `keys`, together."""
