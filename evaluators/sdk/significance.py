@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import repeat
-from operator import add, sub
+from itertools import compress, islice, repeat
+from operator import add, eq, sub
 from statistics import NormalDist
 from typing import Literal
 
@@ -149,17 +149,19 @@ def rank_terms(pooled: Sequence[float], candidate: Iterable[float]) -> tuple[int
     """2·U_c and the tie term Σ(t³ - t), exactly (integers), from the pooled sample in ascending order (floats,
     no NaN) and the candidate's values (any order).
 
-    A value's average rank (0-based) is (first + last) / 2, its first and last positions in `pooled`, so
-    2·U_c = Σ over candidate values of (first + last) - n_c(n_c - 1). Positions come from dicts built and read
-    in C (dict(zip(...)), map): no Python loop per value, no per-value ranking."""
+    With R_c the candidate's rank sum, 2·U_c = 2·R_c - n_c(n_c + 1). Without ties a candidate's rank is its
+    position in `pooled` (+1); with ties it is the average of the group's first and last positions. Every
+    step runs in C (set and dict built from iterators, map, compress): no Python loop per value."""
     n = len(pooled)
-    last = dict(zip(pooled, range(n)))  # a value seen again overwrites: its last position
     values = list(candidate)
     n_c = len(values)
-    if len(last) == n:  # no ties at all: the usual case for continuous scores
-        return 2 * sum(map(last.__getitem__, values)) - n_c * (n_c - 1), 0
+    if not any(map(eq, pooled, islice(pooled, 1, None))):  # no ties at all: the usual case for continuous scores
+        mine = set(values)
+        positions = sum(compress(range(1, n + 1), map(mine.__contains__, pooled)))
+        return 2 * positions - n_c * (n_c + 1), 0
+    last = dict(zip(pooled, range(n)))  # a value seen again overwrites: its last position (0-based)
     first = dict(zip(reversed(pooled), range(n - 1, -1, -1)))
-    ranks = sum(map(first.__getitem__, values)) + sum(map(last.__getitem__, values))
+    ranks = sum(map(first.__getitem__, values)) + sum(map(last.__getitem__, values))  # 2·R_c - 2·n_c
     # Σ(t³ - t) over the groups of equal values, t = last - first + 1.
     sizes = map(add, map(sub, map(last.__getitem__, first), first.values()), repeat(1))
     return ranks - n_c * (n_c - 1), sum(map(pow, sizes, repeat(3))) - n
@@ -174,13 +176,18 @@ def mann_whitney(baseline: Sequence[float], candidate: Sequence[float]) -> RankT
     These are the values of scipy.stats.mannwhitneyu(candidate, baseline, method="asymptotic").
     p is 1 (z 0) when a sample is empty or every value is tied (σ = 0). NaN scores are left out.
     """
-    base, cand = _floats(baseline), _floats(candidate)
-    n_b, n_c = len(base), len(cand)
+    return mann_whitney_floats(_floats(baseline), _floats(candidate))
+
+
+def mann_whitney_floats(baseline: Sequence[float], candidate: Sequence[float]) -> RankTest:
+    """`mann_whitney` of samples the caller guarantees are floats without NaN (as windows keep scores); any
+    order, but ascending runs (e.g. each window's scores sorted) make the pooled sort linear."""
+    n_b, n_c = len(baseline), len(candidate)
     if n_b == 0 or n_c == 0:
         return RankTest(0.0, 0.0, n_b, n_c, 0.0, 1.0)
-    pooled = base + cand
+    pooled = [*baseline, *candidate]
     pooled.sort()
-    twice_u, ties = rank_terms(pooled, cand)
+    twice_u, ties = rank_terms(pooled, candidate)
     u_c = twice_u / 2.0
     u_b = n_b * n_c - u_c
     n = n_b + n_c
@@ -229,6 +236,7 @@ __all__ = [
     "VerdictReason",
     "VerdictValue",
     "mann_whitney",
+    "mann_whitney_floats",
     "rank_terms",
     "two_proportions",
     "verdict",

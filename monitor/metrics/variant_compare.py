@@ -24,7 +24,7 @@ from evaluators.sdk.significance import (
     RankTest,
     Verdict,
     VerdictReason,
-    mann_whitney,
+    mann_whitney_floats,
     two_proportions,
     verdict,
 )
@@ -131,10 +131,11 @@ class VariantComparisons(Collector):
         return state
 
     def _state(self, spec: ComparisonSpec, base_keys: Sequence[Key], cand_keys: Sequence[Key]) -> ComparisonState:
-        base = self.store.merged(base_keys, spec.window_seconds)
-        cand = self.store.merged(cand_keys, spec.window_seconds)
+        base = self.store.merged(base_keys, spec.window_seconds, ordered=True)
+        cand = self.store.merged(cand_keys, spec.window_seconds, ordered=True)
         test = two_proportions(base.passed, base.verdicts, cand.passed, cand.verdicts, spec.alpha)
-        ranks = mann_whitney(base.scores, cand.scores) if base.scores and cand.scores else None
+        # ordered windows hold floats without NaN, each window's ascending: the pooled sort merges runs
+        ranks = mann_whitney_floats(base.scores, cand.scores) if base.scores and cand.scores else None
         return ComparisonState(spec, base, cand, test, ranks, verdict(test, ranks, spec.alpha, spec.min_samples))
 
     def collect(self) -> Iterator[Metric]:

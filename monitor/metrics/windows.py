@@ -37,7 +37,11 @@ class ScoreStats:
 
 def score_stats(scores: Iterable[float], quantiles: Sequence[float] = QUANTILES) -> ScoreStats | None:
     """Exact statistics of `scores`; None when there are none."""
-    values = sorted(scores)
+    return ascending_stats(sorted(scores), quantiles)
+
+
+def ascending_stats(values: Sequence[float], quantiles: Sequence[float] = QUANTILES) -> ScoreStats | None:
+    """`score_stats` of values already ascending (an ordered window snapshot's scores)."""
     if not values:
         return None
     n = len(values)
@@ -53,7 +57,7 @@ class WindowSnapshot:
 
     passed: int
     verdicts: int  # results with a pass/fail verdict
-    scores: tuple[float, ...]
+    scores: tuple[float, ...]  # in arrival order; with `ordered`, each window's ascending (merged: one run each)
 
     @property
     def pass_ratio(self) -> float | None:
@@ -72,9 +76,12 @@ class WindowSnapshot:
 
 
 class _Window:
-    """One window's samples in columns (timestamps, scores with NaN for none, verdicts) and running counts."""
+    """One window's samples in columns (timestamps, scores as floats with NaN for none, verdicts) and running
+    counts."""
 
-    __slots__ = ("changes", "judged", "missing_scores", "passed", "scores", "stamps", "verdicts")
+    __slots__ = (
+        "changes", "judged", "missing_scores", "ordered", "ordered_at", "passed", "scores", "stamps", "verdicts"
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.stamps: deque[float] = deque()
@@ -84,12 +91,15 @@ class _Window:
         self.judged = 0
         self.missing_scores = 0
         self.changes = 0  # samples appended and dropped so far: equal counts, equal contents
+        self.ordered: tuple[float, ...] = ()  # the scores ascending, as they were at `ordered_at` changes
+        self.ordered_at = -1
 
     def append(self, now: float, score: float | None, passed: bool | None, cap: int) -> None:
         if len(self.stamps) >= cap:
             self.pop()
         self.stamps.append(now)
-        self.scores.append(math.nan if score is None else score)
+        # floats only (an evaluator may score with an int or a bool): rank tests take them as they are
+        self.scores.append(math.nan if score is None else score if type(score) is float else float(score))
         self.verdicts.append(passed)
         self.passed += passed is True
         self.judged += passed is not None
@@ -111,14 +121,23 @@ class _Window:
         while stamps and stamps[0] <= cutoff:
             self.pop()
 
-    def snapshot(self, cutoff: float | None) -> WindowSnapshot:
-        """The samples; with `cutoff`, rows at or before it are filtered out wherever they sit (clock steps)."""
+    def snapshot(self, cutoff: float | None, ordered: bool = False) -> WindowSnapshot:
+        """The samples; with `cutoff`, rows at or before it are filtered out wherever they sit (clock steps).
+        `ordered`: the scores ascending as floats, sorted once per change of the window (kept until then)."""
         if cutoff is not None:
             rows = [(s, v) for t, s, v in zip(self.stamps, self.scores, self.verdicts, strict=True) if t > cutoff]
             verdicts = [v for _, v in rows if v is not None]
-            return WindowSnapshot(sum(verdicts), len(verdicts), tuple(s for s, _ in rows if s == s))
-        scores = tuple(self.scores) if not self.missing_scores else tuple(s for s in self.scores if s == s)
-        return WindowSnapshot(self.passed, self.judged, scores)
+            kept = [s for s, _ in rows if s == s]
+            return WindowSnapshot(sum(verdicts), len(verdicts), tuple(sorted(kept) if ordered else kept))
+        if ordered:
+            if self.ordered_at != self.changes:
+                self.ordered = tuple(sorted(self._scores()))
+                self.ordered_at = self.changes
+            return WindowSnapshot(self.passed, self.judged, self.ordered)
+        return WindowSnapshot(self.passed, self.judged, tuple(self._scores()))
+
+    def _scores(self) -> Iterable[float]:
+        return self.scores if not self.missing_scores else (s for s in self.scores if s == s)
 
 
 class WindowStore:
@@ -182,8 +201,11 @@ class WindowStore:
         with self._lock:
             return list(self._data)
 
-    def snapshot(self, evaluator: str, service: str, seconds: float, variant: str = "") -> WindowSnapshot:
-        """The results of the last `seconds` (must be an exported or extra window length)."""
+    def snapshot(
+        self, evaluator: str, service: str, seconds: float, variant: str = "", ordered: bool = False
+    ) -> WindowSnapshot:
+        """The results of the last `seconds` (must be an exported or extra window length); `ordered`: the scores
+        ascending as floats (sorted once per change of the window, for quantiles and rank tests)."""
         now = self._clock()
         with self._lock:
             window = self._data.get((evaluator, service, variant), {}).get(float(seconds))
@@ -191,7 +213,7 @@ class WindowStore:
                 return WindowSnapshot(0, 0, ())
             cutoff = now - seconds
             window.evict(cutoff)
-            return window.snapshot(cutoff if self._clock_stepped_back else None)
+            return window.snapshot(cutoff if self._clock_stepped_back else None, ordered)
 
     def generations(self, keys: Iterable[Key], seconds: float) -> tuple[int, ...] | None:
         """A stamp of the windows of `keys` over the last `seconds`: equal stamps, equal `merged` contents (the
@@ -211,9 +233,10 @@ class WindowStore:
                 stamp.append(window.changes)
             return tuple(stamp)
 
-    def merged(self, keys: Iterable[Key], seconds: float) -> WindowSnapshot:
-        """The results of the last `seconds` of every key in `keys`, together."""
-        return WindowSnapshot.merge(self.snapshot(e, s, seconds, v) for e, s, v in keys)
+    def merged(self, keys: Iterable[Key], seconds: float, ordered: bool = False) -> WindowSnapshot:
+        """The results of the last `seconds` of every key in `keys`, together; `ordered`: each key's scores
+        ascending, one after the other (runs a sort merges in linear time)."""
+        return WindowSnapshot.merge(self.snapshot(e, s, seconds, v, ordered) for e, s, v in keys)
 
     def sample_count(self, evaluator: str, service: str, seconds: float, variant: str = "") -> int:
         """How many samples the window currently holds, expired ones included until the next eviction."""

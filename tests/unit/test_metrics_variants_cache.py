@@ -11,6 +11,7 @@ from monitor.metrics import MetricsExporter
 from monitor.metrics.variant_compare import ComparisonState, VariantComparisons
 from tests.unit.metrics_scrape import FakeClock, result
 from tests.unit.test_metrics_variants import exporter, send
+from tests.unit.test_significance_oracle import oracle_mann_whitney
 
 
 def fresh(m: MetricsExporter) -> list[ComparisonState]:
@@ -80,13 +81,14 @@ def test_after_the_clock_steps_back_every_scrape_computes() -> None:
 
 operation = st.one_of(
     st.tuples(st.just("add"), st.sampled_from(["1.4", "1.5", "1.6"]), st.sampled_from(["a", "b"]),
-              st.sampled_from([0.0, 0.5, 1.0, 0.25]) | st.floats(0, 1), st.booleans() | st.none()),
+              st.sampled_from([0.0, 0.5, 1.0, 0.25, 1, 0, True]) | st.floats(0, 1) | st.none(),
+              st.booleans() | st.none()),
     st.tuples(st.just("wait"), st.sampled_from([1.0, 900.0, 3601.0])),
     st.tuples(st.just("scrape")),
 )  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.lists(operation, max_size=40))
 def test_cached_states_always_equal_a_fresh_computation(operations: list[tuple[object, ...]]) -> None:
     clock = FakeClock()
@@ -98,5 +100,20 @@ def test_cached_states_always_equal_a_fresh_computation(operations: list[tuple[o
         elif op[0] == "wait":
             clock.now += float(op[1])  # type: ignore[arg-type]
         else:
-            assert same(m.results.comparisons.states(), fresh(m))
-    assert same(m.results.comparisons.states(), fresh(m))
+            check(m)
+    check(m)
+
+
+def check(m: MetricsExporter) -> None:
+    """The cached states are the fresh ones, and their rank tests are the oracle's over the windows' scores in
+    arrival order."""
+    [state] = m.results.comparisons.states()
+    assert same([state], fresh(m))
+    store, spec = m.results.comparisons.store, state.spec
+    for role, snapshot in (("1.4", state.baseline), ("1.5", state.candidate)):
+        keys = [key for key in store.keys() if key[0] == spec.evaluator and key[2] == role]  # noqa: SIM118
+        assert sorted(store.merged(keys, spec.window_seconds).scores) == sorted(snapshot.scores)
+    expected = None
+    if state.baseline.scores and state.candidate.scores:
+        expected = oracle_mann_whitney(state.baseline.scores, state.candidate.scores)
+    assert state.ranks == expected

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from evaluators.sdk.significance import (
     RankTest,
     mann_whitney,
+    mann_whitney_floats,
     rank_terms,
     two_proportions,
     verdict,
@@ -114,6 +115,19 @@ def test_rank_terms_are_exact_integers(baseline: list[float], candidate: list[fl
         expected = oracle_mann_whitney(baseline, candidate)
         assert twice_u / 2.0 == expected.u_candidate
         assert ties == _oracle_ranks(cand + list(map(float, baseline)))[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(sample, sample, st.booleans())
+def test_the_floats_entry_point_on_floats_in_any_order(
+    baseline: list[float], candidate: list[float], runs: bool
+) -> None:
+    """As the live comparisons call it: floats, each side ascending (one window) or in arrival order."""
+    b, c = list(map(float, baseline)), list(map(float, candidate))
+    if runs:
+        b.sort()
+        c.sort()
+    assert mann_whitney_floats(b, c) == oracle_mann_whitney(baseline, candidate)
 
 
 def test_nan_scores_are_left_out() -> None:
