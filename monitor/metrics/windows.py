@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 import operator
 import threading
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 QUANTILES: tuple[float, ...] = (0.05, 0.5, 0.95, 0.99)
 
@@ -80,7 +82,8 @@ class _Window:
     counts."""
 
     __slots__ = (
-        "changes", "judged", "missing_scores", "ordered", "ordered_at", "passed", "scores", "stamps", "verdicts"
+        "changes", "drop_limit", "dropped", "judged", "missing_scores", "ordered", "ordered_at", "ordered_rows",
+        "passed", "scores", "stamps", "verdicts",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -91,8 +94,13 @@ class _Window:
         self.judged = 0
         self.missing_scores = 0
         self.changes = 0  # samples appended and dropped so far: equal counts, equal contents
-        self.ordered: tuple[float, ...] = ()  # the scores ascending, as they were at `ordered_at` changes
+        # The scores ascending as they were at `ordered_at` changes, when the window held `ordered_rows` rows;
+        # `dropped`: the scores popped since (None: not recorded, more than `drop_limit` or never sorted).
+        self.ordered: tuple[float, ...] = ()
         self.ordered_at = -1
+        self.ordered_rows = 0
+        self.dropped: list[float] | None = None
+        self.drop_limit = 0
 
     def append(self, now: float, score: float | None, passed: bool | None, cap: int) -> None:
         if len(self.stamps) >= cap:
@@ -114,6 +122,12 @@ class _Window:
         self.passed -= passed is True
         self.judged -= passed is not None
         self.missing_scores -= score != score
+        dropped = self.dropped
+        if dropped is not None:
+            if len(dropped) < self.drop_limit:
+                dropped.append(score)
+            else:
+                self.dropped = None  # too many changes to patch the sorted scores: sort them all again
 
     def evict(self, cutoff: float) -> None:
         """Drop samples at or before `cutoff` (samples are appended in clock order)."""
@@ -131,10 +145,26 @@ class _Window:
             return WindowSnapshot(sum(verdicts), len(verdicts), tuple(sorted(kept) if ordered else kept))
         if ordered:
             if self.ordered_at != self.changes:
-                self.ordered = tuple(sorted(self._scores()))
-                self.ordered_at = self.changes
+                self._sort()
             return WindowSnapshot(self.passed, self.judged, self.ordered)
         return WindowSnapshot(self.passed, self.judged, tuple(self._scores()))
+
+    def _sort(self) -> None:
+        """Bring `ordered` up to date: the scores dropped since taken out by binary search and the new ones
+        merged in (a sort of one long run and a short tail), or every score sorted when much has changed."""
+        dropped, rows = self.dropped, len(self.scores)
+        if dropped is not None and len(dropped) <= self.ordered_rows:  # (else every row was replaced)
+            added = self.changes - self.ordered_at - len(dropped)  # pops are recorded, so the rest are appends
+            values = list(self.ordered)
+            for score in dropped:
+                if score == score:
+                    del values[bisect_left(values, score)]
+            values.extend(s for s in islice(reversed(self.scores), added) if s == s)
+            values.sort()
+        else:
+            values = sorted(self._scores())
+        self.ordered, self.ordered_at, self.ordered_rows = tuple(values), self.changes, rows
+        self.dropped, self.drop_limit = [], rows // 8  # past that, patching costs more than sorting
 
     def _scores(self) -> Iterable[float]:
         return self.scores if not self.missing_scores else (s for s in self.scores if s == s)
@@ -145,9 +175,10 @@ class WindowStore:
 
     When a window is full the oldest sample is dropped; samples older than the window are evicted on every
     append and read. `extra_windows(evaluator)` lists window lengths needed beyond the exported ones (alert
-    windows). Windows keep running pass and verdict counts, so a scrape costs a copy and a sort of the scores,
-    not a Python loop over every sample. Thread-safe: writers run on the event loop or a worker thread,
-    readers at scrape time.
+    windows). Windows keep running pass and verdict counts, and their scores sorted as of the last ordered read
+    (patched with what entered and left since, or sorted again when much has), so a scrape costs at most a copy
+    and a sort of the scores, not a Python loop over every sample; `generations` tells whether windows changed.
+    Thread-safe: writers run on the event loop or a worker thread, readers at scrape time.
     """
 
     def __init__(
