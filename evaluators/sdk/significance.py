@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import compress, islice, repeat
-from operator import add, eq, sub
+from itertools import chain, compress, islice, repeat
+from operator import ne, sub
 from statistics import NormalDist
 from typing import Literal
 
@@ -145,25 +145,29 @@ def _floats(values: Iterable[float]) -> list[float]:
     return floats
 
 
-def rank_terms(pooled: Sequence[float], candidate: Iterable[float]) -> tuple[int, int]:
-    """2·U_c and the tie term Σ(t³ - t), exactly (integers), from the pooled sample in ascending order (floats,
-    no NaN) and the candidate's values (any order).
+def rank_terms(baseline: Sequence[float], candidate: Sequence[float]) -> tuple[int, int]:
+    """2·U_c and the tie term Σ(t³ - t), exactly (integers), of two samples of floats without NaN (any order;
+    ascending runs, e.g. each window's scores sorted, make the sort linear).
 
-    With R_c the candidate's rank sum, 2·U_c = 2·R_c - n_c(n_c + 1). Without ties a candidate's rank is its
-    position in `pooled` (+1); with ties it is the average of the group's first and last positions. Every
-    step runs in C (set and dict built from iterators, map, compress): no Python loop per value."""
-    n = len(pooled)
-    values = list(candidate)
-    n_c = len(values)
-    if not any(map(eq, pooled, islice(pooled, 1, None))):  # no ties at all: the usual case for continuous scores
-        mine = set(values)
-        positions = sum(compress(range(1, n + 1), map(mine.__contains__, pooled)))
-        return 2 * positions - n_c * (n_c + 1), 0
-    last = dict(zip(pooled, range(n)))  # a value seen again overwrites: its last position (0-based)
-    first = dict(zip(reversed(pooled), range(n - 1, -1, -1)))
-    ranks = sum(map(first.__getitem__, values)) + sum(map(last.__getitem__, values))  # 2·R_c - 2·n_c
-    # Σ(t³ - t) over the groups of equal values, t = last - first + 1.
-    sizes = map(add, map(sub, map(last.__getitem__, first), first.values()), repeat(1))
+    With R_c the candidate's rank sum, 2·U_c = 2·R_c - n_c(n_c + 1). The pooled sample is sorted by index, so
+    each sorted position knows its side; a value's rank is its position (+1), or with ties the average of its
+    group's first and last positions. Every step runs in C (sort, map, compress, repeat): no Python loop per
+    value, and no float hashing (slower than the sort)."""
+    pooled = [*baseline, *candidate]
+    n, n_b = len(pooled), len(baseline)
+    n_c = n - n_b
+    order = sorted(range(n), key=pooled.__getitem__)
+    ordered = list(map(pooled.__getitem__, order))
+    is_candidate = list(map(n_b.__le__, order))
+    starts_group = list(map(ne, islice(ordered, 1, None), ordered))  # position i + 1 starts a new group
+    if all(starts_group):  # no ties at all: the usual case for continuous scores
+        return 2 * sum(compress(range(1, n + 1), is_candidate)) - n_c * (n_c + 1), 0
+    starts = [0, *compress(range(1, n), starts_group)]
+    ends = [*starts[1:], n]
+    sizes = list(map(sub, ends, starts))
+    first = chain.from_iterable(map(repeat, starts, sizes))  # each position's group's first position
+    last = chain.from_iterable(map(repeat, map(sub, ends, repeat(1)), sizes))
+    ranks = sum(compress(first, is_candidate)) + sum(compress(last, is_candidate))  # 2·R_c - 2·n_c
     return ranks - n_c * (n_c - 1), sum(map(pow, sizes, repeat(3))) - n
 
 
@@ -185,9 +189,7 @@ def mann_whitney_floats(baseline: Sequence[float], candidate: Sequence[float]) -
     n_b, n_c = len(baseline), len(candidate)
     if n_b == 0 or n_c == 0:
         return RankTest(0.0, 0.0, n_b, n_c, 0.0, 1.0)
-    pooled = [*baseline, *candidate]
-    pooled.sort()
-    twice_u, ties = rank_terms(pooled, candidate)
+    twice_u, ties = rank_terms(baseline, candidate)
     u_c = twice_u / 2.0
     u_b = n_b * n_c - u_c
     n = n_b + n_c

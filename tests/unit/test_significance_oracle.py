@@ -109,7 +109,7 @@ def test_same_verdicts_on_random_windows(
 @given(sample, sample)
 def test_rank_terms_are_exact_integers(baseline: list[float], candidate: list[float]) -> None:
     cand = list(map(float, candidate))
-    twice_u, ties = rank_terms(sorted([*map(float, baseline), *cand]), cand)
+    twice_u, ties = rank_terms(list(map(float, baseline)), cand)
     assert isinstance(twice_u, int) and isinstance(ties, int)
     if baseline and candidate:
         expected = oracle_mann_whitney(baseline, candidate)
