@@ -82,7 +82,7 @@ class _Window:
     counts."""
 
     __slots__ = (
-        "changes", "drop_limit", "dropped", "judged", "missing_scores", "ordered", "ordered_at", "ordered_rows",
+        "appended", "drop_limit", "dropped", "judged", "missing_scores", "ordered", "ordered_at", "ordered_rows",
         "passed", "scores", "stamps", "verdicts",
     )  # fmt: skip
 
@@ -93,7 +93,7 @@ class _Window:
         self.passed = 0
         self.judged = 0
         self.missing_scores = 0
-        self.changes = 0  # samples appended and dropped so far: equal counts, equal contents
+        self.appended = 0  # samples appended so far (those dropped: appended - len(stamps))
         # The scores ascending as they were at `ordered_at` changes, when the window held `ordered_rows` rows;
         # `dropped`: the scores popped since (None: not recorded, more than `drop_limit` or never sorted).
         self.ordered: tuple[float, ...] = ()
@@ -112,10 +112,9 @@ class _Window:
         self.passed += passed is True
         self.judged += passed is not None
         self.missing_scores += score is None
-        self.changes += 1
+        self.appended += 1
 
     def pop(self) -> None:
-        self.changes += 1
         self.stamps.popleft()
         score = self.scores.popleft()
         passed = self.verdicts.popleft()
@@ -128,6 +127,11 @@ class _Window:
                 dropped.append(score)
             else:
                 self.dropped = None  # too many changes to patch the sorted scores: sort them all again
+
+    @property
+    def changes(self) -> int:
+        """Samples appended and dropped so far: equal counts, equal contents (rows leave in arrival order)."""
+        return 2 * self.appended - len(self.stamps)
 
     def evict(self, cutoff: float) -> None:
         """Drop samples at or before `cutoff` (samples are appended in clock order)."""
