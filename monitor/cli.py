@@ -1,51 +1,89 @@
-"""The `agent-monitor` command line."""
+"""The `agent-monitor` command line.
+
+A command's module (and what it imports: the config models, the judges' client, the store drivers...) is imported
+only when that command runs or shows its own `--help`: `agent-monitor --help` lists the commands from `COMMANDS`.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 
-from monitor.commands import (
-    calibrate_cmd,
-    check_config,
-    compare_cmd,
-    dataset_cmd,
-    evaluate_cmd,
-    evaluators_cmd,
-    health_cmd,
-    inspect_cmd,
-    poll_cmd,
-    review_cmd,
-    rules_cmd,
-    signatures_cmd,
+# (name, module declaring its arguments with `add_parser(subparsers)`, one-line help), in `--help` order. The
+# help is the one the module declares (a test keeps them equal); `run` is declared here.
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("run", __name__, "start the daemon"),
+    ("inspect", "monitor.commands.inspect_cmd", "decode OTLP trace files and print each trace's normalized view"),
+    (
+        "check-config",
+        "monitor.commands.check_config",
+        "validate a config file, print a summary and the resulting evaluator set",
+    ),
+    ("evaluate", "monitor.commands.evaluate_cmd", "run evaluators over trace files and summarize the results"),
+    (
+        "compare",
+        "monitor.commands.compare_cmd",
+        "compare a candidate version's traces with a baseline's, evaluator by evaluator",
+    ),
+    (
+        "dataset",
+        "monitor.commands.dataset_cmd",
+        "turn stored failures and reviewers' verdicts into test cases (a dataset for evaluate --dataset)",
+    ),
+    ("evaluators", "monitor.commands.evaluators_cmd", "list the available evaluators"),
+    ("health", "monitor.commands.health_cmd", "exit 0 when the daemon answers /healthz (for container health checks)"),
+    ("rules", "monitor.commands.rules_cmd", "write Prometheus alerting and recording rules from the config"),
+    (
+        "review",
+        "monitor.commands.review_cmd",
+        "list recent evaluation results, one trace, a breakdown or the evaluators",
+    ),
+    ("signatures", "monitor.commands.signatures_cmd", "failure signatures by impact, or one signature and its traces"),
+    ("calibrate", "monitor.commands.calibrate_cmd", "the threshold of a scored evaluator that matches reviewers best"),
+    (
+        "poll",
+        "monitor.commands.poll_cmd",
+        "pull a configured source once over a time range and evaluate what it returns",
+    ),
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(declared: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The command line. The commands named in `declared` (every command when None) declare their arguments,
+    which imports their modules; the others are only listed, with their one-line help."""
     parser = argparse.ArgumentParser(
         prog="agent-monitor",
         description="Watch AI agents in production through their OpenTelemetry traces.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module, summary in COMMANDS:
+        if declared is None or name in declared:
+            _declarer(module)(subparsers)
+        else:
+            subparsers.add_parser(name, help=summary, add_help=False)
+    return parser
+
+
+def _declarer(module: str) -> Callable[[argparse._SubParsersAction], None]:
+    return add_parser if module == __name__ else importlib.import_module(module).add_parser
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command `argv` names: its first argument that is not an option (the top level has only -h)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """`agent-monitor run`."""
+    from monitor.commands import health_cmd
+
     run_parser = subparsers.add_parser("run", help="start the daemon")
     run_parser.add_argument(
         "--config", help=f"YAML config file (default: ${health_cmd.CONFIG_ENV}, else the embedded default)"
     )
     run_parser.set_defaults(handler=_run_daemon)
-    inspect_cmd.add_parser(subparsers)
-    check_config.add_parser(subparsers)
-    evaluate_cmd.add_parser(subparsers)
-    compare_cmd.add_parser(subparsers)
-    dataset_cmd.add_parser(subparsers)
-    evaluators_cmd.add_parser(subparsers)
-    health_cmd.add_parser(subparsers)
-    rules_cmd.add_parser(subparsers)
-    review_cmd.add_parser(subparsers)
-    signatures_cmd.add_parser(subparsers)
-    calibrate_cmd.add_parser(subparsers)
-    poll_cmd.add_parser(subparsers)
-    return parser
 
 
 def _run_daemon(args: argparse.Namespace) -> int:
@@ -53,6 +91,7 @@ def _run_daemon(args: argparse.Namespace) -> int:
     import asyncio
     import sqlite3
 
+    from monitor.commands import check_config, health_cmd
     from monitor.config import DEFAULT_SOURCE, ConfigError, load_located
     from monitor.daemon import STARTUP_ERRORS
     from monitor.logutil import configure_logging
@@ -102,7 +141,9 @@ async def _serve(config, prepared) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = command_of(argv)
+    parser = build_parser(() if command is None else (command,))
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is None:

@@ -14,7 +14,7 @@ from evaluators.traces.model import Trace
 from evaluators.traces.serialize import trace_dict
 from evaluators.traces.spans import AgentSpan, HandoffSpan, LLMSpan, RetrieverSpan, Span, ToolSpan
 from monitor.commands.inspect_sessions import render_session, session_dict, sessions_of
-from monitor.store.trace_detail import step_tree
+from monitor.store.step_tree import step_tree
 from monitor.text import clip, shown
 
 
@@ -81,7 +81,7 @@ def render_tree(trace: Trace, width: int = 80) -> str:
         lines.append(f"  agents: {', '.join(clip(a, 40) for a in trace.agent_names)}")
     for handoff in trace.handoffs:
         lines.append(f"  handoff: {handoff.from_agent} → {handoff.to_agent}")
-    for span, level, wrapper in step_tree(trace):  # the same tree the review stores (store/trace_detail.py)
+    for span, level, wrapper in step_tree(trace):  # the same tree the review stores (store/step_tree.py)
         if wrapper:  # the outer span of a call counted once, below it
             label = f"{clip(span.span_name, 60)}  (wraps the call below)  {span.duration_ms:.0f}ms"
         else:

@@ -16,7 +16,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from monitor.alerting.thresholds import AlertRule, AlertState, AlertTrack
-from monitor.metrics.windows import QUANTILES, WindowStore, score_stats
+from monitor.metrics.windows import QUANTILES, WindowStore, ascending_stats
 
 WINDOW_LABELS = ["evaluator", "service", "variant", "window"]
 THRESHOLD_LABELS = ["evaluator", "service"]
@@ -83,12 +83,12 @@ class WindowCollector(Collector):
         families = _families()
         for evaluator, service, variant in sorted(self.store.keys()):
             for label, seconds in self.windows:
-                window = self.store.snapshot(evaluator, service, seconds, variant)
+                window = self.store.snapshot(evaluator, service, seconds, variant, ordered=True)
                 labels = [evaluator, service, variant, label]
                 families["samples"].add_metric(labels, window.verdicts)
                 ratio = window.pass_ratio
                 families["pass_ratio"].add_metric(labels, NAN if ratio is None else ratio)
-                stats = score_stats(window.scores, QUANTILES)
+                stats = ascending_stats(window.scores, QUANTILES)  # ordered: one window, ascending
                 families["mean"].add_metric(labels, NAN if stats is None else stats.mean)
                 families["stddev"].add_metric(labels, NAN if stats is None else stats.stddev)
                 for q in QUANTILES:

@@ -1,5 +1,6 @@
 """Live canary analysis: each configured evaluator's results of a candidate variant against a baseline, over a
-rolling window, with the significance tests of `evaluators.sdk.significance`, computed at scrape time.
+rolling window, with the significance tests of `evaluators.sdk.significance`, computed at scrape time (and
+kept for the next scrape while no result enters or leaves the comparison's windows).
 
 Every configured comparison exports all its series from start-up: NaN values, 0 samples and verdict 0 with
 reason `insufficient_samples` until both sides have `min_samples` results with a verdict in the window. The
@@ -23,17 +24,20 @@ from evaluators.sdk.significance import (
     RankTest,
     Verdict,
     VerdictReason,
-    mann_whitney,
+    mann_whitney_floats,
     two_proportions,
     verdict,
 )
 from monitor.config.variants import VariantsConfig
-from monitor.metrics.windows import WindowSnapshot, WindowStore
+from monitor.metrics.windows import Key, WindowSnapshot, WindowStore
 
 PAIR_LABELS = ["evaluator", "baseline", "candidate"]
 REASONS: tuple[str, ...] = get_args(VerdictReason)
 ROLES = ("baseline", "candidate")
 NAN = math.nan
+
+# What a comparison's state was computed from: both sides' keys and their windows' stamp (WindowStore.generations).
+Source = tuple[tuple[Key, ...], tuple[Key, ...], tuple[int, ...]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +100,9 @@ class VariantComparisons(Collector):
         self.store = store
         self.specs = list(specs)
         self._lock = threading.Lock()
+        # Per spec index: (the sides' keys and window stamp, the state computed from them). A scrape with no
+        # result added to or dropped from a comparison's windows since the last one reuses its state.
+        self._cache: dict[int, tuple[Source, ComparisonState]] = {}
 
     def windows_of(self, evaluator: str) -> list[float]:
         """The window lengths the comparisons of `evaluator` need kept."""
@@ -107,22 +114,33 @@ class VariantComparisons(Collector):
     def states(self) -> list[ComparisonState]:
         """Every configured comparison now, in configured order."""
         keys = self.store.keys()
-        return [self._state(spec, keys) for spec in self.specs]
+        with self._lock:
+            return [self._cached_state(index, spec, keys) for index, spec in enumerate(self.specs)]
 
-    def _state(self, spec: ComparisonSpec, keys: Sequence[tuple[str, str, str]]) -> ComparisonState:
-        def side(variant: str) -> WindowSnapshot:
-            mine = [key for key in keys if key[0] == spec.evaluator and key[2] == variant]
-            return self.store.merged(mine, spec.window_seconds)
+    def _cached_state(self, index: int, spec: ComparisonSpec, keys: Sequence[Key]) -> ComparisonState:
+        """The state of `spec`, computed again only when a result entered or left one of its windows."""
+        base_keys = tuple(key for key in keys if key[0] == spec.evaluator and key[2] == spec.baseline)
+        cand_keys = tuple(key for key in keys if key[0] == spec.evaluator and key[2] == spec.candidate)
+        stamp = self.store.generations((*base_keys, *cand_keys), spec.window_seconds)
+        cached = self._cache.get(index)
+        if stamp is not None and cached is not None and cached[0] == (base_keys, cand_keys, stamp):
+            return cached[1]
+        state = self._state(spec, base_keys, cand_keys)
+        if stamp is not None:
+            self._cache[index] = ((base_keys, cand_keys, stamp), state)
+        return state
 
-        base, cand = side(spec.baseline), side(spec.candidate)
+    def _state(self, spec: ComparisonSpec, base_keys: Sequence[Key], cand_keys: Sequence[Key]) -> ComparisonState:
+        base = self.store.merged(base_keys, spec.window_seconds, ordered=True)
+        cand = self.store.merged(cand_keys, spec.window_seconds, ordered=True)
         test = two_proportions(base.passed, base.verdicts, cand.passed, cand.verdicts, spec.alpha)
-        ranks = mann_whitney(base.scores, cand.scores) if base.scores and cand.scores else None
+        # ordered windows hold floats without NaN, each window's ascending: the pooled sort merges runs
+        ranks = mann_whitney_floats(base.scores, cand.scores) if base.scores and cand.scores else None
         return ComparisonState(spec, base, cand, test, ranks, verdict(test, ranks, spec.alpha, spec.min_samples))
 
     def collect(self) -> Iterator[Metric]:
         families = _families()
-        with self._lock:  # scrapes may overlap; the tests are cheap but not free
-            states = self.states()
+        states = self.states()
         for state in states:
             labels = state.spec.labels
             test = state.proportions

@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 import operator
 import threading
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 QUANTILES: tuple[float, ...] = (0.05, 0.5, 0.95, 0.99)
 
@@ -37,7 +39,11 @@ class ScoreStats:
 
 def score_stats(scores: Iterable[float], quantiles: Sequence[float] = QUANTILES) -> ScoreStats | None:
     """Exact statistics of `scores`; None when there are none."""
-    values = sorted(scores)
+    return ascending_stats(sorted(scores), quantiles)
+
+
+def ascending_stats(values: Sequence[float], quantiles: Sequence[float] = QUANTILES) -> ScoreStats | None:
+    """`score_stats` of values already ascending (an ordered window snapshot's scores)."""
     if not values:
         return None
     n = len(values)
@@ -53,7 +59,7 @@ class WindowSnapshot:
 
     passed: int
     verdicts: int  # results with a pass/fail verdict
-    scores: tuple[float, ...]
+    scores: tuple[float, ...]  # in arrival order; with `ordered`, each window's ascending (merged: one run each)
 
     @property
     def pass_ratio(self) -> float | None:
@@ -72,9 +78,13 @@ class WindowSnapshot:
 
 
 class _Window:
-    """One window's samples in columns (timestamps, scores with NaN for none, verdicts) and running counts."""
+    """One window's samples in columns (timestamps, scores as floats with NaN for none, verdicts) and running
+    counts."""
 
-    __slots__ = ("judged", "missing_scores", "passed", "scores", "stamps", "verdicts")
+    __slots__ = (
+        "appended", "drop_limit", "dropped", "judged", "missing_scores", "ordered", "ordered_at", "ordered_rows",
+        "passed", "scores", "stamps", "verdicts",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.stamps: deque[float] = deque()
@@ -83,16 +93,26 @@ class _Window:
         self.passed = 0
         self.judged = 0
         self.missing_scores = 0
+        self.appended = 0  # samples appended so far (those dropped: appended - len(stamps))
+        # The scores ascending as they were at `ordered_at` changes, when the window held `ordered_rows` rows;
+        # `dropped`: the scores popped since (None: not recorded, more than `drop_limit` or never sorted).
+        self.ordered: tuple[float, ...] = ()
+        self.ordered_at = -1
+        self.ordered_rows = 0
+        self.dropped: list[float] | None = None
+        self.drop_limit = 0
 
     def append(self, now: float, score: float | None, passed: bool | None, cap: int) -> None:
         if len(self.stamps) >= cap:
             self.pop()
         self.stamps.append(now)
-        self.scores.append(math.nan if score is None else score)
+        # floats only (an evaluator may score with an int or a bool): rank tests take them as they are
+        self.scores.append(math.nan if score is None else score if type(score) is float else float(score))
         self.verdicts.append(passed)
         self.passed += passed is True
         self.judged += passed is not None
         self.missing_scores += score is None
+        self.appended += 1
 
     def pop(self) -> None:
         self.stamps.popleft()
@@ -101,6 +121,17 @@ class _Window:
         self.passed -= passed is True
         self.judged -= passed is not None
         self.missing_scores -= score != score
+        dropped = self.dropped
+        if dropped is not None:
+            if len(dropped) < self.drop_limit:
+                dropped.append(score)
+            else:
+                self.dropped = None  # too many changes to patch the sorted scores: sort them all again
+
+    @property
+    def changes(self) -> int:
+        """Samples appended and dropped so far: equal counts, equal contents (rows leave in arrival order)."""
+        return 2 * self.appended - len(self.stamps)
 
     def evict(self, cutoff: float) -> None:
         """Drop samples at or before `cutoff` (samples are appended in clock order)."""
@@ -108,14 +139,39 @@ class _Window:
         while stamps and stamps[0] <= cutoff:
             self.pop()
 
-    def snapshot(self, cutoff: float | None) -> WindowSnapshot:
-        """The samples; with `cutoff`, rows at or before it are filtered out wherever they sit (clock steps)."""
+    def snapshot(self, cutoff: float | None, ordered: bool = False) -> WindowSnapshot:
+        """The samples; with `cutoff`, rows at or before it are filtered out wherever they sit (clock steps).
+        `ordered`: the scores ascending as floats, sorted once per change of the window (kept until then)."""
         if cutoff is not None:
             rows = [(s, v) for t, s, v in zip(self.stamps, self.scores, self.verdicts, strict=True) if t > cutoff]
             verdicts = [v for _, v in rows if v is not None]
-            return WindowSnapshot(sum(verdicts), len(verdicts), tuple(s for s, _ in rows if s == s))
-        scores = tuple(self.scores) if not self.missing_scores else tuple(s for s in self.scores if s == s)
-        return WindowSnapshot(self.passed, self.judged, scores)
+            kept = [s for s, _ in rows if s == s]
+            return WindowSnapshot(sum(verdicts), len(verdicts), tuple(sorted(kept) if ordered else kept))
+        if ordered:
+            if self.ordered_at != self.changes:
+                self._sort()
+            return WindowSnapshot(self.passed, self.judged, self.ordered)
+        return WindowSnapshot(self.passed, self.judged, tuple(self._scores()))
+
+    def _sort(self) -> None:
+        """Bring `ordered` up to date: the scores dropped since taken out by binary search and the new ones
+        merged in (a sort of one long run and a short tail), or every score sorted when much has changed."""
+        dropped, rows = self.dropped, len(self.scores)
+        if dropped is not None and len(dropped) <= self.ordered_rows:  # (else every row was replaced)
+            added = self.changes - self.ordered_at - len(dropped)  # pops are recorded, so the rest are appends
+            values = list(self.ordered)
+            for score in dropped:
+                if score == score:
+                    del values[bisect_left(values, score)]
+            values.extend(s for s in islice(reversed(self.scores), added) if s == s)
+            values.sort()
+        else:
+            values = sorted(self._scores())
+        self.ordered, self.ordered_at, self.ordered_rows = tuple(values), self.changes, rows
+        self.dropped, self.drop_limit = [], rows // 8  # past that, patching costs more than sorting
+
+    def _scores(self) -> Iterable[float]:
+        return self.scores if not self.missing_scores else (s for s in self.scores if s == s)
 
 
 class WindowStore:
@@ -123,9 +179,10 @@ class WindowStore:
 
     When a window is full the oldest sample is dropped; samples older than the window are evicted on every
     append and read. `extra_windows(evaluator)` lists window lengths needed beyond the exported ones (alert
-    windows). Windows keep running pass and verdict counts, so a scrape costs a copy and a sort of the scores,
-    not a Python loop over every sample. Thread-safe: writers run on the event loop or a worker thread,
-    readers at scrape time.
+    windows). Windows keep running pass and verdict counts, and their scores sorted as of the last ordered read
+    (patched with what entered and left since, or sorted again when much has), so a scrape costs at most a copy
+    and a sort of the scores, not a Python loop over every sample; `generations` tells whether windows changed.
+    Thread-safe: writers run on the event loop or a worker thread, readers at scrape time.
     """
 
     def __init__(
@@ -179,8 +236,11 @@ class WindowStore:
         with self._lock:
             return list(self._data)
 
-    def snapshot(self, evaluator: str, service: str, seconds: float, variant: str = "") -> WindowSnapshot:
-        """The results of the last `seconds` (must be an exported or extra window length)."""
+    def snapshot(
+        self, evaluator: str, service: str, seconds: float, variant: str = "", ordered: bool = False
+    ) -> WindowSnapshot:
+        """The results of the last `seconds` (must be an exported or extra window length); `ordered`: the scores
+        ascending as floats (sorted once per change of the window, for quantiles and rank tests)."""
         now = self._clock()
         with self._lock:
             window = self._data.get((evaluator, service, variant), {}).get(float(seconds))
@@ -188,11 +248,30 @@ class WindowStore:
                 return WindowSnapshot(0, 0, ())
             cutoff = now - seconds
             window.evict(cutoff)
-            return window.snapshot(cutoff if self._clock_stepped_back else None)
+            return window.snapshot(cutoff if self._clock_stepped_back else None, ordered)
 
-    def merged(self, keys: Iterable[Key], seconds: float) -> WindowSnapshot:
-        """The results of the last `seconds` of every key in `keys`, together."""
-        return WindowSnapshot.merge(self.snapshot(e, s, seconds, v) for e, s, v in keys)
+    def generations(self, keys: Iterable[Key], seconds: float) -> tuple[int, ...] | None:
+        """A stamp of the windows of `keys` over the last `seconds`: equal stamps, equal `merged` contents (the
+        windows' change counts, after evicting what has left them). None when no stamp can tell: since the
+        clock stepped back, snapshots filter rows by time without evicting them."""
+        now = self._clock()
+        with self._lock:
+            if self._clock_stepped_back:
+                return None
+            stamp = []
+            for key in keys:
+                window = self._data.get(key, {}).get(float(seconds))
+                if window is None:
+                    stamp.append(-1)
+                    continue
+                window.evict(now - seconds)
+                stamp.append(window.changes)
+            return tuple(stamp)
+
+    def merged(self, keys: Iterable[Key], seconds: float, ordered: bool = False) -> WindowSnapshot:
+        """The results of the last `seconds` of every key in `keys`, together; `ordered`: each key's scores
+        ascending, one after the other (runs a sort merges in linear time)."""
+        return WindowSnapshot.merge(self.snapshot(e, s, seconds, v, ordered) for e, s, v in keys)
 
     def sample_count(self, evaluator: str, service: str, seconds: float, variant: str = "") -> int:
         """How many samples the window currently holds, expired ones included until the next eviction."""

@@ -12,7 +12,7 @@ Spend: each LLM step's cost and its source, and the cost per model, per agent an
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from evaluators.pricing import CallCost, ModelPrice, call_cost
@@ -20,26 +20,13 @@ from evaluators.traces.model import Trace
 from evaluators.traces.spans import AgentSpan, HandoffSpan, LLMSpan, RetrieverSpan, Span, ToolSpan
 from monitor.config.store import StoreConfig
 from monitor.store.rows import MASK_MARGIN, TraceDetailRow
+from monitor.store.step_tree import step_tree
 
 STEP_TEXT = 500  # characters kept of a step's text and error
 NAME = 200  # characters kept of a name
 MAX_STEPS: int = StoreConfig.model_fields["max_steps"].default  # store.max_steps's default
 MAX_LISTED = 100  # agents, models, tools and error spans listed per trace
 _JSON = json.JSONEncoder(ensure_ascii=False, default=str)
-
-
-def step_tree(trace: Trace) -> Iterator[tuple[Span, int, bool]]:
-    """(span, depth, wraps the call below it) for every span, depth-first in start order, as `inspect` shows it.
-
-    A span whose parent is not in the trace is at depth 0. A wrapper is the outer span of an LLM call that
-    the framework wrote twice (its call is the span below it)."""
-    wrappers = {s.wrapper.span_id for s in trace.spans if isinstance(s, LLMSpan) and s.wrapper is not None}
-    depth: dict[str, int] = {}
-    for span in trace.spans:
-        parent = span.parent_span_id
-        level = depth[parent] + 1 if parent in depth else 0
-        depth[span.span_id] = level
-        yield span, level, span.span_id in wrappers
 
 
 _KINDS: dict[type, str] = {
