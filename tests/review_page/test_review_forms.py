@@ -231,7 +231,7 @@ def test_the_review_reads_failing_is_a_note_not_a_failed_page(tmp_path: Path) ->
         def __getattr__(self, name: str) -> object:
             return getattr(real, name)
 
-        def reviews_of_trace(self, trace_id: str) -> list[StoredReview]:
+        def reviews_of_traces(self, trace_ids: list[str]) -> list[StoredReview]:
             raise OSError("disk gone")
 
         def review_history(self, key: ResultKey) -> list[StoredReview]:

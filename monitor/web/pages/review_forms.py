@@ -48,7 +48,7 @@ MEANING = {  # (the evaluator passed it, the reviewer agrees) -> what the review
 class ReviewsSource(Protocol):
     """The review reads of the store's reader (monitor/review/review_reads.py)."""
 
-    def reviews_of_trace(self, trace_id: str) -> list[StoredReview]: ...
+    def reviews_of_traces(self, trace_ids: list[str]) -> list[StoredReview]: ...
 
     def review_history(self, key: ResultKey) -> list[StoredReview]: ...
 
@@ -104,9 +104,7 @@ def read_reviews(reader: object, trace_ids: Iterable[str], history: bool) -> Rev
     reader without reviews. Blocking: run it in a worker thread."""
     if not isinstance(reader, ReviewsSource):
         return Reviews()
-    in_force: dict[ResultKey, StoredReview] = {}
-    for trace_id in dict.fromkeys(trace_ids):
-        in_force |= {review.key: review for review in reader.reviews_of_trace(trace_id)}
+    in_force = {review.key: review for review in reader.reviews_of_traces(list(dict.fromkeys(trace_ids)))}
     earlier: dict[ResultKey, list[StoredReview]] = {}
     if history:
         for key, review in in_force.items():
