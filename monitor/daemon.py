@@ -201,6 +201,8 @@ class Daemon:
         """A tally to the result metrics and to the failure signatures' (active, and new without a store)."""
         self.metrics.results.apply_tally(tally)
         self.metrics.signatures.apply_tally(tally)
+        for receiver, count in tally.attributes_dropped.items():  # left out of raw spans by the worker's decoding
+            self.metrics.intake.receiver(receiver).attributes_dropped("too_deep", count)
 
     def _record(self, tally: MetricsTally) -> None:
         self.recorder.record(tally)

@@ -78,7 +78,7 @@ def attributes_from_proto(key_values: Any, batch: DecodedBatch | None = None) ->
     return result
 
 
-def _parse(message: Any, data: bytes, where: str, logs: bool = False) -> int:
+def parse_request(message: Any, data: bytes, where: str, logs: bool = False) -> int:
     """Parse `data` into `message`; returns how many over-deep attributes had to be cut for it to parse.
 
     The C parser refuses a whole message nested past its depth limit: such a request is parsed again
@@ -102,7 +102,7 @@ def _parse(message: Any, data: bytes, where: str, logs: bool = False) -> int:
     return dropped
 
 
-def _span_from_proto(
+def span_from_proto(
     span: Any, resource_attrs: Attributes, scope_name: str, scope_version: str, batch: DecodedBatch
 ) -> SpanRecord:
     return SpanRecord(
@@ -127,7 +127,7 @@ def _span_from_proto(
     )
 
 
-def _id_problem(trace_id: bytes, span_id: bytes, parent_id: bytes) -> str | None:
+def id_problem(trace_id: bytes, span_id: bytes, parent_id: bytes) -> str | None:
     if len(trace_id) != 16 or not any(trace_id):
         return f"trace id must be 16 non-zero bytes, got {len(trace_id)} bytes"
     if len(span_id) != 8 or not any(span_id):
@@ -140,13 +140,13 @@ def _id_problem(trace_id: bytes, span_id: bytes, parent_id: bytes) -> str | None
 def decode_traces_protobuf(data: bytes, where: str = "protobuf") -> DecodedBatch:
     """ExportTraceServiceRequest (or TracesData, the same wire shape) to span records."""
     request = ExportTraceServiceRequest()
-    batch = DecodedBatch(dropped_attributes=_parse(request, data, where))
+    batch = DecodedBatch(dropped_attributes=parse_request(request, data, where))
     for r_index, resource_spans in enumerate(request.resource_spans):
         resource_attrs = attributes_from_proto(resource_spans.resource.attributes, batch)
         for s_index, scope_spans in enumerate(resource_spans.scope_spans):
             scope = scope_spans.scope
             for index, span in enumerate(scope_spans.spans):
-                problem = _id_problem(span.trace_id, span.span_id, span.parent_span_id)
+                problem = id_problem(span.trace_id, span.span_id, span.parent_span_id)
                 if problem:
                     batch.rejected.append(
                         RejectedSpan(
@@ -155,14 +155,14 @@ def decode_traces_protobuf(data: bytes, where: str = "protobuf") -> DecodedBatch
                         )
                     )
                     continue
-                batch.spans.append(_span_from_proto(span, resource_attrs, scope.name, scope.version, batch))
+                batch.spans.append(span_from_proto(span, resource_attrs, scope.name, scope.version, batch))
     return batch
 
 
 def decode_logs_protobuf(data: bytes, where: str = "protobuf") -> DecodedBatch:
     """ExportLogsServiceRequest (or LogsData) to log records; only records naming a span are kept."""
     request = ExportLogsServiceRequest()
-    batch = DecodedBatch(dropped_attributes=_parse(request, data, where, logs=True))
+    batch = DecodedBatch(dropped_attributes=parse_request(request, data, where, logs=True))
     for resource_logs in request.resource_logs:
         resource_attrs = attributes_from_proto(resource_logs.resource.attributes, batch)
         for scope_logs in resource_logs.scope_logs:
@@ -200,11 +200,11 @@ def looks_like_logs_protobuf(data: bytes) -> bool:
     traces: ExportTraceServiceRequest | None = ExportTraceServiceRequest()
     logs = ExportLogsServiceRequest()
     try:
-        _parse(traces, data, "protobuf")
+        parse_request(traces, data, "protobuf")
     except Exception:
         traces = None
     try:
-        _parse(logs, data, "protobuf", logs=True)
+        parse_request(logs, data, "protobuf", logs=True)
     except Exception:
         return False
     if traces is not None:
@@ -223,4 +223,11 @@ def looks_like_logs_protobuf(data: bytes) -> bool:
     )
 
 
-__all__ = ["decode_logs_protobuf", "decode_traces_protobuf"]
+__all__ = [
+    "attributes_from_proto",
+    "decode_logs_protobuf",
+    "decode_traces_protobuf",
+    "id_problem",
+    "parse_request",
+    "span_from_proto",
+]

@@ -22,10 +22,11 @@ from __future__ import annotations
 import heapq
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from evaluators.traces.records import Attributes, LogRecord, SpanRecord
+from evaluators.traces.raw_spans import ReceivedSpan
+from evaluators.traces.records import Attributes, LogRecord
 from monitor.config.pipeline import AssemblyConfig
 from monitor.engine.span_size import log_bytes, resource_bytes, span_bytes
 
@@ -38,7 +39,7 @@ class PendingTrace:
     trace_id: str
     first_seen: float
     last_seen: float
-    spans: dict[str, SpanRecord] = field(default_factory=dict)
+    spans: dict[str, ReceivedSpan] = field(default_factory=dict)
     logs: list[LogRecord] = field(default_factory=list)
     root_ended: bool = False
     size_bytes: int = 0  # estimated memory of its spans and log records (span_size)
@@ -67,7 +68,7 @@ class AddResult:
 @dataclass(slots=True)
 class CompletedTrace:
     trace_id: str
-    spans: list[SpanRecord]
+    spans: list[ReceivedSpan]  # raw spans are decoded by the worker that evaluates the trace
     reason: str  # "quiet" | "max_wait" | "shutdown"
     first_seen: float
     completed_at: float
@@ -166,7 +167,7 @@ class TraceAssembler:
         """True when neither max_pending_spans nor max_pending_bytes would be passed (see `limit_crossed`)."""
         return self.limit_crossed(span_count, size_bytes) is None
 
-    def add(self, spans: list[SpanRecord], sizes: list[int] | None = None) -> AddResult:
+    def add(self, spans: Sequence[ReceivedSpan], sizes: list[int] | None = None) -> AddResult:
         """Take the spans of one request (any order, any traces). The caller checks has_room_for first.
 
         `sizes`: each span's `span_bytes`, when the caller has them already."""
@@ -204,7 +205,7 @@ class TraceAssembler:
                 heapq.heappush(self._heap, (pending.deadline(self.quiet_period, self.max_trace_wait), trace_id))
         return result
 
-    def add_logs(self, logs: list[LogRecord], sizes: list[int] | None = None) -> int:
+    def add_logs(self, logs: Sequence[LogRecord], sizes: list[int] | None = None) -> int:
         """Hold log records (GenAI content and usage events) until their trace completes."""
         now = self.clock()
         held = 0
@@ -234,7 +235,7 @@ class TraceAssembler:
         return pending
 
     @staticmethod
-    def _is_ended_root(span: SpanRecord, pending: PendingTrace) -> bool:
+    def _is_ended_root(span: ReceivedSpan, pending: PendingTrace) -> bool:
         if span.end_time_unix_nano <= 0:
             return False
         if not span.parent_span_id:

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 from evaluators.traces.conventions import NORMALIZER_ERRORS
+from evaluators.traces.otlp_depth import MAX_VALUE_DEPTH
+from evaluators.traces.raw_spans import DEEP_ATTRIBUTES
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.pairing import PairOffer
 from monitor.engine.trace_evaluation import TraceEvaluator
@@ -76,7 +78,7 @@ class BatchRun:
         self.write = write
         self.store_report = store_report
         self.new_signatures = new_signatures
-        self._write_failed = RateLimitedLogger(log, per_minute=1)
+        self._write_failed = RateLimitedLogger(log, per_minute=1)  # per key: store failures, too-deep attributes
 
     def __call__(self, batch: Iterable[CompletedTrace]) -> BatchResult:
         started = time.perf_counter()
@@ -90,6 +92,14 @@ class BatchRun:
                     self._write_failed.warning("store", "storing %d evaluated traces failed: %r", len(evaluated), exc)
         tally = tally_of(outcomes)
         tally.normalizer_errors = NORMALIZER_ERRORS.take()  # this process's, since its last batch
+        tally.attributes_dropped = DEEP_ATTRIBUTES.take()  # left out of raw spans decoded here
+        if tally.attributes_dropped:
+            self._write_failed.warning(
+                "too_deep",
+                "%s attributes nested deeper than %d levels left out",
+                tally.attributes_dropped,
+                MAX_VALUE_DEPTH,
+            )
         report = self.store_report() if self.store_report is not None else None
         new = self.new_signatures() if self.new_signatures is not None else None
         return BatchResult(tally.wire(), report, time.perf_counter() - started, new or None)

@@ -12,6 +12,7 @@ import json
 import math
 import time
 
+from evaluators.traces.raw_spans import ReceivedSpan
 from evaluators.traces.records import SpanRecord
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.batch_run import BatchRun
@@ -71,7 +72,7 @@ def typical_trace(number: int) -> CompletedTrace:
     for span in spans:
         span.resource_attributes = {"service.name": "calibration"}
     now = time.monotonic()
-    return CompletedTrace(trace_id, spans, "quiet", now, now, [], now)
+    return CompletedTrace(trace_id, list[ReceivedSpan](spans), "quiet", now, now, [], now)
 
 
 def spans_per_second(evaluator: TraceEvaluator, rounds: int = ROUNDS) -> float:

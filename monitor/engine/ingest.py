@@ -17,6 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from evaluators.traces import TraceDecodeError
 from evaluators.traces.loader import decode_export
 from evaluators.traces.otlp_depth import MAX_VALUE_DEPTH
+from evaluators.traces.raw_spans import RawBatch, decode_traces_raw
 from evaluators.traces.records import DecodedBatch
 from monitor.consumer import IngestOutcome, Outcome
 from monitor.engine.assembler import TraceAssembler
@@ -70,7 +71,7 @@ class Ingestor:
             return over_limit
         return self._accept(batch, sizes, log_sizes, receiver)
 
-    def _over_limit(self, batch: DecodedBatch, size_bytes: int) -> IngestOutcome | None:
+    def _over_limit(self, batch: DecodedBatch | RawBatch, size_bytes: int) -> IngestOutcome | None:
         """The throttled answer when the batch would pass the assembler's pending-span or pending-byte limit."""
         crossed = self.assembler.limit_crossed(len(batch.spans) + len(batch.logs), size_bytes)
         if crossed is None:
@@ -86,7 +87,9 @@ class Ingestor:
             refused=[(reason, len(batch.spans))] if batch.spans else [],
         )
 
-    def _accept(self, batch: DecodedBatch, sizes: list[int], log_sizes: list[int], receiver: str) -> IngestOutcome:
+    def _accept(
+        self, batch: DecodedBatch | RawBatch, sizes: list[int], log_sizes: list[int], receiver: str
+    ) -> IngestOutcome:
         """Hand the batch to the assembler; the accepted answer, with the spans refused and why."""
         if batch.dropped_attributes:
             self.problems.warning(
@@ -118,11 +121,15 @@ class Ingestor:
         )
 
     @staticmethod
-    def _decode(payload: bytes, encoding: str, signal: str, receiver: str) -> DecodedBatch:
-        return decode_export(payload, encoding, signal, f"{receiver} {signal} request")
+    def _decode(payload: bytes, encoding: str, signal: str, receiver: str) -> DecodedBatch | RawBatch:
+        """Protobuf spans stay raw (evaluators.traces.raw_spans: the worker decodes them); the rest is decoded."""
+        where = f"{receiver} {signal} request"
+        if encoding == "protobuf" and signal == "traces":
+            return decode_traces_raw(payload, where, receiver)
+        return decode_export(payload, encoding, signal, where)
 
 
-def _batch_bytes(batch: DecodedBatch, sizes: list[int], log_sizes: list[int]) -> int:
+def _batch_bytes(batch: DecodedBatch | RawBatch, sizes: list[int], log_sizes: list[int]) -> int:
     """The estimated bytes a batch would add: its records and each distinct resource once."""
     total = sum(sizes) + sum(log_sizes)
     last = None

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaluators.traces.records import Attributes, LogRecord, SpanRecord
+from evaluators.traces.raw_spans import RawSpan, ReceivedSpan
+from evaluators.traces.records import Attributes, LogRecord
 
+RAW_RECORD_BYTES = 300  # a RawSpan (slots) and its id strings; its payload counts its length
 RECORD_BYTES = 500  # a SpanRecord or LogRecord (slots), its id strings and empty containers
 ENTRY_BYTES = 100  # a dict entry or list item: the key and value objects' headers, the table slot
 EVENT_BYTES = 200  # a SpanEvent or SpanLink, with its attributes dict
@@ -54,8 +56,10 @@ def attributes_bytes(attributes: Attributes) -> int:
     return total
 
 
-def span_bytes(span: SpanRecord) -> int:
-    """What a span holds, its resource attributes left out (see `resource_bytes`)."""
+def span_bytes(span: ReceivedSpan) -> int:
+    """What a span holds, its resource attributes left out (see `resource_bytes`); a raw span: its payload."""
+    if isinstance(span, RawSpan):
+        return RAW_RECORD_BYTES + len(span.payload)
     total = RECORD_BYTES + _text_bytes(span.name) + attributes_bytes(span.attributes)
     if span.status_message:
         total += _text_bytes(span.status_message)

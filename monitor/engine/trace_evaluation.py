@@ -26,6 +26,7 @@ from evaluators.sessions import Turn, session_of
 from evaluators.signatures import FailureSignature
 from evaluators.traces import build_trace, join_logs
 from evaluators.traces.model import Trace
+from evaluators.traces.raw_spans import records_of
 from monitor.config.models import MonitorConfig
 from monitor.config.pipeline import EvaluationConfig
 from monitor.config.store import StoreConfig
@@ -106,8 +107,9 @@ class TraceEvaluator:
         return outcomes
 
     def evaluate(self, completed: CompletedTrace) -> TraceOutcome:
-        join_logs(completed.spans, completed.logs)
-        trace = build_trace(completed.spans, completed.trace_id)
+        spans = records_of(completed.spans)  # raw spans decoded here, in the worker
+        join_logs(spans, completed.logs)
+        trace = build_trace(spans, completed.trace_id)
         return self.outcome(trace, completed.last_seen)
 
     def outcome(self, trace: Trace, last_seen: float = 0.0) -> TraceOutcome:

@@ -7,13 +7,16 @@ positional call. A span without events, links or logs (the usual case) leaves it
 
 Attribute dicts go as they are, never copied: the pickle memo writes a dict shared by many spans (a
 request's `resource_attributes`, a log's attributes joined to a span) once, and the worker gets one shared
-dict back. What comes back is a metrics tally (`monitor.metrics.tally`).
+dict back. A raw span (`evaluators.traces.raw_spans`: its attributes still protobuf bytes) goes as the tuple
+of its RAW_FIELDS, told from a record's by its length, and stays raw: the worker's evaluation decodes it. What
+comes back is a metrics tally (`monitor.metrics.tally`).
 """
 
 from __future__ import annotations
 
 from operator import attrgetter
 
+from evaluators.traces.raw_spans import RawSpan, ReceivedSpan
 from evaluators.traces.records import LogRecord, SpanEvent, SpanLink, SpanRecord
 from monitor.engine.assembler import CompletedTrace
 
@@ -41,6 +44,18 @@ SPAN_FIELDS = (
     "logs",
 )
 SPAN_LISTS = ("events", "links", "logs")
+RAW_FIELDS = (
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "kind",
+    "end_time_unix_nano",
+    "payload",
+    "resource_attributes",
+    "scope_name",
+    "scope_version",
+    "source",
+)
 EVENT_FIELDS = ("name", "time_unix_nano", "attributes", "body", "from_log")
 LINK_FIELDS = ("trace_id", "span_id", "attributes")
 LOG_FIELDS = (
@@ -59,6 +74,8 @@ _event = attrgetter(*EVENT_FIELDS)
 _link = attrgetter(*LINK_FIELDS)
 _log = attrgetter(*LOG_FIELDS)
 _PLAIN_SPAN = len(SPAN_FIELDS) - len(SPAN_LISTS)
+_raw = attrgetter(*RAW_FIELDS)
+_RAW_SPAN = len(RAW_FIELDS)
 
 
 def traces_to_wire(batch: list[CompletedTrace]) -> list[WireTrace]:
@@ -78,7 +95,9 @@ def traces_to_wire(batch: list[CompletedTrace]) -> list[WireTrace]:
     ]
 
 
-def _span_to_wire(span: SpanRecord) -> tuple:
+def _span_to_wire(span: ReceivedSpan) -> tuple:
+    if isinstance(span, RawSpan):
+        return _raw(span)
     if span.events or span.links or span.logs:
         return (
             *_span_scalars(span),
@@ -105,7 +124,9 @@ def traces_from_wire(wire: list[WireTrace]) -> list[CompletedTrace]:
     ]
 
 
-def _span_from_wire(item: tuple) -> SpanRecord:
+def _span_from_wire(item: tuple) -> ReceivedSpan:
+    if len(item) == _RAW_SPAN:
+        return RawSpan(*item)
     events: list[SpanEvent] = []
     links: list[SpanLink] = []
     logs: list[SpanEvent] = []

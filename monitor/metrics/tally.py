@@ -57,6 +57,7 @@ class MetricsTally:
     """Sums over a batch of evaluated traces; `wire()` / `from_wire()` cross the process boundary."""
 
     __slots__ = (
+        "attributes_dropped",
         "costs",
         "delays_from",
         "durations",
@@ -93,6 +94,7 @@ class MetricsTally:
         self.pair_offers: list[Any] = []  # traces the pairwise judge may pair (engine.pairing), passed through
         self.normalizer_errors: dict[str, int] = {}  # convention → normalizer calls that raised during the batch
         self.signatures: dict[SignatureKey, int] = {}  # (evaluator, service, signature id) → failing results
+        self.attributes_dropped: dict[str, int] = {}  # receiver → too-deep attributes left out of raw spans
         self.turns: list[Any] = []  # conversations' turns (engine.turn_wire), passed through to the sessions
 
     # --- adding -----------------------------------------------------------------------------------
@@ -204,6 +206,7 @@ class MetricsTally:
             self.normalizer_errors,
             self.signatures,
             self.turns,
+            self.attributes_dropped,
         )
 
     @classmethod
@@ -227,6 +230,7 @@ class MetricsTally:
             tally.normalizer_errors,
             tally.signatures,
             tally.turns,
+            tally.attributes_dropped,
         ) = wire
         tally.results = {key: ResultCounts.from_wire(counts) for key, counts in results.items()}
         return tally
