@@ -113,14 +113,13 @@ class Daemon:
         self.dispatcher = DueTraceDispatcher(self.assembler, self.pool)
         _observe(telemetry, self)
 
-        # Refuse what the workers would not reach within the allowance past its quiet period (admission.py).
         self.admission = Admission(self.assembler, self.pool, quiet_period=assembly.quiet_period)
         self.ingestor.admission_refuses = self.admission.refuse
         self.polling = self._polling(prepared)
         # One budget for both receivers: the bytes of requests in flight, process-wide.
         self.inflight = InflightBytes(config.receivers.max_inflight_bytes)
-        consumer = AdmittedConsumer(self.ingestor, self.admission)  # what each request sets closing, on the schedule
-        self.grpc, self.http = _receivers(config, prepared, consumer, self.inflight, self.metrics)
+        admitted = AdmittedConsumer(self.ingestor, self.admission)  # each request's closing spans on its schedule
+        self.grpc, self.http = _receivers(config, prepared, admitted, self.inflight, self.metrics)
         self.access = Access(config.api_token(), config.api.allow_unauthenticated)
         self.agreement = AgreementCache(self.review.reviews_in_force if self.review is not None else list)
         self.annotator = review_annotator(config.sources, _judge_labels(prepared))
