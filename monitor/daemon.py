@@ -20,7 +20,8 @@ from monitor import __version__
 from monitor.auth import BearerAuth
 from monitor.config import MonitorConfig
 from monitor.config.models import usable_cpus
-from monitor.engine.admission import Admission
+from monitor.consumer import TraceConsumer
+from monitor.engine.admission import Admission, AdmittedConsumer
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.dispatcher import DueTraceDispatcher
@@ -112,13 +113,13 @@ class Daemon:
         self.dispatcher = DueTraceDispatcher(self.assembler, self.pool)
         _observe(telemetry, self)
 
-        # Refuse only real shortage: due traces beyond the evaluation queue (memory has its own bound).
         self.admission = Admission(self.assembler, self.pool, quiet_period=assembly.quiet_period)
         self.ingestor.admission_refuses = self.admission.refuse
         self.polling = self._polling(prepared)
         # One budget for both receivers: the bytes of requests in flight, process-wide.
         self.inflight = InflightBytes(config.receivers.max_inflight_bytes)
-        self.grpc, self.http = _receivers(config, prepared, self.ingestor, self.inflight, self.metrics)
+        admitted = AdmittedConsumer(self.ingestor, self.admission)  # each request's closing spans on its schedule
+        self.grpc, self.http = _receivers(config, prepared, admitted, self.inflight, self.metrics)
         self.access = Access(config.api_token(), config.api.allow_unauthenticated)
         self.agreement = AgreementCache(self.review.reviews_in_force if self.review is not None else list)
         self.annotator = review_annotator(config.sources, _judge_labels(prepared))
@@ -339,7 +340,11 @@ def _slots(
 
 
 def _receivers(
-    config: MonitorConfig, prepared: Prepared, ingestor: Ingestor, inflight: InflightBytes, metrics: MetricsExporter
+    config: MonitorConfig,
+    prepared: Prepared,
+    consumer: TraceConsumer,
+    inflight: InflightBytes,
+    metrics: MetricsExporter,
 ) -> tuple[GrpcReceiver | None, HttpReceiver | None]:
     """The enabled OTLP receivers (gRPC, HTTP), sharing one in-flight byte budget and one token check, each
     counting its own requests and refusals."""
@@ -349,9 +354,9 @@ def _receivers(
     if receivers.grpc.enabled:
         pem = (tls.key, tls.cert) if tls is not None else None
         telemetry = metrics.intake.receiver("grpc")
-        grpc = GrpcReceiver(receivers, ingestor, auth=auth, telemetry=telemetry, inflight=inflight, tls=pem)
+        grpc = GrpcReceiver(receivers, consumer, auth=auth, telemetry=telemetry, inflight=inflight, tls=pem)
     if receivers.http.enabled:
         context = tls.ssl_context() if tls is not None else None
         telemetry = metrics.intake.receiver("http")
-        http = HttpReceiver(receivers, ingestor, auth=auth, telemetry=telemetry, inflight=inflight, ssl_context=context)
+        http = HttpReceiver(receivers, consumer, auth=auth, telemetry=telemetry, inflight=inflight, ssl_context=context)
     return grpc, http

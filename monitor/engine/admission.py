@@ -1,31 +1,41 @@
 """Admission control: whether the receivers take an export request or answer with the OTLP throttling response.
 
-Work accepted now is evaluated a quiet period later, so refusing only when a backlog is already there makes
-waves: a quiet period's worth of traces is taken at full ingest speed, arrives as one backlog while intake is
-refused, and the workers idle while the next wave sits out its quiet period (measured: 12-17 s mean delay at
-quiet_period 5 s, workers half idle). Two rules instead:
+Work accepted now is evaluated a quiet period later. The rule bounds, in time, how long past its quiet period
+the last trace taken would wait for a worker, at the pool's measured capacity (spans/s): a request is refused
+while that wait is over `DELAY_ALLOWANCE_SECONDS`. Two estimates of when the workers will have evaluated
+everything taken, the later of which counts:
 
-- **Work budget.** The spans of traces that will be due within a quiet period (root ended), due, or in the
-  pool may not exceed what the workers evaluate in `quiet_period` + 2 s. The pool knows its capacity from the
-  start (each worker times a typical batch, calibration.py) and corrects it with every batch. In steady
-  overload intake then matches capacity and a trace waits one to two seconds past its quiet period; a burst
-  into an idle daemon is taken whole up to that budget, which holds more than a quiet period of full-speed
-  work. The allowance is 2 s, not 1 s: the capacity estimate moves by 10-20 % from second to second on a
-  loaded machine, and with 1 s every dip emptied the queue and idled the workers (measured: about 15 % less
-  throughput).
-  Traces whose root has not ended are not counted: they may wait `max_trace_wait`, and memory
-  (`max_pending_spans`) bounds them.
-- **Polled traces come second.** A poller submits a trace only while the work held, its spans included, stays
-  under POLL_SHARE of the budget (`poll_room`), so a large poll uses the capacity the receivers leave and never
-  makes them throttle: under steady receiver overload polled traces wait (the poll lag shows it).
-- **Backlog**, only while the capacity is unknown (no worker has answered yet): refuse while due traces
-  waiting for a worker fill the evaluation queue (`queue_size`). With a budget it would do harm: it blocks
-  intake for as long as a wave is evaluated, so the next wave starts only when the workers run dry, and the
-  waves never damp out.
+- **The schedule** (`finish_at`, a virtual clock): spans that start closing (their trace's root has ended)
+  become due a quiet period after they arrive and then take `spans / capacity` of the workers' time, after
+  the work ahead of them: `finish_at = max(finish_at, now + quiet_period) + spans / capacity`. In steady
+  overload this takes work at the capacity; a burst into an idle daemon is taken up to the allowance's worth
+  of work only. (Counting only what is held, as before, took `quiet_period + allowance` of work in one burst;
+  it all fell due at once and its last trace waited that long past its quiet period: measured 12-30 s at
+  quiet_period 5 s, the first wave of a 20 s run holding a third of its traces.)
+- **What is held** (`held_spans / capacity` from now): the spans that will be due within a quiet period,
+  due, or in the pool cannot be evaluated faster than that. This corrects the schedule when the capacity
+  estimate was high (the first one is calibrated, then every batch corrects it: pool.py), and it counts
+  polled traces, which go to the pool directly.
+
+The allowance is 2 s, not 1 s: the capacity estimate moves by 10-20 % from second to second on a loaded
+machine, and the pool's backlog of up to the allowance is what keeps the workers busy through those dips
+(with 1 s, measured about 15 % less throughput). Traces whose root has not ended are not counted: they may
+wait `max_trace_wait`, and memory (`max_pending_spans`) bounds them.
+
+**Polled traces come second.** A poller submits a trace only while the work held, its spans included, stays
+under POLL_SHARE of the budget (`poll_room`), so a large poll uses the capacity the receivers leave and never
+makes them throttle: under steady receiver overload polled traces wait (the poll lag shows it).
+
+**Backlog**, only while the capacity is unknown (no worker has answered yet): refuse while due traces waiting
+for a worker fill the evaluation queue (`queue_size`).
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
+from monitor.consumer import IngestOutcome, TraceConsumer
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.pool import EvaluationPool
 
@@ -40,10 +50,16 @@ class Admission:
         pool: EvaluationPool,
         *,
         quiet_period: float,
+        allowance: float = DELAY_ALLOWANCE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.assembler = assembler
         self.pool = pool
-        self.budget_seconds = quiet_period + DELAY_ALLOWANCE_SECONDS
+        self.quiet_period = quiet_period
+        self.allowance = allowance
+        self.budget_seconds = quiet_period + allowance
+        self.clock = clock
+        self.finish_at = 0.0  # when the workers will have evaluated every closing span taken (the schedule)
 
     def backlogged(self) -> bool:
         """Due traces waiting for a worker fill the evaluation queue."""
@@ -57,6 +73,23 @@ class Admission:
     def held_spans(self) -> int:
         return self.assembler.spans_closing + self.assembler.spans_due + self.pool.spans_held
 
+    def admitted(self, closing_spans: int) -> None:
+        """`closing_spans` started closing now (their root has ended): put them on the schedule."""
+        capacity = self.pool.capacity
+        if closing_spans <= 0 or capacity <= 0:
+            return
+        self.finish_at = max(self.finish_at, self.clock() + self.quiet_period) + closing_spans / capacity
+
+    def wait_seconds(self) -> float | None:
+        """How long past its quiet period a trace taken now would wait for a worker (the later of the two
+        estimates, see the module docstring); None while the capacity is unknown."""
+        capacity = self.pool.capacity
+        if capacity <= 0:
+            return None
+        now = self.clock()
+        finish = max(self.finish_at, now + self.held_spans() / capacity)
+        return max(finish - now - self.quiet_period, 0.0)
+
     def poll_room(self, spans: int) -> bool:
         """Whether a polled trace of `spans` spans may go to the pool now (see the module docstring)."""
         budget = self.budget_spans()
@@ -68,11 +101,27 @@ class Admission:
     def refuse(self) -> bool:
         """True when the next request must get the throttling answer.
 
-        Only what is already held is compared with the budget, so a request is never parsed twice to count its
-        spans (a flood of large requests would pay it in memory); the budget is overrun by at most the requests
-        in flight at once.
+        Only what is already taken is compared with the allowance, so a request is never parsed twice to count
+        its spans (a flood of large requests would pay it in memory); the allowance is overrun by at most the
+        requests in flight at once.
         """
-        budget = self.budget_spans()
-        if budget is None:
+        wait = self.wait_seconds()
+        if wait is None:
             return self.backlogged()
-        return self.held_spans() > budget
+        return wait > self.allowance
+
+
+class AdmittedConsumer:
+    """The receivers' TraceConsumer: the ingestor, with the spans each request set closing put on the admission's
+    schedule (the assembler's closing spans before and after: a trace whose root arrives now counts whole)."""
+
+    def __init__(self, inner: TraceConsumer, admission: Admission) -> None:
+        self.inner = inner
+        self.admission = admission
+
+    def ingest(self, payload: bytes, *, receiver: str, encoding: str, signal: str = "traces") -> IngestOutcome:
+        assembler = self.admission.assembler
+        before = assembler.spans_closing
+        outcome = self.inner.ingest(payload, receiver=receiver, encoding=encoding, signal=signal)
+        self.admission.admitted(assembler.spans_closing - before)
+        return outcome

@@ -70,10 +70,13 @@ class Run:
 
 
 # --- load generator -----------------------------------------------------------------------------
-def generate(target: str, seconds: float, on_start: Callable[[], None], on_end: Callable[[], None]) -> dict:
-    """Run the load generator against `target`; `on_start`/`on_end` run as its sending starts and ends."""
+def generate(
+    target: str, seconds: float, on_start: Callable[[], None], on_end: Callable[[], None], rate: float = 0.0
+) -> dict:
+    """Run the load generator against `target`; `on_start`/`on_end` run as its sending starts and ends; `rate`:
+    traces/s, paced (0: as fast as accepted)."""
     command = [sys.executable, str(HERE / "load_generator.py"), "--target", target, "--seconds", str(seconds)]
-    command += ["--concurrency", str(CONCURRENCY), "--batch", str(BATCH)]
+    command += ["--concurrency", str(CONCURRENCY), "--batch", str(BATCH), "--rate", str(rate)]
     limit = seconds + 120
     with tempfile.TemporaryFile("w+") as errors:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True)
@@ -141,8 +144,9 @@ def run_sink(seconds: float) -> Run:
 
 
 # --- the daemon ---------------------------------------------------------------------------------
-def run_daemon(workdir: Path, overrides: dict[str, Any], seconds: float, quiet_period: float) -> Run:
-    """Start the daemon with `overrides` (on top of DaemonProcess's), load it, wait for it to catch up."""
+def run_daemon(workdir: Path, overrides: dict[str, Any], seconds: float, quiet_period: float, rate: float = 0.0) -> Run:
+    """Start the daemon with `overrides` (on top of DaemonProcess's), load it (at `rate` traces/s, paced; 0: as
+    fast as it accepts), wait for it to catch up."""
     daemon = DaemonProcess(workdir, overrides)
     try:
         daemon.start(timeout=90)
@@ -167,7 +171,7 @@ def run_daemon(workdir: Path, overrides: dict[str, Any], seconds: float, quiet_p
             sampler.record_rss(False)
 
         try:
-            load = generate(f"127.0.0.1:{daemon.grpc_port}", seconds, start, end)
+            load = generate(f"127.0.0.1:{daemon.grpc_port}", seconds, start, end, rate)
             if daemon.process.poll() is not None:
                 raise Broken(f"daemon exited during the run ({daemon.process.returncode}):\n{daemon.output()[-3000:]}")
             if len(marks) != 2:

@@ -1,13 +1,15 @@
 """OTLP/gRPC load generator for the throughput benchmark (run as a separate process).
 
-    python load_generator.py --target 127.0.0.1:4317 [--seconds 20] [--concurrency 4] [--batch 50]
+    python load_generator.py --target 127.0.0.1:4317 [--seconds 20] [--concurrency 4] [--batch 50] [--rate 0]
 
 Sends raw ExportTraceServiceRequest bytes to TraceService/Export from `--concurrency` threads (one
 request in flight each, one shared channel). Requests are pre-serialized templates of `--batch`
 agent traces (tests/bench/synthetic.bench_trace_spans) whose trace ids are patched in place, so
 every trace is new and sending costs little CPU. UNAVAILABLE is retried after the server's
-RetryInfo delay (else exponential back-off). Prints `sending` when the first request goes out and one
-line `result {json}` at the end.
+RetryInfo delay (else exponential back-off). With `--rate` (traces/s) requests go out paced at that rate
+instead of back to back (a fixed load: request n is due at start + n x batch / rate; a thread that is free
+waits for the next one due, a late one goes at once and is counted late). Prints `sending` when the first
+request goes out and one line `result {json}` at the end.
 """
 
 from __future__ import annotations
@@ -64,6 +66,32 @@ class Template:
         return bytes(data)
 
 
+class Pacer:
+    """Fixed load: the send times of requests of `batch` traces at `rate` traces/s, shared by the threads."""
+
+    def __init__(self, rate: float, batch: int, started: float, end: float) -> None:
+        self.interval = batch / rate
+        self.started = started
+        self.end = end
+        self._next = itertools.count()
+        self._lock = threading.Lock()
+        self.late = 0  # requests sent more than one interval after they were due
+
+    def wait_turn(self) -> bool:
+        """Sleep until this thread's next request is due; False when it would be due after the end."""
+        with self._lock:
+            due = self.started + next(self._next) * self.interval
+        if due >= self.end:
+            return False
+        now = time.monotonic()
+        if now < due:
+            time.sleep(due - now)
+        elif now - due > self.interval:
+            with self._lock:
+                self.late += 1
+        return True
+
+
 class Stats:
     def __init__(self) -> None:
         self.requests_ok = 0
@@ -96,10 +124,12 @@ def _retry_delay(error: grpc.RpcError, attempt: int) -> float:
     return min(0.05 * 2**attempt, 2.0)
 
 
-def worker(call, templates: list[Template], ids, prefix: bytes, end: float, timeout: float, stats: Stats) -> None:
-    """Send requests back to back until `end`; retry each on UNAVAILABLE while time remains."""
+def worker(
+    call, templates: list[Template], ids, prefix: bytes, end: float, timeout: float, stats: Stats, pacer: Pacer | None
+) -> None:
+    """Send requests back to back (or paced) until `end`; retry each on UNAVAILABLE while time remains."""
     for n in range(MAX_REQUESTS_PER_WORKER):
-        if time.monotonic() >= end:
+        if time.monotonic() >= end or (pacer is not None and not pacer.wait_turn()):
             return
         template = templates[n % len(templates)]
         payload = template.render(ids, prefix)
@@ -140,7 +170,7 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def run(target: str, seconds: float, concurrency: int, batch: int, timeout: float) -> dict:
+def run(target: str, seconds: float, concurrency: int, batch: int, timeout: float, rate: float = 0.0) -> dict:
     start_ns = time.time_ns() - 3_000_000_000
     templates = [Template(batch, variant, start_ns) for variant in range(TEMPLATES)]
     channel = grpc.insecure_channel(target, options=[("grpc.max_send_message_length", 64 * 1024 * 1024)])
@@ -153,9 +183,10 @@ def run(target: str, seconds: float, concurrency: int, batch: int, timeout: floa
         print("sending", flush=True)  # the caller starts its measurements here
         cpu0, started = os.times(), time.monotonic()
         end = started + seconds
+        pacer = Pacer(rate, batch, started, end) if rate > 0 else None
         stats = [Stats() for _ in range(concurrency)]
         threads = [
-            threading.Thread(target=worker, args=(call, templates, ids, prefix, end, timeout, s), daemon=True)
+            threading.Thread(target=worker, args=(call, templates, ids, prefix, end, timeout, s, pacer), daemon=True)
             for s in stats
         ]
         for thread in threads:
@@ -175,6 +206,8 @@ def run(target: str, seconds: float, concurrency: int, batch: int, timeout: floa
         "elapsed": elapsed,
         "concurrency": concurrency,
         "batch_traces": batch,
+        "rate": rate,  # traces/s asked for (0: as fast as accepted)
+        "late_requests": pacer.late if pacer is not None else 0,
         "spans_per_trace": templates[0].spans // batch,
         "request_bytes": len(templates[0].payload),
         "bytes_per_span": len(templates[0].payload) / templates[0].spans,
@@ -201,8 +234,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4, help="requests in flight")
     parser.add_argument("--batch", type=int, default=50, help="traces per export request")
     parser.add_argument("--timeout", type=float, default=30.0, help="deadline of one export call")
+    parser.add_argument("--rate", type=float, default=0.0, help="traces/s, paced (0: as fast as accepted)")
     args = parser.parse_args()
-    result = run(args.target, args.seconds, args.concurrency, args.batch, args.timeout)
+    result = run(args.target, args.seconds, args.concurrency, args.batch, args.timeout, args.rate)
     print("result " + json.dumps(result), flush=True)
 
 

@@ -1,0 +1,93 @@
+"""Admission in time: the wait past the quiet period is bounded at the measured capacity (fake clock, real parts)."""
+
+from __future__ import annotations
+
+from monitor.consumer import Outcome
+from monitor.engine.admission import DELAY_ALLOWANCE_SECONDS, POLL_SHARE, Admission, AdmittedConsumer
+from monitor.engine.assembler import TraceAssembler
+from monitor.engine.ingest import Ingestor
+from monitor.engine.pool import EvaluationPool, thread_slot
+from monitor.engine.trace_evaluation import TraceEvaluator
+from tests.engine.helpers import synthetic_requests, synthetic_traces
+
+QUIET = 5.0
+CAPACITY = 700.0  # spans/s: one request of 50 seven-span traces is 0.5 s of the workers' time
+REQUEST_SPANS = 350
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def wired() -> tuple[Clock, TraceAssembler, EvaluationPool, Admission, AdmittedConsumer]:
+    clock = Clock()
+    assembler = TraceAssembler(quiet_period=QUIET, clock=clock)
+    pool = EvaluationPool(thread_slot(TraceEvaluator([])), lambda tally: None, lambda reason, n: None, clock=clock)
+    pool.capacity = CAPACITY  # as if measured (the pool is never started: nothing is evaluated)
+    admission = Admission(assembler, pool, quiet_period=QUIET, clock=clock)
+    consumer = AdmittedConsumer(Ingestor(assembler, admission_refuses=admission.refuse), admission)
+    return clock, assembler, pool, admission, consumer
+
+
+def send(consumer: AdmittedConsumer, requests: list[bytes]) -> list[Outcome]:
+    return [consumer.ingest(r, receiver="grpc", encoding="protobuf").outcome for r in requests]
+
+
+def test_a_burst_into_an_idle_daemon_is_taken_up_to_the_allowance_not_the_quiet_period() -> None:
+    _, assembler, _, admission, consumer = wired()
+    assert DELAY_ALLOWANCE_SECONDS == 2.0
+    answers = send(consumer, synthetic_requests(20 * 50))
+    # 2 s at 700 spans/s = 1400 spans = 4 requests; the check sees what is taken, so one more gets in.
+    assert answers[:5] == [Outcome.ACCEPTED] * 5
+    assert set(answers[5:]) == {Outcome.THROTTLED}
+    assert assembler.spans_closing == 5 * REQUEST_SPANS  # held alone would allow 700 * (5 + 2) = 4900 spans
+    assert admission.wait_seconds() == 5 * REQUEST_SPANS / CAPACITY
+
+
+def test_intake_resumes_at_the_capacity_as_time_passes() -> None:
+    clock, assembler, _, admission, consumer = wired()
+    send(consumer, synthetic_requests(10 * 50))
+    taken = assembler.spans_closing
+    clock.now += 0.75  # the workers' schedule moved on by 0.75 s: room for one request (0.5 s of work)
+    answers = send(consumer, synthetic_requests(3 * 50, first=100_000))
+    assert answers == [Outcome.ACCEPTED, Outcome.THROTTLED, Outcome.THROTTLED]
+    assert assembler.spans_closing == taken + REQUEST_SPANS
+    clock.now += 10.0  # everything taken is long due (and the pool, never started, holds nothing)
+    assert admission.wait_seconds() == 0.0
+
+
+def test_what_is_held_counts_when_the_capacity_estimate_falls() -> None:
+    _, _, pool, admission, consumer = wired()
+    assert send(consumer, synthetic_requests(50)) == [Outcome.ACCEPTED]
+    pool.capacity = 40.0  # the first batches measured the workers 17x slower than estimated
+    # 350 spans at 40 spans/s: 8.75 s from now, 3.75 s past the quiet period; the schedule alone said 0.5 s.
+    assert admission.wait_seconds() == REQUEST_SPANS / 40.0 - QUIET
+    assert send(consumer, synthetic_requests(50, first=1000)) == [Outcome.THROTTLED]
+
+
+def test_polled_traces_use_what_the_receivers_leave_and_never_make_them_throttle() -> None:
+    _, _, pool, admission, consumer = wired()
+    polled = synthetic_traces(300)  # 2100 spans, over the poll share of 1225
+    submitted = 0
+    for trace in polled:
+        if not admission.poll_room(len(trace.spans)):
+            break
+        pool.submit(trace)
+        submitted += 1
+    assert 0 < submitted < len(polled)  # the poll stops at its share of the budget...
+    assert pool.spans_held <= POLL_SHARE * CAPACITY * (QUIET + DELAY_ALLOWANCE_SECONDS)
+    assert send(consumer, synthetic_requests(50, first=1000)) == [Outcome.ACCEPTED]  # ...the receivers still take
+    assert not admission.poll_room(7)
+
+
+def test_only_spans_that_start_closing_go_on_the_schedule() -> None:
+    _, assembler, _, admission, consumer = wired()
+    admission.admitted(0)
+    assert admission.finish_at == 0.0
+    send(consumer, synthetic_requests(50))
+    assert assembler.spans_closing == REQUEST_SPANS
+    assert admission.finish_at == 1000.0 + QUIET + REQUEST_SPANS / CAPACITY
