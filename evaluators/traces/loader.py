@@ -122,6 +122,7 @@ def load_traces(source: str | os.PathLike[str] | bytes | Iterable[str | os.PathL
 
 
 __all__ = [
+    "MAX_FILE_BYTES",
     "decode_bytes",
     "decode_export",
     "join_logs",
