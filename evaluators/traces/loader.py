@@ -58,6 +58,11 @@ def _files_in(path: Path) -> list[Path]:
     return [path]
 
 
+def trace_files(path: Path) -> list[Path]:
+    """The files `read_paths` decodes for `path`, in its order: a directory's trace files, sorted, or the file."""
+    return _files_in(path)
+
+
 def _is_sidecar(path: Path) -> bool:
     """Files in a corpus folder that are not OTLP (manifests, expectations, fake-server logs)."""
     return path.name in ("expected.json", "manifest.jsonl", "fake_llm_log.jsonl", "package.json")
@@ -116,4 +121,13 @@ def load_traces(source: str | os.PathLike[str] | bytes | Iterable[str | os.PathL
     return traces_from_batch(read_paths(source))
 
 
-__all__ = ["decode_bytes", "decode_export", "join_logs", "load_traces", "read_paths", "traces_from_batch"]
+__all__ = [
+    "MAX_FILE_BYTES",
+    "decode_bytes",
+    "decode_export",
+    "join_logs",
+    "load_traces",
+    "read_paths",
+    "trace_files",
+    "traces_from_batch",
+]

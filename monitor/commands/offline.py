@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evaluators.judges import JudgeSettings, LLMJudge
 from evaluators.pricing import ModelPrice
@@ -17,18 +17,20 @@ from evaluators.sdk import (
     Mode,
     ScoreSummary,
     Task,
-    run_evaluators,
     scores,
     summarize,
 )
 from evaluators.signatures import SignatureRule
 from evaluators.traces.model import Trace
-from monitor.commands.offline_judges import JudgeSpend, Progress, run_judges
+from monitor.commands.offline_records import Result, as_records, records_of, trace_results
 from monitor.commands.offline_sessions import evaluate_sessions, is_session_level, sessions_for
 from monitor.commands.offline_signatures import SignatureGroup, group_failures, groups_json
 from monitor.commands.offline_spec import InputError, Selected
 from monitor.commands.offline_spend import SpendSummary, spend_of
-from monitor.engine.configured import relabel
+
+if TYPE_CHECKING:
+    from evaluators.sdk import BaseEvaluator
+    from monitor.commands.offline_judges import JudgeSpend, Progress
 
 TASK_ID_ATTRIBUTES = ("task.id", "task_id", "baggage.task.id")
 
@@ -207,12 +209,10 @@ def evaluate_offline(
     judges' spend are priced with `prices` (the spec's `pricing.models` overrides) winning over the price table."""
     mode: Mode = "experiment" if dataset is not None else "monitor"
     tasks, matched, used = match_tasks(traces, dataset)
-    by_label: dict[str, list[EvaluationRecord]] = {s.label: [] for s in selection}
-    rules = [s for s in selection if not isinstance(s.evaluator, LLMJudge) and not is_session_level(s)]
+    by_label: dict[str, list[Result]] = {s.label: [] for s in selection}
+    rules = rule_labels(selection)
     for trace, task in zip(traces, tasks, strict=True):
-        for chosen in rules:
-            for record in run_evaluators(trace, [chosen.evaluator], mode=mode, task=task):
-                by_label[chosen.label].append(relabel(record, chosen.label))
+        trace_results(trace, rules, mode, task, by_label)
     sessions = sessions_for(traces, selection, prices)  # grouped once, for the session rules and judges
     session_count, by_session = evaluate_sessions(sessions, selection)
     for label, records in by_session.items():
@@ -220,6 +220,8 @@ def evaluate_offline(
     chosen_judges = [(s.evaluator, s.label) for s in selection if isinstance(s.evaluator, LLMJudge)]
     spend: dict[str, JudgeSpend] = {}
     if chosen_judges:
+        from monitor.commands.offline_judges import run_judges  # the judge engine and its client, only for judges
+
         settings = judges if judges is not None else JudgeSettings()
         records, observer = run_judges(
             traces,
@@ -234,19 +236,59 @@ def evaluate_offline(
         for record in records:
             by_label[record.evaluator].append(record)
         spend = observer.by_judge
-    every = [r for rs in by_label.values() for r in rs]
-    return OfflineReport(
+    return build_report(
+        selection,
+        by_label,
         mode=mode,
         trace_count=len(traces),
+        dataset=dataset,
+        matched=matched,
+        tasks_used=len(used),
+        worst=worst,
+        signature_rules=signature_rules,
+        spend=spend_of(traces, prices),
+        session_count=session_count,
+        judge_spend=spend,
+    )
+
+
+def rule_labels(selection: Sequence[Selected]) -> list[tuple[BaseEvaluator, str]]:
+    """The (evaluator, label) of the rules run on each trace: neither judges nor session-level ones."""
+    return [
+        (s.evaluator, s.label) for s in selection if not isinstance(s.evaluator, LLMJudge) and not is_session_level(s)
+    ]
+
+
+def build_report(
+    selection: Sequence[Selected],
+    by_label: Mapping[str, Sequence[Result]],
+    *,
+    mode: Mode,
+    trace_count: int,
+    dataset: Dataset | None,
+    matched: dict[str, int],
+    tasks_used: int,
+    worst: int,
+    signature_rules: Sequence[SignatureRule],
+    spend: SpendSummary,
+    session_count: int | None,
+    judge_spend: dict[str, JudgeSpend] | None = None,
+) -> OfflineReport:
+    """The report of a run from every evaluator's results by label (in trace order, then the sessions', then the
+    judges'): summaries and gates, the worst results, the failure signatures."""
+    named = records_of(r for results in by_label.values() for r in results)
+    return OfflineReport(
+        mode=mode,
+        trace_count=trace_count,
         evaluators=[evaluator_report(s, by_label[s.label]) for s in selection],
-        worst=worst_records(every, worst),
+        worst=worst_records(named, worst),
         dataset=dataset.name if dataset is not None else None,
         task_count=len(dataset) if dataset is not None else 0,
         matched=matched if dataset is not None else {},
-        tasks_without_trace=len(dataset) - len(used) if dataset is not None else 0,
-        judge_spend=spend,
-        signatures=group_failures(every, signature_rules),
-        spend=spend_of(traces, prices),
+        tasks_without_trace=len(dataset) - tasks_used if dataset is not None else 0,
+        judge_spend=judge_spend or {},
+        signatures=group_failures(named, signature_rules),
+        spend=spend,
         session_count=session_count,
     )
 
@@ -269,8 +311,9 @@ def match_tasks(traces: Sequence[Trace], dataset: Dataset | None) -> tuple[list[
     return tasks, matched, used
 
 
-def evaluator_report(chosen: Selected, records: Sequence[EvaluationRecord]) -> EvaluatorReport:
-    """`chosen`'s summary over its records, with its gate."""
+def evaluator_report(chosen: Selected, results: Sequence[Result]) -> EvaluatorReport:
+    """`chosen`'s summary over its results, with its gate."""
+    records = as_records(results)
     evaluator = chosen.evaluator
     return EvaluatorReport(
         label=chosen.label,

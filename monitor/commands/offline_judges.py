@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from evaluators.judges import JudgeSettings, LLMJudge, place_turn, prepare, prepare_session
-from evaluators.judges.client import JudgeClient
-from evaluators.judges.engine import JudgeEngine
 from evaluators.pricing import ModelPrice
 from evaluators.sdk import EvalResult, EvaluationRecord, Task
 from evaluators.sessions import Session, group_sessions
@@ -142,6 +140,9 @@ async def _run(
     prices: Mapping[str, ModelPrice] | None,
     sessions: Sequence[Session] | None,
 ) -> list[EvaluationRecord]:
+    from evaluators.judges.client import JudgeClient  # google-genai: loaded when judges run, not by the CLI
+    from evaluators.judges.engine import JudgeEngine
+
     client = JudgeClient(settings) if settings.enabled else None
     engine = JudgeEngine(settings, client, observer=spend, prices=prices)
     pending = _pending(traces, judges, mode, tasks, prices, sessions)

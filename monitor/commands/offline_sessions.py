@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from evaluators.judges import LLMJudge
 from evaluators.pricing import ModelPrice
 from evaluators.sdk import Dispatched, EvaluationRecord, dispatch_session
-from evaluators.sessions import Session, group_sessions
+from evaluators.sessions import Session, Turn, group_sessions
+from evaluators.sessions.ids import session_of
 from evaluators.traces.model import Trace
 from monitor.commands.session_records import session_record
 from monitor.engine.configured import relabel
@@ -36,6 +37,30 @@ def sessions_for(
     if not any(is_session_level(s) for s in selection):
         return None
     return group_sessions(traces, prices=prices)
+
+
+SessionTurn = tuple[str, str, Turn]  # (session id, the attribute it came from, the turn)
+
+
+def session_turns(traces: Sequence[Trace], prices: Mapping[str, ModelPrice] | None = None) -> list[SessionTurn]:
+    """The turns of the `traces` that name a session, in trace order (what a worker process sends back)."""
+    turns: list[SessionTurn] = []
+    for trace in traces:
+        ref = session_of(trace)
+        if ref is not None:
+            turns.append((ref.session_id, ref.source, Turn.from_trace(trace, prices)))
+    return turns
+
+
+def sessions_of_turns(turns: Sequence[SessionTurn]) -> list[Session]:
+    """The sessions `group_sessions` finds, from the traces' `session_turns` (in trace order)."""
+    sessions: dict[str, Session] = {}
+    for session_id, source, turn in turns:
+        session = sessions.get(session_id)
+        if session is None:
+            session = sessions[session_id] = Session(session_id, [], source, "idle")
+        session.add(turn)
+    return sorted(sessions.values(), key=lambda s: (s.start_ns, s.session_id))
 
 
 def evaluate_sessions(

@@ -49,17 +49,21 @@ def trace_cost(trace: Trace, prices: Mapping[str, ModelPrice] | None = None) -> 
 
 def spend_of(traces: Sequence[Trace], prices: Mapping[str, ModelPrice] | None = None) -> SpendSummary:
     """The SpendSummary of `traces`."""
+    return spend_summary([trace_cost(trace, prices) for trace in traces])
+
+
+def spend_summary(costs_of_traces: Sequence[tuple[float | None, int, int]]) -> SpendSummary:
+    """The SpendSummary of traces given as their `trace_cost`s, in trace order."""
     costs: list[float] = []
     calls = unpriced = 0
-    for trace in traces:
-        usd, n, missing = trace_cost(trace, prices)
+    for cost, n, missing in costs_of_traces:
         calls += n
         unpriced += missing
-        if usd is not None:
-            costs.append(usd)
+        if cost is not None:
+            costs.append(cost)
     total = math.fsum(costs)
     return SpendSummary(
-        traces=len(traces),
+        traces=len(costs_of_traces),
         priced_traces=len(costs),
         calls=calls,
         unpriced_calls=unpriced,
