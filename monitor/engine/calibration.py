@@ -3,7 +3,8 @@
 Admission control needs to know how many spans per second the workers evaluate before the first real batch
 is back (a quiet period later). Each worker times what it does with a batch (evaluators, metrics tally, result
 rows into an in-memory store) on a typical agent trace (an OTel GenAI agent span with three model calls and
-three tool calls, messages as JSON, 7 spans) a few times; real batches then correct the estimate.
+three tool calls, messages as JSON, 7 spans) a few times; real batches then correct the estimate. The spans are
+raw, as received over OTLP/protobuf (evaluators.traces.raw_spans), so their decoding, which the worker does, counts.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ import json
 import math
 import time
 
-from evaluators.traces.raw_spans import ReceivedSpan
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from evaluators.traces.raw_spans import RawSpan, ReceivedSpan
 from evaluators.traces.records import SpanRecord
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.batch_run import BatchRun
@@ -69,10 +73,30 @@ def typical_trace(number: int) -> CompletedTrace:
                 trace_id, f"{20 + step:016x}", root, "execute_tool", 1, at + 45 * MS, at + 50 * MS, attributes=tool
             )
         )
-    for span in spans:
-        span.resource_attributes = {"service.name": "calibration"}
+    resource = {"service.name": "calibration"}
     now = time.monotonic()
-    return CompletedTrace(trace_id, list[ReceivedSpan](spans), "quiet", now, now, [], now)
+    return CompletedTrace(trace_id, [_raw(span, resource) for span in spans], "quiet", now, now, [], now)
+
+
+def _raw(record: SpanRecord, resource: dict) -> ReceivedSpan:
+    """The record as the receivers keep a span received over OTLP/protobuf (string and int attributes)."""
+    span = Span(
+        trace_id=bytes.fromhex(record.trace_id),
+        span_id=bytes.fromhex(record.span_id),
+        parent_span_id=bytes.fromhex(record.parent_span_id),
+        name=record.name,
+        kind=record.kind,  # type: ignore[arg-type]  # the enum's int
+        start_time_unix_nano=record.start_time_unix_nano,
+        end_time_unix_nano=record.end_time_unix_nano,
+    )
+    for key, value in record.attributes.items():
+        text = isinstance(value, str)
+        span.attributes.add(key=key, value=AnyValue(string_value=value) if text else AnyValue(int_value=value))
+    payload = span.SerializeToString()
+    return RawSpan(
+        record.trace_id, record.span_id, record.parent_span_id, record.kind, record.end_time_unix_nano, payload,
+        resource, "", "", "calibration",
+    )  # fmt: skip
 
 
 def spans_per_second(evaluator: TraceEvaluator, rounds: int = ROUNDS) -> float:

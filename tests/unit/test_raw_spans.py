@@ -136,3 +136,19 @@ def test_an_attribute_too_deep_for_the_worker_is_counted_under_its_receiver() ->
     assert record.attributes == {"ok": "x"}
     assert DEEP_ATTRIBUTES.take() == {"http": 1}
     assert DEEP_ATTRIBUTES.take() == {}
+
+
+def test_raw_spans_cross_to_a_worker_raw_and_decode_there_like_records() -> None:
+    """traces_to_wire keeps a raw span raw (its bytes, not its attributes) and traces_from_wire gives it back equal;
+    a trace mixing raw spans and records (a polled one) keeps each as it is."""
+    from monitor.engine.assembler import CompletedTrace
+    from monitor.engine.trace_wire import traces_from_wire, traces_to_wire
+
+    data = pb_request([pb_span(0, [pb_attr("ok", pb_text("x"))]), pb_span(1, [pb_attr("n", pb_text("y"))])])
+    raw = decode_traces_raw(data, "request", "grpc").spans
+    record = decode_traces_protobuf(data, "request").spans[1]
+    completed = CompletedTrace(raw[0].trace_id, [raw[0], raw[1], record], "quiet", 1.0, 2.0, [], 1.5)
+    (back,) = traces_from_wire(traces_to_wire([completed]))
+    assert back.spans[:2] == raw and isinstance(back.spans[0], RawSpan)
+    assert back.spans[2] == record
+    assert records_of(back.spans) == decode_traces_protobuf(data, "request").spans[:2] + [record]
