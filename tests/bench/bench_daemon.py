@@ -109,6 +109,12 @@ def cpu_share(run: Run, whole: bool = False) -> float:
     return run.cpu_send / ((run.send_end - run.send_start) * CORES)
 
 
+def _us_per_span(run: Run) -> float:
+    """CPU microseconds of the receiving process (the daemon's main process, or the sink) per span accepted."""
+    spans = run.load["spans_per_second"] * run.send_seconds
+    return 1e6 * run.cpu_main_send / spans if spans else math.nan
+
+
 def lost(run: Run) -> float:
     """Acknowledged traces neither evaluated nor counted as dropped."""
     return run.load["traces_ok"] - evaluated(run) - run.total("agent_monitor_traces_dropped_total")
@@ -232,6 +238,15 @@ def figures(
             f"{ratio:.2f} ({ingest.load['spans_per_second']:,.0f} / {sink.load['spans_per_second']:,.0f} spans/s)",
             f">= {TARGET_INGEST_RATIO}",
             _verdict(ratio >= TARGET_INGEST_RATIO),
+        )
+    )
+    sink_us, main_us = _us_per_span(sink), _us_per_span(ingest)
+    rows.append(
+        (
+            "3b receiving process CPU per span: daemon main / sink",
+            f"{main_us / sink_us:.2f} ({main_us:.1f} / {sink_us:.1f} us; ingest-only run)",
+            "(what the main process does per span)",
+            "",
         )
     )
     one_rate = evaluated_per_second(one)

@@ -49,6 +49,7 @@ class Run:
     send_start: float = 0.0
     send_end: float = 0.0
     cpu_send: float = 0.0  # CPU seconds of the target (process tree) over the send window
+    cpu_main_send: float = 0.0  # ... of its main process alone (the receiving process; the sink's own)
     cpu_total: float = 0.0  # ... from send start until caught up
     done: float = 0.0  # when catch-up ended
     last_evaluated: float = 0.0  # when the evaluated count last grew (poll resolution)
@@ -136,7 +137,8 @@ def run_sink(seconds: float) -> Run:
         if not stats:
             raise Broken(f"grpc sink did not report (exit {sink.returncode}): {err}")
         load["sink"] = json.loads(stats[-1][len("stats ") :])
-        return Run(load, cpu_send=cpu[-1] - cpu[0] if len(cpu) == 2 else math.nan)
+        used = cpu[-1] - cpu[0] if len(cpu) == 2 else math.nan
+        return Run(load, cpu_send=used, cpu_main_send=used)
     finally:
         if sink.poll() is None:
             sink.kill()
@@ -180,6 +182,7 @@ def run_daemon(workdir: Path, overrides: dict[str, Any], seconds: float, quiet_p
             run = Run(load, quiet_period, send_start=marks[0].at, send_end=marks[1].at)
             run.metrics_mid = halfway[0] if halfway else {}
             run.cpu_send = marks[1].cpu_since(marks[0])
+            run.cpu_main_send = _own_cpu(marks, daemon.process.pid)
             catch_up(daemon, run)
             run.cpu_total = sampler.mark().cpu_since(marks[0])
             run.rss_after_kib = sampler.sample()
@@ -191,6 +194,12 @@ def run_daemon(workdir: Path, overrides: dict[str, Any], seconds: float, quiet_p
         code = daemon.stop()
         if code:
             print(f"  (daemon exited with {code} on SIGTERM; log tail:\n{daemon.output()[-2000:]})")
+
+
+def _own_cpu(marks: list[Mark], pid: int) -> float:
+    """CPU seconds of the process `pid` alone between the two marks."""
+    (first, last) = ({k: v for k, v in m.cpu.items() if k[0] == pid} for m in marks)
+    return sum(seconds - first.get(key, 0.0) for key, seconds in last.items())
 
 
 def catch_up(daemon: DaemonProcess, run: Run) -> None:
