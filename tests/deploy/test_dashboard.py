@@ -624,12 +624,13 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
         }
         daemon = DaemonProcess(workdir, config, env=project_env())
         stack.callback(daemon.stop)
-        daemon.start()
+        daemon.launch()  # Prometheus starts while the daemon does
         servers = ServerSet(tmp_path)
         stack.callback(servers.stop)
         port = servers.start_prometheus(
             scrape_config(daemon.metrics_port), extra_args=("--enable-feature=exemplar-storage",)
         )
+        daemon.wait_ready()
 
         def scraped(promql: str, expected: float) -> Callable[[], bool]:
             return lambda: any(float(r["value"][1]) >= expected for r in query(port, promql))
