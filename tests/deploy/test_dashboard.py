@@ -624,13 +624,12 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
         }
         daemon = DaemonProcess(workdir, config, env=project_env())
         stack.callback(daemon.stop)
-        daemon.launch()  # Prometheus starts while the daemon does
+        daemon.start()
         servers = ServerSet(tmp_path)
         stack.callback(servers.stop)
         port = servers.start_prometheus(
             scrape_config(daemon.metrics_port), extra_args=("--enable-feature=exemplar-storage",)
         )
-        daemon.wait_ready()
 
         def scraped(promql: str, expected: float) -> Callable[[], bool]:
             return lambda: any(float(r["value"][1]) >= expected for r in query(port, promql))

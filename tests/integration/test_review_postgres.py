@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psycopg
@@ -67,13 +66,8 @@ def test_two_replicas_share_one_review(tmp_path: Path, postgres_url: str) -> Non
             daemon.launch()
         for daemon in daemons:
             daemon.wait_ready(60)
-        with ThreadPoolExecutor(2) as senders:  # the two halves sent at once
-            sent = [
-                senders.submit(send, "grpc", f"127.0.0.1:{d.grpc_port}", "corpus", *(str(CORPUS / s) for s in half))
-                for d, half in zip(daemons, halves, strict=True)
-            ]
-            for future in sent:
-                future.result()
+        for daemon, half in zip(daemons, halves, strict=True):
+            send("grpc", f"127.0.0.1:{daemon.grpc_port}", "corpus", *(str(CORPUS / s) for s in half))
         for daemon, half in zip(daemons, halves, strict=True):  # each evaluated only its own half
             assert daemon.wait_for("agent_monitor_traces_evaluated_total", len(_trace_ids(half)), timeout=60)
         for daemon in daemons:  # ... and either one's review lists all of them
