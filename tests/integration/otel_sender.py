@@ -173,6 +173,17 @@ class CountingExporter:
         return True
 
 
+def request_id(length: int = 12) -> str:
+    """A fresh hex id of `length` digits that mixes digits and letters, as a request id looks and as signature masking
+    reads it (`<hex>`): an all-digit draw (one in 280 at 12 digits) would read as a number (`<num>`) and make the
+    same failure a second signature."""
+    for _ in range(1000):  # bounded: a draw lacks a digit or a letter with probability < 0.4 %
+        drawn = secrets.token_hex(length // 2)
+        if any(c.isdigit() for c in drawn) and any(c.isalpha() for c in drawn):
+            return drawn
+    raise RuntimeError("no hex id mixing digits and letters in 1000 draws")
+
+
 def send_synthetic(
     exporter,
     traces: int,
@@ -187,7 +198,7 @@ def send_synthetic(
 ) -> int:
     """`traces` agent traces; `question` and `answer` may hold `{i}`, the trace's index; `version` is the
     resource's service.version. A failing tool call records `tool_error` (when given) as a RuntimeError exception
-    event; it may hold `{i}`, `{id}` (a fresh hex id) and `{amount}` (varying with the index)."""
+    event; it may hold `{i}`, `{id}` (a fresh hex id, `request_id`) and `{amount}` (varying with the index)."""
     exporter = CountingExporter(exporter)
     resource = {"service.name": service, **({"service.version": version} if version else {})}
     provider = TracerProvider(resource=Resource(resource))
@@ -222,7 +233,7 @@ def send_synthetic(
                     tool.set_attribute("gen_ai.tool.name", tool_name)
                     tool.set_attribute("gen_ai.tool.call.arguments", '{"city": "Paris"}')
                     if failing and tool_error is not None:
-                        text = tool_error.format(i=index, id=secrets.token_hex(6), amount=f"{17.5 * (index + 3):.2f}")
+                        text = tool_error.format(i=index, id=request_id(), amount=f"{17.5 * (index + 3):.2f}")
                         tool.record_exception(RuntimeError(text))
                         tool.set_status(Status(StatusCode.ERROR, f"RuntimeError: {text}"))
                     elif failing:

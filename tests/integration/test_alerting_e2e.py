@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import project_env, send
-from tests.integration.daemon_process import ROOT
+from tests.integration.daemon_process import ROOT, DaemonProcess
 from tests.integration.promstack import ServerSet, poll, query, scrape_config
 
 pytestmark = pytest.mark.integration
@@ -95,6 +95,16 @@ def webhook() -> Iterator[Webhook]:
 
 
 @pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[DaemonProcess]:
+    """The daemon on RULES_CONFIG, launched but not waited for: the test starts its servers while it starts."""
+    workdir = tmp_path / "daemon"
+    workdir.mkdir()
+    launched = DaemonProcess(workdir, RULES_CONFIG, env=project_env()).launch()
+    yield launched
+    launched.stop()
+
+
+@pytest.fixture
 def servers(tmp_path: Path) -> Iterator[ServerSet]:
     started = ServerSet(tmp_path)
     yield started
@@ -146,8 +156,7 @@ def _diagnostics(servers: ServerSet, prom_port: int, webhook: Webhook) -> str:
     return f"ALERTS: {alerts}\nnotifications: {webhook.seen}\n{logs}"
 
 
-def test_pass_ratio_alert_fires_and_resolves_through_alertmanager(daemon_factory, webhook, servers, tmp_path) -> None:
-    daemon = daemon_factory(RULES_CONFIG, evaluators=None)
+def test_pass_ratio_alert_fires_and_resolves_through_alertmanager(daemon, webhook, servers, tmp_path) -> None:
     rules = tmp_path / "agent-monitor.rules.yml"
     _generate_rules(daemon.config_path, rules)
     am_port = servers.start_alertmanager(_alertmanager_config(webhook.url))
@@ -156,6 +165,7 @@ def test_pass_ratio_alert_fires_and_resolves_through_alertmanager(daemon_factory
         + f"rule_files: ['{rules}']\n"
         + f"alerting: {{alertmanagers: [{{static_configs: [{{targets: ['127.0.0.1:{am_port}']}}]}}]}}\n"
     )
+    daemon.wait_ready()
     endpoint = f"127.0.0.1:{daemon.grpc_port}"
 
     # increase() counts growth after a series' first scrape: let Prometheus see the fail series, then grow it.

@@ -87,12 +87,13 @@ def test_the_embedded_default_fires_a_quality_alert(tmp_path: Path) -> None:
     servers = ServerSet(tmp_path)
     daemon = EmbeddedDaemon(workdir)
     try:
-        daemon.start(timeout=60)
+        daemon.launch()  # the rules written and Prometheus started while it starts
         rules = _rules(daemon, tmp_path / "agent-monitor.rules.yml")
         assert 'evaluator="error_free",outcome="fail"}[30m]' in rules and ">= 50\n" in rules
         prom_port = servers.start_prometheus(
             scrape_config(daemon.metrics_port) + f"rule_files: ['{tmp_path / 'agent-monitor.rules.yml'}']\n"
         )
+        daemon.wait_ready(timeout=60)
         endpoint = f"127.0.0.1:{daemon.grpc_port}"
         fails = f'agent_eval_results_total{{evaluator="error_free",outcome="fail",service="{SERVICE}"}}'
 

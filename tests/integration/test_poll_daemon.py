@@ -30,7 +30,7 @@ def _stored(now: float) -> list[Stored]:
 
 
 def _config(url: str) -> dict:
-    source = {"type": "amp", "name": "amp", "url": url, "token_env": "AMP_TOKEN", "interval": "1s",
+    source = {"type": "amp", "name": "amp", "url": url, "token_env": "AMP_TOKEN", "interval": "0.5s",
               "settle_delay": "1s", "backfill": "10m", "overlap": "10m", **SCOPE}  # fmt: skip
     return {"sources": [source], "evaluators": [{"name": "error_free"}, {"name": "tool_success_rate"}]}
 
@@ -107,7 +107,7 @@ def _evaluated_in_total(output: str) -> int:
 def test_a_restart_in_the_middle_of_a_backlog_evaluates_every_trace_exactly_once(tmp_path: Path) -> None:
     now = time.time()
     base = next(iter(corpus_traces("otel_genai__tool_error").values()))
-    count = 3000
+    count = 1500  # a backlog of 15 pages: the first daemon is stopped after 150, well before its end
     fake = FakeAmp([Stored(moved(base, f"{n + 1:032x}", int((now - 3000 + n) * 1e9))) for n in range(count)])
     app = web.Application()
     app.router.add_get("/api/v1/orgs/{org}/projects/{project}/agents/{agent}/traces/export", fake.handle)
@@ -118,11 +118,11 @@ def test_a_restart_in_the_middle_of_a_backlog_evaluates_every_trace_exactly_once
         workdir.mkdir()
         first = DaemonProcess(workdir, config, env={**project_env(), "AMP_TOKEN": TOKEN}).start()
         try:
-            assert first.wait_for_condition(lambda: first.value("agent_monitor_traces_evaluated_total") >= 300)
+            assert first.wait_for_condition(lambda: first.value("agent_monitor_traces_evaluated_total") >= 150)
         finally:
             first.stop()  # SIGTERM in the middle of the backlog
         done_first = _evaluated_in_total(first.output())
-        assert 300 <= done_first < count and "cancelled" not in first.output()
+        assert 150 <= done_first < count and "cancelled" not in first.output()
         second = DaemonProcess(workdir, config, env={**project_env(), "AMP_TOKEN": TOKEN}).start()
         try:
             remaining = count - done_first

@@ -25,7 +25,7 @@ def test_the_daemon_reads_the_collector_files_as_they_grow_and_resumes_after_a_r
     active = directory / "traces.json"
     active.write_text(lines[0] + lines[1][:50])  # the second line is still being written
     source = {"type": "otlp_files", "name": "files", "directory": str(directory), "pattern": "*.json",
-              "interval": "1s"}  # fmt: skip
+              "interval": "0.5s"}  # fmt: skip
     config = {"sources": [source], "evaluators": [{"name": "error_free"}]}
     workdir = tmp_path / "daemon"
     workdir.mkdir()

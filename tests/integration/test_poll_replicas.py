@@ -37,7 +37,7 @@ def _replicas(tmp_path: Path, url: str) -> tuple[Path, list[DaemonProcess]]:
     directory = tmp_path / "otelcol"
     directory.mkdir()
     source = {"type": "otlp_files", "name": "files", "directory": str(directory), "pattern": "*.json",
-              "interval": "1s"}  # fmt: skip
+              "interval": "0.5s"}  # fmt: skip
     config = {
         "sources": [source],
         "evaluators": [{"name": "latency", "params": {"max_latency_ms": 0}}],  # fails: a stored row per evaluation
