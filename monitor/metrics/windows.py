@@ -68,6 +68,9 @@ class WindowSnapshot:
     @staticmethod
     def merge(snapshots: Iterable[WindowSnapshot]) -> WindowSnapshot:
         """The snapshots' results together (e.g. every service, or every variant, of an evaluator)."""
+        snapshots = list(snapshots)
+        if len(snapshots) == 1:
+            return snapshots[0]
         passed = verdicts = 0
         scores: list[float] = []
         for snapshot in snapshots:
@@ -75,6 +78,31 @@ class WindowSnapshot:
             verdicts += snapshot.verdicts
             scores.extend(snapshot.scores)
         return WindowSnapshot(passed, verdicts, tuple(scores))
+
+
+@dataclass(frozen=True, slots=True)
+class WindowRows:
+    """One window at one moment, for a reader that follows its changes: the rows `appended` so far (the rows
+    held are the last len(arrival) of them: rows leave in arrival order), their scores in arrival order (NaN for
+    none) and ascending (NaN left out), and the pass and verdict counts."""
+
+    passed: int
+    verdicts: int
+    appended: int
+    arrival: tuple[float, ...]
+    ordered: tuple[float, ...]
+
+    @property
+    def changes(self) -> int:
+        """Rows appended and dropped so far: equal counts, equal rows."""
+        return 2 * self.appended - len(self.arrival)
+
+    def snapshot(self) -> WindowSnapshot:
+        """The window as an ordered snapshot."""
+        return WindowSnapshot(self.passed, self.verdicts, self.ordered)
+
+
+EMPTY_ROWS = WindowRows(0, 0, 0, (), ())
 
 
 class _Window:
@@ -148,10 +176,17 @@ class _Window:
             kept = [s for s, _ in rows if s == s]
             return WindowSnapshot(sum(verdicts), len(verdicts), tuple(sorted(kept) if ordered else kept))
         if ordered:
-            if self.ordered_at != self.changes:
-                self._sort()
-            return WindowSnapshot(self.passed, self.judged, self.ordered)
+            return WindowSnapshot(self.passed, self.judged, self.ordered_scores())
         return WindowSnapshot(self.passed, self.judged, tuple(self._scores()))
+
+    def ordered_scores(self) -> tuple[float, ...]:
+        """The scores ascending (NaN left out), sorted once per change of the window (kept until then)."""
+        if self.ordered_at != self.changes:
+            self._sort()
+        return self.ordered
+
+    def rows(self) -> WindowRows:
+        return WindowRows(self.passed, self.judged, self.appended, tuple(self.scores), self.ordered_scores())
 
     def _sort(self) -> None:
         """Bring `ordered` up to date: the scores dropped since taken out by binary search and the new ones
@@ -267,6 +302,24 @@ class WindowStore:
                 window.evict(now - seconds)
                 stamp.append(window.changes)
             return tuple(stamp)
+
+    def rows(self, keys: Iterable[Key], seconds: float) -> list[WindowRows] | None:
+        """The windows of `keys` over the last `seconds` as rows (read under one lock), for a reader that
+        follows their changes (see WindowRows); None since the clock stepped back (rows are then filtered by
+        time, not evicted, so they no longer leave in arrival order)."""
+        now = self._clock()
+        with self._lock:
+            if self._clock_stepped_back:
+                return None
+            rows = []
+            for key in keys:
+                window = self._data.get(key, {}).get(float(seconds))
+                if window is None:
+                    rows.append(EMPTY_ROWS)
+                    continue
+                window.evict(now - seconds)
+                rows.append(window.rows())
+            return rows
 
     def merged(self, keys: Iterable[Key], seconds: float, ordered: bool = False) -> WindowSnapshot:
         """The results of the last `seconds` of every key in `keys`, together; `ordered`: each key's scores
