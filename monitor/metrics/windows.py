@@ -91,6 +91,7 @@ class WindowRows:
     appended: int
     arrival: tuple[float, ...]
     ordered: tuple[float, ...]
+    missing: int  # rows without a score (NaN in `arrival`)
 
     @property
     def changes(self) -> int:
@@ -102,7 +103,7 @@ class WindowRows:
         return WindowSnapshot(self.passed, self.verdicts, self.ordered)
 
 
-EMPTY_ROWS = WindowRows(0, 0, 0, (), ())
+EMPTY_ROWS = WindowRows(0, 0, 0, (), (), 0)
 
 
 class _Window:
@@ -186,7 +187,8 @@ class _Window:
         return self.ordered
 
     def rows(self) -> WindowRows:
-        return WindowRows(self.passed, self.judged, self.appended, tuple(self.scores), self.ordered_scores())
+        ordered = self.ordered_scores()
+        return WindowRows(self.passed, self.judged, self.appended, tuple(self.scores), ordered, self.missing_scores)
 
     def _sort(self) -> None:
         """Bring `ordered` up to date: the scores dropped since taken out by binary search and the new ones

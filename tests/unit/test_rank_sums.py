@@ -1,0 +1,117 @@
+"""`RankSums` patches a comparison's Mann-Whitney rank terms with the scores that entered and left its windows:
+always the very terms `rank_terms` (the pooled sort, kept as the oracle) gives over the windows' scores, on
+real `WindowStore` windows with ties, missing scores, several services per side, results leaving by time and
+by the sample cap, and windows that change a little or completely between reads."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evaluators.sdk.significance import mann_whitney_floats, rank_terms, rank_test
+from monitor.metrics.rank_sums import RankSums, twice_below
+from monitor.metrics.windows import Key, WindowRows, WindowStore
+from tests.unit.metrics_scrape import FakeClock
+from tests.unit.test_significance_oracle import oracle_mann_whitney
+
+WINDOW = 100.0
+BASE: list[Key] = [("e", "a", "1.4"), ("e", "b", "1.4")]
+CAND: list[Key] = [("e", "a", "1.5")]
+SCORES = st.sampled_from([0.0, 0.5, 1.0, -0.0, 0.25]) | st.floats(-1e6, 1e6) | st.none()
+
+
+def read(store: WindowStore) -> tuple[list[WindowRows], list[WindowRows]]:
+    rows = store.rows([*BASE, *CAND], WINDOW)
+    assert rows is not None
+    return rows[: len(BASE)], rows[len(BASE) :]
+
+
+def expected(base: list[WindowRows], cand: list[WindowRows]) -> tuple[int, int]:
+    """The oracle: `rank_terms` over every score of each side, in arrival order (not the ascending runs)."""
+    return rank_terms(scores(base), scores(cand))
+
+
+def scores(rows: list[WindowRows]) -> list[float]:
+    return [s for r in rows for s in r.arrival if s == s]
+
+
+operation = st.one_of(
+    st.tuples(st.just("add"), st.sampled_from([*BASE, *CAND]), st.lists(SCORES, min_size=1, max_size=6)),
+    st.tuples(st.just("wait"), st.sampled_from([1.0, 10.0, 60.0, 101.0])),
+    st.tuples(st.just("read")),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(operation, max_size=60), st.sampled_from([1.0, 0.125]))
+def test_patched_terms_are_the_pooled_sorts(operations: list[tuple[object, ...]], limit: float) -> None:
+    clock = FakeClock()
+    store = WindowStore([WINDOW], sample_cap=12, clock=clock)
+    ranks = RankSums(patch_limit=limit)
+    for op in [*operations, ("read",)]:
+        if op[0] == "add":
+            key, values = op[1], op[2]
+            store.add_many((key, score, None) for score in values)  # type: ignore[union-attr, misc]
+        elif op[0] == "wait":
+            clock.now += op[1]  # type: ignore[operator]
+        else:
+            base, cand = read(store)
+            terms = ranks.terms("pair", base, cand)
+            assert terms == expected(base, cand)
+            b, c = scores(base), scores(cand)
+            if b and c:  # the test from patched terms: the one the pooled sort and the old oracle give
+                assert rank_test(len(b), len(c), *terms) == mann_whitney_floats(b, c) == oracle_mann_whitney(b, c)
+
+
+def test_few_changes_are_patched_and_many_computed_again() -> None:
+    clock = FakeClock()
+    store = WindowStore([3600.0], sample_cap=2000, clock=clock)
+    rng = random.Random(3)
+
+    def add(n: int) -> None:
+        for key in (*BASE, *CAND):
+            store.add_many((key, rng.choice([rng.random(), 0.5, 1.0]), True) for _ in range(n))
+
+    def terms() -> tuple[int, int]:
+        rows = store.rows([*BASE, *CAND], 3600.0)
+        assert rows is not None
+        base, cand = rows[:2], rows[2:]
+        return ranks.terms("pair", base, cand), rank_terms(scores(base), scores(cand))
+
+    ranks = RankSums()
+    add(2000)  # full windows: from now on each new result pushes the oldest out
+    got, oracle = terms()
+    assert got == oracle and ranks.patched == 0
+    for _ in range(5):
+        add(20)
+        got, oracle = terms()
+        assert got == oracle
+    assert ranks.patched == 5
+    add(1000)  # half of every window replaced: sorting again costs less than patching
+    got, oracle = terms()
+    assert got == oracle and ranks.patched == 5
+    clock.now += 3601  # every result left the windows by time
+    got, oracle = terms()
+    assert got == oracle == (0, 0)
+
+
+def test_other_windows_are_computed_afresh() -> None:
+    store = WindowStore([WINDOW], sample_cap=50, clock=FakeClock())
+    for key in (*BASE, *CAND):
+        store.add_many((key, float(i % 7), None) for i in range(30))
+    ranks = RankSums(patch_limit=1.0)
+    base, cand = read(store)
+    ranks.terms("pair", base, cand)
+    swapped = ranks.terms("swapped", cand, base)  # other windows: nothing to patch from
+    assert swapped == rank_terms(scores(cand), scores(base)) and ranks.patched == 0
+
+
+@given(st.lists(st.lists(st.sampled_from([0.0, 1.0, 2.5]) | st.floats(-5, 5), max_size=8), max_size=3),
+       st.lists(st.sampled_from([0.0, 1.0, 2.5, -1.0, 9.0]) | st.floats(-5, 5), max_size=8))  # fmt: skip
+def test_twice_below_counts_lower_scores_twice_and_equal_ones_once(
+    runs: list[list[float]], values: list[float]
+) -> None:
+    ordered = [tuple(sorted(run)) for run in runs]
+    assert twice_below(ordered, values) == sum(2 * (s < v) + (s == v) for run in runs for s in run for v in values)
