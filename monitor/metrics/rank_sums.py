@@ -23,7 +23,7 @@ from itertools import chain, compress, repeat
 from operator import add, eq, mul, not_, sub
 
 from evaluators.sdk.significance import rank_terms
-from monitor.metrics.windows import WindowRows
+from monitor.metrics.windows import Mark, WindowRows
 
 # Patch while the changed scores are at most this share of the pooled ones: a patch costs a binary search and
 # a few dictionary look-ups per changed score, `rank_terms` a sort and a few passes over every score.
@@ -52,18 +52,16 @@ def twice_below(runs: Runs, values: Sequence[float]) -> int:
 
 
 def _changes(old: Sequence[WindowRows], new: Sequence[WindowRows]) -> tuple[list[float], list[float]] | None:
-    """The scores added to and dropped from a side's windows from `old` to `new` rows, NaN left out; None when
-    the rows do not tell (a window's rows all replaced, or not the same windows)."""
+    """The scores added to and dropped from a side's windows from `old` to `new` rows (read since `old`'s
+    marks), NaN left out; None when the rows do not tell."""
     added: list[float] = []
     dropped: list[float] = []
     missing = False
     for before, now in zip(old, new, strict=True):
-        entered = now.appended - before.appended
-        left = (now.appended - len(now.arrival)) - (before.appended - len(before.arrival))
-        if entered < 0 or left < 0 or entered > len(now.arrival) or left > len(before.arrival):
+        if now.since != before.mark or now.added is None or now.dropped is None:
             return None
-        added.extend(now.arrival[len(now.arrival) - entered :])
-        dropped.extend(before.arrival[:left])
+        added.extend(now.added)
+        dropped.extend(now.dropped)
         missing = missing or before.missing > 0 or now.missing > 0
     if missing:  # a NaN has no rank
         added = list(compress(added, map(eq, added, added)))
@@ -96,9 +94,18 @@ class RankSums:
         self._last: tuple[object, list[WindowRows], list[WindowRows], tuple[int, int]] | None = None
         self._counts: dict[float, int] = {}  # how many pooled scores have each value, as of `_last`
 
+    def marks(self, source: object) -> list[Mark] | None:
+        """Where the last call left the windows of `source` (for `WindowStore.rows(..., since=)`); None when
+        the last call was not about them."""
+        last = self._last
+        if last is None or last[0] != source:
+            return None
+        return [rows.mark for rows in chain(last[1], last[2])]
+
     def terms(self, source: object, base: Sequence[WindowRows], cand: Sequence[WindowRows]) -> tuple[int, int]:
         """`rank_terms` of the baseline's and the candidate's scores (each side's windows together); `source`
-        names the windows (equal sources: the same windows, row for row, as at the last call)."""
+        names the windows (equal sources: the same windows as at the last call); rows read since `marks(source)`
+        are patched when few scores changed."""
         base, cand = list(base), list(cand)
         terms = self._patched(source, base, cand)
         if terms is None:

@@ -131,7 +131,8 @@ class VariantComparisons(Collector):
         cached = self._cache.get(index)
         if stamp is not None and cached is not None and cached[0] == (*sides, stamp):
             return cached[1]
-        rows = self.store.rows((*base_keys, *cand_keys), spec.window_seconds)
+        ranks_of = self._ranks.setdefault(index, RankSums())
+        rows = self.store.rows((*base_keys, *cand_keys), spec.window_seconds, since=ranks_of.marks(sides))
         if rows is None:  # the clock stepped back: windows filtered by time, computed afresh at every scrape
             self._cache.pop(index, None)
             self._ranks.pop(index, None)
@@ -141,7 +142,7 @@ class VariantComparisons(Collector):
         cand = WindowSnapshot.merge(r.snapshot() for r in cand_rows)
         ranks = None
         if base.scores and cand.scores:
-            terms = self._ranks.setdefault(index, RankSums()).terms(sides, base_rows, cand_rows)
+            terms = ranks_of.terms(sides, base_rows, cand_rows)
             ranks = rank_test(len(base.scores), len(cand.scores), *terms)
         state = self._of(spec, base, cand, ranks)
         self._cache[index] = ((*sides, tuple(r.changes for r in rows)), state)

@@ -22,19 +22,18 @@ CAND: list[Key] = [("e", "a", "1.5")]
 SCORES = st.sampled_from([0.0, 0.5, 1.0, -0.0, 0.25]) | st.floats(-1e6, 1e6) | st.none()
 
 
-def read(store: WindowStore) -> tuple[list[WindowRows], list[WindowRows]]:
-    rows = store.rows([*BASE, *CAND], WINDOW)
+def read(
+    store: WindowStore, ranks: RankSums, source: str = "pair", seconds: float = WINDOW
+) -> tuple[list[WindowRows], list[WindowRows]]:
+    """Both sides' rows, with what changed since `ranks` last read them for `source`."""
+    rows = store.rows([*BASE, *CAND], seconds, since=ranks.marks(source))
     assert rows is not None
     return rows[: len(BASE)], rows[len(BASE) :]
 
 
-def expected(base: list[WindowRows], cand: list[WindowRows]) -> tuple[int, int]:
-    """The oracle: `rank_terms` over every score of each side, in arrival order (not the ascending runs)."""
-    return rank_terms(scores(base), scores(cand))
-
-
-def scores(rows: list[WindowRows]) -> list[float]:
-    return [s for r in rows for s in r.arrival if s == s]
+def scores(store: WindowStore, keys: list[Key], seconds: float = WINDOW) -> list[float]:
+    """The oracle's input: a side's scores in arrival order (not the windows' ascending ones)."""
+    return list(store.merged(keys, seconds).scores)
 
 
 operation = st.one_of(
@@ -57,10 +56,10 @@ def test_patched_terms_are_the_pooled_sorts(operations: list[tuple[object, ...]]
         elif op[0] == "wait":
             clock.now += op[1]  # type: ignore[operator]
         else:
-            base, cand = read(store)
+            base, cand = read(store, ranks)
             terms = ranks.terms("pair", base, cand)
-            assert terms == expected(base, cand)
-            b, c = scores(base), scores(cand)
+            b, c = scores(store, BASE), scores(store, CAND)
+            assert terms == rank_terms(b, c)
             if b and c:  # the test from patched terms: the one the pooled sort and the old oracle give
                 assert rank_test(len(b), len(c), *terms) == mann_whitney_floats(b, c) == oracle_mann_whitney(b, c)
 
@@ -74,11 +73,10 @@ def test_few_changes_are_patched_and_many_computed_again() -> None:
         for key in (*BASE, *CAND):
             store.add_many((key, rng.choice([rng.random(), 0.5, 1.0]), True) for _ in range(n))
 
-    def terms() -> tuple[int, int]:
-        rows = store.rows([*BASE, *CAND], 3600.0)
-        assert rows is not None
-        base, cand = rows[:2], rows[2:]
-        return ranks.terms("pair", base, cand), rank_terms(scores(base), scores(cand))
+    def terms() -> tuple[tuple[int, int], tuple[int, int]]:
+        base, cand = read(store, ranks, seconds=3600.0)
+        oracle = rank_terms(scores(store, BASE, 3600.0), scores(store, CAND, 3600.0))
+        return ranks.terms("pair", base, cand), oracle
 
     ranks = RankSums()
     add(2000)  # full windows: from now on each new result pushes the oldest out
@@ -102,10 +100,14 @@ def test_other_windows_are_computed_afresh() -> None:
     for key in (*BASE, *CAND):
         store.add_many((key, float(i % 7), None) for i in range(30))
     ranks = RankSums(patch_limit=1.0)
-    base, cand = read(store)
+    base, cand = read(store, ranks)
     ranks.terms("pair", base, cand)
-    swapped = ranks.terms("swapped", cand, base)  # other windows: nothing to patch from
-    assert swapped == rank_terms(scores(cand), scores(base)) and ranks.patched == 0
+    store.add_many((key, 3.0, None) for key in CAND)
+    base, cand = read(store, ranks, "swapped")  # not what the last call was about: nothing to patch from
+    swapped = ranks.terms("swapped", cand, base)
+    assert swapped == rank_terms(scores(store, CAND), scores(store, BASE)) and ranks.patched == 0
+    base, cand = read(store, RankSums())  # rows read without a mark: nothing to patch with
+    assert ranks.terms("swapped", cand, base) == swapped and ranks.patched == 0
 
 
 @given(st.lists(st.lists(st.sampled_from([0.0, 1.0, 2.5]) | st.floats(-5, 5), max_size=8), max_size=3),
