@@ -75,8 +75,10 @@ def _recount(counts: dict[float, int], values: Sequence[float], sign: int) -> in
     keys = list(changes)
     before = list(map(counts.get, keys, repeat(0)))
     after = list(map(add if sign > 0 else sub, before, changes.values()))
-    counts.update(zip(keys, after))
-    if sign < 0:
+    if sign > 0:
+        counts.update(zip(keys, after))
+    else:
+        counts.update(zip(compress(keys, after), filter(None, after)))
         for gone in compress(keys, map(not_, after)):
             del counts[gone]  # (the counts stay as many as the distinct scores held)
     if keys and max(before) <= 1 and max(after) <= 1:  # no tie before or after (0³ = 0, 1³ = 1)

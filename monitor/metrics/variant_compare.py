@@ -1,6 +1,7 @@
 """Live canary analysis: each configured evaluator's results of a candidate variant against a baseline, over a
-rolling window, with the significance tests of `evaluators.sdk.significance`, computed at scrape time (and
-kept for the next scrape while no result enters or leaves the comparison's windows).
+rolling window, with the significance tests of `evaluators.sdk.significance`, computed at scrape time: kept for
+the next scrape while no result enters or leaves the comparison's windows, and otherwise with the rank test's
+terms patched by the scores that did (`rank_sums.RankSums`), not ranked again from every score.
 
 Every configured comparison exports all its series from start-up: NaN values, 0 samples and verdict 0 with
 reason `insufficient_samples` until both sides have `min_samples` results with a verdict in the window. The
