@@ -18,15 +18,15 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import chain, compress, repeat
-from operator import add, eq, mul, not_, sub
+from operator import eq
 
 from evaluators.sdk.significance import rank_terms
 from monitor.metrics.windows import Mark, WindowRows
 
 # Patch while the changed scores are at most this share of the pooled ones: a patch costs a binary search and
-# a few dictionary look-ups per changed score, `rank_terms` a sort and a few passes over every score.
+# a set operation or two per changed score, `rank_terms` a sort and a few passes over every score.
 PATCH_LIMIT = 0.125
 
 _minus_one = (-1).__add__
@@ -69,21 +69,50 @@ def _changes(old: Sequence[WindowRows], new: Sequence[WindowRows]) -> tuple[list
     return added, dropped
 
 
-def _recount(counts: dict[float, int], values: Sequence[float], sign: int) -> int:
-    """Add (sign 1) or take out (-1) `values` from the pooled `counts`; the change of Σ t³ over them."""
-    changes = Counter(values)
-    keys = list(changes)
-    before = list(map(counts.get, keys, repeat(0)))
-    after = list(map(add if sign > 0 else sub, before, changes.values()))
-    if sign > 0:
-        counts.update(zip(keys, after))
-    else:
-        counts.update(zip(compress(keys, after), filter(None, after)))
-        for gone in compress(keys, map(not_, after)):
-            del counts[gone]  # (the counts stay as many as the distinct scores held)
-    if keys and max(before) <= 1 and max(after) <= 1:  # no tie before or after (0³ = 0, 1³ = 1)
-        return sum(after) - sum(before)
-    return sum(map(mul, after, map(mul, after, after))) - sum(map(mul, before, map(mul, before, before)))
+class PooledCounts:
+    """How many pooled scores have each value: the distinct values in a set, and the counts above 1 in a dict.
+    Scores that are all distinct (continuous scores) cost a set operation each, in C, as they enter and leave;
+    repeated ones a Python step per distinct value."""
+
+    def __init__(self, scores: Iterable[float]) -> None:
+        counts = Counter(scores)
+        self.present = set(counts)
+        self.repeated = {value: n for value, n in counts.items() if n > 1}
+
+    def count(self, value: float) -> int:
+        return self.repeated.get(value) or (1 if value in self.present else 0)
+
+    def remove(self, values: Sequence[float]) -> int:
+        """Take `values` (all held) out; the change of Σ t³ over the values' counts t."""
+        distinct = set(values)
+        if len(distinct) == len(values) and (not self.repeated or self.repeated.keys().isdisjoint(distinct)):
+            self.present.difference_update(distinct)  # each held once, now not at all
+            return -len(values)
+        return self._change(Counter(values), -1)
+
+    def add(self, values: Sequence[float]) -> int:
+        """Put `values` in; the change of Σ t³."""
+        distinct = set(values)
+        if len(distinct) == len(values) and self.present.isdisjoint(distinct):
+            self.present.update(distinct)  # each held nowhere before, now once
+            return len(values)
+        return self._change(Counter(values), 1)
+
+    def _change(self, changes: Counter[float], sign: int) -> int:
+        cubes = 0
+        for value, n in changes.items():
+            before = self.count(value)
+            after = before + sign * n
+            cubes += after**3 - before**3
+            if after > 1:
+                self.repeated[value] = after
+            else:
+                self.repeated.pop(value, None)
+            if after:
+                self.present.add(value)
+            else:
+                self.present.discard(value)
+        return cubes
 
 
 class RankSums:
@@ -94,7 +123,7 @@ class RankSums:
         self.patch_limit = patch_limit
         self.patched = 0  # calls answered by a patch (the others computed the terms from every score)
         self._last: tuple[object, list[WindowRows], list[WindowRows], tuple[int, int]] | None = None
-        self._counts: dict[float, int] = {}  # how many pooled scores have each value, as of `_last`
+        self._counts = PooledCounts(())  # how many pooled scores have each value, as of `_last`
 
     def marks(self, source: object) -> list[Mark] | None:
         """Where the last call left the windows of `source` (for `WindowStore.rows(..., since=)`); None when
@@ -113,7 +142,7 @@ class RankSums:
         if terms is None:
             base_scores, cand_scores = _pooled(base), _pooled(cand)
             terms = rank_terms(base_scores, cand_scores)
-            self._counts = dict(Counter(chain(base_scores, cand_scores)))
+            self._counts = PooledCounts(chain(base_scores, cand_scores))
         else:
             self.patched += 1
         self._last = (source, base, cand, terms)
@@ -141,8 +170,7 @@ class RankSums:
         twice_u += 2 * n_c1 * (len(added_b) - len(dropped_b))
         twice_u -= twice_below(runs_c1, added_b) - twice_below(runs_c1, dropped_b)
         # Σ(t³ - t) = Σ t³ - N: the dropped scores taken out of the pooled counts, then the added put in
-        counts = self._counts
-        cubes = _recount(counts, [*dropped_b, *dropped_c], -1) + _recount(counts, [*added_b, *added_c], 1)
+        cubes = self._counts.remove([*dropped_b, *dropped_c]) + self._counts.add([*added_b, *added_c])
         return twice_u, ties + cubes - (n1 - n0)
 
 

@@ -6,12 +6,13 @@ by the sample cap, and windows that change a little or completely between reads.
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluators.sdk.significance import mann_whitney_floats, rank_terms, rank_test
-from monitor.metrics.rank_sums import RankSums, twice_below
+from monitor.metrics.rank_sums import PooledCounts, RankSums, twice_below
 from monitor.metrics.windows import Key, WindowRows, WindowStore
 from tests.unit.metrics_scrape import FakeClock
 from tests.unit.test_significance_oracle import oracle_mann_whitney
@@ -117,3 +118,37 @@ def test_twice_below_counts_lower_scores_twice_and_equal_ones_once(
 ) -> None:
     ordered = [tuple(sorted(run)) for run in runs]
     assert twice_below(ordered, values) == sum(2 * (s < v) + (s == v) for run in runs for s in run for v in values)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from([0.0, 0.5, 1.0]) | st.floats(0, 1), max_size=12),
+    st.lists(
+        st.tuples(st.booleans(), st.lists(st.sampled_from([0.0, 0.5, 1.0, 0.25]) | st.floats(0, 1), max_size=8)),
+        max_size=8,
+    ),
+)
+def test_pooled_counts_follow_every_value_and_the_sum_of_cubes(
+    start: list[float], batches: list[tuple[bool, list[float]]]
+) -> None:
+    oracle = Counter(start)
+    counts = PooledCounts(start)
+    for add, values in batches:
+        if not add:  # take out only what is held (as windows drop only what they held): its first len(values)
+            values = sorted(oracle.elements())[: len(values)]
+        cubes_before = sum(n**3 for n in oracle.values())
+        change = counts.add(values) if add else counts.remove(values)
+        if add:
+            oracle.update(values)
+        else:
+            oracle.subtract(values)
+        assert change == sum(n**3 for n in oracle.values()) - cubes_before
+        for value in {*oracle, *values}:
+            assert counts.count(value) == oracle[value]
+        assert counts.present == {v for v, n in oracle.items() if n} and len(counts.repeated) <= len(counts.present)
+
+
+def test_pooled_counts_take_a_repeated_value_out_by_its_count() -> None:
+    counts = PooledCounts([0.5, 0.5, 0.5, 0.1, 0.2, 0.3])
+    assert counts.remove([0.5, 0.1, 0.2, 0.3]) == (8 - 27) - 3  # distinct scores, but 0.5 held three times
+    assert counts.count(0.5) == 2 and counts.present == {0.5}
