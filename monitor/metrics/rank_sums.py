@@ -20,7 +20,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import chain, compress, repeat
-from operator import eq
+from operator import eq, mul, sub
 
 from evaluators.sdk.significance import rank_terms
 from monitor.metrics.windows import Mark, WindowRows
@@ -35,19 +35,26 @@ Runs = Sequence[tuple[float, ...]]
 
 def twice_below(runs: Runs, values: Sequence[float]) -> int:
     """Σ over `values` of 2·#{s < v} + #{s = v}, s the scores of the ascending `runs`: one binary search per
-    value and run, a second only where the value is present (ties); every step in C."""
+    distinct value and run, a second only where the value is present (ties); every step in C."""
+    if not values:
+        return 0
+    counts = Counter(values)
+    weights: list[int] | None = None
+    if len(counts) < len(values):  # repeated values (scores of a few levels): each searched once
+        values, weights = list(counts), list(counts.values())
     total = 0
     for run in runs:
-        if not run or not values:
+        if not run:
             continue
         highs = list(map(bisect_right, repeat(run), values))  # #{s <= v}
-        total += 2 * sum(highs)
+        total += 2 * (sum(highs) if weights is None else sum(map(mul, highs, weights)))
         # present: the score just under the insertion point equals the value (at 0, run[-1] is above it)
         present = list(map(eq, map(run.__getitem__, map(_minus_one, highs)), values))
         if any(present):
             tops = list(compress(highs, present))
             lows = map(bisect_left, repeat(run), compress(values, present), repeat(0), tops)
-            total -= sum(tops) - sum(lows)  # 2·#{s <= v} - #{s = v}
+            ties = map(sub, tops, lows)  # #{s = v}
+            total -= sum(ties) if weights is None else sum(map(mul, ties, compress(weights, present)))
     return total
 
 
