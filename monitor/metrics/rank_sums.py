@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from itertools import chain, compress, repeat
 from operator import eq, mul, sub
 
@@ -81,10 +81,12 @@ class PooledCounts:
     Scores that are all distinct (continuous scores) cost a set operation each, in C, as they enter and leave;
     repeated ones a Python step per distinct value."""
 
-    def __init__(self, scores: Iterable[float]) -> None:
-        counts = Counter(scores)
-        self.present = set(counts)
-        self.repeated = {value: n for value, n in counts.items() if n > 1}
+    def __init__(self, scores: Sequence[float]) -> None:
+        self.present = set(scores)
+        self.repeated: dict[float, int] = {}
+        if len(self.present) < len(scores):
+            counts = Counter(scores)
+            self.repeated = dict(compress(counts.items(), map((1).__lt__, counts.values())))
 
     def count(self, value: float) -> int:
         return self.repeated.get(value) or (1 if value in self.present else 0)
@@ -130,7 +132,7 @@ class RankSums:
         self.patch_limit = patch_limit
         self.patched = 0  # calls answered by a patch (the others computed the terms from every score)
         self._last: tuple[object, list[WindowRows], list[WindowRows], tuple[int, int]] | None = None
-        self._counts = PooledCounts(())  # how many pooled scores have each value, as of `_last`
+        self._counts: PooledCounts | None = None  # how many pooled scores have each value, as of `_last`
 
     def marks(self, source: object) -> list[Mark] | None:
         """Where the last call left the windows of `source` (for `WindowStore.rows(..., since=)`); None when
@@ -147,9 +149,8 @@ class RankSums:
         base, cand = list(base), list(cand)
         terms = self._patched(source, base, cand)
         if terms is None:
-            base_scores, cand_scores = _pooled(base), _pooled(cand)
-            terms = rank_terms(base_scores, cand_scores)
-            self._counts = PooledCounts(chain(base_scores, cand_scores))
+            terms = rank_terms(_pooled(base), _pooled(cand))
+            self._counts = None  # counted when a patch needs them: windows that change much never do
         else:
             self.patched += 1
         self._last = (source, base, cand, terms)
@@ -177,7 +178,10 @@ class RankSums:
         twice_u += 2 * n_c1 * (len(added_b) - len(dropped_b))
         twice_u -= twice_below(runs_c1, added_b) - twice_below(runs_c1, dropped_b)
         # Σ(t³ - t) = Σ t³ - N: the dropped scores taken out of the pooled counts, then the added put in
-        cubes = self._counts.remove([*dropped_b, *dropped_c]) + self._counts.add([*added_b, *added_c])
+        counts = self._counts
+        if counts is None:
+            counts = self._counts = PooledCounts([*_pooled(base0), *_pooled(cand0)])
+        cubes = counts.remove([*dropped_b, *dropped_c]) + counts.add([*added_b, *added_c])
         return twice_u, ties + cubes - (n1 - n0)
 
 
