@@ -242,7 +242,8 @@ class WindowStore:
     append and read. `extra_windows(evaluator)` lists window lengths needed beyond the exported ones (alert
     windows). Windows keep running pass and verdict counts, and their scores sorted as of the last ordered read
     (patched with what entered and left since, or sorted again when much has), so a scrape costs at most a copy
-    and a sort of the scores, not a Python loop over every sample; `generations` tells whether windows changed.
+    and a sort of the scores, not a Python loop over every sample; `generations` tells whether windows changed,
+    and `rows` what entered and left them since a reader's mark (a bounded log of the scores popped).
     Thread-safe: writers run on the event loop or a worker thread, readers at scrape time.
     """
 
