@@ -189,7 +189,14 @@ def mann_whitney_floats(baseline: Sequence[float], candidate: Sequence[float]) -
     n_b, n_c = len(baseline), len(candidate)
     if n_b == 0 or n_c == 0:
         return RankTest(0.0, 0.0, n_b, n_c, 0.0, 1.0)
-    twice_u, ties = rank_terms(baseline, candidate)
+    return rank_test(n_b, n_c, *rank_terms(baseline, candidate))
+
+
+def rank_test(n_b: int, n_c: int, twice_u: int, ties: int) -> RankTest:
+    """The Mann-Whitney test of samples of sizes n_b (baseline) and n_c (candidate) from their `rank_terms`
+    (2·U_c and the tie term), however those were obtained (e.g. kept up to date as windows change)."""
+    if n_b == 0 or n_c == 0:
+        return RankTest(0.0, 0.0, n_b, n_c, 0.0, 1.0)
     u_c = twice_u / 2.0
     u_b = n_b * n_c - u_c
     n = n_b + n_c
@@ -240,6 +247,7 @@ __all__ = [
     "mann_whitney",
     "mann_whitney_floats",
     "rank_terms",
+    "rank_test",
     "two_proportions",
     "verdict",
     "wilson_interval",

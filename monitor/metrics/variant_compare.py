@@ -1,6 +1,7 @@
 """Live canary analysis: each configured evaluator's results of a candidate variant against a baseline, over a
-rolling window, with the significance tests of `evaluators.sdk.significance`, computed at scrape time (and
-kept for the next scrape while no result enters or leaves the comparison's windows).
+rolling window, with the significance tests of `evaluators.sdk.significance`, computed at scrape time: kept for
+the next scrape while no result enters or leaves the comparison's windows, and otherwise with the rank test's
+terms patched by the scores that did (`rank_sums.RankSums`), not ranked again from every score.
 
 Every configured comparison exports all its series from start-up: NaN values, 0 samples and verdict 0 with
 reason `insufficient_samples` until both sides have `min_samples` results with a verdict in the window. The
@@ -25,10 +26,12 @@ from evaluators.sdk.significance import (
     Verdict,
     VerdictReason,
     mann_whitney_floats,
+    rank_test,
     two_proportions,
     verdict,
 )
 from monitor.config.variants import VariantsConfig
+from monitor.metrics.rank_sums import RankSums
 from monitor.metrics.windows import Key, WindowSnapshot, WindowStore
 
 PAIR_LABELS = ["evaluator", "baseline", "candidate"]
@@ -36,7 +39,8 @@ REASONS: tuple[str, ...] = get_args(VerdictReason)
 ROLES = ("baseline", "candidate")
 NAN = math.nan
 
-# What a comparison's state was computed from: both sides' keys and their windows' stamp (WindowStore.generations).
+# What a comparison's state was computed from: both sides' keys and their windows' stamp (WindowStore.generations,
+# WindowRows.changes).
 Source = tuple[tuple[Key, ...], tuple[Key, ...], tuple[int, ...]]
 
 
@@ -103,6 +107,7 @@ class VariantComparisons(Collector):
         # Per spec index: (the sides' keys and window stamp, the state computed from them). A scrape with no
         # result added to or dropped from a comparison's windows since the last one reuses its state.
         self._cache: dict[int, tuple[Source, ComparisonState]] = {}
+        self._ranks: dict[int, RankSums] = {}  # per spec index: its rank terms, patched as its windows change
 
     def windows_of(self, evaluator: str) -> list[float]:
         """The window lengths the comparisons of `evaluator` need kept."""
@@ -118,24 +123,45 @@ class VariantComparisons(Collector):
             return [self._cached_state(index, spec, keys) for index, spec in enumerate(self.specs)]
 
     def _cached_state(self, index: int, spec: ComparisonSpec, keys: Sequence[Key]) -> ComparisonState:
-        """The state of `spec`, computed again only when a result entered or left one of its windows."""
+        """The state of `spec`, computed again only when a result entered or left one of its windows, and
+        then with its rank terms patched by the scores that did (`RankSums`)."""
         base_keys = tuple(key for key in keys if key[0] == spec.evaluator and key[2] == spec.baseline)
         cand_keys = tuple(key for key in keys if key[0] == spec.evaluator and key[2] == spec.candidate)
+        sides = (base_keys, cand_keys)
         stamp = self.store.generations((*base_keys, *cand_keys), spec.window_seconds)
         cached = self._cache.get(index)
-        if stamp is not None and cached is not None and cached[0] == (base_keys, cand_keys, stamp):
+        if stamp is not None and cached is not None and cached[0] == (*sides, stamp):
             return cached[1]
-        state = self._state(spec, base_keys, cand_keys)
-        if stamp is not None:
-            self._cache[index] = ((base_keys, cand_keys, stamp), state)
+        ranks_of = self._ranks.setdefault(index, RankSums())
+        rows = self.store.rows((*base_keys, *cand_keys), spec.window_seconds, since=ranks_of.marks(sides))
+        if rows is None:  # the clock stepped back: windows filtered by time, computed afresh at every scrape
+            self._cache.pop(index, None)
+            self._ranks.pop(index, None)
+            return self._state(spec, base_keys, cand_keys)
+        base_rows, cand_rows = rows[: len(base_keys)], rows[len(base_keys) :]
+        base = WindowSnapshot.merge(r.snapshot() for r in base_rows)
+        cand = WindowSnapshot.merge(r.snapshot() for r in cand_rows)
+        ranks = None
+        if base.scores and cand.scores:
+            terms = ranks_of.terms(sides, base_rows, cand_rows)
+            ranks = rank_test(len(base.scores), len(cand.scores), *terms)
+        state = self._of(spec, base, cand, ranks)
+        self._cache[index] = ((*sides, tuple(r.changes for r in rows)), state)
         return state
 
     def _state(self, spec: ComparisonSpec, base_keys: Sequence[Key], cand_keys: Sequence[Key]) -> ComparisonState:
+        """The state of `spec` computed from every score of its windows."""
         base = self.store.merged(base_keys, spec.window_seconds, ordered=True)
         cand = self.store.merged(cand_keys, spec.window_seconds, ordered=True)
-        test = two_proportions(base.passed, base.verdicts, cand.passed, cand.verdicts, spec.alpha)
         # ordered windows hold floats without NaN, each window's ascending: the pooled sort merges runs
         ranks = mann_whitney_floats(base.scores, cand.scores) if base.scores and cand.scores else None
+        return self._of(spec, base, cand, ranks)
+
+    @staticmethod
+    def _of(
+        spec: ComparisonSpec, base: WindowSnapshot, cand: WindowSnapshot, ranks: RankTest | None
+    ) -> ComparisonState:
+        test = two_proportions(base.passed, base.verdicts, cand.passed, cand.verdicts, spec.alpha)
         return ComparisonState(spec, base, cand, test, ranks, verdict(test, ranks, spec.alpha, spec.min_samples))
 
     def collect(self) -> Iterator[Metric]:

@@ -68,6 +68,9 @@ class WindowSnapshot:
     @staticmethod
     def merge(snapshots: Iterable[WindowSnapshot]) -> WindowSnapshot:
         """The snapshots' results together (e.g. every service, or every variant, of an evaluator)."""
+        snapshots = list(snapshots)
+        if len(snapshots) == 1:
+            return snapshots[0]
         passed = verdicts = 0
         scores: list[float] = []
         for snapshot in snapshots:
@@ -77,16 +80,53 @@ class WindowSnapshot:
         return WindowSnapshot(passed, verdicts, tuple(scores))
 
 
+Mark = tuple[int, int]  # a window's rows appended so far and rows held: where a reader left it
+
+
+@dataclass(frozen=True, slots=True)
+class WindowRows:
+    """One window at one moment, for a reader that follows its changes: the rows `appended` so far and `held`
+    (the last ones: rows leave in arrival order), the scores ascending (NaN left out), the pass and verdict
+    counts, and the scores that entered and left since the reader's mark `since` (NaN for none), when the
+    window can still tell."""
+
+    passed: int
+    verdicts: int
+    appended: int
+    held: int
+    ordered: tuple[float, ...]
+    missing: int  # rows held without a score
+    since: Mark | None = None
+    added: tuple[float, ...] | None = None  # None: not asked (since None) or no longer known
+    dropped: tuple[float, ...] | None = None
+
+    @property
+    def changes(self) -> int:
+        """Rows appended and dropped so far: equal counts, equal rows."""
+        return 2 * self.appended - self.held
+
+    @property
+    def mark(self) -> Mark:
+        return self.appended, self.held
+
+    def snapshot(self) -> WindowSnapshot:
+        """The window as an ordered snapshot."""
+        return WindowSnapshot(self.passed, self.verdicts, self.ordered)
+
+
+EMPTY_ROWS = WindowRows(0, 0, 0, 0, (), 0)
+
+
 class _Window:
     """One window's samples in columns (timestamps, scores as floats with NaN for none, verdicts) and running
     counts."""
 
     __slots__ = (
-        "appended", "drop_limit", "dropped", "judged", "missing_scores", "ordered", "ordered_at", "ordered_rows",
-        "passed", "scores", "stamps", "verdicts",
+        "appended", "judged", "missing_scores", "ordered", "ordered_appended", "ordered_at", "ordered_rows",
+        "passed", "popped", "scores", "stamps", "verdicts",
     )  # fmt: skip
 
-    def __init__(self) -> None:
+    def __init__(self, log: int) -> None:
         self.stamps: deque[float] = deque()
         self.scores: deque[float] = deque()
         self.verdicts: deque[bool | None] = deque()
@@ -94,13 +134,15 @@ class _Window:
         self.judged = 0
         self.missing_scores = 0
         self.appended = 0  # samples appended so far (those dropped: appended - len(stamps))
-        # The scores ascending as they were at `ordered_at` changes, when the window held `ordered_rows` rows;
-        # `dropped`: the scores popped since (None: not recorded, more than `drop_limit` or never sorted).
+        # The last `log` scores popped (newest last): what left since a sorted copy was made (this window's
+        # own, or a reader's), to patch it with rather than sort every score again.
+        self.popped: deque[float] = deque(maxlen=log)
+        # The scores ascending as they were at `ordered_at` changes, when `ordered_appended` rows had been
+        # appended and the window held `ordered_rows`.
         self.ordered: tuple[float, ...] = ()
         self.ordered_at = -1
+        self.ordered_appended = 0
         self.ordered_rows = 0
-        self.dropped: list[float] | None = None
-        self.drop_limit = 0
 
     def append(self, now: float, score: float | None, passed: bool | None, cap: int) -> None:
         if len(self.stamps) >= cap:
@@ -121,12 +163,7 @@ class _Window:
         self.passed -= passed is True
         self.judged -= passed is not None
         self.missing_scores -= score != score
-        dropped = self.dropped
-        if dropped is not None:
-            if len(dropped) < self.drop_limit:
-                dropped.append(score)
-            else:
-                self.dropped = None  # too many changes to patch the sorted scores: sort them all again
+        self.popped.append(score)
 
     @property
     def changes(self) -> int:
@@ -148,27 +185,51 @@ class _Window:
             kept = [s for s, _ in rows if s == s]
             return WindowSnapshot(sum(verdicts), len(verdicts), tuple(sorted(kept) if ordered else kept))
         if ordered:
-            if self.ordered_at != self.changes:
-                self._sort()
-            return WindowSnapshot(self.passed, self.judged, self.ordered)
+            return WindowSnapshot(self.passed, self.judged, self.ordered_scores())
         return WindowSnapshot(self.passed, self.judged, tuple(self._scores()))
+
+    def ordered_scores(self) -> tuple[float, ...]:
+        """The scores ascending (NaN left out), sorted once per change of the window (kept until then)."""
+        if self.ordered_at != self.changes:
+            self._sort()
+        return self.ordered
+
+    def rows(self, since: Mark | None) -> WindowRows:
+        """The window as rows, with the scores that entered and left since the mark `since` when known."""
+        ordered = self.ordered_scores()
+        held = len(self.scores)
+        changes = self.since(*since) if since is not None else None
+        added, dropped = changes if changes is not None else (None, None)
+        return WindowRows(self.passed, self.judged, self.appended, held, ordered, self.missing_scores, since,
+                          added, dropped)  # fmt: skip
+
+    def since(self, appended: int, held: int) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+        """(scores appended, scores popped) since the window had `appended` rows appended and held `held`, NaN
+        included; None when that is not known: more popped than the log keeps, or every row replaced."""
+        added = self.appended - appended
+        dropped = (self.appended - len(self.scores)) - (appended - held)
+        if added < 0 or dropped < 0 or added > len(self.scores) or dropped > len(self.popped):
+            return None
+        return tuple(islice(reversed(self.scores), added)), tuple(islice(reversed(self.popped), dropped))
 
     def _sort(self) -> None:
         """Bring `ordered` up to date: the scores dropped since taken out by binary search and the new ones
         merged in (a sort of one long run and a short tail), or every score sorted when much has changed."""
-        dropped, rows = self.dropped, len(self.scores)
-        if dropped is not None and len(dropped) <= self.ordered_rows:  # (else every row was replaced)
-            added = self.changes - self.ordered_at - len(dropped)  # pops are recorded, so the rest are appends
+        rows = len(self.scores)
+        changes = self.since(self.ordered_appended, self.ordered_rows)
+        if changes is not None and len(changes[1]) <= self.ordered_rows // 8:  # (past that, sorting is cheaper)
+            added, dropped = changes
             values = list(self.ordered)
             for score in dropped:
                 if score == score:
                     del values[bisect_left(values, score)]
-            values.extend(s for s in islice(reversed(self.scores), added) if s == s)
+            values.extend(s for s in added if s == s)
             values.sort()
         else:
             values = sorted(self._scores())
-        self.ordered, self.ordered_at, self.ordered_rows = tuple(values), self.changes, rows
-        self.dropped, self.drop_limit = [], rows // 8  # past that, patching costs more than sorting
+        self.ordered, self.ordered_at, self.ordered_appended, self.ordered_rows = (
+            tuple(values), self.changes, self.appended, rows
+        )  # fmt: skip
 
     def _scores(self) -> Iterable[float]:
         return self.scores if not self.missing_scores else (s for s in self.scores if s == s)
@@ -181,7 +242,8 @@ class WindowStore:
     append and read. `extra_windows(evaluator)` lists window lengths needed beyond the exported ones (alert
     windows). Windows keep running pass and verdict counts, and their scores sorted as of the last ordered read
     (patched with what entered and left since, or sorted again when much has), so a scrape costs at most a copy
-    and a sort of the scores, not a Python loop over every sample; `generations` tells whether windows changed.
+    and a sort of the scores, not a Python loop over every sample; `generations` tells whether windows changed,
+    and `rows` what entered and left them since a reader's mark (a bounded log of the scores popped).
     Thread-safe: writers run on the event loop or a worker thread, readers at scrape time.
     """
 
@@ -219,6 +281,7 @@ class WindowStore:
         """Record several scored results now, under one lock: ((evaluator, service, variant), score, passed)."""
         now = self._clock()
         cap = self.sample_cap
+        log = cap // 8 + 16  # scores popped kept to patch sorted copies with (theirs and readers')
         with self._lock:
             if now < self._latest:
                 self._clock_stepped_back = True  # rows may now be out of time order: snapshots filter them
@@ -226,7 +289,7 @@ class WindowStore:
             for key, score, passed in samples:
                 windows = self._data.get(key)
                 if windows is None:
-                    windows = self._data[key] = {s: _Window() for s in self._lengths(key[0])}
+                    windows = self._data[key] = {s: _Window(log) for s in self._lengths(key[0])}
                 for seconds, window in windows.items():
                     window.evict(now - seconds)
                     window.append(now, score, passed, cap)
@@ -267,6 +330,26 @@ class WindowStore:
                 window.evict(now - seconds)
                 stamp.append(window.changes)
             return tuple(stamp)
+
+    def rows(self, keys: Sequence[Key], seconds: float, since: Sequence[Mark] | None = None) -> list[WindowRows] | None:
+        """The windows of `keys` over the last `seconds` as rows (read under one lock), for a reader that
+        follows their changes: with `since` (a mark per key, from the reader's last rows), each with the scores
+        that entered and left since, when still known (see WindowRows). None since the clock stepped back
+        (rows are then filtered by time, not evicted, so they no longer leave in arrival order)."""
+        now = self._clock()
+        marks: Sequence[Mark | None] = since if since is not None else [None] * len(keys)
+        with self._lock:
+            if self._clock_stepped_back:
+                return None
+            rows = []
+            for key, mark in zip(keys, marks, strict=True):
+                window = self._data.get(key, {}).get(float(seconds))
+                if window is None:
+                    rows.append(EMPTY_ROWS)
+                    continue
+                window.evict(now - seconds)
+                rows.append(window.rows(mark))
+            return rows
 
     def merged(self, keys: Iterable[Key], seconds: float, ordered: bool = False) -> WindowSnapshot:
         """The results of the last `seconds` of every key in `keys`, together; `ordered`: each key's scores

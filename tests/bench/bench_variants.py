@@ -4,8 +4,9 @@ Two exporters hold the same results (5 evaluators x 2 versions, full windows of 
 included); one also compares each evaluator's versions (variants.compare). Prints the /metrics render time of
 each, interleaved, and their ratio: what the comparisons (two-proportion test, interval, Mann-Whitney on 20,000
 scores each) add to a scrape. Twice: scrapes of unchanged windows (a comparison's state is kept while no result
-enters or leaves its windows), then scrapes with new results in between (every window changed: every comparison
-computed again).
+enters or leaves its windows), then scrapes with new results in between (every window changed: each comparison's
+rank sums patched with the 200 results per side that entered and the 200 that left, as with a scrape every 15 s
+under traffic). Each figure is the median of ROUNDS interleaved renders (the host's other load hits both).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from monitor.store.rows import ResultRow
 
 EVALUATORS = [f"evaluator_{i}" for i in range(5)]
 PER_SIDE = 10_000
-ROUNDS = 7
+ROUNDS = 15
 
 
 NEW_PER_SCRAPE = 200  # results per evaluator and version between two scrapes (windows stay full: the oldest go)

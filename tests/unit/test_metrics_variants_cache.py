@@ -4,9 +4,15 @@ service, results leaving the window by time or by the sample cap, and after the 
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evaluators.sdk import significance
+from evaluators.sdk.significance import rank_terms
 from monitor.metrics import MetricsExporter
 from monitor.metrics.variant_compare import ComparisonState, VariantComparisons
 from tests.unit.metrics_scrape import FakeClock, result
@@ -117,3 +123,37 @@ def check(m: MetricsExporter) -> None:
     if state.baseline.scores and state.candidate.scores:
         expected = oracle_mann_whitney(state.baseline.scores, state.candidate.scores)
     assert state.ranks == expected
+
+
+def count_pooled_sorts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the pooled samples `rank_terms` sorts from now on, wherever it is called from."""
+    sizes: list[int] = []
+
+    def counted(baseline: Sequence[float], candidate: Sequence[float]) -> tuple[int, int]:
+        sizes.append(len(baseline) + len(candidate))
+        return rank_terms(baseline, candidate)
+
+    for module in (significance, sys.modules.get("monitor.metrics.rank_sums")):
+        if module is not None:
+            monkeypatch.setattr(module, "rank_terms", counted)
+    return sizes
+
+
+def test_a_scrape_after_a_few_new_results_ranks_the_changes_not_every_score(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rank test of full windows is patched with the results that entered and left them: no pooled sort of
+    every score, and the same state as one computed afresh."""
+    m = exporter(window_sample_cap=500)
+    for i in range(500):
+        result(m, evaluator="error_free", variant="1.4", service="svc", score=(i % 97) / 97, passed=True)
+        result(m, evaluator="error_free", variant="1.5", service="svc", score=(i % 89) / 89, passed=i % 9 > 0)
+    m.results.comparisons.states()
+    sorts = count_pooled_sorts(monkeypatch)
+    for round_ in range(3):
+        for i in range(10):  # as many of the oldest leave each side (sample cap)
+            result(m, evaluator="error_free", variant="1.4", service="svc", score=i / 10, passed=True)
+            result(m, evaluator="error_free", variant="1.5", service="svc", score=round_ / 3, passed=i > 0)
+        [state] = m.results.comparisons.states()
+        assert sorts == []
+        assert same([state], fresh(m))
+        sorts.clear()  # (the fresh computation's)
+    assert state.ranks is not None and state.ranks.n_baseline == state.ranks.n_candidate == 500

@@ -60,3 +60,32 @@ def test_small_changes_patch_the_sorted_scores_and_large_ones_sort_again() -> No
     store.add_many((key, 1.0 - i / 500, True) for i in range(500))  # half the window: past the patch limit
     again = store.snapshot(*key[:2], 3600.0, ordered=True).scores
     assert list(again) == sorted(store.snapshot(*key[:2], 3600.0).scores)
+
+
+def test_rows_since_a_mark_tell_what_entered_and_left_while_the_popped_log_reaches_back() -> None:
+    store = WindowStore([3600.0], sample_cap=80, clock=FakeClock())
+    key = ("e", "svc", "")
+    store.add_many((key, i / 100, True) for i in range(100))  # 20 popped by the cap
+    [before] = store.rows([key], 3600.0) or []
+    assert (before.appended, before.held, before.added) == (100, 80, None)  # no mark: no changes asked
+    store.add_many((key, s, None) for s in (2.0, None, 3.0))
+    [after] = store.rows([key], 3600.0, since=[before.mark]) or []
+    assert after.since == before.mark and after.held == 80
+    assert sorted(after.added or (), key=str) == sorted([2.0, math.nan, 3.0], key=str)
+    assert sorted(after.dropped or ()) == [0.2, 0.21, 0.22]  # the oldest, in arrival order
+    store.add_many((key, 0.5, True) for _ in range(80))  # every row replaced since `before`
+    [late] = store.rows([key], 3600.0, since=[before.mark]) or []
+    assert late.added is None and late.dropped is None and late.ordered == (0.5,) * 80
+
+
+def test_the_popped_log_is_bounded_past_it_a_reader_sorts_again() -> None:
+    store = WindowStore([3600.0], sample_cap=1000, clock=FakeClock())
+    key = ("e", "svc", "")
+    store.add_many((key, i / 1000, True) for i in range(1000))
+    [mark] = [rows.mark for rows in store.rows([key], 3600.0) or []]
+    store.add_many((key, 0.5, True) for _ in range(100))  # 100 popped: within the log (an eighth of the cap)
+    [rows] = store.rows([key], 3600.0, since=[mark]) or []
+    assert rows.dropped is not None and len(rows.dropped) == 100
+    store.add_many((key, 0.5, True) for _ in range(100))  # 200 popped since the mark: no longer all kept
+    [rows] = store.rows([key], 3600.0, since=[mark]) or []
+    assert rows.dropped is None and rows.added is None
