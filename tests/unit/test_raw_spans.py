@@ -151,4 +151,4 @@ def test_raw_spans_cross_to_a_worker_raw_and_decode_there_like_records() -> None
     (back,) = traces_from_wire(traces_to_wire([completed]))
     assert back.spans[:2] == raw and isinstance(back.spans[0], RawSpan)
     assert back.spans[2] == record
-    assert records_of(back.spans) == decode_traces_protobuf(data, "request").spans[:2] + [record]
+    assert records_of(back.spans) == [*decode_traces_protobuf(data, "request").spans[:2], record]
