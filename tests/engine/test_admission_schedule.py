@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from monitor.consumer import Outcome
-from monitor.engine.admission import DELAY_ALLOWANCE_SECONDS, POLL_SHARE, Admission, AdmittedConsumer
+from monitor.engine.admission import (
+    DELAY_ALLOWANCE_SECONDS,
+    FIRST_ESTIMATE_TRUST,
+    POLL_SHARE,
+    Admission,
+    AdmittedConsumer,
+)
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.ingest import Ingestor
 from monitor.engine.pool import EvaluationPool, thread_slot
@@ -28,6 +34,7 @@ def wired() -> tuple[Clock, TraceAssembler, EvaluationPool, Admission, AdmittedC
     assembler = TraceAssembler(quiet_period=QUIET, clock=clock)
     pool = EvaluationPool(thread_slot(TraceEvaluator([])), lambda tally: None, lambda reason, n: None, clock=clock)
     pool.capacity = CAPACITY  # as if measured (the pool is never started: nothing is evaluated)
+    pool.slots[0].rate = CAPACITY  # ... from real batches
     admission = Admission(assembler, pool, quiet_period=QUIET, clock=clock)
     consumer = AdmittedConsumer(Ingestor(assembler, admission_refuses=admission.refuse), admission)
     return clock, assembler, pool, admission, consumer
@@ -46,6 +53,20 @@ def test_a_burst_into_an_idle_daemon_is_taken_up_to_the_allowance_not_the_quiet_
     assert set(answers[5:]) == {Outcome.THROTTLED}
     assert assembler.spans_closing == 5 * REQUEST_SPANS  # held alone would allow 700 * (5 + 2) = 4900 spans
     assert admission.wait_seconds() == 5 * REQUEST_SPANS / CAPACITY
+
+
+def test_the_calibrated_first_estimate_is_trusted_by_half_until_a_batch_is_back() -> None:
+    """Before any real batch the capacity is the calibrated estimate (an idle worker's, too high under a burst):
+    the first wave is taken on half of it; once a batch has measured the workers, on all of it."""
+    _, assembler, pool, admission, consumer = wired()
+    pool.slots[0].rate = 0.0  # nothing measured yet: `capacity` is calibration's
+    assert FIRST_ESTIMATE_TRUST == 0.5 and admission.capacity() == CAPACITY / 2
+    answers = send(consumer, synthetic_requests(20 * 50))
+    # 2 s at 350 spans/s = 700 spans = 2 requests; the check sees what is taken, so one more gets in.
+    assert answers[:3] == [Outcome.ACCEPTED] * 3 and set(answers[3:]) == {Outcome.THROTTLED}
+    assert assembler.spans_closing == 3 * REQUEST_SPANS
+    pool.slots[0].rate = CAPACITY  # a batch came back
+    assert admission.capacity() == CAPACITY
 
 
 def test_intake_resumes_at_the_capacity_as_time_passes() -> None:
