@@ -40,7 +40,9 @@ def wait_until(condition, timeout: float = 30.0, step: float = 0.05) -> bool:
     return False
 
 
-def test_a_burst_of_5000_traces_is_taken_without_one_throttle_answer(daemon_factory):
+def test_a_burst_of_5000_traces_is_all_taken_and_evaluated(daemon_factory):
+    """A burst into an idle daemon: the part past what the workers reach within the delay allowance is answered
+    with the OTLP throttling response (issue 29: bounded delay), the exporter retries it, nothing is lost."""
     daemon = daemon_factory(
         {
             "assembly": {"quiet_period": "5s", "max_trace_wait": "120s"},
@@ -51,8 +53,8 @@ def test_a_burst_of_5000_traces_is_taken_without_one_throttle_answer(daemon_fact
         "grpc", f"127.0.0.1:{daemon.grpc_port}", "synthetic", "--traces", "5000", "--max-queue", "50000", timeout=300
     )
     assert "SUCCESS" in output
-    assert daemon.value("agent_monitor_requests_total", code="UNAVAILABLE") == 0
-    assert daemon.value("agent_monitor_spans_refused_total", reason="throttled") == 0
+    refused = daemon.value("agent_monitor_spans_refused_total", reason="throttled")
+    assert (refused > 0) == (daemon.value("agent_monitor_requests_total", code="UNAVAILABLE") > 0)
     assert daemon.value("agent_monitor_spans_received_total") == 5000 * 5  # 5 spans per synthetic trace
     assert daemon.wait_for("agent_monitor_traces_evaluated_total", 5000, timeout=180) == 5000
     assert daemon.value("agent_monitor_traces_dropped_total") == 0
