@@ -222,6 +222,15 @@ def figures(
             _verdict(rate / (CORES * alone) >= TARGET_ALONE_RATIO),
         )
     )
+    free = CORES - default.load["generator_cpu"] / default.send_seconds  # the cores the generator left
+    rows.append(
+        (
+            "1c ... / (cores the load generator left x alone)",
+            f"{rate / (free * alone):.2f} ({rate:,.0f} / {free:.2f} x {alone:,.0f})",
+            "(same host: the generator's CPU is not the daemon's)",
+            "",
+        )
+    )
     share = cpu_share(default)
     rows.append(
         (
@@ -355,6 +364,11 @@ def runs_table(runs: list[tuple[str, Run]]) -> None:
         ]
         print(f"  {name:<34}{cells[0]:>14}{cells[1]:>16}{cells[2]:>10}{cells[3]:>11}{cells[4]:>7}{cells[5]:>10}")
     print(f"  (tree CPU: share of {CORES} cores while sending; ¹ sink: share of one core)")
+    print(
+        "  load generator CPU while sending (it shares the cores): "
+        + ", ".join(f"{name} {100 * run.load['generator_cpu'] / run.send_seconds:.0f}%" for name, run in runs)
+        + " of one core"
+    )
 
 
 def report(

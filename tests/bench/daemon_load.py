@@ -86,11 +86,14 @@ def generate(
         lines: list[str] = []
         try:
             assert process.stdout is not None
+            generator_cpu = [0.0, 0.0]
             for line in process.stdout:
                 lines.append(line)
                 if line.startswith("sending"):
+                    generator_cpu[0] = cpu_seconds(process.pid)
                     on_start()
                 elif line.startswith("result "):
+                    generator_cpu[1] = cpu_seconds(process.pid)
                     on_end()
             process.wait(timeout=30)
         finally:
@@ -104,6 +107,7 @@ def generate(
     if process.returncode != 0 or not results:
         raise Broken(f"load generator failed (exit {process.returncode}, limit {limit:g}s):\n{''.join(lines)}{stderr}")
     result = json.loads(results[-1][len("result ") :])
+    result["generator_cpu"] = generator_cpu[1] - generator_cpu[0]  # the load generator's own CPU while sending
     result["spans_per_second"] = result["spans_ok"] / result["elapsed"]
     result["traces_per_second"] = result["traces_ok"] / result["elapsed"]
     if result["spans_ok"] == 0:
