@@ -35,7 +35,7 @@ from .registry import (
     unregister,
 )
 from .result import LEVELS, TRACE_LEVELS, EvalResult, EvaluationRecord, Level, SkipReason
-from .runner import MODES, Dispatched, Mode, dispatch, dispatch_session, run_evaluators
+from .runner import MODES, Dispatched, Mode, dispatch, dispatch_session, record_of, run_evaluators
 from .task import Constraints, Dataset, Task, TrajectoryStep
 
 __all__ = [
@@ -80,6 +80,7 @@ __all__ = [
     "minimum",
     "pass_rate",
     "percentile",
+    "record_of",
     "register",
     "run_evaluators",
     "scores",

@@ -100,27 +100,33 @@ def run_evaluators(
     service = trace.service_name or None
     task_id = task.task_id if task is not None and mode == "experiment" else None
     return [
-        # Every field comes from a validated EvalResult or the runner itself: no second validation.
-        EvaluationRecord.model_construct(
-            trace_id=trace.trace_id,
-            evaluator=d.evaluator.name,
-            level=d.level,
-            span_id=d.span_id,
-            agent_name=d.agent_name,
-            model=d.model,
-            service=service,
-            task_id=task_id,
-            score=d.result.score,
-            passed=d.result.passed,
-            skipped=d.result.is_skipped,
-            skip_reason=d.result.skip_reason,
-            explanation=d.result.explanation,
-            details=d.result.details,
-            duration_ms=d.duration_ms,
-            failure=d.result.failure,
-        )
+        record_of(d, trace.trace_id, d.evaluator.name, service, task_id)
         for d in dispatch(trace, evaluators, mode, task)
     ]
+
+
+def record_of(d: Dispatched, trace_id: str, label: str, service: str | None, task_id: str | None) -> EvaluationRecord:
+    """The record of one dispatched result, under the evaluator name `label`."""
+    r = d.result
+    # Every field comes from a validated EvalResult or the runner itself: no second validation.
+    return EvaluationRecord.model_construct(
+        trace_id=trace_id,
+        evaluator=label,
+        level=d.level,
+        span_id=d.span_id,
+        agent_name=d.agent_name,
+        model=d.model,
+        service=service,
+        task_id=task_id,
+        score=r.score,
+        passed=r.passed,
+        skipped=r.is_skipped,
+        skip_reason=r.skip_reason,
+        explanation=r.explanation,
+        details=r.details,
+        duration_ms=d.duration_ms,
+        failure=r.failure,
+    )
 
 
 @dataclass(frozen=True, slots=True)

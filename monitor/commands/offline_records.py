@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from evaluators.sdk import Dispatched, EvaluationRecord, Mode, Task, dispatch, run_evaluators
+from evaluators.sdk import Dispatched, EvaluationRecord, Mode, Task, dispatch, record_of, run_evaluators
 
 if TYPE_CHECKING:
     from evaluators.sdk import BaseEvaluator
@@ -69,25 +69,7 @@ def _result(trace_id: str, label: str, d: Dispatched, service: str | None, task_
     skipped = r.is_skipped
     if not named(r.score, r.passed, skipped):
         return Outcome(label, d.level, r.score, r.passed, skipped, r.skip_reason)
-    # Every field comes from a validated EvalResult or the runner itself (as in `run_evaluators`).
-    return EvaluationRecord.model_construct(
-        trace_id=trace_id,
-        evaluator=label,
-        level=d.level,
-        span_id=d.span_id,
-        agent_name=d.agent_name,
-        model=d.model,
-        service=service,
-        task_id=task_id,
-        score=r.score,
-        passed=r.passed,
-        skipped=skipped,
-        skip_reason=r.skip_reason,
-        explanation=r.explanation,
-        details=r.details,
-        duration_ms=d.duration_ms,
-        failure=r.failure,
-    )
+    return record_of(d, trace_id, label, service, task_id)
 
 
 def _lean(record: EvaluationRecord, label: str) -> Result:

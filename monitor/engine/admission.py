@@ -71,7 +71,8 @@ class Admission:
         estimate (no real batch back yet): measured on an idle worker, it was 1.5-3x what the same workers evaluate
         while the main process takes in a full-speed burst, and the first wave is taken on it."""
         pool = self.pool
-        return pool.capacity if pool.measured else pool.capacity * FIRST_ESTIMATE_TRUST
+        measured = any(slot.rate > 0 for slot in pool.slots)  # by real batches (pool._measure)
+        return pool.capacity if measured else pool.capacity * FIRST_ESTIMATE_TRUST
 
     def budget_spans(self) -> float | None:
         """Spans the daemon may hold; None while the pool's capacity is unknown."""

@@ -165,11 +165,6 @@ class EvaluationPool:
         return sum(len(slot.queued) for slot in self.slots)
 
     @property
-    def measured(self) -> bool:
-        """Whether `capacity` comes from real batches (else it is the calibrated first estimate, or 0)."""
-        return any(slot.rate > 0 for slot in self.slots)
-
-    @property
     def free_slots(self) -> int:
         return self.queue_size - self.waiting
 
