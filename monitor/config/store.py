@@ -19,7 +19,8 @@ class StoreConfig(Section):
     `connect_timeout`, `statement_timeout`, `lock_timeout`: PostgreSQL's bounds on a connection attempt, a
     statement and a wait for a lock (a server that hangs is given up on too: store/postgres/connection.py);
     `poll_lease`: with PostgreSQL, a replica that stops answering for that long gives up the poll sources it
-    polls (store/postgres/leases.py)."""
+    polls (store/postgres/leases.py); `reopen_interval`: how long a store that failed waits before it is opened
+    again."""
 
     enabled: bool = True
     path: str = "data/results.db"
@@ -29,6 +30,7 @@ class StoreConfig(Section):
     statement_timeout: Duration = 10.0
     lock_timeout: Duration = 5.0
     poll_lease: Annotated[Duration, Field(ge=3.0)] = 30.0
+    reopen_interval: Annotated[Duration, Field(ge=1.0)] = 30.0
     retention: Duration = 7 * 86400.0
     max_size: Size = 1024 * MiB
     results: Literal["all", "failing"] = "all"

@@ -39,6 +39,7 @@ def open_result_store(
             pool_size=pool_size or store.pool_size,
             timeouts=Timeouts(store.connect_timeout, store.statement_timeout, store.lock_timeout),
             signatures=signatures,
+            reopen_seconds=store.reopen_interval,
         )
     from monitor.store.sqlite import ResultStore
 
@@ -50,6 +51,7 @@ def open_result_store(
         max_size=store.max_size,
         health=health,
         signatures=signatures,
+        reopen_seconds=store.reopen_interval,
     )
 
 

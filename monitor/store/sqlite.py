@@ -21,7 +21,7 @@ its session-level results in `results` (with `session_id`; with `results: all` i
 The store degrades, never stops the daemon: a database that cannot be opened (corrupt, unwritable, a newer
 schema excepted), a write or prune that fails (full disk, read-only file), a file removed or replaced (noticed
 before each write: SQLite would go on writing to the removed file) are reported to its StoreHealth (health.py:
-counted, logged once per state change) and the rows are dropped; it reopens at most every REOPEN_SECONDS.
+counted, logged once per state change) and the rows are dropped; it reopens at most every `store.reopen_interval`.
 """
 
 from __future__ import annotations
@@ -96,6 +96,7 @@ class ResultStore(QueuedResultStore):
         max_size: int = STORE_DEFAULTS.max_size,
         health: StoreHealth | None = None,
         signatures: SignaturesConfig | None = None,
+        reopen_seconds: float = REOPEN_SECONDS,
     ) -> None:
         """Open (create, migrate) the database; when it cannot be, the store starts unavailable and retries.
         StoreSchemaError for a database from a newer agent-monitor. `prune`: False for the workers' stores (the
@@ -103,6 +104,7 @@ class ResultStore(QueuedResultStore):
         super().__init__(
             retention_seconds, results, prune=prune, max_size=max_size, health=health, signatures=signatures
         )
+        self.reopen_seconds = reopen_seconds  # between attempts to open the database after it failed
         self.path = Path(path)
         self.memory = str(path) == ":memory:"
         self._db: sqlite3.Connection | None = None
@@ -115,7 +117,7 @@ class ResultStore(QueuedResultStore):
     # --- opening --------------------------------------------------------------------------------
     def _open(self) -> bool:
         """Connect, set up the schema; on failure, report it and stay closed (caller holds the lock)."""
-        self._next_open = time.monotonic() + REOPEN_SECONDS
+        self._next_open = time.monotonic() + self.reopen_seconds
         db: sqlite3.Connection | None = None
         try:
             if not self.memory:

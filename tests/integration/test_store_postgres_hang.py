@@ -70,7 +70,11 @@ def test_a_hung_postgresql_never_stops_evaluation_and_the_store_recovers_after_i
             {
                 "receivers": {"grpc": {"host": "127.0.0.1", "port": 0}, "http": {"host": "127.0.0.1", "port": 0}},
                 "metrics": {"host": "127.0.0.1", "port": 0},
-                "store": {"url": url, "statement_timeout": "1s", "connect_timeout": "1s", "lock_timeout": "1s"},
+                "store": {
+                    "url": url,
+                    **{"statement_timeout": "1s", "connect_timeout": "1s", "lock_timeout": "1s"},
+                    "reopen_interval": "3s",  # the default 30 s would make this test wait for it
+                },
                 "evaluation": {"workers": 2, "timeout": "5s"},
             }
         )
@@ -122,7 +126,7 @@ def test_a_hung_postgresql_never_stops_evaluation_and_the_store_recovers_after_i
                     sent += 10
                     assert lost() > 0  # what could not be written is counted
                     assert value("agent_monitor_review_available") == 0
-                # Continued: the stores reopen (every 30 s at most) and new traces are stored again.
+                # Continued: the stores reopen (every `reopen_interval` at most) and new traces are stored again.
                 before = stored_traces(url)
                 deadline = time.monotonic() + 90
                 while True:

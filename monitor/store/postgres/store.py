@@ -5,10 +5,11 @@ the event loop; worker processes insert synchronously through pools of their own
 pool that opens, and reconnects, in the background: a server that is down, refuses us or goes away makes the store
 unavailable (counted and logged once by its StoreHealth, the rows of those batches dropped) and never stops
 evaluation; the schema is set up (migrated once, see schema.py) at the first connection, retried every
-REOPEN_SECONDS. A trace stored again (evaluated again, or by two replicas) replaces its row, as SQLite's `INSERT
-OR REPLACE` does. Every connection has a connect timeout, a statement and a lock timeout (`store.*_timeout`), and
-every statement a client-side deadline (connection.py, deadline.py): a server that hangs fails the call instead of
-holding the writer thread, and never holds evaluation (worker processes write through their store's bounded queue).
+`store.reopen_interval`. A trace stored again (evaluated again, or by two replicas) replaces its row, as SQLite's
+`INSERT OR REPLACE` does. Every connection has a connect timeout, a statement and a lock timeout
+(`store.*_timeout`), and every statement a client-side deadline (connection.py, deadline.py): a server that hangs
+fails the call instead of holding the writer thread, and never holds evaluation (worker processes write through
+their store's bounded queue).
 """
 
 from __future__ import annotations
@@ -91,12 +92,14 @@ class PostgresResultStore(writer.QueuedResultStore):
         pool_size: int = writer.STORE_DEFAULTS.pool_size,
         timeouts: Timeouts | None = None,
         signatures: SignaturesConfig | None = None,
+        reopen_seconds: float = writer.REOPEN_SECONDS,
     ) -> None:
         """Connect and set up the schema; when the server cannot be reached (within the connect timeout) the
         store starts unavailable and retries. StoreSchemaError for a database from a newer agent-monitor."""
         super().__init__(
             retention_seconds, results, prune=prune, max_size=max_size, health=health, signatures=signatures
         )
+        self.reopen_seconds = reopen_seconds  # between attempts to open the database after it failed
         self.url = url
         self.timeouts = timeouts
         self.where = redacted(url)
@@ -110,7 +113,7 @@ class PostgresResultStore(writer.QueuedResultStore):
 
     def _open(self) -> bool:
         """A new pool and the schema set up; on failure, report it and stay unavailable (lock held)."""
-        self._next_open = time.monotonic() + writer.REOPEN_SECONDS
+        self._next_open = time.monotonic() + self.reopen_seconds
         pool: ConnectionPool | None = None
         try:
             pool = open_pool(self.url, self.pool_size, "agent-monitor-results", self.timeouts)
@@ -144,7 +147,7 @@ class PostgresResultStore(writer.QueuedResultStore):
     @contextlib.contextmanager
     def _connection(self) -> Iterator[Connection]:
         """A pooled connection; a connection lost or refused closes the pool (the store is unavailable until a
-        reopen, every REOPEN_SECONDS: writes meanwhile fail at once instead of waiting for the server)."""
+        reopen, every `store.reopen_interval`: writes meanwhile fail at once instead of waiting for the server)."""
         pool = self.current_pool()
         try:
             with bounded(pool, self.timeouts) as db:
@@ -157,7 +160,7 @@ class PostgresResultStore(writer.QueuedResultStore):
         with self._lock:
             if self._pool is pool:
                 self._pool = None
-                self._next_open = time.monotonic() + writer.REOPEN_SECONDS
+                self._next_open = time.monotonic() + self.reopen_seconds
         pool.close(timeout=0)
         self.health.failed("open", error, counted_only=True)
 
