@@ -60,7 +60,7 @@ metrics:
   duration_buckets: [1, 10]
 store: {enabled: false, path: /tmp/x.db, retention: 2d, max_size: 64MiB, results: failing, max_steps: 20,
         url: "postgresql://u@db/x", pool_size: 2, connect_timeout: 2s, statement_timeout: 3s, lock_timeout: 1s,
-        poll_lease: 10s}
+        poll_lease: 10s, reopen_interval: 4s}
 judges:
   gemini_api_key: KEY123
   vertex_project: proj
@@ -201,6 +201,7 @@ def test_full_file_loads_every_value_and_round_trips(full_config: Path, tmp_path
         "statement_timeout": 3.0,
         "lock_timeout": 1.0,
         "poll_lease": 10.0,
+        "reopen_interval": 4.0,
     }
     j = config.judges
     assert (j.gemini_api_key, j.vertex_project, j.vertex_location, j.model) == (
