@@ -24,7 +24,6 @@ from monitor.metrics.tally import MetricsTally
 from monitor.review.models import ResultFilter
 from monitor.review.of_store import reader_of
 from monitor.review.sqlite_reader import SQLiteReviewReader
-from monitor.store import sqlite as store_module
 from monitor.store.health import StoreHealth, StoreReport, StoreUnavailable
 from monitor.store.sqlite import ResultStore
 from tests.engine.helpers import synthetic_traces
@@ -100,9 +99,7 @@ def test_a_full_store_drops_the_rows_and_goes_on(tmp_path: Path) -> None:
     store.close()
 
 
-def test_a_store_that_cannot_be_opened_starts_unavailable_and_is_opened_once_it_can_be(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_store_that_cannot_be_opened_starts_unavailable_and_is_opened_once_it_can_be(tmp_path: Path) -> None:
     path = tmp_path / "r.db"
     path.write_bytes(b"this is not a database, " * 200)
     seen = Recorded()
@@ -113,7 +110,7 @@ def test_a_store_that_cannot_be_opened_starts_unavailable_and_is_opened_once_it_
     with pytest.raises(StoreUnavailable):
         failing(store)
     path.unlink()  # the operator moves the broken file away
-    monkeypatch.setattr(store_module, "REOPEN_SECONDS", 0.0)
+    store.reopen_seconds = 0.0
     store._next_open = 0.0
     store.write([outcome("2" * 32, row("a", False))])
     assert store.available and seen.changes == [False, True]

@@ -18,7 +18,6 @@ from monitor.review.postgres_reader import PostgresReviewReader
 from monitor.store.health import StoreUnavailable
 from monitor.store.postgres import connection as pg_connection
 from monitor.store.postgres import retention as pg_retention
-from monitor.store.postgres import store as pg_store
 from monitor.store.postgres.connection import Connection, redacted
 from monitor.store.postgres.schema import MIGRATIONS, SCHEMA_TABLE
 from monitor.store.postgres.store import PostgresResultStore
@@ -70,14 +69,13 @@ def test_a_database_that_is_not_a_result_store_is_unreadable_for_the_cli(postgre
 def test_a_server_that_is_down_then_up_then_gone_degrades_the_store_and_never_raises(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(pg_store.writer, "REOPEN_SECONDS", 0.0)
     monkeypatch.setattr(pg_connection, "CONNECT_TIMEOUT_SECONDS", 1.0)
     server = PostgresServer()  # its port is chosen; nothing listens there yet
     url = server.url("postgres").replace("postgres@", "postgres:s3cret-pw@")
     seen = Recorded()
     caplog.set_level(logging.INFO)
     try:
-        store = PostgresResultStore(url, health=seen.health())  # no exception: the daemon starts all the same
+        store = PostgresResultStore(url, health=seen.health(), reopen_seconds=0.0)  # no exception: starts all the same
         assert not store.available and seen.errors == {"open": 1} and seen.changes == [False]
         store.write([outcome("1" * 32, row("a", False))])  # dropped, counted
         assert store.write_errors == 1 and seen.errors["write"] == 1
