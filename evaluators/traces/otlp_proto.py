@@ -6,6 +6,7 @@ An attribute value nested past MAX_VALUE_DEPTH levels drops that attribute (coun
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from google.protobuf.message import DecodeError as ProtobufDecodeError
@@ -127,7 +128,7 @@ def span_from_proto(
     )
 
 
-def id_problem(trace_id: bytes, span_id: bytes, parent_id: bytes) -> str | None:
+def _id_problem(trace_id: bytes, span_id: bytes, parent_id: bytes) -> str | None:
     if len(trace_id) != 16 or not any(trace_id):
         return f"trace id must be 16 non-zero bytes, got {len(trace_id)} bytes"
     if len(span_id) != 8 or not any(span_id):
@@ -141,12 +142,20 @@ def decode_traces_protobuf(data: bytes, where: str = "protobuf") -> DecodedBatch
     """ExportTraceServiceRequest (or TracesData, the same wire shape) to span records."""
     request = ExportTraceServiceRequest()
     batch = DecodedBatch(dropped_attributes=parse_request(request, data, where))
+    for resource_attrs, scope, span in valid_spans(request, where, batch):
+        batch.spans.append(span_from_proto(span, resource_attrs, scope.name, scope.version, batch))
+    return batch
+
+
+def valid_spans(request: ExportTraceServiceRequest, where: str, batch: DecodedBatch) -> Iterator[tuple]:
+    """(resource attributes, scope, span) of every span of a parsed request whose ids are valid; the others go to
+    `batch.rejected`, and resource attributes nested too deep are counted in `batch.dropped_attributes`."""
     for r_index, resource_spans in enumerate(request.resource_spans):
         resource_attrs = attributes_from_proto(resource_spans.resource.attributes, batch)
         for s_index, scope_spans in enumerate(resource_spans.scope_spans):
             scope = scope_spans.scope
             for index, span in enumerate(scope_spans.spans):
-                problem = id_problem(span.trace_id, span.span_id, span.parent_span_id)
+                problem = _id_problem(span.trace_id, span.span_id, span.parent_span_id)
                 if problem:
                     batch.rejected.append(
                         RejectedSpan(
@@ -155,8 +164,7 @@ def decode_traces_protobuf(data: bytes, where: str = "protobuf") -> DecodedBatch
                         )
                     )
                     continue
-                batch.spans.append(span_from_proto(span, resource_attrs, scope.name, scope.version, batch))
-    return batch
+                yield resource_attrs, scope, span
 
 
 def decode_logs_protobuf(data: bytes, where: str = "protobuf") -> DecodedBatch:
@@ -227,7 +235,7 @@ __all__ = [
     "attributes_from_proto",
     "decode_logs_protobuf",
     "decode_traces_protobuf",
-    "id_problem",
     "parse_request",
     "span_from_proto",
+    "valid_spans",
 ]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from .otlp_proto import attributes_from_proto, id_problem, parse_request, span_from_proto
+from .otlp_proto import parse_request, span_from_proto, valid_spans
 from .records import Attributes, DecodedBatch, LogRecord, RejectedSpan, SpanRecord
 
 __all__ = ["DEEP_ATTRIBUTES", "RawBatch", "RawSpan", "ReceivedSpan", "decode_traces_raw", "records_of"]
@@ -51,42 +51,30 @@ class RawBatch:
 
     spans: list[RawSpan]
     rejected: list[RejectedSpan]
-    dropped_attributes: int = 0  # cut while parsing (the C parser's depth limit): the rest is counted later
+    dropped_attributes: int = 0  # cut while parsing (the C parser's depth limit) or from resources: spans' later
     logs: tuple[LogRecord, ...] = ()
 
 
 def decode_traces_raw(data: bytes, where: str, source: str) -> RawBatch:
     """An ExportTraceServiceRequest's spans as RawSpans; raises TraceDecodeError like `decode_traces_protobuf`."""
     request = ExportTraceServiceRequest()
-    batch = RawBatch([], [], parse_request(request, data, where))
-    spans, rejected = batch.spans, batch.rejected
-    for r_index, resource_spans in enumerate(request.resource_spans):
-        resource = attributes_from_proto(resource_spans.resource.attributes)
-        for s_index, scope_spans in enumerate(resource_spans.scope_spans):
-            scope = scope_spans.scope
-            scope_name, scope_version = scope.name, scope.version
-            for index, span in enumerate(scope_spans.spans):
-                trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
-                problem = id_problem(trace_id, span_id, parent)
-                if problem:
-                    path = f"resourceSpans[{r_index}].scopeSpans[{s_index}].spans[{index}]"
-                    rejected.append(RejectedSpan("invalid_id", f"{where}: {path}: {problem}"))
-                    continue
-                spans.append(
-                    RawSpan(
-                        trace_id.hex(),
-                        span_id.hex(),
-                        parent.hex(),
-                        span.kind,
-                        span.end_time_unix_nano,
-                        span.SerializeToString(),
-                        resource,
-                        scope_name,
-                        scope_version,
-                        source,
-                    )
-                )
-    return batch
+    checked = DecodedBatch(dropped_attributes=parse_request(request, data, where))  # rejections, resources' drops
+    spans = [
+        RawSpan(
+            span.trace_id.hex(),
+            span.span_id.hex(),
+            span.parent_span_id.hex(),
+            span.kind,
+            span.end_time_unix_nano,
+            span.SerializeToString(),
+            resource,
+            scope.name,
+            scope.version,
+            source,
+        )
+        for resource, scope, span in valid_spans(request, where, checked)
+    ]
+    return RawBatch(spans, checked.rejected, checked.dropped_attributes)
 
 
 class DeepAttributes:

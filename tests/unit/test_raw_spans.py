@@ -116,6 +116,9 @@ def _same_as_full_decoding(data: bytes) -> None:
 @example(_deep(MAX_VALUE_DEPTH + 3, "array"))  # parses in C: left out when the worker decodes
 @example(_deep(MAX_VALUE_DEPTH + 20, "kvlist"))  # past the C parser's limit: cut when the request is parsed
 @example(_deep(MAX_VALUE_DEPTH, "array"))  # at the limit: kept
+@example(  # a resource attribute too deep for the walk: counted like a span's
+    pb_request([pb_span(0, [pb_attr("ok", pb_text("x"))])], [pb_attr("deep", pb_value(MAX_VALUE_DEPTH + 3, "array"))])
+)
 def test_raw_spans_decode_to_the_full_decoders_records(data: bytes) -> None:
     _same_as_full_decoding(data)
 
