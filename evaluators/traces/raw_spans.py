@@ -15,6 +15,7 @@ Attributes nested too deep are then left out in the worker: they are counted per
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -98,7 +99,7 @@ class DeepAttributes:
 DEEP_ATTRIBUTES = DeepAttributes()
 
 
-def records_of(spans: list[ReceivedSpan]) -> list[SpanRecord]:
+def records_of(spans: Sequence[ReceivedSpan]) -> list[SpanRecord]:
     """The spans as SpanRecords: raw ones decoded (their too-deep attributes counted in DEEP_ATTRIBUTES)."""
     records: list[SpanRecord] = []
     for span in spans:

@@ -68,7 +68,7 @@ class AddResult:
 @dataclass(slots=True)
 class CompletedTrace:
     trace_id: str
-    spans: list[ReceivedSpan]  # raw spans are decoded by the worker that evaluates the trace
+    spans: Sequence[ReceivedSpan]  # raw spans are decoded by the worker that evaluates the trace
     reason: str  # "quiet" | "max_wait" | "shutdown"
     first_seen: float
     completed_at: float

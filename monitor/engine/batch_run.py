@@ -78,7 +78,7 @@ class BatchRun:
         self.write = write
         self.store_report = store_report
         self.new_signatures = new_signatures
-        self._write_failed = RateLimitedLogger(log, per_minute=1)  # per key: store failures, too-deep attributes
+        self._problems = RateLimitedLogger(log, per_minute=1)  # per key: store failures, too-deep attributes
 
     def __call__(self, batch: Iterable[CompletedTrace]) -> BatchResult:
         started = time.perf_counter()
@@ -89,12 +89,12 @@ class BatchRun:
                 try:
                     self.write(evaluated)
                 except Exception as exc:  # the store reports its own failures: this would be a bug, not a full disk
-                    self._write_failed.warning("store", "storing %d evaluated traces failed: %r", len(evaluated), exc)
+                    self._problems.warning("store", "storing %d evaluated traces failed: %r", len(evaluated), exc)
         tally = tally_of(outcomes)
         tally.normalizer_errors = NORMALIZER_ERRORS.take()  # this process's, since its last batch
         tally.attributes_dropped = DEEP_ATTRIBUTES.take()  # left out of raw spans decoded here
         if tally.attributes_dropped:
-            self._write_failed.warning(
+            self._problems.warning(
                 "too_deep",
                 "%s attributes nested deeper than %d levels left out",
                 tally.attributes_dropped,

@@ -10,7 +10,6 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from evaluators.traces.raw_spans import ReceivedSpan
 from evaluators.traces.records import LogRecord, SpanRecord
 from monitor.consumer import PolledTrace
 from monitor.engine.assembler import CompletedTrace, TraceAssembler
@@ -53,14 +52,7 @@ class DaemonSink:
             now = time.monotonic()
             done = loop.create_future()
             completed = CompletedTrace(
-                trace.trace_id,
-                list[ReceivedSpan](trace.spans),
-                "polled",
-                now,
-                now,
-                trace.logs,
-                now,
-                on_done=_resolver(done),
+                trace.trace_id, trace.spans, "polled", now, now, trace.logs, now, on_done=_resolver(done)
             )
             if not self.pool.submit(completed):
                 break
