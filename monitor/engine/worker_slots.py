@@ -62,7 +62,9 @@ class WorkerSlot:
         self.executor: Executor | None = None
         self.pid: int | None = None  # the worker's process id once it has answered (this process for a thread)
         self.calibrated = 0.0  # spans/s the worker evaluated at start (calibration.py)
-        self.rate = 0.0  # spans/s while busy: a moving average over its batches (wall time, so contention counts)
+        self.rate = 0.0  # spans/s while busy (wall time, so contention counts): busy_spans / busy_seconds
+        self.busy_spans = 0.0  # moving sums over its batches (pool._measure)
+        self.busy_seconds = 0.0
         self.back_to_back_since: float | None = None  # when the last batch came back with the next one queued
         self.queued: deque[CompletedTrace] = deque()
         self.in_flight = 0  # batches

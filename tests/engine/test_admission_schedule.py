@@ -112,3 +112,20 @@ def test_only_spans_that_start_closing_go_on_the_schedule() -> None:
     send(consumer, synthetic_requests(50))
     assert assembler.spans_closing == REQUEST_SPANS
     assert admission.finish_at == 1000.0 + QUIET + REQUEST_SPANS / CAPACITY
+
+
+def test_the_capacity_is_weighted_by_work_so_small_batches_do_not_hide_a_backlogs_speed() -> None:
+    """A short queue sends many one-trace batches, each paying a fixed cost (hand-off, commit): averaged per
+    batch they said half of what the workers do on a backlog, and admission throttled idle workers."""
+    _, _, pool, _, _ = wired()
+    slot = pool.slots[0]
+    slot.rate = slot.busy_spans = slot.busy_seconds = 0.0
+    fixed, per_span = 0.003, 0.0004  # seconds per batch, per span
+    backlog_rate = 448 / (fixed + 448 * per_span)  # a full batch of 64 seven-span traces: ~2,460 spans/s
+    for _ in range(20):
+        for _ in range(10):
+            pool._measure(slot, 7, fixed + 7 * per_span)  # one trace
+        pool._measure(slot, 448, fixed + 448 * per_span)
+    mean_of_batch_rates = (10 * 7 / (fixed + 7 * per_span) + backlog_rate) / 11
+    assert mean_of_batch_rates < 0.6 * backlog_rate  # what the old estimate converged to
+    assert 0.85 * backlog_rate < pool.capacity <= backlog_rate
