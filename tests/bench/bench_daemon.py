@@ -109,6 +109,14 @@ def cpu_share(run: Run, whole: bool = False) -> float:
     return run.cpu_send / ((run.send_end - run.send_start) * CORES)
 
 
+def evaluating_cpu_share(run: Run) -> float:
+    """The tree's CPU as a share of all usable cores from send start + quiet_period (the first traces due: before
+    it the workers have nothing to do) to send end; NaN when sending ended first."""
+    if run.evaluating_seconds <= 0:
+        return math.nan
+    return run.cpu_evaluating / (run.evaluating_seconds * CORES)
+
+
 def _us_per_span(run: Run) -> float:
     """CPU microseconds of the receiving process (the daemon's main process, or the sink) per span accepted."""
     spans = run.load["spans_per_second"] * run.send_seconds
@@ -231,11 +239,12 @@ def figures(
             "",
         )
     )
-    share = cpu_share(default)
+    share = evaluating_cpu_share(default)
     rows.append(
         (
-            "2 daemon tree CPU while sending",
-            f"{100 * share:.0f}% of {CORES} cores (until caught up {100 * cpu_share(default, whole=True):.0f}%)",
+            "2 daemon tree CPU from the first trace due to send end",
+            f"{100 * share:.0f}% of {CORES} cores (whole send {100 * cpu_share(default):.0f}%: nothing is due in its "
+            f"first {default.quiet_period:g} s; until caught up {100 * cpu_share(default, whole=True):.0f}%)",
             f">= {100 * TARGET_CPU_SHARE:.0f}%",
             _verdict(share >= TARGET_CPU_SHARE),
         )

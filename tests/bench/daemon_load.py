@@ -51,6 +51,8 @@ class Run:
     cpu_send: float = 0.0  # CPU seconds of the target (process tree) over the send window
     cpu_main_send: float = 0.0  # ... of its main process alone (the receiving process; the sink's own)
     cpu_total: float = 0.0  # ... from send start until caught up
+    cpu_evaluating: float = 0.0  # ... from send start + quiet_period (the first traces due) to send end
+    evaluating_seconds: float = 0.0  # that window's length (0: sending ended within the quiet period)
     done: float = 0.0  # when catch-up ended
     last_evaluated: float = 0.0  # when the evaluated count last grew (poll resolution)
     evaluated_at_send_end: float = 0.0
@@ -165,12 +167,16 @@ def run_daemon(workdir: Path, overrides: dict[str, Any], seconds: float, quiet_p
         halfway: list[Samples] = []
         timer = threading.Timer(seconds / 2, lambda: halfway.append(daemon.metrics()))
         timer.daemon = True
+        first_due: list[Mark] = []  # the tree a quiet period after sending began: evaluation has work from then
+        due_timer = threading.Timer(quiet_period, lambda: first_due.append(sampler.mark()))
+        due_timer.daemon = True
 
         def start() -> None:
             sampler.record_rss(True)
             marks.append(sampler.mark())
             sampler.start()
             timer.start()
+            due_timer.start()
 
         def end() -> None:
             marks.append(sampler.mark())
@@ -183,7 +189,11 @@ def run_daemon(workdir: Path, overrides: dict[str, Any], seconds: float, quiet_p
             if len(marks) != 2:
                 raise Broken("load generator did not report the start and end of sending")
             timer.cancel()
+            due_timer.cancel()
             run = Run(load, quiet_period, send_start=marks[0].at, send_end=marks[1].at)
+            if first_due and first_due[0].at < marks[1].at:
+                run.cpu_evaluating = marks[1].cpu_since(first_due[0])
+                run.evaluating_seconds = marks[1].at - first_due[0].at
             run.metrics_mid = halfway[0] if halfway else {}
             run.cpu_send = marks[1].cpu_since(marks[0])
             run.cpu_main_send = _own_cpu(marks, daemon.process.pid)
