@@ -9,6 +9,7 @@ evaluated traces/s over it is a figure that does not move with the host's speed,
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from collections import defaultdict
 
@@ -22,7 +23,7 @@ from monitor.store.sqlite import ResultStore
 from tests.bench.synthetic import bench_trace_spans, export_request
 
 TRACES = 400
-REPEATS = 5
+REPEATS = 9
 
 
 def bench_traces(count: int = TRACES) -> list[CompletedTrace]:
@@ -36,7 +37,10 @@ def bench_traces(count: int = TRACES) -> list[CompletedTrace]:
 
 
 def single_thread_rate() -> float:
-    """Traces per second one thread evaluates (the best of REPEATS batches, each on fresh records)."""
+    """Traces per second one thread evaluates: the median of REPEATS batches, each on fresh records. The median,
+    not the best: the daemon's rate is an average over a run on the same host, whose speed moves (a shared VM
+    measured 470-840 traces/s here from one minute to the next), and the best batch would set the bar at its
+    fastest moment."""
     built, problems = build_evaluators(MonitorConfig().evaluator_entries())
     if problems:
         raise RuntimeError(f"the default evaluators did not build: {problems}")
@@ -44,7 +48,7 @@ def single_thread_rate() -> float:
     try:
         run = BatchRun(TraceEvaluator(built, store_results="all"), store.write)
         run(bench_traces(20))  # warm-up
-        best = min(run(bench_traces()).seconds for _ in range(REPEATS))
+        seconds = statistics.median(run(bench_traces()).seconds for _ in range(REPEATS))
     finally:
         store.close()
-    return TRACES / best
+    return TRACES / seconds
