@@ -1,5 +1,6 @@
-"""A real SQLite result store holding one reviewed-to-be trace, served by the metrics port's real app with the
-review reader and `Reviewing` over it (as the daemon wires them), for the page's review tests."""
+"""A real SQLite result store holding one reviewed-to-be trace (or, `session_review_server`, the stored
+conversations of tests/results/test_session_reader.py), served by the metrics port's real app with the review
+reader and `Reviewing` over it (as the daemon wires them), for the page's review tests."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from monitor.review.of_store import reader_of
 from monitor.review.reviewing import Reviewing
 from monitor.store.sqlite import ResultStore
 from monitor.web.app import build_api_app
+from tests.results.backends import sqlite_backend
 from tests.results.helpers import outcome, row
+from tests.results.test_session_reader import seeded
 from tests.review_page.serve import Answer, fetch, post_form, serve
 
 TOKEN = "page-review-token"
@@ -62,7 +65,22 @@ def review_store(path: Path) -> ResultStore:
 @contextmanager
 def review_server(tmp_path: Path, token: str | None = TOKEN, writer: bool = True) -> Iterator[ReviewSite]:
     """The port on 127.0.0.1 over a fresh store in `tmp_path`; `writer` False: no `Reviewing` wired."""
-    store = review_store(tmp_path / "results.db")
+    with _served(review_store(tmp_path / "results.db"), token, writer) as site:
+        yield site
+
+
+@contextmanager
+def session_review_server(tmp_path: Path, token: str | None = TOKEN) -> Iterator[ReviewSite]:
+    """The port over a store holding the conversations of `seeded` (conv-rephrase: user_rephrase failing on
+    turn 2, human_handoff_request failing on turn 3, conversation_completion passing the whole conversation)."""
+    backend = sqlite_backend(tmp_path)
+    seeded(backend)
+    with _served(ResultStore(backend.location, results="all"), token, True) as site:
+        yield site
+
+
+@contextmanager
+def _served(store: ResultStore, token: str | None, writer: bool) -> Iterator[ReviewSite]:
     reader = reader_of(store)
     app = build_api_app(
         lambda accept: (b"# metrics\n", "text/plain"),

@@ -212,15 +212,19 @@ def quick_form(key: ResultKey, outcome: str, forms: ReviewForms) -> Html | None:
               class_="quick-review")  # fmt: skip
 
 
-def review_cell(item: ResultItem, reviews: Reviews, forms: ReviewForms, full: bool) -> Html:
-    """A verdict's review column: the review in force, its history and the form (`full`: the trace page's)."""
-    key = key_of(item)
+def review_parts(key: ResultKey, outcome: str, reviews: Reviews, forms: ReviewForms, full: bool) -> list[Child]:
+    """A verdict's review: the one in force, its history and the form (`full`: the folded full form, else the
+    quick one); the trace page's column and the conversation page's verdicts show it alike."""
     current = reviews.in_force.get(key)
     shown: Child = review_summary(current) if current else el("span", "not reviewed", class_="muted")
     if full:
-        return el("td", shown, history_block(list(reviews.earlier.get(key, []))),
-                  review_form(key, item.outcome, forms, current), class_="review")  # fmt: skip
-    return el("td", shown, quick_form(key, item.outcome, forms), class_="review")
+        return [shown, history_block(list(reviews.earlier.get(key, []))), review_form(key, outcome, forms, current)]
+    return [shown, quick_form(key, outcome, forms)]
+
+
+def review_cell(item: ResultItem, reviews: Reviews, forms: ReviewForms, full: bool) -> Html:
+    """A verdict's review column: the review in force, its history and the form (`full`: the trace page's)."""
+    return el("td", review_parts(key_of(item), item.outcome, reviews, forms, full), class_="review")
 
 
 def forms_note(forms: ReviewForms, reviews: Reviews) -> Html | None:

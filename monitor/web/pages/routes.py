@@ -56,7 +56,7 @@ from monitor.web.pages.login import login_routes
 from monitor.web.pages.queue import queue_routes
 from monitor.web.pages.results import VERDICTS, results_page
 from monitor.web.pages.review_forms import Reviews, forms_for, read_reviews, review_routes
-from monitor.web.pages.sessions import SESSIONS, session_page, sessions_page
+from monitor.web.pages.sessions import SESSIONS, session_href, session_page, sessions_page
 from monitor.web.pages.trace import trace_page
 
 if TYPE_CHECKING:
@@ -249,7 +249,10 @@ class _Pages:
         if detail is None:
             message = f"No conversation {ident!r} in the store: not completed yet, or older than store.retention."
             return error_page(self.site, 404, "session not found", message)
-        return respond(session_page(self.site, detail))
+        # the session-level results' rows are under their traces (the last turn's): their reviews in one read
+        reviews = await _reviews(reader, [v.trace_id for v in detail.results], history=True)
+        forms = forms_for(self.site, request, session_href(detail.session.session_id))
+        return respond(session_page(self.site, detail, reviews, forms))
 
     async def breakdown(self, request: web.Request, reader: ReviewReader) -> web.Response:
         query = request.query

@@ -1,23 +1,31 @@
 """GET /review/sessions (conversations, newest completed first) and /review/sessions/{id} (one conversation as a
 chat transcript: the user's and the agent's messages per turn, tools and errors in brief, each turn linked to its
-trace page, the verdicts beside the turns they name and the others at the top)."""
+trace page, the verdicts beside the turns they name and the others at the top, each with its review in force and,
+for a logged-in review session, the review form: review_forms.py, as on the trace page)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from urllib.parse import quote
 
 import monitor.web.pages.fmt as fmt
 from monitor.review.session_models import SessionDetail, SessionItem, SessionsPage, SessionTurn, SessionVerdict
+from monitor.store.reviews import ResultKey
 from monitor.web.html import Child, Html, el, join
 from monitor.web.pages.layout import ROOT, ReviewSite, link, pager, shell
+from monitor.web.pages.login import safe_next
 from monitor.web.pages.results import field, select, text_input, time_fields, trace_href
+from monitor.web.pages.review_forms import ReviewForms, Reviews, forms_note, review_parts
 from monitor.web.pages.trace import cost, long_text
 
 SESSIONS = f"{ROOT}/sessions"
 MESSAGE_CHARS = 600  # longer messages fold into <details>
 ID_CHARS = 40
 ERRORS_SHOWN = 3
+LEVEL = "session"  # a session-level result row's level (its span id: none)
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 def session_href(session_id: str, turn: int | None = None) -> str:
@@ -93,8 +101,37 @@ def sessions_page(site: ReviewSite, query: Mapping[str, str], page: SessionsPage
     return shell(site, "sessions", main, active="sessions")
 
 
-def _verdict(v: SessionVerdict) -> Html:
-    """A verdict in brief: badge, evaluator, score, explanation (whole in a <details> when long)."""
+def result_key(v: SessionVerdict) -> ResultKey:
+    """The key of a session-level result's row (what a review of it names): its trace (the last turn's when it
+    was stored), its evaluator, level "session" and no span."""
+    return ResultKey(v.trace_id, v.evaluator, LEVEL, "")
+
+
+def verdict_anchor(v: SessionVerdict) -> str:
+    """The verdict's element id on the conversation page (one result per evaluator per conversation)."""
+    return "verdict-" + _UNSAFE.sub("-", v.evaluator)
+
+
+class ReviewView:
+    """The review of each verdict on one conversation page: the reviews read, the forms the request may have,
+    and the page they lead back to (at the verdict)."""
+
+    def __init__(self, reviews: Reviews, forms: ReviewForms, page: str) -> None:
+        self.reviews, self.forms, self.page = reviews, forms, page
+        self.shown = forms.enabled or bool(reviews.in_force)  # as the trace page's review column
+
+    def of(self, v: SessionVerdict) -> Html | None:
+        if not self.shown:
+            return None
+        forms = self.forms
+        if forms.enabled:  # back to this verdict of this conversation
+            forms = replace(forms, back=safe_next(f"{self.page}#{verdict_anchor(v)}"))
+        parts = review_parts(result_key(v), v.outcome, self.reviews, forms, full=True)
+        return el("div", parts, class_="verdict-review")
+
+
+def _verdict(v: SessionVerdict, review: ReviewView | None = None) -> Html:
+    """A verdict in brief: badge, evaluator, score, explanation (whole in a <details> when long), its review."""
     score = f" {fmt.score(v.score)}" if v.score is not None else ""
     reason = f" ({v.skip_reason})" if v.skip_reason else ""
     return el(
@@ -104,7 +141,9 @@ def _verdict(v: SessionVerdict) -> Html:
         el("strong", v.evaluator),
         el("span", score + reason, class_="muted"),
         el("div", long_text(v.explanation, 240), class_="text") if v.explanation else None,
+        review.of(v) if review is not None else None,
         class_=f"verdict row-{v.outcome}",
+        id=verdict_anchor(v),
         data_evaluator=v.evaluator,
     )
 
@@ -114,7 +153,7 @@ def _bubble(who: str, text: str | None, empty: str) -> Html:
     return el("div", el("div", who, class_="who"), body, class_=f"bubble {who}")
 
 
-def _turn(turn: SessionTurn, verdicts: Sequence[SessionVerdict]) -> Html:
+def _turn(turn: SessionTurn, verdicts: Sequence[SessionVerdict], review: ReviewView) -> Html:
     tools = el("div", "tools: ", ", ".join(turn.tool_calls), class_="tools") if turn.tool_calls else None
     errors = [
         el("div", f"{e.kind} {e.name}: ", el("span", fmt.clip(e.message, 200), class_="err"), class_="turn-error")
@@ -143,7 +182,7 @@ def _turn(turn: SessionTurn, verdicts: Sequence[SessionVerdict]) -> Html:
         _bubble("agent", turn.answer, "(no answer)"),
         class_="chat",
     )
-    aside = el("aside", [_verdict(v) for v in verdicts], class_="turn-verdicts") if verdicts else None
+    aside = el("aside", [_verdict(v, review) for v in verdicts], class_="turn-verdicts") if verdicts else None
     failing = any(v.outcome == "fail" for v in verdicts)
     return el("section", chat, aside, id=f"turn-{turn.turn}", class_="turn flagged" if failing else "turn")
 
@@ -164,8 +203,13 @@ def _summary(item: SessionItem) -> Html:
     return el("dl", [[el("dt", term), el("dd", value)] for term, value in pairs], class_="summary")
 
 
-def session_page(site: ReviewSite, detail: SessionDetail) -> Html:
+def session_page(
+    site: ReviewSite, detail: SessionDetail, reviews: Reviews | None = None, forms: ReviewForms | None = None
+) -> Html:
+    """The conversation page; `reviews` of its session-level results and the review `forms` the request may have."""
     item = detail.session
+    reviews, forms = reviews or Reviews(), forms or ReviewForms()
+    review = ReviewView(reviews, forms, session_href(item.session_id))
     numbers = {turn.turn for turn in detail.turns}
     by_trace = {turn.trace_id: turn.turn for turn in detail.turns}
     beside: dict[int, list[SessionVerdict]] = {}
@@ -180,11 +224,12 @@ def session_page(site: ReviewSite, detail: SessionDetail) -> Html:
         el("h1", "Conversation ", el("code", fmt.clip(item.session_id, 120))),
         _summary(item),
         el("h2", "Verdicts on the whole conversation"),
-        el("div", [_verdict(v) for v in overall], class_="session-verdicts")
+        forms_note(forms, reviews) if detail.results else None,
+        el("div", [_verdict(v, review) for v in overall], class_="session-verdicts")
         if overall
         else el("p", "None.", class_="muted"),
         el("h2", "Transcript"),
-        el("div", [_turn(t, beside.get(t.turn, [])) for t in detail.turns], class_="transcript")
+        el("div", [_turn(t, beside.get(t.turn, []), review) for t in detail.turns], class_="transcript")
         if detail.turns
         else el("p", "No turns stored for this conversation."),
         el("p", el("a", "← conversations", href=link(SESSIONS, {"service": item.service}))),
