@@ -1,10 +1,12 @@
 """The conversations pages in a real headless Chromium over a real store (rows as the schema v5 contract says the
 write side leaves them): the sessions list filtered to failing ones, a session as a chat transcript with each
 verdict beside the turn it names and the others at the top, each turn linked to its trace page and back, a
-session-level result in the results list linked to its conversation; hostile text stays text; 400, 404, 503."""
+session-level result in the results list linked to its conversation; hostile text stays text; 400, 404, 503; a
+logged-in reviewer disagrees with a verdict beside a turn, lands back at it and sees the review (the API too)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from monitor.web.app import build_api_app
@@ -12,8 +14,9 @@ from monitor.web.pages.layout import CSP
 from tests.results.backends import sqlite_backend
 from tests.results.session_rows import SessionRow, TurnRow, insert_session, insert_session_result
 from tests.results.test_session_reader import seeded, tid
+from tests.review_page.review_store import TOKEN, session_review_server
 from tests.review_page.serve import fetch, serve
-from tests.review_page.test_browser import browser  # noqa: F401  (the fixture)
+from tests.review_page.test_browser import TIMEOUT_MS, browser  # noqa: F401  (the fixture)
 
 HOSTILE = '<img src=x onerror="document.title=1">'
 
@@ -114,3 +117,54 @@ def test_the_trace_page_of_a_turn_links_its_conversation(tmp_path: Path) -> None
         assert 'href="/review/sessions/conv%20%3Cb%3Ebold%3C%2Fb%3E"' in hostile.body
         assert "<b>bold</b>" not in hostile.body
     reader.close()
+
+
+def test_a_reviewer_disagrees_with_a_turns_verdict_on_the_conversation_page(  # type: ignore[no-untyped-def]
+    browser,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    conversation = "/review/sessions/conv-rephrase"
+    with session_review_server(tmp_path) as site:
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.set_default_timeout(TIMEOUT_MS)
+        csp: list[str] = []
+        page.on("console", lambda m: csp.append(m.text) if "Content Security Policy" in m.text else None)
+        page.goto(f"{site.base}{conversation}")  # log in on the way
+        assert "/review/login" in page.url
+        page.fill("#token", TOKEN)
+        with page.expect_navigation():
+            page.click("form.login button")
+        assert page.url == f"{site.base}{conversation}"
+
+        top = page.locator(".session-verdicts .verdict")
+        assert top.locator("form[action='/review/reviews']").count() == 1  # the whole conversation's verdict
+        verdict = page.locator("#turn-2 .turn-verdicts .verdict")
+        assert verdict.get_attribute("id") == "verdict-user_rephrase"
+        assert verdict.locator(".verdict-review").inner_text().startswith("not reviewed")
+        assert not verdict.locator("form.review").is_visible()  # folded: the aside stays narrow
+        verdict.locator("details.review-form summary").click()
+        form = verdict.locator("form.review")
+        aside, box = page.locator("#turn-2 aside").bounding_box(), form.bounding_box()
+        assert aside is not None and box is not None and box["x"] + box["width"] <= aside["x"] + aside["width"] + 1
+        form.locator("input[name=reviewer]").fill("ann")
+        form.locator("input[name=corrected_label]").fill("clarification")
+        form.locator("textarea[name=note]").fill("the user added detail, not a rephrase")
+        with page.expect_navigation() as navigation:
+            form.locator("button.disagree").click()
+        assert navigation.value is not None and navigation.value.status == 200
+        assert page.url == f"{site.base}{conversation}#verdict-user_rephrase"
+        shown = page.locator("#verdict-user_rephrase div.review").inner_text()
+        assert "disagree" in shown and "false alarm · ann" in shown and "label → clarification" in shown
+        assert "the user added detail" in shown
+        assert "not reviewed" in page.locator("#verdict-human_handoff_request").inner_text()
+        page.screenshot(path=str(tmp_path / "session-reviewed.png"), full_page=True)
+        assert csp == []
+
+        bearer = {"Authorization": f"Bearer {TOKEN}"}
+        listed = json.loads(fetch(site.base, "/api/v1/reviews?evaluator=user_rephrase", bearer).body)
+        assert [(r["trace_id"], r["level"], r["span_id"], r["agreement"], r["reviewer"], r["corrected_label"])
+                for r in listed["items"]] == [(tid(3), "session", "", "disagree", "ann", "clarification")]  # fmt: skip
+        results = json.loads(fetch(site.base, "/api/v1/results?evaluator=user_rephrase&outcome=fail", bearer).body)
+        found = [(r["session_id"], r["review"]["agreement"]) for r in results["items"]]
+        assert found == [("conv-rephrase", "disagree")]
+        page.close()
