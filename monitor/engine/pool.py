@@ -285,21 +285,13 @@ class EvaluationPool:
         _store_side(result, self.on_store_report, self.on_new_signatures)
 
     def _measure(self, slot: WorkerSlot, spans: int, busy_seconds: float) -> None:
-        """Capacity from the batches themselves: each worker's spans per second of batch time, summed over the
-        workers. A worker's rate is its spans over its batch seconds, both as moving sums over its batches (each
-        batch weighs RATE_WEIGHT in them): weighted by work, not by batch, because a short queue sends many
-        small batches whose fixed cost (a few ms: the hand-off, the store's commit) says nothing about how fast
-        a backlog goes. Averaging the batches' own rates instead read half the capacity on the bench, and
-        admission then throttled workers that were idle a third of the time. Batch time is the worker's wall
-        time for it (a worker that loses the CPU to ingest or to other workers measures slower) or, when the
-        batch was queued behind the previous one, the time between the two coming back (hand-offs included),
-        whichever is longer. Known from the first batch back, with no need to wait for a saturated stretch."""
+        """Capacity from the batches themselves: each worker's rate (`WorkerSlot.measure`) summed over the workers.
+        Batch time is the worker's wall time for it (a worker that loses the CPU to ingest or to other workers
+        measures slower) or, when the batch was queued behind the previous one, the time between the two coming
+        back (hand-offs included), whichever is longer. Known from the first batch back."""
         if spans <= 0 or busy_seconds <= 0:
             return
-        keep = 1 - RATE_WEIGHT if slot.rate > 0 else 0.0
-        slot.busy_spans = keep * slot.busy_spans + spans
-        slot.busy_seconds = keep * slot.busy_seconds + busy_seconds
-        slot.rate = slot.busy_spans / slot.busy_seconds
+        slot.measure(spans, busy_seconds, RATE_WEIGHT)
         rates = [s.rate for s in self.slots if s.rate > 0]
         self.capacity = sum(rates) * len(self.slots) / len(rates)  # workers not yet measured: like the others
 

@@ -94,6 +94,17 @@ class WorkerSlot:
         assert self.executor is not None
         return self.executor.submit(self._run_batch, self.encode(batch))
 
+    def measure(self, spans: int, seconds: float, weight: float) -> None:
+        """Take a batch of `spans` that kept the worker busy `seconds` into its rate: its spans over its batch
+        seconds, both as moving sums over its batches (each batch weighs `weight` in them). Weighted by work, not
+        by batch: a short queue sends many small batches whose fixed cost (a few ms: the hand-off, the store's
+        commit) says nothing about how fast a backlog goes. Averaging the batches' own rates instead read half
+        the capacity on the bench, and admission then throttled workers that were idle a third of the time."""
+        keep = 1 - weight if self.rate > 0 else 0.0
+        self.busy_spans = keep * self.busy_spans + spans
+        self.busy_seconds = keep * self.busy_seconds + seconds
+        self.rate = self.busy_spans / self.busy_seconds
+
     def stop(self, wait: bool) -> None:
         executor, self.executor = self.executor, None
         if executor is not None:
