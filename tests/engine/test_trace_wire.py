@@ -23,7 +23,7 @@ from monitor.engine.trace_wire import (
 )
 
 SETTINGS = settings(
-    max_examples=150,
+    max_examples=80,  # drawing the large values is most of the time: 150 took 22 s of the suite
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
