@@ -2,7 +2,8 @@
 
 Work accepted now is evaluated a quiet period later. The rule bounds, in time, how long past its quiet period
 the last trace taken would wait for a worker, at the pool's measured capacity (spans/s): a request is refused
-while that wait is over `DELAY_ALLOWANCE_SECONDS`. Two estimates of when the workers will have evaluated
+while that wait is over `DELAY_ALLOWANCE_SECONDS`. The schedule counts on MEASURED_TRUST of the measured capacity,
+a margin for a host that slows after the work was taken. Two estimates of when the workers will have evaluated
 everything taken, the later of which counts:
 
 - **The schedule** (`finish_at`, a virtual clock): spans that start closing (their trace's root has ended)
@@ -41,6 +42,11 @@ from monitor.engine.pool import EvaluationPool
 
 DELAY_ALLOWANCE_SECONDS = 2.0  # how long past its quiet period a trace may wait for a worker
 FIRST_ESTIMATE_TRUST = 0.5  # the share of the calibrated capacity the schedule counts on until a batch is back
+# The share of the measured capacity the schedule counts on: work taken is evaluated a quiet period later, so
+# when the host slows after it was taken (a noisy neighbour, a CPU hog: measured with one busy process taking a
+# core mid-run), the work already held is late by about (quiet_period + allowance) times the drop. At 1.0 such a
+# run's p99 delay reached 9.6-9.9 s (quiet 5 s); at 0.85, 7.2-8.8 s, for about 10 % less intake at saturation.
+MEASURED_TRUST = 0.85
 POLL_SHARE = 0.25  # polled traces are submitted only while the work held is under this share of the budget
 
 
@@ -52,12 +58,14 @@ class Admission:
         *,
         quiet_period: float,
         allowance: float = DELAY_ALLOWANCE_SECONDS,
+        measured_trust: float = MEASURED_TRUST,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.assembler = assembler
         self.pool = pool
         self.quiet_period = quiet_period
         self.allowance = allowance
+        self.measured_trust = measured_trust
         self.budget_seconds = quiet_period + allowance
         self.clock = clock
         self.finish_at = 0.0  # when the workers will have evaluated every closing span taken (the schedule)
@@ -67,12 +75,13 @@ class Admission:
         return self.assembler.due_count + self.pool.waiting >= self.pool.queue_size
 
     def capacity(self) -> float:
-        """The pool's capacity in spans/s, trusted FIRST_ESTIMATE_TRUST only while it is the calibrated first
-        estimate (no real batch back yet): measured on an idle worker, it was 1.5-3x what the same workers evaluate
-        while the main process takes in a full-speed burst, and the first wave is taken on it."""
+        """The pool's capacity in spans/s as the schedule counts on it: the calibrated first estimate (no real
+        batch back yet) at FIRST_ESTIMATE_TRUST (measured on an idle worker, it was 1.5-3x what the same workers
+        evaluate while the main process takes in a full-speed burst, and the first wave is taken on it), then the
+        measured one at `measured_trust` (see MEASURED_TRUST)."""
         pool = self.pool
         measured = any(slot.rate > 0 for slot in pool.slots)  # by real batches (pool._measure)
-        return pool.capacity if measured else pool.capacity * FIRST_ESTIMATE_TRUST
+        return pool.capacity * (self.measured_trust if measured else FIRST_ESTIMATE_TRUST)
 
     def budget_spans(self) -> float | None:
         """Spans the daemon may hold; None while the pool's capacity is unknown."""

@@ -27,7 +27,7 @@ def wired(queue_size: int = 256, quiet: float = 5.0):
     pool = EvaluationPool(
         thread_slot(TraceEvaluator([])), lambda outcomes: None, lambda r, n: None, queue_size=queue_size
     )
-    admission = Admission(assembler, pool, quiet_period=quiet)
+    admission = Admission(assembler, pool, quiet_period=quiet, measured_trust=1.0)  # exact figures
     metrics = MetricsExporter()
     ingestor = Counted(Ingestor(assembler, admission_refuses=admission.refuse), metrics)
     return clock, assembler, pool, admission, ingestor, metrics

@@ -6,6 +6,7 @@ from monitor.consumer import Outcome
 from monitor.engine.admission import (
     DELAY_ALLOWANCE_SECONDS,
     FIRST_ESTIMATE_TRUST,
+    MEASURED_TRUST,
     POLL_SHARE,
     Admission,
     AdmittedConsumer,
@@ -35,7 +36,7 @@ def wired() -> tuple[Clock, TraceAssembler, EvaluationPool, Admission, AdmittedC
     pool = EvaluationPool(thread_slot(TraceEvaluator([])), lambda tally: None, lambda reason, n: None, clock=clock)
     pool.capacity = CAPACITY  # as if measured (the pool is never started: nothing is evaluated)
     pool.slots[0].rate = CAPACITY  # ... from real batches
-    admission = Admission(assembler, pool, quiet_period=QUIET, clock=clock)
+    admission = Admission(assembler, pool, quiet_period=QUIET, measured_trust=1.0, clock=clock)  # exact figures
     consumer = AdmittedConsumer(Ingestor(assembler, admission_refuses=admission.refuse), admission)
     return clock, assembler, pool, admission, consumer
 
@@ -129,3 +130,12 @@ def test_the_capacity_is_weighted_by_work_so_small_batches_do_not_hide_a_backlog
     mean_of_batch_rates = (10 * 7 / (fixed + 7 * per_span) + backlog_rate) / 11
     assert mean_of_batch_rates < 0.6 * backlog_rate  # what the old estimate converged to
     assert 0.85 * backlog_rate < pool.capacity <= backlog_rate
+
+
+def test_the_measured_capacity_is_counted_on_with_a_margin_by_default() -> None:
+    """Work taken now is evaluated a quiet period later: the schedule keeps a margin for a host that slows
+    meanwhile."""
+    _, assembler, pool, _, _ = wired()
+    admission = Admission(assembler, pool, quiet_period=QUIET)
+    assert 0.5 < MEASURED_TRUST < 1.0
+    assert admission.capacity() == CAPACITY * MEASURED_TRUST
