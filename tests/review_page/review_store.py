@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 from monitor.auth import SESSION_COOKIE
@@ -103,6 +104,18 @@ def log_in(base: str, token: str = TOKEN) -> str:
     answer = post_form(base, "/review/login", urlencode({"token": token, "next": "/review"}))
     assert answer.status == 303, answer.body
     return cookies(answer)[SESSION_COOKIE].value
+
+
+def log_in_on_the_way(page: Any, base: str, path: str, token: str = TOKEN) -> Any:
+    """In a browser `page`: open `path`, which sends to the login form first, log in there and land back on
+    `path`; the response of that last navigation."""
+    page.goto(f"{base}{path}")
+    assert page.url.startswith(f"{base}/review/login"), page.url
+    page.fill("#token", token)
+    with page.expect_navigation() as navigation:
+        page.click("form.login button")
+    assert page.url == f"{base}{path}", page.url
+    return navigation.value
 
 
 def cookies(answer: Answer) -> SimpleCookie:

@@ -12,6 +12,7 @@ import pytest
 from monitor.review.agreement import agreement_by_evaluator
 from monitor.web.pages.layout import QUEUE_CSP
 from tests.review_page.queue_site import ORDER, T1, T3, TOKEN, queue_site
+from tests.review_page.review_store import log_in_on_the_way
 from tests.review_page.test_browser import TIMEOUT_MS, browser  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.integration
@@ -25,13 +26,7 @@ def test_queue_keys(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped
         page.on("console", lambda m: problems.append(m.text) if "Content Security Policy" in m.text else None)
         page.on("pageerror", lambda error: problems.append(str(error)))
 
-        page.goto(f"{site.base}/review/queue")
-        assert page.url.startswith(f"{site.base}/review/login")
-        page.fill("#token", TOKEN)
-        with page.expect_navigation() as navigation:
-            page.click("form.login button")
-        assert page.url == f"{site.base}/review/queue"
-        response = navigation.value
+        response = log_in_on_the_way(page, site.base, "/review/queue", TOKEN)
         assert response is not None and response.headers["content-security-policy"] == QUEUE_CSP
 
         def shown() -> tuple[str, str]:

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import pytest
 from aiohttp import web
 
-from tests.review_page.review_store import FAILING, TOKEN, TRACE, review_server
+from tests.review_page.review_store import FAILING, TRACE, log_in_on_the_way, review_server
 from tests.review_page.serve import serve
 from tests.review_page.test_browser import TIMEOUT_MS, browser  # noqa: F401  (the Chromium fixture)
 
@@ -47,12 +47,7 @@ def test_a_reviewer_disagrees_changes_the_review_and_another_site_cannot_post(  
         page.on("console", lambda m: csp.append(m.text) if "Content Security Policy" in m.text else None)
 
         # log in on the way to the trace page
-        page.goto(f"{site.base}{TRACE_PAGE}")
-        assert "/review/login" in page.url
-        page.fill("#token", TOKEN)
-        with page.expect_navigation():
-            page.click("form.login button")
-        assert page.url == f"{site.base}{TRACE_PAGE}"
+        log_in_on_the_way(page, site.base, TRACE_PAGE)
 
         # disagree with the failing verdict: a false alarm, with a note and a corrected label
         row = page.locator("table.verdicts tbody tr.row-fail")

@@ -14,7 +14,7 @@ from monitor.web.pages.layout import CSP
 from tests.results.backends import sqlite_backend
 from tests.results.session_rows import SessionRow, TurnRow, insert_session, insert_session_result
 from tests.results.test_session_reader import seeded, tid
-from tests.review_page.review_store import TOKEN, session_review_server
+from tests.review_page.review_store import TOKEN, log_in_on_the_way, session_review_server
 from tests.review_page.serve import fetch, serve
 from tests.review_page.test_browser import TIMEOUT_MS, browser  # noqa: F401  (the fixture)
 
@@ -129,12 +129,7 @@ def test_a_reviewer_disagrees_with_a_turns_verdict_on_the_conversation_page(  # 
         page.set_default_timeout(TIMEOUT_MS)
         csp: list[str] = []
         page.on("console", lambda m: csp.append(m.text) if "Content Security Policy" in m.text else None)
-        page.goto(f"{site.base}{conversation}")  # log in on the way
-        assert "/review/login" in page.url
-        page.fill("#token", TOKEN)
-        with page.expect_navigation():
-            page.click("form.login button")
-        assert page.url == f"{site.base}{conversation}"
+        log_in_on_the_way(page, site.base, conversation)
 
         top = page.locator(".session-verdicts .verdict")
         assert top.locator("form[action='/review/reviews']").count() == 1  # the whole conversation's verdict
