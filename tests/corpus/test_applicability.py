@@ -37,6 +37,8 @@ FAMILIES = [
     ("Strands Agents, native tracing", r"strands__"),
     ("Vercel AI SDK (Node), `experimental_telemetry`", r"vercel_ai__"),
     ("Node.js, GenAI semconv spans written by hand", r"node_grpc__"),
+    ("Semantic Kernel, native OTel diagnostics (content in log records)", r"semantic_kernel__"),
+    ("OpenAI client + OpenTelemetry openai-v2 instrumentation, util-genai agent spans", r"otel_openai_v2__"),
 ]
 
 

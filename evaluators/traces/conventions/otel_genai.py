@@ -169,7 +169,7 @@ class OTelGenAI(Convention):
 
     def output(self, span: SpanRecord) -> LLMOutput | None:
         attrs = span.attributes
-        reasons = as_str_list(attrs.get("gen_ai.response.finish_reasons"))
+        reasons = as_str_list(attrs.get("gen_ai.response.finish_reasons")) or _singular_finish_reasons(attrs)
         if "gen_ai.output.messages" in attrs:
             return parse_parts_output(attrs["gen_ai.output.messages"], reasons)
         for event in reversed(details_events(span)):
@@ -247,6 +247,14 @@ class OTelGenAI(Convention):
         return user, output.text if output else None
 
 
+def _singular_finish_reasons(attrs: dict[str, Any]) -> list[str]:
+    """Semantic Kernel's `gen_ai.response.finish_reason`: its enum's str, comma-joined ("FinishReason.TOOL_CALLS")."""
+    value = attrs.get("gen_ai.response.finish_reason")
+    if not isinstance(value, str):
+        return []
+    return [r.strip().rpartition(".")[2].lower() for r in value.split(",") if r.strip().rpartition(".")[2]]
+
+
 def _is_handoff_tool_type(attrs: dict[str, Any]) -> bool:
     tool_type = attrs.get("gen_ai.tool.type")
     return isinstance(tool_type, str) and tool_type in HANDOFF_TOOL_TYPES
@@ -278,7 +286,9 @@ def _messages_from_events(span: SpanRecord) -> list[Message]:
         content = None if is_placeholder(body.get("content")) else body.get("content")
         if content is None and not body.get("tool_calls"):
             continue  # content not captured ("<elided>"): the event says nothing
-        item = {"role": role, "content": content, "tool_calls": body.get("tool_calls"), "tool_call_id": body.get("id")}
+        # the semconv names the tool message's call id `id`; Semantic Kernel's body is the message, `tool_call_id`
+        call_id = body.get("id") or body.get("tool_call_id")
+        item = {"role": role, "content": content, "tool_calls": body.get("tool_calls"), "tool_call_id": call_id}
         messages.append(openai_message(item))
     return messages
 
