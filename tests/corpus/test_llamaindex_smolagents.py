@@ -40,7 +40,14 @@ def _chat_requests(scenario: Path, trace: Trace) -> list[dict]:
 
 @pytest.mark.parametrize(
     ("scenario", "trace_id"),
-    [(QUERY_ENGINE, INDEXING), (QUERY_ENGINE, QUERY), (AGENT, LISBON), (AGENT, ATLANTIS), (SMOL, CALLER), (SMOL, CODER)],
+    [
+        (QUERY_ENGINE, INDEXING),
+        (QUERY_ENGINE, QUERY),
+        (AGENT, LISBON),
+        (AGENT, ATLANTIS),
+        (SMOL, CALLER),
+        (SMOL, CODER),
+    ],
 )
 def test_llm_calls_are_the_requests_the_server_saw_with_their_tokens(scenario: Path, trace_id: str) -> None:
     trace = _traces(scenario)[trace_id]
@@ -169,7 +176,13 @@ def test_smolagents_messages_and_input() -> None:
     caller = _traces(SMOL)[CALLER]
     assert caller.input == "What's the weather in Lisbon, and what should I wear?"  # the run's task
     messages = caller.get_llm_calls()[-1].messages
-    assert [type(m) for m in messages[1:]] == [UserMessage, AssistantMessage, ToolMessage, AssistantMessage, ToolMessage]
+    assert [type(m) for m in messages[1:]] == [
+        UserMessage,
+        AssistantMessage,
+        ToolMessage,
+        AssistantMessage,
+        ToolMessage,
+    ]
     assert messages[2].content.startswith("Calling tools:") and messages[3].content.startswith("Observation:")
 
 
@@ -187,7 +200,8 @@ def test_positional_call_arguments_take_the_declared_names() -> None:
     (tool,) = trace_of(span).get_tool_calls()
     assert tool.arguments == {"city": "Oslo", "units": "C"}
     unnamed = make_span(
-        "t", {"openinference.span.kind": "TOOL", "tool.name": "t", "input.value": json.dumps({"args": [1], "kwargs": {}})}
+        "t",
+        {"openinference.span.kind": "TOOL", "tool.name": "t", "input.value": json.dumps({"args": [1], "kwargs": {}})},
     )
     (tool,) = trace_of(unnamed).get_tool_calls()
     assert tool.arguments == {"args": [1], "kwargs": {}}  # no names to give: as recorded

@@ -150,7 +150,9 @@ class OpenInference(Convention):
             result = parsed["response"]
         # LlamaIndex records its ToolOutput: {"blocks", "tool_name", "raw_input", "raw_output", "is_error"}
         if isinstance(parsed, dict) and "tool_name" in parsed and "raw_output" in parsed:
-            result = json.dumps(parsed["raw_output"]) if not isinstance(parsed["raw_output"], str) else parsed["raw_output"]
+            result = (
+                json.dumps(parsed["raw_output"]) if not isinstance(parsed["raw_output"], str) else parsed["raw_output"]
+            )
         message = _langchain_tool_message(parsed)
         if message is not None:
             result = message.get("content")
