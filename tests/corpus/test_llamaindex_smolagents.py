@@ -205,3 +205,27 @@ def test_positional_call_arguments_take_the_declared_names() -> None:
     )
     (tool,) = trace_of(unnamed).get_tool_calls()
     assert tool.arguments == {"args": [1], "kwargs": {}}  # no names to give: as recorded
+
+
+def test_a_structured_predict_around_a_program_is_not_a_second_call() -> None:
+    """LlamaIndex `structured_predict` (LLM kind, no request) → a program (CHAIN) → the chat call: one call."""
+    outer = make_span("OpenAI.structured_predict", {"openinference.span.kind": "LLM", "llm.model_name": "gpt-4o-mini"})
+    program = make_span("FunctionCallingProgram.__call__", {"openinference.span.kind": "CHAIN"}, parent=outer)
+    chat = make_span(
+        "OpenAI.chat",
+        {
+            "openinference.span.kind": "LLM",
+            "llm.model_name": "gpt-4o-mini",
+            "llm.input_messages.0.message.role": "user",
+            "llm.input_messages.0.message.content": "Extract the city: I live in Oslo.",
+            "llm.token_count.prompt": 40,
+            "llm.token_count.completion": 9,
+        },
+        parent=program,
+    )
+    trace = trace_of(outer, program, chat)
+    assert [c.span_name for c in trace.get_llm_calls()] == ["OpenAI.chat"]
+    assert trace.metrics.token_usage.input_tokens == 40
+    # a failed request that recorded nothing else is still a call
+    failed = make_span("OpenAI.chat", {"openinference.span.kind": "LLM"}, status=2, status_message="APIConnectionError")
+    assert len(trace_of(failed).get_llm_calls()) == 1
