@@ -48,6 +48,7 @@ def _chat_requests(scenario: Path, trace: Trace) -> list[dict]:
         (SMOL, CALLER),
         (SMOL, CODER),
     ],
+    ids=["index-build", "query", "agent-lisbon", "agent-tool-error", "tool-calling-agent", "code-agent"],
 )
 def test_llm_calls_are_the_requests_the_server_saw_with_their_tokens(scenario: Path, trace_id: str) -> None:
     trace = _traces(scenario)[trace_id]
