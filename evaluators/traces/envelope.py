@@ -7,6 +7,7 @@ OpenInference writes `{"new_message": {"parts": [...]}}` and `{"content": {"part
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .jsonutil import parse_json
@@ -33,7 +34,11 @@ _TEXT_KEYS = (
     "inputs",
     "outputs",
     "value",
+    "task",
 )
+# A Python object's repr, not text: `StopEvent(result=AgentOutput(...` (LlamaIndex puts these, often cut short
+# with "...", in `output.value`), `<Context object at 0x7f...>`.
+_OBJECT_REPR = re.compile(r"[A-Z]\w*\((?:\w+=|\)$)|<[\w.]+ object at 0x[0-9a-fA-F]+>$")
 
 
 def envelope_text(value: Any, *, output: bool = False) -> str | None:
@@ -46,7 +51,8 @@ def _text(value: Any, output: bool, depth: int) -> str | None:
         return None
     value = parse_json(value)
     if isinstance(value, str):
-        return None if is_placeholder(value) else value.strip() or None
+        text = value.strip()
+        return None if is_placeholder(text) or _OBJECT_REPR.match(text) else text or None
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):

@@ -91,6 +91,8 @@ _ROLE_ALIASES = {
     "bot": "assistant",
     "human": "user",
     "function": "tool",
+    "tool-call": "assistant",  # smolagents: the assistant's "Calling tools: ..." turn
+    "tool-response": "tool",  # smolagents: the "Observation: ..." a tool returned (sent to the model as user)
 }
 
 

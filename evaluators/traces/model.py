@@ -232,7 +232,12 @@ class Trace:
         return list(self._tool_calls)
 
     def get_retrievals(self) -> list[RetrieverSpan]:
-        return sorted((s for s in self.spans if isinstance(s, RetrieverSpan)), key=lambda s: s.start_time)
+        """Retrievals by start time. A retriever span without documents directly inside one with documents is
+        the same retrieval's inner step (LlamaIndex `retrieve` around `_retrieve`) and is left out."""
+        spans = [s for s in self.spans if isinstance(s, RetrieverSpan)]
+        with_documents = {s.span_id for s in spans if s.documents}
+        kept = [s for s in spans if s.documents or s.parent_span_id not in with_documents]
+        return sorted(kept, key=lambda s: s.start_time)
 
     def get_agents(self) -> list[AgentSpan]:
         return [s for s in self.spans if isinstance(s, AgentSpan)]

@@ -33,6 +33,8 @@ FAMILIES = [
     ("Google ADK 2.x, native tracing", r"adk_native__"),
     ("Google ADK + OpenInference", r"oi_adk__"),
     ("LangChain / LangGraph + OpenInference", r"oi_langchain__"),
+    ("LlamaIndex + OpenInference", r"oi_llamaindex__"),
+    ("smolagents + OpenInference", r"oi_smolagents__"),
     ("Pydantic AI, built-in instrumentation", r"pydantic_ai__"),
     ("Strands Agents, native tracing", r"strands__"),
     ("Vercel AI SDK (Node), `experimental_telemetry`", r"vercel_ai__"),

@@ -98,9 +98,9 @@ def test_tool_success_rate_is_below_one_exactly_on_traces_with_tool_errors(corpu
                 by_trace[record.trace_id].append(record)
         for trace_id, facts in data["expected"].items():
             scored = by_trace[trace_id]
-            if facts["has_error"]:  # in the corpus every error is a failed convert_currency tool call
+            if facts["has_error"]:  # in the corpus every error is a failed tool call (convert_currency, ...)
                 assert any(r.score < 1.0 and r.passed is False for r in scored), name
-                assert any("convert_currency" in r.explanation for r in scored), name
+                assert any(tool in r.explanation for r in scored for tool in facts["tool_calls"]), name
                 failing_scenarios.add(name)
             else:
                 assert all(r.score == 1.0 for r in scored), name
@@ -111,6 +111,9 @@ def test_token_budget_matches_the_expected_token_counts(corpus_records) -> None:
     for name, data in corpus_records.items():
         for record in data["records"]["token_budget"]:
             facts = data["expected"][record.trace_id]
+            if facts["llm_calls"] == 0:  # e.g. LlamaIndex building an index: embeddings only
+                assert record.skipped, name
+                continue
             assert not record.skipped, name
             assert record.details["input_tokens"] == facts["input_tokens"], name
             assert record.details["output_tokens"] == facts["output_tokens"], name
@@ -152,6 +155,9 @@ def test_llm_rules_pass_on_the_corpus(corpus_records) -> None:
 
 def test_cost_budget_is_estimated_for_every_corpus_trace(corpus_records) -> None:
     for name, record in all_records(corpus_records, "cost_budget"):
+        if corpus_records[name]["expected"][record.trace_id]["llm_calls"] == 0:  # embeddings only
+            assert record.skipped, name
+            continue
         assert not record.skipped, (name, record.explanation)
         assert 0 < record.details["cost_usd"] < 0.01 and record.passed is True
 

@@ -318,7 +318,9 @@ def test_failed_llm_span_model_from_invocation_parameters() -> None:
     )
     call = only_llm(span)
     assert call.model == "gpt-4o-mini"
-    named = only_llm(make_span("c", llm({"llm.model_name": "gpt-4o", "llm.invocation_parameters": "{}"})))
+    named = only_llm(
+        make_span("c", llm({"llm.model_name": "gpt-4o", "llm.invocation_parameters": "{}", "llm.token_count.total": 5}))
+    )
     assert named.model == "gpt-4o"
 
 

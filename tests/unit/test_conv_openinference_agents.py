@@ -36,6 +36,8 @@ def _generation(output_value: str, **attrs: object) -> LLMSpan:
         "generation",
         {
             "openinference.span.kind": "LLM",
+            "llm.input_messages.0.message.role": "user",  # what makes it a model call (no tokens when streamed)
+            "llm.input_messages.0.message.content": "Hi",
             "output.value": output_value,
             "output.mime_type": "application/json",
             **attrs,

@@ -41,6 +41,10 @@ class OpenInference(Convention):
             return SpanKind.HANDOFF
         if kind == "AGENT" and _is_run_envelope(span):
             return SpanKind.OTHER
+        if kind == "LLM" and not _records_a_call(span):
+            return SpanKind.OTHER
+        if kind == "TOOL" and span.attributes.get("tool.name") in ANSWER_TOOLS:
+            return SpanKind.OTHER
         return _KINDS.get(kind, SpanKind.OTHER)
 
     def agent_name(self, span: SpanRecord) -> str | None:
@@ -50,7 +54,7 @@ class OpenInference(Convention):
             if isinstance(value, str) and value:
                 return _strip_brackets(value)
         if str(attrs.get("openinference.span.kind", "")).upper() == "AGENT":
-            return _strip_brackets(span.name)
+            return _strip_run_suffix(_strip_brackets(span.name))
         return None
 
     def model(self, span: SpanRecord) -> str | None:
@@ -144,6 +148,11 @@ class OpenInference(Convention):
         # ADK via OpenInference wraps results as {"id", "name", "response"}.
         if isinstance(parsed, dict) and set(parsed) == {"id", "name", "response"}:
             result = parsed["response"]
+        # LlamaIndex records its ToolOutput: {"blocks", "tool_name", "raw_input", "raw_output", "is_error"}
+        if isinstance(parsed, dict) and "tool_name" in parsed and "raw_output" in parsed:
+            result = (
+                json.dumps(parsed["raw_output"]) if not isinstance(parsed["raw_output"], str) else parsed["raw_output"]
+            )
         message = _langchain_tool_message(parsed)
         if message is not None:
             result = message.get("content")
@@ -195,6 +204,20 @@ class OpenInference(Convention):
 
 
 OPENAI_AGENTS_SCOPE = "openinference.instrumentation.openai_agents"
+# Tools through which an agent hands back its answer (smolagents' FinalAnswerTool): the answer, not a tool call.
+ANSWER_TOOLS = frozenset({"final_answer"})
+# Attributes only a span that made (or tried) a model request carries; `__REDACTED__` is OI's hidden content.
+_CALL_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "llm.prompts.", "llm.token_count.", "llm.cost.")
+_HIDDEN = "__REDACTED__"
+
+
+def _records_a_call(span: SpanRecord) -> bool:
+    """False for an LLM-kind span with no request, response or usage of its own: a helper or wrapper step
+    (LlamaIndex `_prepare_chat_with_tools`, `predict` / `structured_predict` around the real chat span)."""
+    attrs = span.attributes
+    if span.is_error or _HIDDEN in (attrs.get("input.value"), attrs.get("output.value")):
+        return True
+    return any(key.startswith(_CALL_PREFIXES) for key in attrs)
 
 
 def _is_run_envelope(span: SpanRecord) -> bool:
@@ -225,13 +248,42 @@ def _langchain_tool_message(value: Any) -> dict | None:
 
 def _tool_arguments(attrs: dict[str, Any]) -> Any:
     """`input.value`; plain text (no JSON mime type, not JSON-shaped, e.g. LangChain's single-argument
-    tools) is one string argument, JSON-encoded so it is not mistaken for broken JSON."""
+    tools) is one string argument, JSON-encoded so it is not mistaken for broken JSON. A Python call's
+    bound arguments (`{"args": [...], "kwargs": {...}}`) are the call's keyword arguments."""
     value = attrs.get("input.value")
+    called = _call_arguments(parse_json(value), attrs.get("tool.parameters"))
+    if called is not None:
+        return json.dumps(called, ensure_ascii=False)
     if not isinstance(value, str) or attrs.get("input.mime_type") == "application/json":
         return value
     if value.lstrip()[:1] in ("{", "[", '"') or parse_json(value) is not value:
         return value
     return json.dumps(value)
+
+
+def _call_arguments(value: Any, parameters: Any) -> dict[str, Any] | None:
+    """The arguments of a recorded Python call, `{"args": [...], "kwargs": {...}}` plus the wrapper's own
+    scalar flags (smolagents' `sanitize_inputs_outputs`), by name: positional ones take the declared parameters'
+    names in order. None when the value is not such a call or a positional argument has no name."""
+    if not isinstance(value, dict) or not isinstance(kwargs := value.get("kwargs"), dict):
+        return None
+    args = value.get("args", [])
+    others = [v for k, v in value.items() if k not in ("args", "kwargs")]
+    if not isinstance(args, list) or any(isinstance(v, (dict, list)) for v in others):
+        return None
+    if not args:
+        return kwargs
+    schema = parse_json(parameters)
+    names = schema.get("properties", schema) if isinstance(schema, dict) else None
+    names = [n for n in names if n not in kwargs] if isinstance(names, dict) else []
+    if len(names) < len(args):
+        return None
+    return {**dict(zip(names, args, strict=False)), **kwargs}
+
+
+def _strip_run_suffix(name: str) -> str:
+    # smolagents: "weather_agent.run" -> "weather_agent"
+    return name.removesuffix(".run") or name
 
 
 def _strip_brackets(name: str) -> str:
