@@ -256,6 +256,8 @@ def _with_system(messages: list[Message] | None, attrs: dict[str, Any]) -> list[
     system = parse_system_instructions(attrs.get("gen_ai.system_instructions"))
     if system is None:
         return messages
+    if messages and messages[0].role == "system" and messages[0].content == system.content:
+        return messages  # OpenLIT writes the system prompt both ways: once is the prompt as sent
     return [system, *(messages or [])]
 
 
