@@ -138,7 +138,9 @@ def test_oi_tool_spans_carry_arguments_and_results() -> None:
 def _library_figure(model: str, start_ns: int, inp: int, out: int, read: int, write: int) -> float:
     usage = genai_prices.Usage(input_tokens=inp, output_tokens=out, cache_read_tokens=read, cache_write_tokens=write)
     when = datetime.fromtimestamp(start_ns // 1_000_000_000, UTC)
-    return float(genai_prices.calc_price(usage, model, provider_id="anthropic", genai_request_timestamp=when).total_price)
+    return float(
+        genai_prices.calc_price(usage, model, provider_id="anthropic", genai_request_timestamp=when).total_price
+    )
 
 
 @pytest.mark.parametrize("scenario", ANTHROPIC)
@@ -152,7 +154,9 @@ def test_cache_writes_and_reads_are_priced_at_their_rates(scenario: str) -> None
         cost = call_cost(call)
         assert cost is not None and cost.source == "price_table"
         read, write = usage.cache_read_tokens or 0, usage.cache_write_tokens or 0
-        figure = _library_figure(call.model or "", call.start_time, usage.input_tokens, usage.output_tokens, read, write)
+        figure = _library_figure(
+            call.model or "", call.start_time, usage.input_tokens, usage.output_tokens, read, write
+        )
         assert cost.usd == pytest.approx(figure, rel=1e-12, abs=0)
     write_call, read_call = cached
     for call, dearer in ((write_call, True), (read_call, False)):
@@ -179,7 +183,10 @@ def test_openlit_reads_messages_once_and_http_spans_are_not_llm_calls() -> None:
     assert [(c.model, c.response_model, c.provider) for c in calls] == [
         ("gpt-4o-mini", "gpt-4o-mini-2024-07-18", "openai")
     ] * 2
-    assert calls[0].finish_reasons == ["tool_calls"] and calls[1].response == "It's 18°C with light rain in Paris right now."
+    assert (
+        calls[0].finish_reasons == ["tool_calls"]
+        and calls[1].response == "It's 18°C with light rain in Paris right now."
+    )
     assert [t.name for t in calls[0].available_tools] == ["get_weather"]
     assert trace.input == "What's the weather in Paris right now?"
     assert trace.output == "It's 18°C with light rain in Paris right now."
