@@ -18,7 +18,7 @@ from evaluators.traces.model import Trace
 from tests.conftest import CORPUS
 from tests.unit.spanfactory import make_span, trace_of
 
-ANTHROPIC = ("oi_anthropic__tool_use", "tl_anthropic__tool_use")
+ANTHROPIC = ("oi_anthropic__tool_use", "tl_anthropic__tool_use", "openlit__anthropic_tool_use")
 WEATHER = {"city": "Paris", "temperature_c": 18, "conditions": "light rain"}
 OUTFIT = "Light waterproof jacket over a sweater; bring an umbrella."
 
@@ -31,6 +31,9 @@ CALLS = {
     # streamed: OpenLLMetry adds message_start's output placeholder (1) to message_delta's cumulative 24
     "644b952aea153f013f99e36b8eb18921": [(1885, 38, 0, 1864), (1881, 25, 1864, 0)],
     "a610d6f6cea5fe04f0569f65da4afcb5": [(71, 16, 0, 0), (113, 14, 0, 0)],
+    "bf7ef98e2d3ff6fa50cc4acb9764c1cc": [(412, 58, 0, 0), (503, 71, 0, 0), (601, 32, 0, 0)],
+    # OpenLIT writes Anthropic's own input_tokens (21, 17: the cache left out); read as the others report it
+    "cc257b21a4d4445959faee780010b1b6": [(1885, 38, 0, 1864), (1881, 24, 1864, 0)],
 }
 # Trace totals (input, output, cache_read, cache_write).
 TOTALS = {
@@ -39,6 +42,8 @@ TOTALS = {
     "f4c3495c6ea11d9a25bd7222f4671153": (1516, 161, 0, 0),
     "644b952aea153f013f99e36b8eb18921": (3766, 63, 1864, 1864),
     "a610d6f6cea5fe04f0569f65da4afcb5": (184, 30, 0, 0),
+    "bf7ef98e2d3ff6fa50cc4acb9764c1cc": (1516, 161, 0, 0),
+    "cc257b21a4d4445959faee780010b1b6": (3766, 62, 1864, 1864),
 }
 SCENARIO_OF = {
     "71ce8daf49a86fe6e1a3f744b1df0826": "oi_anthropic__tool_use",
@@ -46,6 +51,8 @@ SCENARIO_OF = {
     "f4c3495c6ea11d9a25bd7222f4671153": "tl_anthropic__tool_use",
     "644b952aea153f013f99e36b8eb18921": "tl_anthropic__tool_use",
     "a610d6f6cea5fe04f0569f65da4afcb5": "openlit__openai_tool_agent",
+    "bf7ef98e2d3ff6fa50cc4acb9764c1cc": "openlit__anthropic_tool_use",
+    "cc257b21a4d4445959faee780010b1b6": "openlit__anthropic_tool_use",
 }
 # The tool-use traces: per call, the tools it asked for (name, arguments, id).
 ASKED = {
@@ -56,7 +63,8 @@ ASKED = {
     ],
     "a610d6f6cea5fe04f0569f65da4afcb5": [[("get_weather", {"city": "Paris"}, "call_0001olitFAKE")], []],
 }
-ASKED["f4c3495c6ea11d9a25bd7222f4671153"] = ASKED["71ce8daf49a86fe6e1a3f744b1df0826"]
+for _same in ("f4c3495c6ea11d9a25bd7222f4671153", "bf7ef98e2d3ff6fa50cc4acb9764c1cc"):  # the same script
+    ASKED[_same] = ASKED["71ce8daf49a86fe6e1a3f744b1df0826"]
 # ... and the tool results each call's request carried back (tool call id, content).
 RESULTS = {
     "71ce8daf49a86fe6e1a3f744b1df0826": [
@@ -66,7 +74,8 @@ RESULTS = {
     ],
     "a610d6f6cea5fe04f0569f65da4afcb5": [[], [("call_0001olitFAKE", WEATHER)]],
 }
-RESULTS["f4c3495c6ea11d9a25bd7222f4671153"] = RESULTS["71ce8daf49a86fe6e1a3f744b1df0826"]
+for _same in ("f4c3495c6ea11d9a25bd7222f4671153", "bf7ef98e2d3ff6fa50cc4acb9764c1cc"):
+    RESULTS[_same] = RESULTS["71ce8daf49a86fe6e1a3f744b1df0826"]
 
 
 def _trace(trace_id: str) -> Trace:
@@ -224,3 +233,25 @@ def test_system_instructions_repeated_as_the_first_message_are_read_once() -> No
 def test_other_system_instructions_still_come_first() -> None:
     other = {"role": "system", "parts": [{"type": "text", "content": "Answer in French."}]}
     assert _chat(SYSTEM, other) == [("system", SYSTEM), ("system", "Answer in French."), ("user", "Hi")]
+
+
+def _usage_of(attrs: dict[str, Any]) -> tuple[int, int, int | None]:
+    base = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.usage.input_tokens": 100,
+        "gen_ai.usage.output_tokens": 5,
+        "gen_ai.usage.cache_read.input_tokens": 40,
+        "gen_ai.usage.cache_creation.input_tokens": 10,
+    }
+    (call,) = trace_of(make_span("chat m", {**base, **attrs})).get_llm_calls()
+    assert call.usage is not None
+    return call.usage.input_tokens, call.usage.total_tokens, call.usage.cache_read_tokens
+
+
+def test_openlit_anthropic_input_gets_its_cache_tokens_back() -> None:
+    openlit = {"telemetry.sdk.name": "openlit"}
+    assert _usage_of({**openlit, "gen_ai.provider.name": "anthropic"}) == (150, 155, 40)
+    assert _usage_of({**openlit, "gen_ai.system": "anthropic"}) == (150, 155, 40)
+    # OpenAI's prompt tokens already include the cached ones; other libraries' Anthropic spans add them in
+    assert _usage_of({**openlit, "gen_ai.provider.name": "openai"}) == (100, 105, 40)
+    assert _usage_of({"gen_ai.provider.name": "anthropic"}) == (100, 105, 40)

@@ -28,7 +28,7 @@ FAMILIES = [
         r"oi_openai_agents__chatcmpl_",
     ),
     ("OpenAI client + OpenLLMetry (Traceloop)", r"tl_openai__"),
-    ("OpenAI client + OpenLIT", r"openlit__"),
+    ("OpenLIT (OpenAI and Anthropic clients)", r"openlit__"),
     ("Anthropic client + OpenInference", r"oi_anthropic__"),
     ("Anthropic client + OpenLLMetry (Traceloop), bare instrumentor", r"tl_anthropic__"),
     ("google-genai + OpenTelemetry GenAI instrumentation", r"otel_genai__"),
