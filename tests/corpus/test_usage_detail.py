@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evaluators.traces import load_traces
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, corpus_scenarios
 
 # (input, output, cache_read, reasoning) per LLM call in start order, from each scenario's README ("–": not reported).
 README_CALLS = {
@@ -57,30 +57,50 @@ def test_per_call_usage_detail_matches_the_readme(key: tuple[str, str]) -> None:
     ]
 
 
-@pytest.mark.parametrize("scenario", ["oi_openai__cache_usage", "otel_genai__cache_usage"])
+def _usage_scenarios() -> list[str]:
+    """The scenarios whose expected.json states per-call usage (`llm_call_usage`)."""
+    return [
+        p.name
+        for p in corpus_scenarios()
+        if all("llm_call_usage" in t for t in json.loads((p / "expected.json").read_text())["traces"])
+    ]
+
+
+def test_the_cache_scenarios_state_per_call_usage() -> None:
+    assert {"oi_openai__cache_usage", "otel_genai__cache_usage", "oi_anthropic__tool_use"} <= set(_usage_scenarios())
+
+
+@pytest.mark.parametrize("scenario", _usage_scenarios())
 def test_usage_detail_agrees_with_expected_json(scenario: str) -> None:
-    """expected.json writes 0 for a count the span leaves out; the views say None (not reported) there."""
+    """expected.json writes 0 for a count the span leaves out; the views say None (not reported) there. Cache
+    writes are checked where expected.json states them (`cache_write_tokens`, an optional key)."""
     expected = json.loads((CORPUS / scenario / "expected.json").read_text())
     traces = _traces(scenario)
     for want in expected["traces"]:
         trace = traces[want["trace_id"]]
         calls = [c.usage for c in trace.get_llm_calls()]
+        with_writes = "cache_write_tokens" in want
         got = [
             {
                 "input_tokens": u.input_tokens,
                 "output_tokens": u.output_tokens,
                 "cache_read_tokens": u.cache_read_tokens or 0,
                 "reasoning_tokens": u.reasoning_tokens or 0,
+                **({"cache_write_tokens": u.cache_write_tokens or 0} if with_writes else {}),
             }
             for u in calls
             if u is not None
         ]
-        assert got == want["llm_call_usage"]
+        keys = ("input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens")
+        keys += ("cache_write_tokens",) if with_writes else ()
+        assert got == [{k: c[k] for k in keys} for c in want["llm_call_usage"]]
         total = trace.metrics.token_usage
         assert (total.cache_read_tokens or 0, total.reasoning_tokens or 0) == (
             want["cache_read_tokens"],
             want["reasoning_tokens"],
         )
+        if "cache_write_tokens" in want:
+            assert (total.cache_write_tokens or 0) == want["cache_write_tokens"]
 
 
 # Scenarios whose spans report the detail as 0 (every call): reported 0 stays 0, never None.

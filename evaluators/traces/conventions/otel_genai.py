@@ -89,7 +89,21 @@ def log_usage(span: SpanRecord) -> TokenUsage | None:
         usage = usage_from_attributes(event.attributes)
         if usage is not None:
             total = usage if total is None else total + usage
-    return total
+    return _cache_in_input(total, span.attributes)
+
+
+def _cache_in_input(usage: TokenUsage | None, attrs: dict[str, Any]) -> TokenUsage | None:
+    """OpenLIT writes the Anthropic API's own `input_tokens`, which leave the cache reads and writes out (OTel's
+    input includes them; OpenInference and OpenLLMetry add them in): add them back, as every other reader has them.
+    (The span says who wrote it; its log records do not.)"""
+    if usage is None or attrs.get("telemetry.sdk.name") != "openlit":
+        return usage
+    if (attrs.get("gen_ai.provider.name") or attrs.get("gen_ai.system")) != "anthropic":
+        return usage
+    cached = (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
+    usage.input_tokens += cached
+    usage.total_tokens += cached
+    return usage
 
 
 class OTelGenAI(Convention):
@@ -147,7 +161,7 @@ class OTelGenAI(Convention):
         return None
 
     def usage(self, span: SpanRecord) -> TokenUsage | None:
-        return usage_from_attributes(span.attributes)
+        return _cache_in_input(usage_from_attributes(span.attributes), span.attributes)
 
     def input_messages(self, span: SpanRecord) -> list[Message] | None:
         attrs = span.attributes
@@ -264,6 +278,8 @@ def _with_system(messages: list[Message] | None, attrs: dict[str, Any]) -> list[
     system = parse_system_instructions(attrs.get("gen_ai.system_instructions"))
     if system is None:
         return messages
+    if messages and messages[0].role == "system" and messages[0].content == system.content:
+        return messages  # OpenLIT writes the system prompt both ways: once is the prompt as sent
     return [system, *(messages or [])]
 
 
