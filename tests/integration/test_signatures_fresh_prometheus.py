@@ -108,7 +108,10 @@ def test_the_first_new_signature_of_each_evaluator_fires_on_a_fresh_prometheus(f
         return {labels["evaluator"] for labels, v in samples if labels.get("service") == SERVICE and v > 0}
 
     evaluators = set(EVALUATORS)
-    assert daemon.wait_for_condition(lambda: new_ones() == evaluators, timeout=60), (new_ones(), daemon.output()[-3000:])
+    assert daemon.wait_for_condition(lambda: new_ones() == evaluators, timeout=60), (
+        new_ones(),
+        daemon.output()[-3000:],
+    )
 
     alerts = f'ALERTS{{alertname="{ALERT}",alertstate="firing",service="{SERVICE}"}}'
     done = lambda r: {a["metric"]["evaluator"] for a in r} >= evaluators  # noqa: E731
