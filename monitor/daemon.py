@@ -69,6 +69,20 @@ STARTUP_ERRORS = (OSError, EvaluationStartError, StoreSchemaError)
 STOP_SIGNAL_WAIT = 0.5  # seconds a failed worker start waits for the stop signal that may have caused it
 
 
+def _metrics_of(config: MonitorConfig, evaluators: list[ConfiguredEvaluator]) -> MetricsExporter:
+    """The daemon's metrics: the `metrics:` section's, with the evaluators' alert rules, the variants, and the
+    failure signatures counted over the new-signature alert's range."""
+    new_signatures = config.alerting.default_alerts.new_failure_signatures
+    return MetricsExporter.from_config(
+        config.metrics,
+        thresholds_of(evaluators),
+        config.variants,
+        config.signatures,
+        config.store.enabled,
+        new_signature_range=new_signatures.range_of(config.signatures.window),
+    )
+
+
 class Daemon:
     def __init__(self, config: MonitorConfig, prepared: Prepared | None = None) -> None:
         """`prepared`: what `preflight(config)` built (built here when not given; ConfigError if it fails)."""
@@ -77,9 +91,7 @@ class Daemon:
         prepared = prepared if prepared is not None else preflight(config)
         evaluators = prepared.evaluators
         self.evaluator_count = len(evaluators)
-        self.metrics = telemetry = MetricsExporter.from_config(
-            config.metrics, thresholds_of(evaluators), config.variants, config.signatures, config.store.enabled
-        )
+        self.metrics = telemetry = _metrics_of(config, evaluators)
         self.assembler = TraceAssembler.from_config(assembly)
         self.ingestor = Ingestor(
             self.assembler,

@@ -70,6 +70,12 @@ class NewSignaturesAlertConfig(Section):
     for_: NonNegativeDuration = Field(default=0.0, alias="for")
     severity: Literal["warning", "critical", "info"] = "warning"
 
+    def range_of(self, window: float) -> float:
+        """The alert's range with `signatures.window` `window`: `for` + the window. The rule counts the signatures
+        counted new over it (so it fires after `for` and resolves a window later), and so does the daemon's
+        `agent_eval_failure_signatures_new_recent`."""
+        return window + self.for_
+
 
 class DefaultAlertsConfig(Section):
     """Pass-ratio alerts given to the evaluators named in `min_pass_ratio` that have no `alert:` of their own, and

@@ -54,12 +54,17 @@ class MetricsExporter:
     """The registry, the metric groups registered on it, and `render()` for /metrics."""
 
     def __init__(
-        self, *, signatures: SignaturesConfig | None = None, store_enabled: bool = True, **results: Any
+        self,
+        *,
+        signatures: SignaturesConfig | None = None,
+        store_enabled: bool = True,
+        new_signature_range: float | None = None,
+        **results: Any,
     ) -> None:
         """`results`: the result metrics' options (`ResultMetrics`: windows, caps, buckets, alert rules, clock,
         variants), each defaulting to the `metrics:` section's default; `signatures`: the failure signatures'
-        section (`SignatureMetrics`), and whether a store counts new signatures (`store_enabled`; else this process
-        does)."""
+        section (`SignatureMetrics`), whether a store counts new signatures (`store_enabled`; else this process
+        does) and the new-signature alert's range (`new_signature_range`; `signatures.window` when not given)."""
         self.registry = r = CollectorRegistry()
         self.results = ResultMetrics(r, **results)
         self.intake = IntakeMetrics(r)
@@ -80,6 +85,7 @@ class MetricsExporter:
             window=signatures.window,
             min_count=signatures.min_count,
             decides_new=not store_enabled,
+            new_range=new_signature_range,
             clock=results.get("clock", time.time),
         )
 
@@ -95,9 +101,11 @@ class MetricsExporter:
         variants: VariantsConfig,
         signatures: SignaturesConfig | None = None,
         store_enabled: bool = True,
+        new_signature_range: float | None = None,
     ) -> MetricsExporter:
         """The metrics of the `metrics:` section, with the evaluators' alert rules, the variants and the failure
-        signatures (`signatures:`; `store_enabled`: a store decides which are new)."""
+        signatures (`signatures:`; `store_enabled`: a store decides which are new; `new_signature_range`: the
+        new-signature alert's range)."""
         return cls(
             windows=[(w.label, w.seconds) for w in config.windows],
             window_sample_cap=config.window_sample_cap,
@@ -109,6 +117,7 @@ class MetricsExporter:
             variants=variants,
             signatures=signatures,
             store_enabled=store_enabled,
+            new_signature_range=new_signature_range,
         )
 
     def render(self, accept_header: str | None) -> tuple[bytes, str]:

@@ -25,7 +25,8 @@ REFUSAL_REASONS = (
 
 
 class IntakeMetrics:
-    """`agent_monitor_spans_received`, `_spans_refused`, `_requests`, `_attributes_dropped` on one registry."""
+    """`agent_monitor_spans_received`, `_spans_refused`, `_requests`, `_attributes_dropped`,
+    `_metric_points_dropped` on one registry."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         r = registry
@@ -42,11 +43,18 @@ class IntakeMetrics:
             ["receiver", "reason"],
             registry=r,
         )
+        self.metric_points_dropped = Counter(
+            "agent_monitor_metric_points_dropped",
+            "OTLP metric data points received and dropped (the daemon keeps no metrics it is sent).",
+            ["receiver"],
+            registry=r,
+        )
         # The known reasons start at 0: `increase()` and `rate()` only see a counter grow after its first scrape,
         # so a series born at 1 would hide the first refusal from the dashboards and the health alerts.
         for receiver in RECEIVERS:
             for reason in REFUSAL_REASONS:
                 self.spans_refused.labels(receiver=receiver, reason=reason)
+            self.metric_points_dropped.labels(receiver=receiver)
 
     def receiver(self, name: str) -> ReceiverTelemetry:
         """The telemetry of the receiver `name` (`grpc`, `http`, or the poll `feed`)."""
@@ -57,7 +65,7 @@ class ReceiverTelemetry:
     """What one receiver counts. A series is created on its first use (as `labels()` does), never before:
     the series present at 0 from start-up are `IntakeMetrics`'s."""
 
-    __slots__ = ("_accepted", "_metrics", "_refused", "_requests", "name")
+    __slots__ = ("_accepted", "_metrics", "_points_dropped", "_refused", "_requests", "name")
 
     def __init__(self, metrics: IntakeMetrics, name: str) -> None:
         self._metrics = metrics
@@ -65,6 +73,7 @@ class ReceiverTelemetry:
         self._accepted: Counter | None = None
         self._refused: dict[str, Counter] = {}
         self._requests: dict[str, Counter] = {}
+        self._points_dropped: Counter | None = None
 
     def request(self, code: str) -> None:
         """One answered export request; `code` is a gRPC status name (see `monitor.consumer.grpc_code_of_http`)."""
@@ -85,6 +94,12 @@ class ReceiverTelemetry:
         if self._accepted is None:
             self._accepted = self._metrics.spans_received.labels(receiver=self.name)
         self._accepted.inc(spans)
+
+    def metric_points_dropped(self, points: int) -> None:
+        """`points` OTLP metric data points of an accepted metrics request, dropped."""
+        if self._points_dropped is None:
+            self._points_dropped = self._metrics.metric_points_dropped.labels(receiver=self.name)
+        self._points_dropped.inc(points)
 
     def attributes_dropped(self, reason: str, count: int) -> None:
         """`count` attributes left out of accepted records (`too_deep`)."""

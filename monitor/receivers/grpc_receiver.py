@@ -1,4 +1,5 @@
-"""OTLP/gRPC receiver (grpc.aio): TraceService/Export, LogsService/Export, gRPC health.
+"""OTLP/gRPC receiver (grpc.aio): TraceService/Export, LogsService/Export, gRPC health; MetricsService/Export is
+accepted and dropped (`otlp_metrics`), as a Collector without a metrics pipeline would, through the same checks.
 
 Memory before authentication: an interceptor asks the `Authenticator` about the call's metadata and
 refuses with UNAUTHENTICATED before the request message is read. grpc.aio shows a message only once
@@ -33,10 +34,13 @@ from prometheus_client import CollectorRegistry
 
 from monitor.auth import Authenticator, BearerAuth
 from monitor.config.receivers import ReceiversConfig
-from monitor.consumer import Outcome, TraceConsumer
+from monitor.consumer import IngestOutcome, Outcome, TraceConsumer
 from monitor.metrics.intake import IntakeMetrics, ReceiverTelemetry
 from monitor.receivers.inflight import InflightBytes, ReadSlots
 from monitor.receivers.memory import MemoryReturner
+from monitor.receivers.otlp_metrics import SERVICE_NAME as METRICS_SERVICE
+from monitor.receivers.otlp_metrics import drop_metrics
+from monitor.receivers.otlp_metrics import response as metrics_response
 
 log = logging.getLogger(__name__)
 _Request = TypeVar("_Request")
@@ -45,7 +49,9 @@ RECEIVER = "grpc"
 SERVICE_NAMES = (
     "opentelemetry.proto.collector.trace.v1.TraceService",
     "opentelemetry.proto.collector.logs.v1.LogsService",
+    METRICS_SERVICE,
 )
+SIGNALS = ("traces", "logs", "metrics")  # of SERVICE_NAMES, in order
 EXPORT_METHODS = frozenset(f"/{name}/Export" for name in SERVICE_NAMES)
 INFLIGHT_RETRY_SECONDS = 1.0  # requests in flight are answered within milliseconds; retry soon
 MAX_CONCURRENT_STREAMS = 100  # per connection (HTTP/2 SETTINGS): further calls wait at the client
@@ -131,7 +137,7 @@ class ExportHandler:
                 telemetry.refused("throttled")
                 await self._throttle(context, "too many request bytes in flight; retry later", INFLIGHT_RETRY_SECONDS)
             try:
-                outcome = self.consumer.ingest(request, receiver=RECEIVER, encoding="protobuf", signal=self.signal)
+                outcome = self._ingest(request)
             finally:
                 inflight.release(size)
         finally:
@@ -146,6 +152,11 @@ class ExportHandler:
             await self._throttle(context, outcome.message, outcome.retry_after_seconds)
         telemetry.request("OK")
         return self._response(outcome.rejected, outcome.message)
+
+    def _ingest(self, request: bytes) -> IngestOutcome:
+        if self.signal == "metrics":
+            return drop_metrics(request, "protobuf", self.telemetry.metric_points_dropped)
+        return self.consumer.ingest(request, receiver=RECEIVER, encoding="protobuf", signal=self.signal)
 
     async def _read(self, context: grpc.aio.ServicerContext) -> bytes:
         """The request message, read in one of the read slots within `read_timeout` (or the call is aborted)."""
@@ -183,6 +194,8 @@ class ExportHandler:
     def _response(self, rejected: int, message: str) -> bytes:
         if self.signal == "logs":
             return logs_service_pb2.ExportLogsServiceResponse().SerializeToString()
+        if self.signal == "metrics":
+            return metrics_response().SerializeToString()
         response = trace_service_pb2.ExportTraceServiceResponse()
         if rejected:
             response.partial_success.rejected_spans = rejected
@@ -252,7 +265,7 @@ class GrpcReceiver:
             name: ExportHandler(
                 self.consumer, self.telemetry, signal, self.inflight, self.reads, self.read_timeout, self.memory
             )
-            for name, signal in zip(SERVICE_NAMES, ("traces", "logs"), strict=True)
+            for name, signal in zip(SERVICE_NAMES, SIGNALS, strict=True)
         }
         server.add_generic_rpc_handlers(
             tuple(

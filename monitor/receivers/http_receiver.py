@@ -1,4 +1,5 @@
-"""OTLP/HTTP receiver: POST /v1/traces and /v1/logs, protobuf or JSON, optionally gzip-compressed.
+"""OTLP/HTTP receiver: POST /v1/traces and /v1/logs, protobuf or JSON, optionally gzip-compressed; POST
+/v1/metrics is accepted and dropped (`otlp_metrics`), as a Collector without a metrics pipeline would.
 
 Answers as the OTLP/HTTP spec says: 200 with an Export*ServiceResponse (partial_success when
 spans were dropped), 400 with a google.rpc.Status on malformed input, 401 without the bearer
@@ -39,6 +40,8 @@ from monitor.consumer import Outcome, TraceConsumer, grpc_code_of_http
 from monitor.metrics.intake import IntakeMetrics, ReceiverTelemetry
 from monitor.receivers.inflight import InflightBytes
 from monitor.receivers.memory import MemoryReturner
+from monitor.receivers.otlp_metrics import drop_metrics
+from monitor.receivers.otlp_metrics import response as metrics_response
 from monitor.web.server import WebServer
 
 log = logging.getLogger(__name__)
@@ -46,7 +49,7 @@ RECEIVER = "http"
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 TEXT = "text/plain; charset=utf-8"
-SIGNALS = {"/v1/traces": "traces", "/v1/logs": "logs"}
+SIGNALS = {"/v1/traces": "traces", "/v1/logs": "logs", "/v1/metrics": "metrics"}
 THROTTLE_RETRY_SECONDS = 1
 
 
@@ -180,7 +183,9 @@ class OtlpHttpHandler:
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         signal = SIGNALS.get(request.path)
         if signal is None:
-            return self._answer(_response(404, "not found: OTLP/HTTP takes POST /v1/traces and /v1/logs\n"))
+            return self._answer(
+                _response(404, "not found: OTLP/HTTP takes POST /v1/traces, /v1/logs and /v1/metrics\n")
+            )
         if request.method != "POST":
             return self._answer(_response(405, "method not allowed\n", Allow="POST"))
         headers = request.headers
@@ -241,7 +246,10 @@ class OtlpHttpHandler:
                 return self._refuse("malformed", _status_response(400, 3, str(exc), encoding))
             except _OverBudget:
                 return self._refuse("throttled", self._over_budget(encoding))
-        outcome = self.consumer.ingest(payload, receiver=RECEIVER, encoding=encoding, signal=signal)
+        if signal == "metrics":
+            outcome = drop_metrics(payload, encoding, self.telemetry.metric_points_dropped)
+        else:
+            outcome = self.consumer.ingest(payload, receiver=RECEIVER, encoding=encoding, signal=signal)
         self.telemetry.ingested(outcome)
         if outcome.outcome is Outcome.MALFORMED:
             return self._answer(_status_response(400, 3, outcome.message, encoding))
@@ -268,6 +276,8 @@ class OtlpHttpHandler:
     def _success(signal: str, encoding: str, rejected: int, message: str) -> web.Response:
         if signal == "logs":
             answer: Message = ExportLogsServiceResponse()
+        elif signal == "metrics":
+            answer = metrics_response()
         else:
             traces = ExportTraceServiceResponse()
             if rejected:

@@ -1,7 +1,9 @@
-"""`promtool test rules` on the generated AgentEvalNewFailureSignature: a new signature fires it (whether its
-counter steps from 0 or its series first appears at 1), for `for` and then the window, after which it resolves;
-no series, a counter that does not grow, a daemon restart (the counter back at 0) and a fresh Prometheus meeting
-an old counter fire nothing."""
+"""`promtool test rules` on the generated AgentEvalNewFailureSignature: a new signature fires it, whether its
+(evaluator, service) is born with it on a Prometheus with no history (the daemon's recent gauge at 1 from the first
+scrape; the counter's series appears at 1) or an old counter steps up, for `for` and then the window, after which it
+resolves; replicas add up; after a daemon's restart (its recent count forgotten) the counter's growth Prometheus saw
+keeps it firing. No series, steady series, a daemon restart (the counter back at 0) and a fresh Prometheus meeting an
+old counter fire nothing."""
 
 from __future__ import annotations
 
@@ -16,15 +18,20 @@ pytestmark = pytest.mark.integration
 
 ALERT = "AgentEvalNewFailureSignature"
 NEW = "agent_eval_failure_signatures_new_total"
+RECENT = "agent_eval_failure_signatures_new_recent"
 CONFIG: dict[str, Any] = {
     "signatures": {"window": "10m"},
     "alerting": {"group_interval": "1m", "health": {"enabled": False}, "default_alerts": {"min_pass_ratio": {}}},
 }
-UP = series("up", "1x60", job="agent-monitor", instance="a")  # Prometheus has scraped the daemon all along
 
 
 def new_total(values: str, evaluator: str = "error_free", service: str = "shop", instance: str = "a") -> dict:
     return series(NEW, values, evaluator=evaluator, service=service, instance=instance)
+
+
+def recent(values: str, evaluator: str = "error_free", service: str = "shop", instance: str = "a") -> dict:
+    """The daemon's gauge: the signatures it counted new over the alert's range (10m here), 0 after it."""
+    return series(RECENT, values, evaluator=evaluator, service=service, instance=instance)
 
 
 def expected(value: str = "1", evaluator: str = "error_free", service: str = "shop", since: str = "10m") -> dict:
@@ -40,7 +47,8 @@ def expected(value: str = "1", evaluator: str = "error_free", service: str = "sh
 
 
 def check(tmp_path: Path, inputs: list[dict], expectations: dict[str, list[dict]], cfg: dict = CONFIG) -> None:
-    """Run the rules over `inputs` (one value a minute) and expect `expectations` (eval time → firing alerts)."""
+    """Run the rules over `inputs` (one value a minute, from Prometheus's start at 0m) and expect `expectations`
+    (eval time → firing alerts)."""
     cases = [{"alertname": ALERT, "eval_time": at, "exp_alerts": exp} for at, exp in expectations.items()]
     run_rule_tests(tmp_path, config(cfg), [{"interval": "1m", "input_series": inputs, "alert_rule_test": cases}])
 
@@ -48,14 +56,12 @@ def check(tmp_path: Path, inputs: list[dict], expectations: dict[str, list[dict]
 def test_the_rule_text_and_promtool_check(tmp_path: Path) -> None:
     cfg = config({**CONFIG, "alerting": {**CONFIG["alerting"], "selector": 'namespace="agents"', "job": "am"}})
     [rule] = alerts(cfg, ALERT)
-    new = f'{NEW}{{namespace="agents"}}'
     assert rule["expr"] == (
-        "sum by (evaluator, service) (\n"
-        f"  (\n    {new}\n    unless\n    last_over_time({new}[10m] offset 10m)\n  )\n"
-        '  and on ()\n  count(up{job="am",namespace="agents"} offset 10m)\n'
-        f"  or\n  increase({new}[10m])\n"
-        ") > 0\n"
+        f'sum by (evaluator, service) ({RECENT}{{namespace="agents"}}) > 0\n'
+        "or\n"
+        f'round(sum by (evaluator, service) (increase({NEW}{{namespace="agents"}}[10m]))) > 0\n'
     )
+    assert "offset" not in rule["expr"]  # no arm waits for scrape history
     assert "for" not in rule and rule["labels"] == {"severity": "warning"}
     check_rules(write_rules(tmp_path, cfg))
     runbooks = (Path(__file__).resolve().parents[2] / "docs" / "runbooks.md").read_text()
@@ -80,48 +86,71 @@ def test_on_by_default_and_off_with_its_switch_or_all_default_alerts() -> None:
     assert "(each with 3 results within 30m of its first)" in rule["annotations"]["description"]
 
 
-def test_a_counter_stepping_from_0_fires_at_once_and_resolves_after_the_window(tmp_path: Path) -> None:
+def test_the_first_signatures_on_a_fresh_prometheus_fire_at_its_first_evaluation(tmp_path: Path) -> None:
+    # Prometheus starts at 0m with no history; the daemon counted a first new signature of three evaluators just
+    # before: their counters are born at 1, where increase() sees no growth, and the recent gauge reads 1
+    evaluators = ("error_free", "tool_success_rate", "refusal")
+    inputs = [s for e in evaluators for s in (new_total("1x40", evaluator=e), recent("1x10 0x30", evaluator=e))]
+    firing = [expected(evaluator=e) for e in sorted(evaluators)]
+    check(tmp_path, inputs, {"0m": firing, "1m": firing, "9m": firing, "11m": [], "30m": []})
+
+
+def test_an_old_counter_that_steps_up_fires_at_once_and_resolves_after_the_window(tmp_path: Path) -> None:
     # error_free/shop: 0 until 20m, a new signature counted between 20m and 21m; refusal/shop and two replicas
     # of error_free/desk do not grow
     inputs = [
-        UP,
         new_total("0x20 1x40"),
+        recent("0x20 1x10 0x30"),
         new_total("2x60", evaluator="refusal"),
+        recent("0x60", evaluator="refusal"),
         new_total("0x60", service="desk"),
         new_total("4x60", service="desk", instance="b"),
     ]
     check(tmp_path, inputs, {"19m": [], "21m": [expected()], "29m": [expected()], "32m": [], "50m": []})
 
 
-def test_a_series_that_first_appears_at_1_fires_too(tmp_path: Path) -> None:
-    # the daemon creates the series with the first new signature: increase() alone would never see it;
-    # replica b's older series of the same (evaluator, service) does not grow
-    inputs = [UP, new_total("_x20 1x40"), new_total("3x60", instance="b")]
-    check(tmp_path, inputs, {"19m": [], "20m": [expected()], "29m": [expected()], "31m": [], "50m": []})
+def test_replicas_add_up(tmp_path: Path) -> None:
+    # replica a counted one new signature, replica b (the same PostgreSQL: other signatures) two, at once
+    inputs = [
+        new_total("_x20 1x40"),
+        recent("_x20 1x10 0x30"),
+        new_total("3x19 5x40", instance="b"),
+        recent("0x19 2x10 0x30", instance="b"),
+    ]
+    check(tmp_path, inputs, {"19m": [], "20m": [expected("3")], "29m": [expected("3")], "31m": [], "50m": []})
 
 
 def test_for_delays_it_and_the_range_outlasts_for(tmp_path: Path) -> None:
     cfg = {**CONFIG, "alerting": {**CONFIG["alerting"], "default_alerts": {"min_pass_ratio": {}}}}
     cfg["alerting"]["default_alerts"]["new_failure_signatures"] = {"for": "5m"}
-    inputs = [UP, new_total("0x20 1x40")]
+    inputs = [new_total("_x20 1x40"), recent("_x20 1x15 0x25")]  # the daemon's range: the window + for
     firing = [expected(since="15m")]
     check(tmp_path, inputs, {"24m": [], "27m": firing, "34m": firing, "37m": []}, cfg)
 
 
-def test_no_series_and_a_counter_that_does_not_grow_fire_nothing(tmp_path: Path) -> None:
-    # 5m: Prometheus has no data a window ago, so an old counter it meets now (a fresh Prometheus, a new scrape
-    # config) is not taken for new
-    inputs = [UP, new_total("5x60"), series("agent_eval_results_total", "0+10x60", evaluator="refusal")]
+def test_a_restart_keeps_it_firing_on_the_counter_growth_prometheus_saw(tmp_path: Path) -> None:
+    # counted new at 20m; the daemon restarts at ~24m and has counted nothing since: neither series is in its
+    # scrapes (stale), its recent count was a memory; increase() still counts the step Prometheus saw before, until
+    # the range has passed
+    inputs = [new_total("0x20 1x3 stale"), recent("0x20 1x3 stale")]
+    check(tmp_path, inputs, {"21m": [expected()], "26m": [expected()], "29m": [expected()], "32m": []})
+
+
+def test_no_series_steady_series_and_a_fresh_prometheus_fire_nothing(tmp_path: Path) -> None:
+    # 0m: a fresh Prometheus (or a new scrape config) meets the old counter of a long-running daemon, whose
+    # signatures were all counted new long ago (the recent gauge at 0): nothing is new
+    inputs = [new_total("5x60"), recent("0x60"), series("agent_eval_results_total", "0+10x60", evaluator="refusal")]
     check(tmp_path, inputs, {"0m": [], "5m": [], "15m": [], "59m": []})
 
 
 def test_a_restart_back_at_0_fires_nothing_and_one_counted_after_it_fires(tmp_path: Path) -> None:
     inputs = [
-        UP,
-        new_total("5x20 _x2 0x37"),  # restarted at ~21m, its counter back at 0
+        new_total("5x20 stale _ 0x37"),  # restarted at ~21m, its counter back at 0, no recent count
+        recent("0x20 stale"),
         new_total("3x20", service="desk"),  # replaced by a pod of another name, whose counter starts at 0
         new_total("_x23 0x37", service="desk", instance="b"),
-        new_total("5x20 _x2 1x37", evaluator="refusal"),  # restarted, then counted a new signature
+        new_total("5x20 stale _ 1x37", evaluator="refusal"),  # restarted, then counted a new signature
+        recent("0x20 stale _ 1x10 0x27", evaluator="refusal"),
     ]
     firing = [expected(evaluator="refusal")]
-    check(tmp_path, inputs, {"20m": [], "23m": firing, "26m": firing, "40m": []})
+    check(tmp_path, inputs, {"20m": [], "23m": firing, "26m": firing, "34m": [], "40m": []})

@@ -242,7 +242,7 @@ def test_unknown_path_and_method(receiver):
         response = conn.getresponse()
         response.read()
         assert response.status == 405 and response.getheader("Allow") == "POST"
-        conn.request("POST", "/v1/metrics", body=b"", headers=PROTOBUF)
+        conn.request("POST", "/v1development/profiles", body=b"", headers=PROTOBUF)  # metrics: accepted, dropped
         assert conn.getresponse().status == 404
     finally:
         conn.close()

@@ -18,6 +18,7 @@ CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus" / "adk_nati
 COPIES = 8
 NEW = "agent_eval_failure_signatures_new_total"
 ACTIVE = "agent_eval_failure_signatures_active"
+RECENT = "agent_eval_failure_signatures_new_recent"  # what AgentEvalNewFailureSignature reads
 
 
 def by_evaluator(daemon, name: str) -> dict[str, float]:
@@ -57,6 +58,7 @@ def test_a_failing_tool_is_one_new_and_active_signature_per_evaluator(daemon_fac
     assert set(new.values()) == {1.0}, new  # one failure mode per evaluator: every copy the same signature
     active = by_evaluator(daemon, ACTIVE)
     assert active == new, active
+    assert by_evaluator(daemon, RECENT) == new  # the workers' store reports count in the recent gauge too
     [(labels, _)] = [s for s in daemon.metrics()[NEW] if s[0]["evaluator"] == "error_free"]
     assert labels["service"] != "unknown" and set(labels) == {"evaluator", "service"}
     feed(daemon, "1.6")  # the same failure again: not new, still one active
@@ -80,4 +82,5 @@ def test_two_daemons_on_one_postgresql_count_it_new_once(daemon_factory, postgre
     stored = lambda: _count(postgres_url) >= 2 * COPIES  # noqa: E731  # the second daemon's sightings are in
     assert second.wait_for_condition(stored, timeout=30), _count(postgres_url)
     assert sum(by_evaluator(second, NEW).values()) == 0  # new only once, on the first
+    assert by_evaluator(first, RECENT) == new and sum(by_evaluator(second, RECENT).values()) == 0  # summed: once
     assert by_evaluator(second, ACTIVE) == by_evaluator(first, ACTIVE)  # active in each
