@@ -37,6 +37,8 @@ FAMILIES = [
     ("Strands Agents, native tracing", r"strands__"),
     ("Vercel AI SDK (Node), `experimental_telemetry`", r"vercel_ai__"),
     ("Node.js, GenAI semconv spans written by hand", r"node_grpc__"),
+    ("CrewAI + OpenInference (crewai, openai)", r"oi_crewai__"),
+    ("AutoGen AgentChat, native tracing + OpenLLMetry (OpenAI client)", r"autogen_native__"),
 ]
 
 
