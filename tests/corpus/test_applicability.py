@@ -39,6 +39,7 @@ FAMILIES = [
     ("Node.js, GenAI semconv spans written by hand", r"node_grpc__"),
     ("CrewAI + OpenInference (crewai, openai)", r"oi_crewai__"),
     ("AutoGen AgentChat, native tracing + OpenLLMetry (OpenAI client)", r"autogen_native__"),
+    ("AutoGen AgentChat + OpenInference (beside the native spans)", r"oi_autogen__"),
 ]
 
 

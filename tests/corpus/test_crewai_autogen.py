@@ -140,3 +140,27 @@ def test_envelope_reads_a_dict_of_one_text_value() -> None:
     assert envelope_text('{"topic": "AI agents in production"}') == "AI agents in production"
     assert envelope_text({"topic": "AI", "year": "2026"}) is None  # several inputs: no one request
     assert envelope_text({"count": 3}) is None
+
+
+OI_AGENT_RUN, OI_TEAM_RUN = "22d289710debe455363bed1677e990ac", "5c2bac9f6de9e2b458d8dfa6820c4525"
+
+
+@pytest.mark.parametrize(("trace_id", "agent"), [(OI_AGENT_RUN, "weather_agent"), (OI_TEAM_RUN, "researcher")])
+def test_a_tool_call_in_two_nested_tool_spans_counts_once(trace_id: str, agent: str) -> None:
+    """OpenInference's autogen-agentchat TOOL span wraps AutoGen's native execute_tool of the same tool: one call,
+    counted as the outer span (which has the arguments and result)."""
+    trace = _traces("oi_autogen__team")[trace_id]
+    spans = [s for s in trace.spans if s.kind == "tool"]
+    assert [s.span_name for s in spans] == [f"{agent}.get_weather", "execute_tool get_weather"]
+    [tool] = trace.get_tool_calls()
+    assert (tool.span_name, tool.arguments, tool.result) == (f"{agent}.get_weather", {"city": "Porto"}, PORTO)
+    assert trace.metrics.tool_call_count == 1
+    [agent_trace] = [a for a in trace.agent_traces() if a.agent_name == agent]
+    assert agent_trace.tool_names_used == ["get_weather"] and agent_trace.metrics.tool_call_count == 1
+    # the per-call facts are those of the native recording: same script, same fake server answers
+    native = CALLS[AGENT_RUN if trace_id == OI_AGENT_RUN else TEAM_RUN]
+    got = [
+        (c.metrics.input_tokens, c.metrics.output_tokens, [t.name for t in c.tool_calls], c.agent_name)
+        for c in trace.get_llm_calls()
+    ]
+    assert got == native
