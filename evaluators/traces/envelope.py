@@ -2,7 +2,9 @@
 
 Traceloop decorators write `{"args": [...], "kwargs": {...}}`; LangChain/LangGraph write message
 state; OpenInference writes request/response JSON in `input.value` / `output.value`; ADK via
-OpenInference writes `{"new_message": {"parts": [...]}}` and `{"content": {"parts": [...]}}`.
+OpenInference writes `{"new_message": {"parts": [...]}}` and `{"content": {"parts": [...]}}`; CrewAI via
+OpenInference writes a crew's inputs as a dict (`{"topic": "..."}`) and its answer as `{"raw": "...", ...}` beside
+the messages that led to it.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ _TEXT_KEYS = (
 # A Python object's repr, not text: `StopEvent(result=AgentOutput(...` (LlamaIndex puts these, often cut short
 # with "...", in `output.value`), `<Context object at 0x7f...>`.
 _OBJECT_REPR = re.compile(r"[A-Z]\w*\((?:\w+=|\)$)|<[\w.]+ object at 0x[0-9a-fA-F]+>$")
+# Keys of a run result's own answer text: it beats the message history the result carries beside it (a CrewAI
+# TaskOutput's `messages` end with the task prompt when the model answered at once, not with the answer).
+_ANSWER_KEYS = ("raw",)
 
 
 def envelope_text(value: Any, *, output: bool = False) -> str | None:
@@ -94,6 +99,11 @@ def _from_dict(value: dict, output: bool, depth: int) -> str | None:
         texts = [piece for key in ("text", "content") for p in parts if isinstance(piece := p.get(key), str)]
         if texts:
             return "\n".join(texts)
+    for key in _ANSWER_KEYS if output else ():
+        if key in value:
+            text = _text(value[key], output, depth + 1)
+            if text:
+                return text
     messages = value.get("messages")
     if isinstance(messages, list) and messages:
         text = _from_messages([m for m in messages if isinstance(m, dict)], output, depth)
@@ -109,4 +119,8 @@ def _from_dict(value: dict, output: bool, depth: int) -> str | None:
             text = _text(value[key], output, depth + 1)
             if text:
                 return text
+    if len(value) == 1:  # one named value, whatever its name (a crew's `{"topic": "..."}`): that text
+        (only,) = value.values()
+        if isinstance(only, str):
+            return _text(only, output, depth + 1)
     return None

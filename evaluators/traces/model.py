@@ -67,6 +67,13 @@ def _answered_empty(call: LLMSpan) -> bool:
     return recorded and not call.tool_calls and not call.metrics.output_tokens
 
 
+def _repeats_its_parent(tool: ToolSpan, tools: dict[str, ToolSpan]) -> bool:
+    """True for a tool span directly under a tool span of the same tool: one execution recorded twice (OpenInference's
+    autogen-agentchat TOOL span around AutoGen's native `execute_tool`), counted once, as the outer span."""
+    parent = tools.get(tool.parent_span_id)
+    return parent is not None and parent.name == tool.name
+
+
 def _span_window_ms(spans: list[Span]) -> float:
     starts = [s.start_time for s in spans if s.start_time > 0]
     ends = [s.end_time for s in spans if s.end_time > 0]
@@ -225,7 +232,8 @@ class Trace:
 
     @cached_property
     def _tool_calls(self) -> list[ToolSpan]:
-        return sorted((s for s in self.spans if type(s) is ToolSpan), key=lambda s: s.start_time)
+        tools = {s.span_id: s for s in self.spans if type(s) is ToolSpan}
+        return sorted((t for t in tools.values() if not _repeats_its_parent(t, tools)), key=lambda s: s.start_time)
 
     def get_tool_calls(self) -> list[ToolSpan]:
         """Tool executions by start time; handoffs between agents are not tool calls."""

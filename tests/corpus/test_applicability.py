@@ -44,6 +44,9 @@ FAMILIES = [
     ("Node.js, GenAI semconv spans written by hand", r"node_grpc__"),
     ("Semantic Kernel, native OTel diagnostics (content in log records)", r"semantic_kernel__"),
     ("OpenAI client + OpenTelemetry openai-v2 instrumentation, util-genai agent spans", r"otel_openai_v2__"),
+    ("CrewAI + OpenInference (crewai, openai)", r"oi_crewai__"),
+    ("AutoGen AgentChat, native tracing + OpenLLMetry (OpenAI client)", r"autogen_native__"),
+    ("AutoGen AgentChat + OpenInference (beside the native spans)", r"oi_autogen__"),
 ]
 
 

@@ -123,8 +123,10 @@ class OTelGenAI(Convention):
             if self.handoff_target(span) is not None or _is_handoff_tool_type(attrs):
                 return SpanKind.HANDOFF
             return SpanKind.TOOL
-        if op in ("invoke_agent", "create_agent") or (op is None and span.name.startswith("invoke_agent")):
+        if op == "invoke_agent" or (op is None and span.name.startswith("invoke_agent")):
             return SpanKind.AGENT
+        # `create_agent` (AutoGen writes one per agent constructed) makes an agent, it does not run one: no agent
+        # span, so an agent that never ran is no agent of the trace and agent-level results anchor on its run
         if op == "retrieval":
             return SpanKind.RETRIEVER
         if op == "embeddings":
