@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-
 if TYPE_CHECKING:
     from evaluators.pricing import CallCost, ModelPrice
     from evaluators.traces.model import LLMSpan, Trace

@@ -105,7 +105,9 @@ def test_each_agent_reads_its_own_first_request() -> None:
 
 
 def test_a_single_request_and_nothing_recorded() -> None:
-    chat = make_span("chat m", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": _parts(("user", _text("hi")))})
+    chat = make_span(
+        "chat m", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": _parts(("user", _text("hi")))}
+    )
     assert (trace_of(chat).input, trace_of(chat).input_source) == ("hi", InputSource.LLM_REQUEST)
     bare = make_span("chat m", {"gen_ai.operation.name": "chat"})
     assert (trace_of(bare).input, trace_of(bare).input_source) == (None, None)
