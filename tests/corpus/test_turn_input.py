@@ -158,3 +158,15 @@ def test_an_agent_judges_agent_input_block_is_the_turns_question(scenario: str) 
                 asked += 1
                 assert_own_question(blocks(one.request.prompt)["agent_input"], fact)
     assert asked, "no agent judge prompt"
+
+
+def test_inspects_tree_says_which_rule_chose_the_input() -> None:
+    out = io.StringIO()
+    path = str(scenario_dir("oi_openai_agents__multi_turn"))
+    assert inspect_cmd.run(Namespace(paths=[path], json=False, width=200), out) == 0
+    text = out.getvalue()
+    for fact in turn_facts("oi_openai_agents__multi_turn"):
+        header = text[text.index(f"trace {fact.trace_id}") :].splitlines()[1:3]
+        assert header[0] == f"  input:  {fact.question}"
+        rule = "latest user message" if fact.turn > 1 else "user message"
+        assert header[1] == f"  input from: {rule} of the first LLM request"

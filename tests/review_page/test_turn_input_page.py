@@ -15,6 +15,7 @@ import pytest
 from evaluators.sdk import EvalResult, evaluator
 from evaluators.traces import Trace
 from monitor.auth import SESSION_COOKIE, session_value
+from monitor.commands.review_render import trace_view
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.review.sqlite_reader import SQLiteReviewReader
@@ -35,17 +36,23 @@ def turn_page_probe(trace: Trace) -> EvalResult:
     return EvalResult(0.0, explanation="a stand-in failure")
 
 
-@pytest.fixture(params=MULTI_TURN_SCENARIOS)
-def site(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str, dict[str, Trace]]]:
-    scenario = request.param
+def stored(scenario: str, path: Path) -> dict[str, Trace]:
+    """The scenario's traces evaluated as the daemon does and written to a SQLite store at `path`."""
     traces = scenario_traces(scenario)
     engine = TraceEvaluator([ConfiguredEvaluator(turn_page_probe, "turn_page_probe")], store_results="all")
-    path = tmp_path / "results.db"
     store = ResultStore(path, results="all")
     try:
         store.write([engine.outcome(t) for t in traces.values()])
     finally:
         store.close()
+    return traces
+
+
+@pytest.fixture(params=MULTI_TURN_SCENARIOS)
+def site(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str, dict[str, Trace]]]:
+    scenario = request.param
+    path = tmp_path / "results.db"
+    traces = stored(scenario, path)
     reader = SQLiteReviewReader.open(path)
     try:
         with serve(review_app(reader, TOKEN)) as base:
@@ -79,3 +86,19 @@ def test_the_api_gives_the_turns_question_and_the_rule(site: tuple[str, str, dic
     excerpts = {item["trace_id"]: item["input_excerpt"] for item in json.loads(answer.body)["items"]}
     for fact in turn_facts(scenario):
         assert_own_question(excerpts[fact.trace_id], fact)
+
+
+def test_review_trace_in_the_terminal_says_which_rule_chose_the_input(tmp_path: Path) -> None:
+    """`agent-monitor review --trace`'s view of each stored turn of the OpenAI Agents SDK conversation."""
+    scenario = "oi_openai_agents__multi_turn"
+    traces = stored(scenario, tmp_path / "results.db")
+    reader = SQLiteReviewReader.open(tmp_path / "results.db")
+    try:
+        for fact in turn_facts(scenario):
+            detail = reader.trace(fact.trace_id)
+            assert detail is not None
+            lines = trace_view(detail, width=200).splitlines()
+            assert lines[1] == f"  input:  {fact.question}"
+            assert lines[2] == f"  input from: {traces[fact.trace_id].input_source}"
+    finally:
+        reader.close()
