@@ -4,7 +4,6 @@ convention writes, and offline grouping of traces into sessions."""
 from .grouping import group_sessions
 from .ids import SESSION_ATTRIBUTES, SessionRef, session_of
 from .model import MAX_TURN_TEXT, Ending, Session, Turn, TurnError
-from .turn_text import latest_user_message
 
 __all__ = [
     "MAX_TURN_TEXT",
@@ -15,6 +14,5 @@ __all__ = [
     "Turn",
     "TurnError",
     "group_sessions",
-    "latest_user_message",
     "session_of",
 ]

@@ -12,8 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from evaluators.sessions.turn_text import latest_user_message
-
 if TYPE_CHECKING:
     from evaluators.pricing import CallCost, ModelPrice
     from evaluators.traces.model import LLMSpan, Trace
@@ -106,7 +104,7 @@ class Turn:
             trace_id=trace.trace_id,
             start_ns=trace.start_time,
             end_ns=trace.end_time,
-            user_message=_bounded(latest_user_message(trace, calls)),
+            user_message=_bounded(trace.input),  # the turn's own message (Trace.input)
             answer=_bounded(trace.output),
             tool_calls=tuple([t.name for t in trace.get_tool_calls()]),
             errors=errors,

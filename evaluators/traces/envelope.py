@@ -72,6 +72,11 @@ def _text(value: Any, output: bool, depth: int) -> str | None:
 def _from_list(items: list, output: bool, depth: int) -> str | None:
     if items and all(isinstance(i, dict) and ("role" in i or "type" in i) and "content" in i for i in items):
         return _from_messages(items, output, depth)
+    if not output and any(_is_user_message(i) for i in items):
+        # a conversation among other items (Responses API input: function_call / function_call_output items)
+        text = _from_messages([i for i in items if isinstance(i, dict)], output, depth)
+        if text:
+            return text
     for item in reversed(items) if output else items:
         text = _text(item, output, depth + 1)
         if text:
@@ -79,7 +84,12 @@ def _from_list(items: list, output: bool, depth: int) -> str | None:
     return None
 
 
+def _is_user_message(item: Any) -> bool:
+    return isinstance(item, dict) and str(item.get("role") or "").lower() in _USER_ROLES and "content" in item
+
+
 def _from_messages(messages: list, output: bool, depth: int) -> str | None:
+    """The latest user message's text (with output=True, the latest message's): a history's own turn."""
     if output:
         candidates = messages
     else:

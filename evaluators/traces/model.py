@@ -21,6 +21,7 @@ from .spans import (
     ToolSpan,
     answer_order,
 )
+from .turn_input import InputSource, turn_input
 
 
 @dataclass
@@ -137,12 +138,18 @@ class AgentTrace:
         return any(s.has_error for s in self.steps) or any(a.has_error for a in self.agent_spans)
 
     @cached_property
+    def _input(self) -> tuple[str | None, InputSource | None]:
+        return turn_input([(a, InputSource.AGENT) for a in self.agent_spans], self.llm_steps)
+
+    @property
     def input(self) -> str | None:
-        for agent in self.agent_spans:
-            text = envelope_text(agent.input)
-            if text:
-                return text
-        return next((c.user_input for c in self.llm_steps if c.user_input), None)
+        """This agent's request in this turn (the rule: `turn_input`)."""
+        return self._input[0]
+
+    @property
+    def input_source(self) -> InputSource | None:
+        """Which rule chose `input` (None when there is none)."""
+        return self._input[1]
 
     @cached_property
     def output(self) -> str | None:
@@ -290,14 +297,21 @@ class Trace:
         return carriers
 
     @cached_property
+    def _input(self) -> tuple[str | None, InputSource | None]:
+        root = self.root
+        carriers = [(s, InputSource.ROOT if s is root else InputSource.AGENT) for s in self._carriers()]
+        return turn_input(carriers, self._llm_calls)
+
+    @property
     def input(self) -> str | None:
-        """The user's request."""
-        for span in self._carriers():
-            io = span._facet("io")
-            text = envelope_text(io[0]) if io else None
-            if text:
-                return text
-        return next((c.user_input for c in self._llm_calls if c.user_input), None)
+        """The user's request of this turn: a carrier span's, else the latest user message of the first LLM
+        request when it resends the conversation (the rule: `turn_input`)."""
+        return self._input[0]
+
+    @property
+    def input_source(self) -> InputSource | None:
+        """Which rule chose `input` (None when there is none)."""
+        return self._input[1]
 
     @cached_property
     def output(self) -> str | None:
@@ -352,6 +366,7 @@ __all__ = [
     "AgentTrace",
     "Handoff",
     "HandoffSpan",
+    "InputSource",
     "LLMMetrics",
     "LLMSpan",
     "RetrieverSpan",

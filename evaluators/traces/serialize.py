@@ -106,6 +106,7 @@ def agent_trace_dict(agent: AgentTrace) -> dict[str, Any]:
         "agent": agent.agent_name,
         "description": agent.description,
         "input": agent.input,
+        "input_source": agent.input_source,  # the rule that chose `input` (turn_input.InputSource)
         "output": agent.output,
         "steps": [
             {"type": "llm", "span_id": s.span_id} if isinstance(s, LLMSpan) else {"type": "tool", "span_id": s.span_id}
@@ -137,6 +138,7 @@ def trace_dict(trace: Trace) -> dict[str, Any]:
         "span_count": trace.span_count,
         "root": trace.root.span_name if trace.root else None,
         "input": trace.input,
+        "input_source": trace.input_source,  # the rule that chose `input` (turn_input.InputSource)
         "output": trace.output,
         "metrics": {
             "total_duration_ms": round(metrics.total_duration_ms, 3),

@@ -77,6 +77,8 @@ def render_tree(trace: Trace, width: int = 80) -> str:
         f"  input:  {shown(trace.input, width)}",
         f"  output: {shown(trace.output, width)}",
     ]
+    if trace.input_source is not None:  # which rule chose the input (evaluators/traces/turn_input.py)
+        lines.insert(2, f"  input from: {trace.input_source}")
     if trace.agent_names:
         lines.append(f"  agents: {', '.join(clip(a, 40) for a in trace.agent_names)}")
     for handoff in trace.handoffs:

@@ -121,6 +121,8 @@ def trace_view(detail: TraceDetail, width: int = EXPLANATION_WIDTH) -> str:
         f"  input:  {shown(s.input, width)}",
         f"  output: {shown(s.output, width)}",
     ]
+    if s.input_source:  # which rule chose the input
+        lines.insert(2, f"  input from: {clip(s.input_source, 80)}")
     if detail.session_id is not None:
         lines.append(f"  session: {clip(detail.session_id, 120)}")
     if s.agents:

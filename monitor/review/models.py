@@ -122,6 +122,9 @@ class TraceSummary(ReviewModel):
     variant: str = ""  # the agent version that produced it (variants.attribute); "" when it has none
     agents: list[str] = []
     input: str | None = None
+    # the rule that chose `input` (evaluators.traces.InputSource: "root span input", "agent span input", "latest user
+    # message of the first LLM request", "user message of the first LLM request"); None: not recorded
+    input_source: str | None = None
     output: str | None = None
     span_count: int = 0
     duration_ms: float = 0.0

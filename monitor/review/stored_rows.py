@@ -23,6 +23,11 @@ def _model_usage(
     )
 
 
+def _text_or_none(value: object) -> str | None:
+    """A stored string, or None (a database from before it was stored, or a value of another type)."""
+    return value if isinstance(value, str) else None
+
+
 def _excerpt(text: str | None) -> str | None:
     if text is None or len(text) <= EXCERPT:
         return text
@@ -100,6 +105,7 @@ def trace_detail(trace_id: str, row: tuple | None, rows: list[tuple]) -> TraceDe
             variant=variant or "",
             agents=json.loads(agents) if agents else [],
             input=given,
+            input_source=_text_or_none(unpacked.get("input_source")),
             output=answer,
             span_count=span_count or 0,
             duration_ms=duration_ms or 0.0,

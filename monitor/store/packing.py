@@ -37,7 +37,8 @@ SAMPLED_OUT = "sampled_out"
 PASSED_FIELDS = ("evaluator", "level", "span_id", "agent", "model", "score", "explanation", "details")
 # models: [model, calls, input, output tokens, cost USD, unpriced calls]; cost: [the trace's USD, unpriced calls];
 # agent_spend: [agent, calls, cost USD, unpriced calls] (a cost null when nothing was priced)
-DETAIL_KEYS = ("models", "errors", "steps", "truncated", "cost", "agent_spend")
+# input_source: the rule that chose the trace's input (Trace.input_source), null when it has none
+DETAIL_KEYS = ("models", "errors", "steps", "truncated", "cost", "agent_spend", "input_source")
 _PACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 CLEAN_TEXT = 300  # the longest text remembered as clean
 CLEAN_TEXTS = 20_000  # texts remembered (then forgotten all at once)
@@ -295,6 +296,7 @@ def _detail(detail: TraceDetailRow, texts: Iterator[str | None]) -> dict:
         "truncated": detail.steps_truncated,
         "cost": [_number(detail.cost_usd), detail.unpriced_calls],
         "agent_spend": agents,
+        "input_source": None if detail.input_source is None else str(detail.input_source),
     }
 
 

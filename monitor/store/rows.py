@@ -125,6 +125,7 @@ class TraceDetailRow(NamedTuple):
     cost_usd: float | None = None  # the trace's spend: the sum of its priced calls
     unpriced_calls: int = 0
     agent_spend: tuple[tuple[str, int, float | None, int], ...] = ()  # (agent, calls, cost USD, unpriced calls)
+    input_source: str | None = None  # the rule that chose the trace's input (Trace.input_source)
 
 
 STEP_FIELDS = (

@@ -102,6 +102,7 @@ def trace_detail(
         cost_usd=total,
         unpriced_calls=unpriced,
         agent_spend=by_agent,
+        input_source=trace.input_source,
     )
 
 

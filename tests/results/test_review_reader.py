@@ -70,6 +70,7 @@ def test_a_trace_goes_through_the_store_and_back_as_the_models_say(backend: Back
             service="shop",
             agents=["planner"],
             input="where?",
+            input_source="user message of the first LLM request",  # the agent span records no request
             output="Paris it is.",
             span_count=6,
             duration_ms=evaluated.duration_ms,

@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from evaluators.sessions import latest_user_message
 from evaluators.traces import load_traces
 from tests.conftest import CORPUS
 from tests.unit.spanfactory import make_span, trace_of
@@ -20,7 +19,7 @@ def test_each_turns_message_in_the_recorded_conversations(scenario: str) -> None
     """The READMEs' input of every turn (turns 2+ carry the earlier turns in their LLM requests)."""
     expected = json.loads((CORPUS / scenario / "expected.json").read_text())
     want = {t["trace_id"]: t["input_contains"] for t in expected["traces"]}
-    got = {t.trace_id: latest_user_message(t) or "" for t in load_traces([str(CORPUS / scenario)])}
+    got = {t.trace_id: t.input or "" for t in load_traces([str(CORPUS / scenario)])}
     assert sorted(got) == sorted(want)
     for trace_id, text in got.items():
         assert want[trace_id] in text, (trace_id, text)
@@ -33,7 +32,7 @@ def test_single_turn_traces_of_other_libraries(scenario: str) -> None:
     expected = json.loads((CORPUS / scenario / "expected.json").read_text())
     for trace in load_traces([str(CORPUS / scenario)]):
         [want] = [t["input_contains"] for t in expected["traces"] if t["trace_id"] == trace.trace_id]
-        assert want in (latest_user_message(trace) or "")
+        assert want in (trace.input or "")
 
 
 def test_pydantic_ai_run_span_without_new_message_index() -> None:
@@ -44,7 +43,7 @@ def test_pydantic_ai_run_span_without_new_message_index() -> None:
     records = [s.record for s in traces["f8a083bbacc2be29bb82766e3aec2359"].spans]
     for record in records:
         record.attributes.pop("pydantic_ai.new_message_index", None)
-    assert latest_user_message(trace_of(*records)) == "Thanks! Will it still be like that this evening?"
+    assert trace_of(*records).input == "Thanks! Will it still be like that this evening?"
 
 
 def _messages(*pairs: tuple[str, str]) -> str:
@@ -79,7 +78,7 @@ def test_otel_genai_agent_span_carrying_the_whole_history() -> None:
         },
         parent=root,
     )
-    assert latest_user_message(trace_of(root, chat)) == "Make it three people, please."
+    assert trace_of(root, chat).input == "Make it three people, please."
 
 
 def test_llm_root_without_an_agent_span() -> None:
@@ -92,7 +91,7 @@ def test_llm_root_without_an_agent_span() -> None:
             "gen_ai.input.messages": _messages(*HISTORY),
         },
     )
-    assert latest_user_message(trace_of(chat)) == "Make it three people, please."
+    assert trace_of(chat).input == "Make it three people, please."
 
 
 def test_the_user_repeating_an_earlier_message() -> None:
@@ -104,4 +103,4 @@ def test_the_user_repeating_an_earlier_message() -> None:
     chat = make_span(
         "chat m", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": _messages(*history)}, parent=root
     )
-    assert latest_user_message(trace_of(root, chat)) == "yes"
+    assert trace_of(root, chat).input == "yes"

@@ -259,7 +259,8 @@ class OTelGenAI(Convention):
             return None
         messages = parse_parts_messages(attrs.get("gen_ai.input.messages")) or []
         output = parse_parts_output(attrs.get("gen_ai.output.messages"))
-        user = next((m.content for m in messages if m.role == "user" and m.content), None)
+        # the latest: an invoke_agent holding the whole conversation resends turn 1's question first
+        user = next((m.content for m in reversed(messages) if m.role == "user" and m.content), None)
         return user, output.text if output else None
 
 

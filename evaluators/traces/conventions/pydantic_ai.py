@@ -148,7 +148,7 @@ class PydanticAI(Convention):
         if not any(key in attrs for key in AGENT_MARKERS):
             return None
         messages, new_messages = _run_messages(attrs)
-        request = _first_user_text(new_messages) or _first_user_text(messages)
+        request = _latest_user_text(new_messages) or _latest_user_text(messages)  # this turn's, not turn 1's
         answer = attrs.get("final_result")
         if answer is None:
             answer = next((m.content for m in reversed(messages) if m.role == "assistant" and m.content), None)
@@ -169,8 +169,8 @@ def _run_messages(attrs: dict[str, Any]) -> tuple[list[Message], list[Message]]:
     return messages, messages
 
 
-def _first_user_text(messages: list[Message]) -> str | None:
-    return next((m.content for m in messages if m.role == "user" and m.content), None)
+def _latest_user_text(messages: list[Message]) -> str | None:
+    return next((m.content for m in reversed(messages) if m.role == "user" and m.content), None)
 
 
 def _v1_events(value: Any) -> list[dict] | None:

@@ -100,9 +100,15 @@ def errors_list(summary: TraceSummary) -> Html | None:
 
 
 def io_block(summary: TraceSummary) -> Html:
+    """The trace's input (with the rule that chose it) and output."""
+    source = (
+        el("p", "chosen by: ", el("span", summary.input_source), class_="input-source")
+        if summary.input_source
+        else None
+    )
     return el(
         "div",
-        el("section", el("h3", "input"), el("pre", summary.input or "")),
+        el("section", el("h3", "input"), source, el("pre", summary.input or "")),
         el("section", el("h3", "output"), el("pre", summary.output or "")),
         class_="io",
     )
