@@ -20,6 +20,7 @@ MULTI_TURN_SCENARIOS = [
     "otel_genai__session_interleaved",  # OTel google-genai, two conversations interleaved
     "oi_openai_agents__multi_turn",  # OpenAI Agents SDK, to_input_list() + the new question
     "oi_langchain__multi_turn",  # LangGraph create_agent with a checkpointer and thread_id
+    "otel_openai_v2__multi_turn",  # OTel openai-v2 + util-genai invoke_agent, gen_ai.conversation.id
 ]
 
 

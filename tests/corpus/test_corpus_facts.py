@@ -15,20 +15,6 @@ from monitor.commands import inspect_cmd
 from tests.conftest import CORPUS, corpus_scenarios
 
 SCENARIOS = corpus_scenarios()
-# Issue 37 item 1: Trace.input is still the first user message of a resent history; drop when that lands.
-PENDING_TURN_INPUT = {"otel_openai_v2__multi_turn"}
-FACT_CASES = [
-    pytest.param(
-        p,
-        id=p.name,
-        marks=pytest.mark.xfail(
-            p.name in PENDING_TURN_INPUT,
-            reason="issue 37 item 1: a later turn's trace input is its own (latest) user message",
-            strict=True,
-        ),
-    )
-    for p in SCENARIOS
-]
 
 
 def _inspect_json(path: Path) -> list[dict]:
@@ -41,7 +27,7 @@ def test_corpus_is_present():
     assert len(SCENARIOS) >= 20, f"expected the recorded corpus at {CORPUS}"
 
 
-@pytest.mark.parametrize("scenario", FACT_CASES)
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[p.name for p in SCENARIOS])
 def test_scenario_facts(scenario: Path):
     expected = json.loads((scenario / "expected.json").read_text())
     views = {v["trace_id"]: v for v in _inspect_json(scenario)}

@@ -198,7 +198,6 @@ def test_v2_one_session_of_three_turns() -> None:
     assert [turn.agents for turn in session.turns] == [("travel_assistant",)] * 3
 
 
-@pytest.mark.xfail(reason="issue 37 item 1: a later turn's trace input is its own (latest) user message", strict=True)
 def test_v2_trace_input_is_the_turns_own_question() -> None:
     assert [t.input for t in _turns()] == TURNS
 
