@@ -1,16 +1,21 @@
 """The message of a failure with its variable parts masked, so that the same failure reads the same every time.
 
 Masked, in this order: URL queries and fragments (`?<query>`), e-mail addresses (`<email>`), UUIDs (`<uuid>`),
-timestamps and dates (`<ts>`), hexadecimal ids (16 hex digits or more; 8 or more mixing digits and letters; or
-`0x...`: `<hex>`), numbers (`<num>`: integers, decimals, exponents, thousands separators, a sign, a short unit)
-and long quoted values (`<str>`). Then whitespace is folded and the text bounded to `MAX_TEMPLATE_CHARS`. Masking
-is idempotent: it is repeated until the text no longer changes (twice for nearly every message), so a template
-masks to itself.
+network addresses (`addresses.py`: IPv4 and IPv6 addresses `<ip>`, a hostname with a port `<host>:<port>`, a port
+after an address or the word "port" `<port>`), timestamps and dates (`<ts>`), hexadecimal ids (16 hex digits or
+more; 8 or more mixing digits and letters; or `0x...`: `<hex>`, also when glued to a word by `_`), ids of 6 digits
+or more glued to a word (`req_123456`, `job-1234567`: `<id>`), numbers (`<num>`: integers, decimals, exponents,
+thousands separators, a sign, a short unit) and long quoted values (`<str>`). Then whitespace is folded and the
+text bounded to `MAX_TEMPLATE_CHARS`. Masking is idempotent: it is repeated until the text no longer changes (twice
+for nearly every message), so a template masks to itself. Every pattern is bounded or anchored on a separator, so
+masking takes time linear in the text.
 """
 
 from __future__ import annotations
 
 import re
+
+from .addresses import mask_addresses
 
 MAX_TEMPLATE_CHARS = 200
 LONG_QUOTED_CHARS = 24  # quoted values at least this long are data, not words of the message
@@ -25,7 +30,12 @@ _TIMESTAMP = re.compile(
 _QUOTED = re.compile(rf"\"[^\"\n]{{{LONG_QUOTED_CHARS},}}\"|'[^'\n]{{{LONG_QUOTED_CHARS},}}'")
 # A hex id: 0x..., 8+ hex digits mixing digits and letters, or 16+ digits alone (a span or trace id that happens to
 # have no letter; no amount is that long). An 8-15 digit id without a letter reads as a number.
-_HEX = re.compile(r"\b(?:0[xX][0-9a-fA-F]+|(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}|[0-9]{16,})\b")
+_HEX = re.compile(
+    r"(?<![0-9A-Za-z])(?:0[xX][0-9a-fA-F]+|(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}|[0-9]{16,})"
+    r"(?![0-9A-Za-z])"
+)
+# an id of digits glued to a word (`req_123456`, `job-1234567`), which the number pattern leaves alone
+_DIGIT_ID = re.compile(r"(?:(?<=[A-Za-z_])|(?<=[A-Za-z0-9]-))[0-9]{6,}(?![0-9A-Za-z])")
 # a number with a short unit (12ms, 3.5s, 100KB, 20%) is one value; "gpt-4o" keeps its 4 (a name, not a value)
 _NUMBER = re.compile(r"(?<![\w.\-])[-+]?\d[\d,_]*(?:\.\d+)?(?:[eE][-+]?\d+)?(?:[a-zA-Z]{1,3}|%)?(?![\w%])")
 _DIGIT = re.compile(r"\d")  # what the timestamp, hex and number patterns all need (0x needs a digit too)
@@ -54,8 +64,10 @@ def _mask_once(text: str, limit: int) -> str:
     if "-" in masked:
         masked = _UUID.sub("<uuid>", masked)
     if _DIGIT.search(masked) is not None:
+        masked = mask_addresses(masked)
         masked = _TIMESTAMP.sub("<ts>", masked)
         masked = _HEX.sub("<hex>", masked)
+        masked = _DIGIT_ID.sub("<id>", masked)
         masked = _NUMBER.sub("<num>", masked)
     if "'" in masked or '"' in masked:
         masked = _QUOTED.sub("<str>", masked)
