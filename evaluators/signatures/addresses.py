@@ -4,7 +4,9 @@ replica or port reads the same.
 IPv6 addresses in every form (`::1`, `fe80::1%eth0`, `[fe80::1%eth0]:8080`, IPv4-mapped `::ffff:10.0.3.17`,
 gRPC's `ipv6:%5B::1%5D:5432`) and IPv4 addresses become `<ip>`, a port after one `<port>`; a hostname with a port
 (`db-0.db.svc:5432`, `localhost:6379`) becomes `<host>:<port>`; a number after the word "port" (`port 5432`,
-`port=5432`) becomes `<port>`. Candidates are found by bounded patterns (linear time) and confirmed by the standard
+`port=5432`) becomes `<port>`, and a socket address tuple (`('10.0.3.17', 5432)`, `('::1', 5432, 0, 0)`) becomes
+`('<ip>', <port>)`. An unbracketed IPv6 address followed by a port (`::1:48403`, as aiohttp and redis-py print it)
+is read as address and port when its last group is decimal. Candidates are found by bounded patterns (linear time) and confirmed by the standard
 `ipaddress` module, so a time (`12:34:56`) or a version (`1.2.3`) is not an address.
 """
 
@@ -23,12 +25,27 @@ _IPV6 = re.compile(
 _IPV4 = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d{1,3}){3})(?:(:)(\d{1,5}))?(?![\w]|\.\d)")
 # a hostname (labels of letters, digits and hyphens, dot-separated) and a port; confirmed by `_is_hostname`
 _HOST_PORT = re.compile(r"(?<![\w.\-<])([A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9][A-Za-z0-9-]{0,62}){0,8}):(\d{1,5})(?!\w|\.\d|:\d)")
+# a Python socket address as exceptions print it: (host, port) or, IPv6, (host, port, flowinfo, scope_id)
+_SOCKADDR = re.compile(r"\(\s*(['\"])<ip>\1\s*,\s*\d{1,5}(?:\s*,\s*\d{1,10}\s*,\s*\d{1,10})?\s*\)")
 _PORT_WORD = re.compile(r"(\bport\b[\s=:]{0,3})\d{1,5}\b", re.IGNORECASE)
 # file names with a line number (`app.py:42`) are not hosts
 _SOURCE_SUFFIXES = frozenset(
     "py pyx js mjs cjs ts tsx jsx go rb rs java kt scala swift c h cc cpp hpp cs php ex exs lua sh json yaml yml toml"
     " txt log html".split()
 )
+
+
+def _with_port(text: str) -> str | None:
+    """The IPv6 address of `text` printed unbracketed with a port (`::1:48403`, as aiohttp and redis-py print
+    one), else None: the last group is read as the port when it is decimal and the rest is a whole address."""
+    head, _, last = text.rpartition(":")
+    if not last.isdigit() or int(last) > 65535 or not head or head.endswith(":") or "::" not in head:
+        return None
+    try:
+        ipaddress.IPv6Address(head)
+    except ValueError:
+        return None
+    return head
 
 
 def _ipv6(text: str) -> str | None:
@@ -49,6 +66,9 @@ def _mask_ipv6(match: re.Match[str]) -> str:
             return match.group(0)
         return "<ip>" + (":<port>" if match.group("port") else "")
     bare = match.group("bare")
+    trimmed = bare.rstrip(".:")
+    if _with_port(trimmed) is not None:
+        return "<ip>:<port>" + bare[len(trimmed) :]
     address = _ipv6(bare)
     if address is None:
         return match.group(0)
@@ -86,6 +106,8 @@ def mask_addresses(text: str) -> str:
         text = _IPV4.sub(_mask_ipv4, text)
     if ":" in text:
         text = _HOST_PORT.sub(_mask_host_port, text)
+    if "(" in text and "<ip>" in text:
+        text = _SOCKADDR.sub(r"(\1<ip>\1, <port>)", text)
     if "port" in text.lower():
         text = _PORT_WORD.sub(r"\1<port>", text)
     return text

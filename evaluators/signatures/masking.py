@@ -4,7 +4,8 @@ Masked, in this order: URL queries and fragments (`?<query>`), e-mail addresses 
 network addresses (`addresses.py`: IPv4 and IPv6 addresses `<ip>`, a hostname with a port `<host>:<port>`, a port
 after an address or the word "port" `<port>`), timestamps and dates (`<ts>`), hexadecimal ids (16 hex digits or
 more; 8 or more mixing digits and letters; or `0x...`: `<hex>`, also when glued to a word by `_`), ids of 6 digits
-or more glued to a word (`req_123456`, `job-1234567`: `<id>`), numbers (`<num>`: integers, decimals, exponents,
+or more glued to a word (`req_123456`, `job-1234567`: `<id>`), random tokens (16 to 64 letters and digits mixing
+both, or changing case as only a random string does: `org-9kUesx6Hhg0nCqPpsfxuXf5l`: `<id>`), numbers (`<num>`: integers, decimals, exponents,
 thousands separators, a sign, a short unit) and long quoted values (`<str>`). Then whitespace is folded and the
 text bounded to `MAX_TEMPLATE_CHARS`. Masking is idempotent: it is repeated until the text no longer changes (twice
 for nearly every message), so a template masks to itself. Every pattern is bounded or anchored on a separator, so
@@ -38,6 +39,11 @@ _HEX = re.compile(
 _DIGIT_ID = re.compile(r"(?:(?<=[A-Za-z_])|(?<=[A-Za-z0-9]-))[0-9]{6,}(?![0-9A-Za-z])")
 # a number with a short unit (12ms, 3.5s, 100KB, 20%) is one value; "gpt-4o" keeps its 4 (a name, not a value)
 _NUMBER = re.compile(r"(?<![\w.\-])[-+]?\d[\d,_]*(?:\.\d+)?(?:[eE][-+]?\d+)?(?:[a-zA-Z]{1,3}|%)?(?![\w%])")
+# a random token (an organization, key or request id in base 62): 16 to 64 letters and digits with a digit, or with
+# the case changing at least `_RANDOM_CASE_CHANGES` times (a CamelCase name changes far less often)
+_TOKEN = re.compile(r"(?<![0-9A-Za-z])[0-9A-Za-z]{16,64}(?![0-9A-Za-z])")
+_CASE_CHANGES = re.compile(r"(?<=[a-z])[A-Z]|(?<=[A-Z])[a-z]")
+_RANDOM_CASE_CHANGES = 8
 _DIGIT = re.compile(r"\d")  # what the timestamp, hex and number patterns all need (0x needs a digit too)
 
 
@@ -55,6 +61,14 @@ def mask_message(text: str, limit: int = MAX_TEMPLATE_CHARS) -> str:
     return masked
 
 
+def _mask_token(match: re.Match[str]) -> str:
+    token = match.group(0)
+    letters = not token.isdigit() and not token.isalpha()
+    if letters or len(_CASE_CHANGES.findall(token)) >= _RANDOM_CASE_CHANGES:
+        return "<id>"
+    return token
+
+
 def _mask_once(text: str, limit: int) -> str:
     # Each pattern runs only on a text that has the character it needs (the same result, in a fraction of the
     # time: masking runs on every failing result).
@@ -68,6 +82,8 @@ def _mask_once(text: str, limit: int) -> str:
         masked = _TIMESTAMP.sub("<ts>", masked)
         masked = _HEX.sub("<hex>", masked)
         masked = _DIGIT_ID.sub("<id>", masked)
+    masked = _TOKEN.sub(_mask_token, masked)
+    if _DIGIT.search(masked) is not None:
         masked = _NUMBER.sub("<num>", masked)
     if "'" in masked or '"' in masked:
         masked = _QUOTED.sub("<str>", masked)
