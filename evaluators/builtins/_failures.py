@@ -113,17 +113,24 @@ def span_error(span: Span) -> tuple[str, str]:
 
 
 def span_step(span: Span) -> tuple[str, str | None]:
-    """(step kind, step name) of a span: tool and its name, llm and its model, agent and its name, retriever,
-    or "trace" and the span's name for any other span."""
+    """(step kind, step name) of a span: tool and its name, llm and its provider, agent and its name, retriever,
+    or "trace" and the span's name for any other span. An LLM step is named by its provider, never its model (nor
+    its span name, which often holds the model: `chat gpt-4o`): a model switch is not a new failure mode; the model
+    is where a failure was seen (the signature's `models`, the result's model)."""
     if isinstance(span, ToolSpan):
         return "tool", span.name
     if isinstance(span, LLMSpan):
-        return "llm", span.model or span.span_name
+        return "llm", llm_step_name(span)
     if isinstance(span, AgentSpan):
         return "agent", span.name
     if isinstance(span, RetrieverSpan):
         return "retriever", span.span_name
     return "trace", span.span_name
+
+
+def llm_step_name(call: LLMSpan) -> str | None:
+    """The step name of an LLM call in a failure: its provider (`openai`, `anthropic`, ...), or None."""
+    return call.provider or None
 
 
 def span_failure(span: Span) -> Failure:

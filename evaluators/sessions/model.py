@@ -17,6 +17,7 @@ from evaluators.sessions.turn_text import latest_user_message
 if TYPE_CHECKING:
     from evaluators.pricing import CallCost, ModelPrice
     from evaluators.traces.model import LLMSpan, Trace
+    from evaluators.traces.spans import Span
 
 __all__ = ["MAX_TURN_TEXT", "Ending", "Session", "Turn", "TurnError"]
 
@@ -39,13 +40,36 @@ def _bounded(text: str | None) -> str | None:
     return text[: MAX_TURN_TEXT - 1] + "…"
 
 
+@functools.cache
+def _span_error() -> Callable[[Span], TurnError]:
+    """`turn_error`'s reader of a failed span (the builtins' `span_step` and `span_error`), imported when the first
+    turn with an error is built: `evaluators.builtins` imports this module."""
+    from evaluators.builtins._failures import span_error, span_step
+
+    def read(span: Span) -> TurnError:
+        step, name = span_step(span)
+        error_type, message = span_error(span)
+        kind = step if step != "trace" else str(span.kind)
+        return TurnError(kind, name or "", message, error_type)
+
+    return read
+
+
 @dataclass(frozen=True, slots=True)
 class TurnError:
-    """A span of the turn that failed: its kind (llm, tool, agent, ...), name and error message."""
+    """A span of the turn that failed: its step kind (llm, tool, agent, ...) and name (as a failure names them:
+    a tool's name, an LLM call's provider), and its error's message and type read as the trace rules read them
+    (`span_error`: `http_503`, an exception type, `error`), so a session rule types a failure as they do."""
 
     kind: str
     name: str
     message: str
+    error_type: str = ""  # "" in turns stored before the type was kept
+
+    @classmethod
+    def of(cls, span: Span) -> TurnError:
+        """The error of the failed `span`."""
+        return _span_error()(span)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,19 +113,7 @@ class Turn:
         usage = metrics.token_usage
         calls = trace.get_llm_calls()
         costs = [c for c in (call_cost(call, prices) for call in calls) if c is not None]  # priced once per span
-        errors = (
-            tuple(
-                TurnError(
-                    str(span.kind),
-                    getattr(span, "name", None) or span.span_name,
-                    (span.record.status_message or "")[:500],
-                )
-                for span in trace.spans
-                if span.has_error
-            )
-            if metrics.error_count
-            else ()
-        )
+        errors = tuple(TurnError.of(span) for span in trace.spans if span.has_error) if metrics.error_count else ()
         return cls(
             trace_id=trace.trace_id,
             start_ns=trace.start_time,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SIGNATURE_VERSION = "v1"
+SIGNATURE_VERSION = "v2"
 STEP_KINDS = ("tool", "llm", "agent", "retriever", "trace", "session")
 
 
