@@ -16,7 +16,7 @@ from evaluators.sessions.model import Session, Turn, TurnError
 from evaluators.signatures import STEP_KINDS, Failure
 
 from ._common import DECAY_HELP, compile_patterns, decay_score, fmt_num, listing, shorten
-from ._failures import split_type
+from ._failures import http_status, split_type
 from ._similarity import content_words, similarity
 
 QUOTE = 80  # characters of a user message quoted in an explanation
@@ -34,13 +34,14 @@ def _ref(session: Session, index: int) -> dict[str, Any]:
 def _error_failure(error: TurnError) -> Failure:
     """The Failure of a turn's failed span, as the trace rules state it (`span_failure`): its step, its error's type
     and message as `span_error` read them when the turn was built (a turn stored before that: its message's
-    `Type: ` prefix)."""
+    `Type: ` prefix and an HTTP status in it)."""
     step = error.kind if error.kind in STEP_KINDS else "trace"
     if error.error_type:
         kind, message = error.error_type, error.message
     else:
         prefixed, message = split_type(error.message)
-        kind = prefixed or "error"
+        status = http_status(message)
+        kind = f"http_{status}" if status is not None else prefixed or "error"
     return Failure(step_kind=step, step_name=error.name or None, error_type=kind, message=message or None)
 
 

@@ -1,13 +1,14 @@
 """Network addresses in an error message masked (part of `mask_message`): the same failure against another pod,
-replica or port reads the same.
+replica, host or port reads the same.
 
-IPv6 addresses in every form (`::1`, `fe80::1%eth0`, `[fe80::1%eth0]:8080`, IPv4-mapped `::ffff:10.0.3.17`,
-gRPC's `ipv6:%5B::1%5D:5432`) and IPv4 addresses become `<ip>`, a port after one `<port>`; a hostname with a port
-(`db-0.db.svc:5432`, `localhost:6379`) becomes `<host>:<port>`; a number after the word "port" (`port 5432`,
-`port=5432`) becomes `<port>`, and a socket address tuple (`('10.0.3.17', 5432)`, `('::1', 5432, 0, 0)`) becomes
-`('<ip>', <port>)`. An unbracketed IPv6 address followed by a port (`::1:48403`, as aiohttp and redis-py print it)
-is read as address and port when its last group is decimal. Candidates are found by bounded patterns (linear time) and confirmed by the standard
-`ipaddress` module, so a time (`12:34:56`) or a version (`1.2.3`) is not an address.
+An address, with or without its port, becomes `<addr>`: IPv4 addresses, IPv6 addresses in every form (`::1`,
+`fe80::1%eth0`, `[fe80::1%eth0]:8080`, IPv4-mapped `::ffff:10.0.3.17`, gRPC's `ipv6:%5B::1%5D:5432`, and unbracketed
+with a port as aiohttp and redis-py print one, `::1:48403`), a hostname with a port (`db-0.db.svc:5432`,
+`localhost:6379`) and a Python socket address (`('10.0.3.17', 5432)`, `('::1', 5432, 0, 0)`). One token for all:
+whether a port is printed, or an unbracketed IPv6 address ends in a group that reads as one, does not split a
+failure. A number after the word "port" (`port 5432`, `port=5432`) becomes `<port>`. Candidates are found by
+bounded patterns (linear time) and confirmed by the standard `ipaddress` module, so a time (`12:34:56`), a version
+(`1.2.3`) or a file and line (`app.py:42`) is not an address.
 """
 
 from __future__ import annotations
@@ -15,18 +16,22 @@ from __future__ import annotations
 import ipaddress
 import re
 
-# a run of hex digits, colons and dots with a colon in it, bracketed (optionally URL-encoded) or bare, its zone and,
-# bracketed, its port; confirmed by `ipaddress` (the run is bounded: an address has at most 45 characters)
+ADDRESS = "<addr>"
+
+# a run of hex digits, colons and dots with a colon in it, bracketed (optionally URL-encoded, with a zone and a port)
+# or bare (with a zone); confirmed by `ipaddress` (every run is bounded: an address has at most 45 characters)
 _IPV6 = re.compile(
-    r"(?<![\w.])(?:(?P<open>\[|%5[Bb])(?P<inner>[0-9A-Fa-f:.]{2,45}?)(?P<izone>%(?!5[Dd])[\w.-]{1,32}?)?"
-    r"(?:\]|%5[Dd])(?::(?P<port>\d{1,5})(?!\d))?"
-    r"|(?P<bare>[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:.]{1,44})(?P<zone>%[A-Za-z][\w.-]{0,31})?(?!\w))"
+    r"(?<![\w.])(?:(?:\[|%5[Bb])(?P<inner>[0-9A-Fa-f:.]{2,45}?)(?:%(?!5[Dd])[\w.-]{1,32}?)?(?:\]|%5[Dd])"
+    r"(?::\d{1,5}(?!\d))?"
+    r"|(?P<bare>[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:.]{1,50})(?P<zone>%[A-Za-z][\w.-]{0,31})?(?!\w))"
 )
-_IPV4 = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d{1,3}){3})(?:(:)(\d{1,5}))?(?![\w]|\.\d)")
+_IPV4 = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d{1,3}){3})(?::\d{1,5})?(?!\w|\.\d)")
 # a hostname (labels of letters, digits and hyphens, dot-separated) and a port; confirmed by `_is_hostname`
-_HOST_PORT = re.compile(r"(?<![\w.\-<])([A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9][A-Za-z0-9-]{0,62}){0,8}):(\d{1,5})(?!\w|\.\d|:\d)")
+_HOST_PORT = re.compile(
+    r"(?<![\w.\-<])([A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9][A-Za-z0-9-]{0,62}){0,8}):\d{1,5}(?!\w|\.\d|:\d)"
+)
 # a Python socket address as exceptions print it: (host, port) or, IPv6, (host, port, flowinfo, scope_id)
-_SOCKADDR = re.compile(r"\(\s*(['\"])<ip>\1\s*,\s*\d{1,5}(?:\s*,\s*\d{1,10}\s*,\s*\d{1,10})?\s*\)")
+_SOCKADDR = re.compile(r"\(\s*(['\"])<addr>\1\s*,\s*\d{1,5}(?:\s*,\s*\d{1,10}\s*,\s*\d{1,10})?\s*\)")
 _PORT_WORD = re.compile(r"(\bport\b[\s=:]{0,3})\d{1,5}\b", re.IGNORECASE)
 # file names with a line number (`app.py:42`) are not hosts
 _SOURCE_SUFFIXES = frozenset(
@@ -35,44 +40,35 @@ _SOURCE_SUFFIXES = frozenset(
 )
 
 
-def _with_port(text: str) -> str | None:
-    """The IPv6 address of `text` printed unbracketed with a port (`::1:48403`, as aiohttp and redis-py print
-    one), else None: the last group is read as the port when it is decimal and the rest is a whole address."""
-    head, _, last = text.rpartition(":")
-    if not last.isdigit() or int(last) > 65535 or not head or head.endswith(":") or "::" not in head:
-        return None
+def _is_ipv6(text: str) -> bool:
     try:
-        ipaddress.IPv6Address(head)
+        ipaddress.IPv6Address(text)
     except ValueError:
-        return None
-    return head
+        return False
+    return True
 
 
-def _ipv6(text: str) -> str | None:
-    """`text` if it is an IPv6 address (a trailing dot or colon of the sentence left aside), else None."""
-    for candidate in (text, text.rstrip(".:")):
-        if candidate.count(":") >= 2:
-            try:
-                ipaddress.IPv6Address(candidate)
-            except ValueError:
-                continue
-            return candidate
-    return None
+def _ipv6_length(text: str) -> int:
+    """How many leading characters of `text` are an IPv6 address, with a port printed after it unbracketed
+    (`::1:48403`), a dot or colon ending the sentence left aside; 0 when it is none."""
+    trimmed = text.rstrip(".:")
+    head, _, last = trimmed.rpartition(":")
+    if last.isdigit() and int(last) <= 65535 and _is_ipv6(head):
+        return len(trimmed)
+    if trimmed.count(":") >= 2 and _is_ipv6(trimmed):
+        return len(trimmed)
+    return 0
 
 
 def _mask_ipv6(match: re.Match[str]) -> str:
-    if match.group("open") is not None:
-        if _ipv6(match.group("inner")) != match.group("inner"):
-            return match.group(0)
-        return "<ip>" + (":<port>" if match.group("port") else "")
+    inner = match.group("inner")
+    if inner is not None:
+        return ADDRESS if _is_ipv6(inner) else match.group(0)
     bare = match.group("bare")
-    trimmed = bare.rstrip(".:")
-    if _with_port(trimmed) is not None:
-        return "<ip>:<port>" + bare[len(trimmed) :]
-    address = _ipv6(bare)
-    if address is None:
+    length = _ipv6_length(bare)
+    if not length:
         return match.group(0)
-    return "<ip>" + bare[len(address) :]
+    return ADDRESS + bare[length:] if length < len(bare) else ADDRESS
 
 
 def _mask_ipv4(match: re.Match[str]) -> str:
@@ -80,34 +76,34 @@ def _mask_ipv4(match: re.Match[str]) -> str:
         ipaddress.IPv4Address(match.group(1))
     except ValueError:
         return match.group(0)
-    return "<ip>" + (":<port>" if match.group(2) else "")
+    return ADDRESS
 
 
 def _is_hostname(name: str) -> bool:
-    """A hostname rather than a word or a file name: a dotted or hyphenated name whose last label starts with a
-    letter (not a source file suffix), or localhost."""
-    last = name.rsplit(".", 1)[-1]
+    """A hostname rather than a word or a file name: localhost, or a dotted or hyphenated name whose last label
+    starts with a letter and is not a source file's suffix."""
     if name.lower() == "localhost":
         return True
+    last = name.rsplit(".", 1)[-1]
     if not last[:1].isalpha() or last.lower() in _SOURCE_SUFFIXES:
         return False
     return "." in name or "-" in name
 
 
 def _mask_host_port(match: re.Match[str]) -> str:
-    return "<host>:<port>" if _is_hostname(match.group(1)) else match.group(0)
+    return ADDRESS if _is_hostname(match.group(1)) else match.group(0)
 
 
 def mask_addresses(text: str) -> str:
-    """`text` with its IP addresses, host:port pairs and ports masked (see the module doc)."""
+    """`text` with its network addresses and ports masked (see the module doc)."""
     if ":" in text:
         text = _IPV6.sub(_mask_ipv6, text)
     if "." in text:
         text = _IPV4.sub(_mask_ipv4, text)
     if ":" in text:
         text = _HOST_PORT.sub(_mask_host_port, text)
-    if "(" in text and "<ip>" in text:
-        text = _SOCKADDR.sub(r"(\1<ip>\1, <port>)", text)
+    if "(" in text and ADDRESS in text:
+        text = _SOCKADDR.sub(ADDRESS, text)
     if "port" in text.lower():
         text = _PORT_WORD.sub(r"\1<port>", text)
     return text

@@ -1,8 +1,8 @@
 """The message of a failure with its variable parts masked, so that the same failure reads the same every time.
 
 Masked, in this order: URL queries and fragments (`?<query>`), e-mail addresses (`<email>`), UUIDs (`<uuid>`),
-network addresses (`addresses.py`: IPv4 and IPv6 addresses `<ip>`, a hostname with a port `<host>:<port>`, a port
-after an address or the word "port" `<port>`), timestamps and dates (`<ts>`), hexadecimal ids (16 hex digits or
+network addresses (`addresses.py`: an IPv4 or IPv6 address or a hostname with a port, with its port if any,
+`<addr>`; a port after the word "port" `<port>`), timestamps and dates (`<ts>`), hexadecimal ids (16 hex digits or
 more; 8 or more mixing digits and letters; or `0x...`: `<hex>`, also when glued to a word by `_`), ids of 6 digits
 or more glued to a word (`req_123456`, `job-1234567`: `<id>`), random tokens (16 to 64 letters and digits mixing
 both, or changing case as only a random string does: `org-9kUesx6Hhg0nCqPpsfxuXf5l`: `<id>`), numbers (`<num>`: integers, decimals, exponents,
@@ -28,7 +28,8 @@ _TIMESTAMP = re.compile(
     r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"
     r"|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"
 )
-_QUOTED = re.compile(rf"\"[^\"\n]{{{LONG_QUOTED_CHARS},}}\"|'[^'\n]{{{LONG_QUOTED_CHARS},}}'")
+# a quote opens a value where no word or masked value ends (the quote closing `'<addr>'` opens nothing)
+_QUOTED = re.compile(rf"(?<![\w>])(?:\"[^\"\n]{{{LONG_QUOTED_CHARS},}}\"|'[^'\n]{{{LONG_QUOTED_CHARS},}}')")
 # A hex id: 0x..., 8+ hex digits mixing digits and letters, or 16+ digits alone (a span or trace id that happens to
 # have no letter; no amount is that long). An 8-15 digit id without a letter reads as a number.
 _HEX = re.compile(
