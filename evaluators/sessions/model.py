@@ -41,16 +41,22 @@ def _bounded(text: str | None) -> str | None:
 
 
 @functools.cache
-def _span_error() -> Callable[[Span], TurnError]:
-    """`turn_error`'s reader of a failed span (the builtins' `span_step` and `span_error`), imported when the first
-    turn with an error is built: `evaluators.builtins` imports this module."""
-    from evaluators.builtins._failures import span_error, span_step
+def _failed_spans() -> Callable[[Trace], tuple[TurnError, ...]]:
+    """The reader of a trace's failed spans, from the builtins' `first_cause`, `span_step` and `span_error`,
+    imported when the first turn with an error is built (`evaluators.builtins` imports this module)."""
+    from evaluators.builtins._failures import first_cause, span_error, span_step
 
-    def read(span: Span) -> TurnError:
+    def error_of(span: Span) -> TurnError:
         step, name = span_step(span)
         error_type, message = span_error(span)
-        kind = step if step != "trace" else str(span.kind)
-        return TurnError(kind, name or "", message, error_type)
+        return TurnError(step if step != "trace" else str(span.kind), name or "", message, error_type)
+
+    def read(trace: Trace) -> tuple[TurnError, ...]:
+        failed = [span for span in trace.spans if span.has_error]
+        if not failed:
+            return ()
+        cause = first_cause(failed, trace.spans)  # first, as error_free states it
+        return tuple(error_of(span) for span in [cause, *(s for s in failed if s is not cause)])
 
     return read
 
@@ -65,11 +71,6 @@ class TurnError:
     name: str
     message: str
     error_type: str = ""  # "" in turns stored before the type was kept
-
-    @classmethod
-    def of(cls, span: Span) -> TurnError:
-        """The error of the failed `span`."""
-        return _span_error()(span)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,13 +108,14 @@ class Turn:
 
     @classmethod
     def from_trace(cls, trace: Trace, prices: Mapping[str, ModelPrice] | None = None) -> Turn:
-        """The turn `trace` is: its user message, answer, tools, failed spans, tokens and cost."""
+        """The turn `trace` is: its user message, answer, tools, failed spans (the first error's origin first, read
+        as the trace rules read them), tokens and cost."""
         call_cost = _call_cost()
         metrics = trace.metrics  # the trace path computed these: tokens, the error count, the time window
         usage = metrics.token_usage
         calls = trace.get_llm_calls()
         costs = [c for c in (call_cost(call, prices) for call in calls) if c is not None]  # priced once per span
-        errors = tuple(TurnError.of(span) for span in trace.spans if span.has_error) if metrics.error_count else ()
+        errors = _failed_spans()(trace) if metrics.error_count else ()  # the error's origin first
         return cls(
             trace_id=trace.trace_id,
             start_ns=trace.start_time,
