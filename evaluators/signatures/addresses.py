@@ -19,11 +19,11 @@ import re
 ADDRESS = "<addr>"
 
 # a run of hex digits, colons and dots with a colon in it, bracketed (optionally URL-encoded, with a zone and a port)
-# or bare (with a zone); confirmed by `ipaddress` (every run is bounded: an address has at most 45 characters)
+# or bare (with a zone and its port); confirmed by `ipaddress` (every run is bounded: an address has at most 45 characters)
 _IPV6 = re.compile(
     r"(?<![\w.])(?:(?:\[|%5[Bb])(?P<inner>[0-9A-Fa-f:.]{2,45}?)(?:%(?!5[Dd])[\w.-]{1,32}?)?(?:\]|%5[Dd])"
     r"(?::\d{1,5}(?!\d))?"
-    r"|(?P<bare>[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:.]{1,50})(?P<zone>%[A-Za-z][\w.-]{0,31})?(?!\w))"
+    r"|(?P<bare>[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:.]{1,50})(?P<zone>%[A-Za-z](?:[\w-]|\.(?=\w)){0,31}(?::\d{1,5})?)?(?!\w))"
 )
 _IPV4 = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d{1,3}){3})(?::\d{1,5})?(?!\w|\.\d)")
 # a hostname (labels of letters, digits and hyphens, dot-separated) and a port; confirmed by `_is_hostname`
@@ -51,12 +51,12 @@ def _is_ipv6(text: str) -> bool:
 def _ipv6_length(text: str) -> int:
     """How many leading characters of `text` are an IPv6 address, with a port printed after it unbracketed
     (`::1:48403`), a dot or colon ending the sentence left aside; 0 when it is none."""
-    trimmed = text.rstrip(".:")
-    head, _, last = trimmed.rpartition(":")
-    if last.isdigit() and int(last) <= 65535 and _is_ipv6(head):
-        return len(trimmed)
-    if trimmed.count(":") >= 2 and _is_ipv6(trimmed):
-        return len(trimmed)
+    for candidate in dict.fromkeys((text, text.rstrip("."), text.rstrip(".:"))):
+        head, _, last = candidate.rpartition(":")
+        if last.isdigit() and int(last) <= 65535 and _is_ipv6(head):
+            return len(candidate)
+        if candidate.count(":") >= 2 and _is_ipv6(candidate):
+            return len(candidate)
     return 0
 
 

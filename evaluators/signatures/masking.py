@@ -78,8 +78,8 @@ def _mask_once(text: str, limit: int) -> str:
         masked = _EMAIL.sub("<email>", masked)
     if "-" in masked:
         masked = _UUID.sub("<uuid>", masked)
+    masked = mask_addresses(masked)  # `::`, the unspecified address, has no digit
     if _DIGIT.search(masked) is not None:
-        masked = mask_addresses(masked)
         masked = _TIMESTAMP.sub("<ts>", masked)
         masked = _HEX.sub("<hex>", masked)
         masked = _DIGIT_ID.sub("<id>", masked)
