@@ -18,8 +18,9 @@ import re
 
 ADDRESS = "<addr>"
 
-# a run of hex digits, colons and dots with a colon in it, bracketed (optionally URL-encoded, with a zone and a port)
-# or bare (with a zone and its port); confirmed by `ipaddress` (every run is bounded: an address has at most 45 characters)
+# a run of hex digits, colons and dots with a colon in it, bracketed (optionally URL-encoded, with a zone and a
+# port) or bare (with a zone and its port); confirmed by `ipaddress` (every run is bounded: an address has at most
+# 45 characters)
 _IPV6 = re.compile(
     r"(?<![\w.])(?:(?:\[|%5[Bb])(?P<inner>[0-9A-Fa-f:.]{2,45}?)(?:%(?!5[Dd])[\w.-]{1,32}?)?(?:\]|%5[Dd])"
     r"(?::\d{1,5}(?!\d))?"
@@ -34,10 +35,10 @@ _HOST_PORT = re.compile(
 _SOCKADDR = re.compile(r"\(\s*(['\"])<addr>\1\s*,\s*\d{1,5}(?:\s*,\s*\d{1,10}\s*,\s*\d{1,10})?\s*\)")
 _PORT_WORD = re.compile(r"(\bport\b[\s=:]{0,3})\d{1,5}\b", re.IGNORECASE)
 # file names with a line number (`app.py:42`) are not hosts
-_SOURCE_SUFFIXES = frozenset(
-    "py pyx js mjs cjs ts tsx jsx go rb rs java kt scala swift c h cc cpp hpp cs php ex exs lua sh json yaml yml toml"
-    " txt log html".split()
-)
+_SOURCE_SUFFIXES = frozenset((
+    "py", "pyx", "js", "mjs", "cjs", "ts", "tsx", "jsx", "go", "rb", "rs", "java", "kt", "scala", "swift", "c", "h",
+    "cc", "cpp", "hpp", "cs", "php", "ex", "exs", "lua", "sh", "json", "yaml", "yml", "toml", "txt", "log", "html",
+))  # fmt: skip
 
 
 def _is_ipv6(text: str) -> bool:

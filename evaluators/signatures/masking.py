@@ -5,11 +5,11 @@ network addresses (`addresses.py`: an IPv4 or IPv6 address or a hostname with a 
 `<addr>`; a port after the word "port" `<port>`), timestamps and dates (`<ts>`), hexadecimal ids (16 hex digits or
 more; 8 or more mixing digits and letters; or `0x...`: `<hex>`, also when glued to a word by `_`), ids of 6 digits
 or more glued to a word (`req_123456`, `job-1234567`: `<id>`), random tokens (16 to 64 letters and digits mixing
-both, or changing case as only a random string does: `org-9kUesx6Hhg0nCqPpsfxuXf5l`: `<id>`), numbers (`<num>`: integers, decimals, exponents,
-thousands separators, a sign, a short unit) and long quoted values (`<str>`). Then whitespace is folded and the
-text bounded to `MAX_TEMPLATE_CHARS`. Masking is idempotent: it is repeated until the text no longer changes (twice
-for nearly every message), so a template masks to itself. Every pattern is bounded or anchored on a separator, so
-masking takes time linear in the text.
+both, or changing case as only a random string does: `org-9kUesx6Hhg0nCqPpsfxuXf5l`: `<id>`), numbers (`<num>`:
+integers, decimals, exponents, thousands separators, a sign, a short unit) and long quoted values (`<str>`). Then
+whitespace is folded and the text bounded to `MAX_TEMPLATE_CHARS`. Masking is idempotent: it is repeated until the
+text no longer changes (twice for nearly every message), so a template masks to itself. Every pattern is bounded or
+anchored on a separator, so masking takes time linear in the text.
 """
 
 from __future__ import annotations

@@ -27,10 +27,18 @@ def test_an_upgrade_does_not_count_known_failure_modes_new(backend: Backend) -> 
     set_up(backend)
     now = time.time()
     # under v1: a tool typed TOOL_ERROR, an LLM step named by its model, both seen an hour ago
-    insert_signature(backend, Sig("a" * 16, "error_free", "convert_currency", "TOOL_ERROR", first_seen=now - 7200, last_seen=now - 3600))
-    insert_signature(backend, Sig("b" * 16, "error_free", "gpt-4o", "http_429", first_seen=now - 7200, last_seen=now - 3600, step_kind="llm"))
+    insert_signature(
+        backend,
+        Sig("a" * 16, "error_free", "convert_currency", "TOOL_ERROR", first_seen=now - 7200, last_seen=now - 3600),
+    )
+    insert_signature(
+        backend,
+        Sig("b" * 16, "error_free", "gpt-4o", "http_429", first_seen=now - 7200, last_seen=now - 3600, step_kind="llm"),
+    )
     # and one resolved long ago
-    insert_signature(backend, Sig("c" * 16, "error_free", "get_rates", first_seen=now - 10 * 86400, last_seen=now - 9 * 86400))
+    insert_signature(
+        backend, Sig("c" * 16, "error_free", "get_rates", first_seen=now - 10 * 86400, last_seen=now - 9 * 86400)
+    )
     store = backend.store(signatures=SignaturesConfig(resolve_after=86400))
     try:
         store.write([outcome(1, v2("tool", "convert_currency")), outcome(2, v2("llm", "openai", "http_429"))])

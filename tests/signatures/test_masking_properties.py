@@ -97,8 +97,9 @@ def test_a_stated_failure_ignores_the_explanation_and_rules_merge_or_split() -> 
 
 
 def test_signatures_are_stable_across_processes() -> None:
-    """The digest depends on the fields only (no hash randomisation, no process state): it gives this value in every
-    process and on every machine (v2 since the masking of addresses and the LLM step's provider); a change to the algorithm must change SIGNATURE_VERSION, not this test."""
+    """The digest depends on the fields only (no hash randomisation, no process state): the same value in every
+    process and on every machine; a change to the algorithm must change SIGNATURE_VERSION (v2: addresses masked,
+    an LLM step named by its provider), not this test."""
     signature = failure_signature(
         "error_free", "trace", None, Failure("tool", "convert_currency", "http_503", "HTTP 503")
     )

@@ -55,7 +55,11 @@ def test_the_turn_keeps_the_type_across_the_wire_and_reads_a_turn_stored_without
 
 def _failed_llm_call(model: str, request_id: str) -> Failure:
     error = f"Error code: 503 - The engine is currently overloaded, please try again later. (request {request_id})"
-    events = [SpanEvent("exception", next_start(), {"exception.type": "openai.InternalServerError", "exception.message": error})]
+    events = [
+        SpanEvent(
+            "exception", next_start(), {"exception.type": "openai.InternalServerError", "exception.message": error}
+        )
+    ]
     failed = make_span(
         f"chat {model}",
         {"gen_ai.operation.name": "chat", "gen_ai.system": "openai", "gen_ai.request.model": model},
@@ -72,6 +76,9 @@ def test_a_model_switch_is_not_a_new_failure_mode() -> None:
     one = _failed_llm_call("gpt-4o", "req_8f3a9b2c4d1e5f60")
     other = _failed_llm_call("gpt-4o-mini-2024-07-18", "req_0b1c2d3e4f5a6b7c")
     assert one.step_kind == "llm" and one.step_name == "openai" and one.error_type == "http_503"
-    assert failure_signature("error_free", "trace", None, one).id == failure_signature("error_free", "trace", None, other).id
+    assert (
+        failure_signature("error_free", "trace", None, one).id
+        == failure_signature("error_free", "trace", None, other).id
+    )
     finish = builtin("finish_reason").run(trace_of(chat("cut", finish="length", model="gpt-4o")).get_llm_calls()[0])
     assert finish.failure is not None and finish.failure.step_name == "openai"
