@@ -3,13 +3,14 @@
 Masked, in this order: URL queries and fragments (`?<query>`), e-mail addresses (`<email>`), UUIDs (`<uuid>`),
 network addresses (`addresses.py`: an IPv4 or IPv6 address or a hostname with a port, with its port if any,
 `<addr>`; a port after the word "port" `<port>`), timestamps and dates (`<ts>`), hexadecimal ids (16 hex digits or
-more; 8 or more mixing digits and letters; or `0x...`: `<hex>`, also when glued to a word by `_`), ids of 6 digits
-or more glued to a word (`req_123456`, `job-1234567`: `<id>`), random tokens (16 to 64 letters and digits mixing
-both, or changing case as only a random string does: `org-9kUesx6Hhg0nCqPpsfxuXf5l`: `<id>`), numbers (`<num>`:
-integers, decimals, exponents, thousands separators, a sign, a short unit) and long quoted values (`<str>`). Then
-whitespace is folded and the text bounded to `MAX_TEMPLATE_CHARS`. Masking is idempotent: it is repeated until the
-text no longer changes (twice for nearly every message), so a template masks to itself. Every pattern is bounded or
-anchored on a separator, so masking takes time linear in the text.
+more; 8 or more mixing digits and letters; or `0x...`: `<hex>`), ids glued to a word (after `_` or `-`, 6 hex digits
+or more with a digit: `req_123456`, `job-8f3a9b2c`; right after letters, 6 digits or more: `<id>`), random tokens
+(16 to 64 letters and digits mixing both, or changing case as only a random string does:
+`org-9kUesx6Hhg0nCqPpsfxuXf5l`: `<id>`), numbers (`<num>`: integers, decimals, exponents, thousands separators, a
+sign, a short unit) and long quoted values (`<str>`). Then whitespace is folded and the text bounded to
+`MAX_TEMPLATE_CHARS`. Masking is idempotent: it is repeated until the text no longer changes (twice for nearly every
+message), so a template masks to itself. Every pattern is bounded or anchored on a separator, so masking takes time
+linear in the text.
 """
 
 from __future__ import annotations
@@ -33,11 +34,16 @@ _QUOTED = re.compile(rf"(?<![\w>])(?:\"[^\"\n]{{{LONG_QUOTED_CHARS},}}\"|'[^'\n]
 # A hex id: 0x..., 8+ hex digits mixing digits and letters, or 16+ digits alone (a span or trace id that happens to
 # have no letter; no amount is that long). An 8-15 digit id without a letter reads as a number.
 _HEX = re.compile(
-    r"(?<![0-9A-Za-z])(?:0[xX][0-9a-fA-F]+|(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}|[0-9]{16,})"
-    r"(?![0-9A-Za-z])"
+    r"(?<![0-9A-Za-z_])(?<![0-9A-Za-z]-)"  # not glued to a word (`_GLUED_ID`)
+    r"(?:0[xX][0-9a-fA-F]+|(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}|[0-9]{16,})"
+    r"(?![0-9A-Za-z_])"
 )
-# an id of digits glued to a word (`req_123456`, `job-1234567`), which the number pattern leaves alone
-_DIGIT_ID = re.compile(r"(?:(?<=[A-Za-z_])|(?<=[A-Za-z0-9]-))[0-9]{6,}(?![0-9A-Za-z])")
+# an id glued to a word, which the number pattern leaves alone: after `_` or `-`, 6 hex digits or more with a digit
+# (`req_123456`, `job-8f3a9b2c`), whatever its length; right after letters, 6 digits or more (`err123456`)
+_GLUED_ID = re.compile(
+    r"(?<=[A-Za-z0-9][_-])(?=[0-9A-Fa-f]{0,63}[0-9])[0-9A-Fa-f]{6,}(?![0-9A-Za-z])"
+    r"|(?<=[A-Za-z])[0-9]{6,}(?![0-9A-Za-z])"
+)
 # a number with a short unit (12ms, 3.5s, 100KB, 20%) is one value; "gpt-4o" keeps its 4 (a name, not a value)
 _NUMBER = re.compile(r"(?<![\w.\-])[-+]?\d[\d,_]*(?:\.\d+)?(?:[eE][-+]?\d+)?(?:[a-zA-Z]{1,3}|%)?(?![\w%])")
 # a random token (an organization, key or request id in base 62): 16 to 64 letters and digits with a digit, or with
@@ -82,7 +88,7 @@ def _mask_once(text: str, limit: int) -> str:
     if _DIGIT.search(masked) is not None:
         masked = _TIMESTAMP.sub("<ts>", masked)
         masked = _HEX.sub("<hex>", masked)
-        masked = _DIGIT_ID.sub("<id>", masked)
+        masked = _GLUED_ID.sub("<id>", masked)
     masked = _TOKEN.sub(_mask_token, masked)
     if _DIGIT.search(masked) is not None:
         masked = _NUMBER.sub("<num>", masked)

@@ -127,8 +127,10 @@ def test_no_address_survives_masking(address: str, port: int) -> None:
          "Error <num> connecting to <addr>. Connection refused."),
         ("Error 111 connecting to redis-0.cache.svc:6379.", "Error <num> connecting to <addr>."),
         ("connecting to localhost:6379", "connecting to <addr>"),
-        ("request req_123456789 of job-1234567 (id abc_8f3a9b2c4d1e)", "request req_<id> of job-<id> (id abc_<hex>)"),
+        ("request req_123456789 of job-1234567 (id abc_8f3a9b2c4d1e)", "request req_<id> of job-<id> (id abc_<id>)"),
         ("in organization org-9kUesx6Hhg0nCqPpsfxuXf5l", "in organization org-<id>"),
+        ("req_123456 req_1234567890123456 trace 0000000000000000000000000a000000",
+         "req_<id> req_<id> trace <hex>"),  # a glued id whatever its length; a hex id that ends in digits
     ],
 )  # fmt: skip
 def test_real_address_forms(text: str, masked: str) -> None:
