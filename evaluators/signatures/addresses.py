@@ -33,6 +33,9 @@ _HOST_PORT = re.compile(
 )
 # a Python socket address as exceptions print it: (host, port) or, IPv6, (host, port, flowinfo, scope_id)
 _SOCKADDR = re.compile(r"\(\s*(['\"])<addr>\1\s*,\s*\d{1,5}(?:\s*,\s*\d{1,10}\s*,\s*\d{1,10})?\s*\)")
+# what each pattern needs, found by a quick scan first (most messages have no address: masking runs on every one)
+_MAY_BE_IPV4 = re.compile(r"\d\.\d{1,3}\.\d")
+_MAY_BE_HOST_PORT = re.compile(r"[A-Za-z0-9]:\d")
 _PORT_WORD = re.compile(r"(\bport\b[\s=:]{0,3})\d{1,5}\b", re.IGNORECASE)
 # file names with a line number (`app.py:42`) are not hosts
 _SOURCE_SUFFIXES = frozenset((
@@ -97,11 +100,11 @@ def _mask_host_port(match: re.Match[str]) -> str:
 
 def mask_addresses(text: str) -> str:
     """`text` with its network addresses and ports masked (see the module doc)."""
-    if ":" in text:
+    if "::" in text or text.count(":") >= 7:  # an IPv6 address has one or the other
         text = _IPV6.sub(_mask_ipv6, text)
-    if "." in text:
+    if "." in text and _MAY_BE_IPV4.search(text) is not None:
         text = _IPV4.sub(_mask_ipv4, text)
-    if ":" in text:
+    if ":" in text and _MAY_BE_HOST_PORT.search(text) is not None:
         text = _HOST_PORT.sub(_mask_host_port, text)
     if "(" in text and ADDRESS in text:
         text = _SOCKADDR.sub(ADDRESS, text)

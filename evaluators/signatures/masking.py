@@ -49,6 +49,9 @@ _NUMBER = re.compile(r"(?<![\w.\-])[-+]?\d[\d,_]*(?:\.\d+)?(?:[eE][-+]?\d+)?(?:[
 # a random token (an organization, key or request id in base 62): 16 to 64 letters and digits with a digit, or with
 # the case changing at least `_RANDOM_CASE_CHANGES` times (a CamelCase name changes far less often)
 _TOKEN = re.compile(r"(?<![0-9A-Za-z])[0-9A-Za-z]{16,64}(?![0-9A-Za-z])")
+# what a pattern needs, found by a quick scan first (masking runs on every failing result)
+_MAY_BE_TOKEN = re.compile(r"[0-9A-Za-z]{16}")
+_MAY_BE_GLUED_ID = re.compile(r"[0-9A-Fa-f]{6}")
 _CASE_CHANGES = re.compile(r"(?<=[a-z])[A-Z]|(?<=[A-Z])[a-z]")
 _RANDOM_CASE_CHANGES = 8
 _DIGIT = re.compile(r"\d")  # what the timestamp, hex and number patterns all need (0x needs a digit too)
@@ -88,8 +91,10 @@ def _mask_once(text: str, limit: int) -> str:
     if _DIGIT.search(masked) is not None:
         masked = _TIMESTAMP.sub("<ts>", masked)
         masked = _HEX.sub("<hex>", masked)
-        masked = _GLUED_ID.sub("<id>", masked)
-    masked = _TOKEN.sub(_mask_token, masked)
+        if _MAY_BE_GLUED_ID.search(masked) is not None:
+            masked = _GLUED_ID.sub("<id>", masked)
+    if _MAY_BE_TOKEN.search(masked) is not None:
+        masked = _TOKEN.sub(_mask_token, masked)
     if _DIGIT.search(masked) is not None:
         masked = _NUMBER.sub("<num>", masked)
     if "'" in masked or '"' in masked:
