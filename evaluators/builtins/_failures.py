@@ -5,7 +5,9 @@ Libraries record one tool error differently: an `exception` event (`exception.ty
 `error.type` attribute and a status message, a status message `Type: message`, or only a generic marker
 (`TOOL_ERROR`) with the error in the tool's result (`{"error": "RuntimeError: ..."}`). `span_failure` reads all
 of them into one `Failure`: the error type is `http_<status>` when the error carries an HTTP status (an
-`http.*status_code` attribute, or "HTTP 503" / "status 503" in its message), else the exception type, else
+`http.*status_code` attribute, or a status in its message the way HTTP clients write one: "HTTP 503", "status
+503", "HTTP Error 503", "Error code: 503", "503 Server Error", "'503 Service Unavailable'", "503 UNAVAILABLE."), else
+the exception type, else
 "error"; the message is the error's message without its `Type: ` prefix.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from http import HTTPStatus
 from typing import Any
 
 from evaluators.signatures import Failure
@@ -22,10 +25,15 @@ from evaluators.traces.spans import AgentSpan, LLMSpan, RetrieverSpan, Span, Too
 # error types that say only "it failed" (ADK's TOOL_ERROR, semconv's `_OTHER`): the error is looked for elsewhere
 GENERIC_ERROR_TYPES = frozenset({"", "error", "tool_error", "_other", "exception", "unknown", "failed", "failure"})
 HTTP_STATUS_ATTRIBUTES = ("http.response.status_code", "http.status_code")
+_ERROR_PHRASES = "|".join(re.escape(status.phrase) for status in HTTPStatus if 400 <= status.value <= 599)
 _HTTP_IN_TEXT = re.compile(
-    r"\bHTTP(?:\s*status)?(?:\s*code)?[\s/:=#-]*([1-5]\d{2})\b|\bstatus(?:[\s_-]*code)?[\s:=]+([45]\d{2})\b",
+    r"\bHTTP(?:\s*status)?(?:\s*code)?[\s/:=#-]*([1-5]\d{2})\b|\bstatus(?:[\s_-]*code)?[\s:=]+([45]\d{2})\b"
+    r"|\b(?:HTTP\s+Error|Error\s+code)\s*:?\s*([45]\d{2})\b"  # urllib; the OpenAI and Anthropic clients
+    r"|\b([45]\d{2})\s+(?:Server|Client)\s+Error\b"  # requests
+    rf"|\b([45]\d{{2}})(?:,\s*message=)?\s*['\"]?(?:{_ERROR_PHRASES})\b",  # httpx, aiohttp: a status and its phrase
     re.IGNORECASE,
 )
+_GOOGLE_API_STATUS = re.compile(r"^\s*([45]\d{2})\s+[A-Z][A-Z_]{3,}\b")  # google-genai: "503 UNAVAILABLE. {...}"
 _TYPE_PREFIX = re.compile(
     r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Timeout|Fault|Failure|Refused|Denied))\s*:\s*(.*)$",
     re.DOTALL,
@@ -40,9 +48,9 @@ def http_status(text: str, attributes: Mapping[str, Any] | None = None) -> int |
         digits = isinstance(value, int | str) and not isinstance(value, bool) and str(value).isdigit()
         if digits and 400 <= int(str(value)) <= 599:
             return int(str(value))
-    match = _HTTP_IN_TEXT.search(text)
+    match = _HTTP_IN_TEXT.search(text) or _GOOGLE_API_STATUS.search(text)
     if match:
-        status = int(match.group(1) or match.group(2))
+        status = int(next(group for group in match.groups() if group))
         return status if 400 <= status <= 599 else None
     return None
 
@@ -105,17 +113,24 @@ def span_error(span: Span) -> tuple[str, str]:
 
 
 def span_step(span: Span) -> tuple[str, str | None]:
-    """(step kind, step name) of a span: tool and its name, llm and its model, agent and its name, retriever,
-    or "trace" and the span's name for any other span."""
+    """(step kind, step name) of a span: tool and its name, llm and its provider, agent and its name, retriever,
+    or "trace" and the span's name for any other span. An LLM step is named by its provider, never its model (nor
+    its span name, which often holds the model: `chat gpt-4o`): a model switch is not a new failure mode; the model
+    is where a failure was seen (the signature's `models`, the result's model)."""
     if isinstance(span, ToolSpan):
         return "tool", span.name
     if isinstance(span, LLMSpan):
-        return "llm", span.model or span.span_name
+        return "llm", llm_step_name(span)
     if isinstance(span, AgentSpan):
         return "agent", span.name
     if isinstance(span, RetrieverSpan):
         return "retriever", span.span_name
     return "trace", span.span_name
+
+
+def llm_step_name(call: LLMSpan) -> str | None:
+    """The step name of an LLM call in a failure: its provider (`openai`, `anthropic`, ...), or None."""
+    return call.provider or None
 
 
 def span_failure(span: Span) -> Failure:

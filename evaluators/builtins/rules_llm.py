@@ -12,6 +12,7 @@ from evaluators.traces.model import LLMSpan
 
 from ..redaction import PII_KINDS, find_pii
 from ._common import compile_patterns, listing, response_state, shorten, text_of
+from ._failures import llm_step_name
 
 TRUNCATED_REASONS = ("length", "max_tokens", "max_output_tokens", "token_limit")
 BLOCKED_REASONS = (
@@ -40,8 +41,8 @@ def _failing_reasons(fail_on: tuple[Any, ...]) -> frozenset[str]:
 
 
 def _llm_failure(call: LLMSpan, error_type: str, message: str) -> Failure:
-    """A failure of one LLM call: step llm, the call's model."""
-    return Failure(step_kind="llm", step_name=call.model or call.span_name, error_type=error_type, message=message)
+    """A failure of one LLM call: step llm, the call's provider (not its model: `span_step`)."""
+    return Failure(step_kind="llm", step_name=llm_step_name(call), error_type=error_type, message=message)
 
 
 def _unrecorded(call: LLMSpan) -> EvalResult:

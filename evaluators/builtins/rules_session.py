@@ -16,7 +16,7 @@ from evaluators.sessions.model import Session, Turn, TurnError
 from evaluators.signatures import STEP_KINDS, Failure
 
 from ._common import DECAY_HELP, compile_patterns, decay_score, fmt_num, listing, shorten
-from ._failures import split_type
+from ._failures import http_status, split_type
 from ._similarity import content_words, similarity
 
 QUOTE = 80  # characters of a user message quoted in an explanation
@@ -31,13 +31,18 @@ def _ref(session: Session, index: int) -> dict[str, Any]:
     return {"turn": index + 1, "trace_id": session.turns[index].trace_id}
 
 
-def _error_failure(error: TurnError, error_type: str | None = None) -> Failure:
-    """The Failure of a turn's failed span: its step (kind and name) and its error's type and message."""
-    kind, message = split_type(error.message)
-    step = error.kind if error.kind in STEP_KINDS else "session"
-    return Failure(
-        step_kind=step, step_name=error.name or None, error_type=error_type or kind or "error", message=message or None
-    )
+def _error_failure(error: TurnError) -> Failure:
+    """The Failure of a turn's failed span, as the trace rules state it (`span_failure`): its step, its error's type
+    and message as `span_error` read them when the turn was built (a turn stored before that: its message's
+    `Type: ` prefix and an HTTP status in it)."""
+    step = error.kind if error.kind in STEP_KINDS else "trace"
+    if error.error_type:
+        kind, message = error.error_type, error.message
+    else:
+        prefixed, message = split_type(error.message)
+        status = http_status(message)
+        kind = f"http_{status}" if status is not None else prefixed or "error"
+    return Failure(step_kind=step, step_name=error.name or None, error_type=kind, message=message or None)
 
 
 def _user_turns(session: Session) -> list[tuple[int, str]]:
@@ -263,7 +268,8 @@ class Abandonment(BaseEvaluator):
         said = f" after {_quote(last.user_message)}" if last.user_message else ""
         if failed:
             error = last.errors[0]
-            what = f"{error.kind} {error.name} failed" + (f" ({shorten(error.message, 80)})" if error.message else "")
+            step = " ".join(part for part in (error.kind, error.name) if part)
+            what = f"{step} failed" + (f" ({shorten(error.message, 80)})" if error.message else "")
             failure = _error_failure(error)
             reason = "error"
         else:
@@ -301,7 +307,7 @@ class TurnErrors(BaseEvaluator):
         described = []
         for i in failing:
             error = session.turns[i].errors[0]
-            described.append(f"turn {i + 1}: {error.kind} {error.name}")
+            described.append(f"turn {i + 1}: " + " ".join(part for part in (error.kind, error.name) if part))
         first = session.turns[failing[0]].errors[0]
         return EvalResult(
             score,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from evaluators.pricing import CallCost, ModelPrice
     from evaluators.traces.model import LLMSpan, Trace
+    from evaluators.traces.spans import Span
 
 __all__ = ["MAX_TURN_TEXT", "Ending", "Session", "Turn", "TurnError"]
 
@@ -37,13 +38,37 @@ def _bounded(text: str | None) -> str | None:
     return text[: MAX_TURN_TEXT - 1] + "…"
 
 
+@functools.cache
+def _failed_spans() -> Callable[[Trace], tuple[TurnError, ...]]:
+    """The reader of a trace's failed spans, from the builtins' `first_cause`, `span_step` and `span_error`,
+    imported when the first turn with an error is built (`evaluators.builtins` imports this module)."""
+    from evaluators.builtins._failures import first_cause, span_error, span_step
+
+    def error_of(span: Span) -> TurnError:
+        step, name = span_step(span)
+        error_type, message = span_error(span)
+        return TurnError(step if step != "trace" else str(span.kind), name or "", message, error_type)
+
+    def read(trace: Trace) -> tuple[TurnError, ...]:
+        failed = [span for span in trace.spans if span.has_error]
+        if not failed:
+            return ()
+        cause = first_cause(failed, trace.spans)  # first, as error_free states it
+        return tuple(error_of(span) for span in [cause, *(s for s in failed if s is not cause)])
+
+    return read
+
+
 @dataclass(frozen=True, slots=True)
 class TurnError:
-    """A span of the turn that failed: its kind (llm, tool, agent, ...), name and error message."""
+    """A span of the turn that failed: its step kind (llm, tool, agent, ...) and name (as a failure names them:
+    a tool's name, an LLM call's provider), and its error's message and type read as the trace rules read them
+    (`span_error`: `http_503`, an exception type, `error`), so a session rule types a failure as they do."""
 
     kind: str
     name: str
     message: str
+    error_type: str = ""  # "" in turns stored before the type was kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,25 +106,14 @@ class Turn:
 
     @classmethod
     def from_trace(cls, trace: Trace, prices: Mapping[str, ModelPrice] | None = None) -> Turn:
-        """The turn `trace` is: its user message, answer, tools, failed spans, tokens and cost."""
+        """The turn `trace` is: its user message, answer, tools, failed spans (the first error's origin first, read
+        as the trace rules read them), tokens and cost."""
         call_cost = _call_cost()
         metrics = trace.metrics  # the trace path computed these: tokens, the error count, the time window
         usage = metrics.token_usage
         calls = trace.get_llm_calls()
         costs = [c for c in (call_cost(call, prices) for call in calls) if c is not None]  # priced once per span
-        errors = (
-            tuple(
-                TurnError(
-                    str(span.kind),
-                    getattr(span, "name", None) or span.span_name,
-                    (span.record.status_message or "")[:500],
-                )
-                for span in trace.spans
-                if span.has_error
-            )
-            if metrics.error_count
-            else ()
-        )
+        errors = _failed_spans()(trace) if metrics.error_count else ()  # the error's origin first
         return cls(
             trace_id=trace.trace_id,
             start_ns=trace.start_time,

@@ -1,4 +1,4 @@
-"""The signature of a failing result (version v1): what failed, not the text around it."""
+"""The signature of a failing result (version v2): what failed, not the text around it."""
 
 from __future__ import annotations
 

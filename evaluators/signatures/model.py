@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SIGNATURE_VERSION = "v1"
+SIGNATURE_VERSION = "v2"
 STEP_KINDS = ("tool", "llm", "agent", "retriever", "trace", "session")
 
 
 @dataclass(frozen=True, slots=True)
 class Failure:
     """What failed, as an evaluator states it on a failing `EvalResult(failure=...)`: the step (`step_kind`: tool,
-    llm, agent, retriever, trace or session; `step_name`: the tool, model, agent or retriever name), the error's
-    type (an exception type, `http_503`, a finish reason, a judge's category) and a short message (masked before it is
-    grouped on: ids, numbers and timestamps in it do not split a group). Every field is optional; leave out what
-    varies from one occurrence of the same failure to the next."""
+    llm, agent, retriever, trace or session; `step_name`: the tool, agent or retriever name, an LLM call's provider,
+    never its model, so that a model switch is not a new failure mode), the error's type (an exception type,
+    `http_503`, a finish reason, a judge's category) and a short message (masked before it is grouped on: ids,
+    numbers, addresses and timestamps in it do not split a group). Every field is optional; leave out what varies
+    from one occurrence of the same failure to the next."""
 
     step_kind: str | None = None
     step_name: str | None = None

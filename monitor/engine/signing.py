@@ -1,4 +1,4 @@
-"""Signer: the failure signature of a failing result (evaluators.signatures, version v1), where it is evaluated.
+"""Signer: the failure signature of a failing result (evaluators.signatures), where it is evaluated.
 
 Computed once per failing result, in the worker that evaluated it (and in the main process for the judges'
 verdicts), with the fingerprint rules of `signatures.rules`. The same failure repeats from trace to trace, so the

@@ -7,7 +7,8 @@ from typing import NamedTuple
 
 from evaluators.sessions import SessionRef, Turn, TurnError
 
-TurnWire = tuple  # (session id, source, the Turn's fields in order, errors as (kind, name, message) tuples)
+TurnWire = tuple  # (session id, source, the Turn's fields in order, errors as (kind, name, message, error type) tuples;
+# a turn written before the error type was kept has 3-tuples, read with the type "")
 
 
 class SessionTurn(NamedTuple):
@@ -29,7 +30,7 @@ def turn_wire(ref: SessionRef, turn: Turn) -> TurnWire:
         turn.user_message,
         turn.answer,
         turn.tool_calls,
-        tuple((e.kind, e.name, e.message) for e in turn.errors),
+        tuple((e.kind, e.name, e.message, e.error_type) for e in turn.errors),
         turn.agents,
         turn.input_tokens,
         turn.output_tokens,

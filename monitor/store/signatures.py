@@ -14,7 +14,11 @@ and written back by one `executemany`.
 
 New: the transaction that takes a signature's count to `signatures.min_count` while last_seen - first_seen is
 within `signatures.window` counts it as new, once (one transaction does, whatever the replicas), for the
-(evaluator, service) of its first sighting in the batch; the store's `SignatureNews` collects them.
+(evaluator, service) of its first sighting in the batch; the store's `SignatureNews` collects them. Except
+across an upgrade of the signature algorithm (`SIGNATURE_VERSION`, whose ids all change): a signature is not new
+when a signature of another version on the same step (evaluator, level, agent, step kind and name; an LLM step by
+its kind alone, its name having changed from the model to the provider in v2) was seen within `resolve_after`
+before it: that failure mode was known under its old id.
 """
 
 from __future__ import annotations
@@ -172,6 +176,11 @@ def upsert_sql(rows: int, greatest: str) -> str:
     )
 
 
+# a signature of another version on the same step, seen since a time (`_known_before`)
+_KNOWN_BEFORE = (
+    "SELECT 1 FROM signatures WHERE version <> ? AND evaluator = ? AND level = ? AND agent = ? AND step_kind = ?"
+    " AND (step_kind = 'llm' OR step_name = ?) AND last_seen >= ? LIMIT 1"
+)
 _UPDATE_SETS = f"UPDATE signatures SET {', '.join(f'{c} = ?' for c in (*SETS, 'example_traces'))} WHERE id = ?"
 
 
@@ -190,6 +199,13 @@ def _merged(stored: str, batch: Sequence[str], limit: int) -> list[str]:
     return values
 
 
+def _known_before(db: Any, s: FailureSignature, since: float) -> bool:
+    """Whether a signature of another algorithm version on `s`'s step was seen since `since` (the same failure
+    mode under its id before an upgrade, so `s` is not new)."""
+    params = (s.version, s.evaluator, s.level, s.agent, s.step_kind, s.step_name, since)
+    return bool(db.execute(_KNOWN_BEFORE, params).fetchall())
+
+
 def upsert(db: Any, batches: Sequence[Batch], policy: Policy, greatest: str) -> NewCounts:
     """Upsert `batches` (in id order) through `db` (`execute`, `executemany` with `?`), in the caller's
     transaction; the signatures this transaction counted new, by (evaluator, service)."""
@@ -202,7 +218,8 @@ def upsert(db: Any, batches: Sequence[Batch], policy: Policy, greatest: str) -> 
         for sid, count, first_seen, last_seen, *sets in returned:
             b = chunk[sid]
             before = int(count) - b.count
-            if before < policy.min_count <= int(count) and last_seen - first_seen <= policy.window:
+            reached = before < policy.min_count <= int(count) and last_seen - first_seen <= policy.window
+            if reached and not _known_before(db, b.signature, first_seen - policy.resolve_after):
                 key = (b.signature.evaluator, b.service)
                 new[key] = new.get(key, 0) + 1
             if before > 0:  # an existing row: its sets merged with the batch's

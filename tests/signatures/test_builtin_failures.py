@@ -123,8 +123,8 @@ def test_refusal_states_the_pattern_matched_not_the_words() -> None:
 def test_llm_and_agent_rules_state_their_step() -> None:
     cut = chat("partial answer", finish="length", model="gpt-4o-mini")
     assert failure_of("finish_reason", trace_of(cut).get_llm_calls()[0]) == Failure(
-        "llm", "gpt-4o-mini", "length", "the response was cut off by the token limit"
-    )
+        "llm", "openai", "length", "the response was cut off by the token limit"
+    )  # the provider, not the model: a model switch is not a new failure mode
     empty = chat("", finish="stop", output_tokens=0)
     assert failure_of("non_empty_response", trace_of(empty).get_llm_calls()[0]).error_type == "empty_response"
     root = agent("planner")

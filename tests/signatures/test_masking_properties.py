@@ -1,4 +1,4 @@
-"""Failure signatures v1: masking is idempotent and removes what varies; the same failure gets one signature
+"""Failure signatures: masking is idempotent and removes what varies; the same failure gets one signature
 whatever its ids, amounts, timestamps and whitespace; another tool, error type or evaluator gets another."""
 
 from __future__ import annotations
@@ -97,8 +97,9 @@ def test_a_stated_failure_ignores_the_explanation_and_rules_merge_or_split() -> 
 
 
 def test_signatures_are_stable_across_processes() -> None:
-    """The digest depends on the fields only (no hash randomisation, no process state): v1 gives this value in every
-    process and on every machine; a change to the algorithm must change SIGNATURE_VERSION, not this test."""
+    """The digest depends on the fields only (no hash randomisation, no process state): the same value in every
+    process and on every machine; a change to the algorithm must change SIGNATURE_VERSION (v2: addresses masked,
+    an LLM step named by its provider), not this test."""
     signature = failure_signature(
         "error_free", "trace", None, Failure("tool", "convert_currency", "http_503", "HTTP 503")
     )
@@ -108,4 +109,4 @@ def test_signatures_are_stable_across_processes() -> None:
             "error_free", "trace", None, Failure("tool", "convert_currency", "http_503", "HTTP 503")
         ).id
     )
-    assert re.fullmatch(r"[0-9a-f]{16}", signature.id) and signature.version == "v1"
+    assert re.fullmatch(r"[0-9a-f]{16}", signature.id) and signature.version == "v2"

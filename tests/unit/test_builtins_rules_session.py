@@ -153,7 +153,7 @@ def test_an_abandonment_after_a_tool_error() -> None:
         "tool",
         "get_weather",
     )
-    assert result.failure.error_type == "RuntimeError"
+    assert result.failure.error_type == "http_503"  # as span_error types it: the HTTP status before the exception type
 
 
 def test_abandonment_needs_an_idle_end_and_an_unanswered_last_turn_counts() -> None:
