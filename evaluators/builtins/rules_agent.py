@@ -8,6 +8,7 @@ from typing import Any
 
 from evaluators.sdk import BaseEvaluator, EvalResult, Param, SkipReason, register
 from evaluators.signatures import Failure
+from evaluators.signatures.span_failures import span_failure
 from evaluators.traces.messages import ToolCall, ToolDefinition
 from evaluators.traces.model import AgentTrace, LLMSpan
 
@@ -21,7 +22,6 @@ from ._common import (
     listing,
     shorten,
 )
-from ._failures import span_failure
 from ._schema import validate
 
 

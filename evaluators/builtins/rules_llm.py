@@ -8,11 +8,11 @@ from typing import Any
 
 from evaluators.sdk import BaseEvaluator, EvalResult, Param, SkipReason, register
 from evaluators.signatures import Failure
+from evaluators.signatures.span_failures import llm_step_name
 from evaluators.traces.model import LLMSpan
 
 from ..redaction import PII_KINDS, find_pii
 from ._common import compile_patterns, listing, response_state, shorten, text_of
-from ._failures import llm_step_name
 
 TRUNCATED_REASONS = ("length", "max_tokens", "max_output_tokens", "token_limit")
 BLOCKED_REASONS = (

@@ -14,9 +14,9 @@ from typing import Any
 from evaluators.sdk import BaseEvaluator, EvalResult, Param, SkipReason, register
 from evaluators.sessions.model import Session, Turn, TurnError
 from evaluators.signatures import STEP_KINDS, Failure
+from evaluators.signatures.span_failures import http_status, split_type
 
 from ._common import DECAY_HELP, compile_patterns, decay_score, fmt_num, listing, shorten
-from ._failures import http_status, split_type
 from ._similarity import content_words, similarity
 
 QUOTE = 80  # characters of a user message quoted in an explanation

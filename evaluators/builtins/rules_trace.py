@@ -10,10 +10,10 @@ from typing import Any
 from evaluators.pricing import ModelPrice, call_cost
 from evaluators.sdk import BaseEvaluator, EvalResult, EvaluatorConfigError, Param, SkipReason, register
 from evaluators.signatures import Failure
+from evaluators.signatures.span_failures import first_cause, span_failure
 from evaluators.traces.model import LLMSpan, Trace
 
 from ._common import DECAY_HELP, compile_patterns, decay_score, fmt_num, listing, shorten, text_of
-from ._failures import first_cause, span_failure
 
 
 def _over(within: bool, error_type: str, message: str) -> Failure | None:

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from evaluators.signatures.span_failures import first_cause, span_error, span_step
+
 if TYPE_CHECKING:
     from evaluators.pricing import CallCost, ModelPrice
     from evaluators.traces.model import LLMSpan, Trace
@@ -38,25 +40,21 @@ def _bounded(text: str | None) -> str | None:
     return text[: MAX_TURN_TEXT - 1] + "…"
 
 
-@functools.cache
-def _failed_spans() -> Callable[[Trace], tuple[TurnError, ...]]:
-    """The reader of a trace's failed spans, from the builtins' `first_cause`, `span_step` and `span_error`,
-    imported when the first turn with an error is built (`evaluators.builtins` imports this module)."""
-    from evaluators.builtins._failures import first_cause, span_error, span_step
+def _turn_error(span: Span) -> TurnError:
+    """A failed span as a turn's error: its step and its error typed as `span_error` types it (error_free's
+    vocabulary, so the session rules and the trace rules name one failure alike)."""
+    step, name = span_step(span)
+    error_type, message = span_error(span)
+    return TurnError(step if step != "trace" else str(span.kind), name or "", message, error_type)
 
-    def error_of(span: Span) -> TurnError:
-        step, name = span_step(span)
-        error_type, message = span_error(span)
-        return TurnError(step if step != "trace" else str(span.kind), name or "", message, error_type)
 
-    def read(trace: Trace) -> tuple[TurnError, ...]:
-        failed = [span for span in trace.spans if span.has_error]
-        if not failed:
-            return ()
-        cause = first_cause(failed, trace.spans)  # first, as error_free states it
-        return tuple(error_of(span) for span in [cause, *(s for s in failed if s is not cause)])
-
-    return read
+def _failed_spans(trace: Trace) -> tuple[TurnError, ...]:
+    """The trace's failed spans as turn errors, the error's origin first (as error_free states it)."""
+    failed = [span for span in trace.spans if span.has_error]
+    if not failed:
+        return ()
+    cause = first_cause(failed, trace.spans)
+    return tuple(_turn_error(span) for span in [cause, *(s for s in failed if s is not cause)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +111,7 @@ class Turn:
         usage = metrics.token_usage
         calls = trace.get_llm_calls()
         costs = [c for c in (call_cost(call, prices) for call in calls) if c is not None]  # priced once per span
-        errors = _failed_spans()(trace) if metrics.error_count else ()  # the error's origin first
+        errors = _failed_spans(trace) if metrics.error_count else ()  # the error's origin first
         return cls(
             trace_id=trace.trace_id,
             start_ns=trace.start_time,

@@ -18,9 +18,10 @@ from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from typing import Any
 
-from evaluators.signatures import Failure
 from evaluators.traces.jsonutil import as_text
 from evaluators.traces.spans import AgentSpan, LLMSpan, RetrieverSpan, Span, ToolSpan
+
+from .model import Failure
 
 # error types that say only "it failed" (ADK's TOOL_ERROR, semconv's `_OTHER`): the error is looked for elsewhere
 GENERIC_ERROR_TYPES = frozenset({"", "error", "tool_error", "_other", "exception", "unknown", "failed", "failure"})
