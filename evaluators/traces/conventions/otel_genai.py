@@ -5,6 +5,7 @@ Always consulted last, as the fallback for any span carrying `gen_ai.*` data.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..jsonutil import as_float, as_str_list, as_text, parse_json
@@ -186,12 +187,16 @@ class OTelGenAI(Convention):
         return LLMOutput(finish_reasons=reasons) if reasons else None
 
     def available_tools(self, span: SpanRecord) -> list[ToolDefinition] | None:
+        own = None
         if "gen_ai.tool.definitions" in span.attributes:
-            return parse_tool_definitions(span.attributes["gen_ai.tool.definitions"])
+            own = parse_tool_definitions(span.attributes["gen_ai.tool.definitions"])
+            if not own or all(tool.parameters is not None for tool in own):
+                return own
         for event in details_events(span):
             if "gen_ai.tool.definitions" in event.attributes:
-                return parse_tool_definitions(event.attributes["gen_ai.tool.definitions"])
-        return None
+                logged = parse_tool_definitions(event.attributes["gen_ai.tool.definitions"])
+                return _fill_parameters(own, logged) if own else logged
+        return own
 
     def tool_invocation(self, span: SpanRecord) -> ToolInvocation | None:
         attrs = span.attributes
@@ -245,6 +250,16 @@ class OTelGenAI(Convention):
         output = parse_parts_output(attrs.get("gen_ai.output.messages"))
         user = next((m.content for m in messages if m.role == "user" and m.content), None)
         return user, output.text if output else None
+
+
+def _fill_parameters(own: list[ToolDefinition], logged: list[ToolDefinition] | None) -> list[ToolDefinition]:
+    """The span's definitions, with the schemas it left out (ADK with content in events writes `parameters: null` on
+    the span) taken from the details event's definitions of the same name."""
+    schemas = {tool.name: tool.parameters for tool in logged or [] if tool.parameters is not None}
+    return [
+        tool if tool.parameters is not None or tool.name not in schemas else replace(tool, parameters=schemas[tool.name])
+        for tool in own
+    ]
 
 
 def _is_handoff_tool_type(attrs: dict[str, Any]) -> bool:
