@@ -14,6 +14,8 @@ from ..records import SpanEvent, SpanRecord
 from .base import Convention, Retrieval, SpanKind, TokenUsage, ToolInvocation, first_count, usage_from
 from .parts import (
     content_text,
+    gemini_content,
+    gemini_output,
     make_tool_call,
     openai_message,
     openai_tool_calls,
@@ -291,11 +293,18 @@ def _messages_from_events(span: SpanRecord) -> list[Message]:
             continue
         body = _event_body(event)
         content = None if is_placeholder(body.get("content")) else body.get("content")
+        if _is_gemini_content(content):  # ADK schema 1 logs a whole Gemini Content, its role inside
+            messages.extend(gemini_content({**content, "role": content.get("role") or role}))
+            continue
         if content is None and not body.get("tool_calls"):
             continue  # content not captured ("<elided>"): the event says nothing
         item = {"role": role, "content": content, "tool_calls": body.get("tool_calls"), "tool_call_id": body.get("id")}
         messages.append(openai_message(item))
     return messages
+
+
+def _is_gemini_content(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("parts"), list)
 
 
 def _choice_from_events(span: SpanRecord, reasons: list[str]) -> LLMOutput | None:
@@ -307,6 +316,13 @@ def _choice_from_events(span: SpanRecord, reasons: list[str]) -> LLMOutput | Non
         found = True
         body = _event_body(event)
         message = given if isinstance(given := body.get("message"), dict) else {}
+        if not message and _is_gemini_content(body.get("content")):  # ADK schema 1: a Gemini Content
+            gemini = gemini_output({"content": body["content"]})
+            texts.extend([gemini.text] if gemini and gemini.text else [])
+            calls.extend(gemini.tool_calls if gemini else [])
+            if isinstance(body.get("finish_reason"), str):
+                event_reasons.append(body["finish_reason"].lower())
+            continue
         text = content_text(message.get("content"))
         if text and not is_placeholder(text):
             texts.append(text)
