@@ -119,8 +119,11 @@ class ToolCallJoin:
     def _calls_of(self, agent: str | None) -> tuple[list[int], list[LLMSpan]]:
         found = self._agent_calls.get(agent)
         if found is None:
-            calls = [c for c in self._calls if c.agent_name == agent] if agent is not None else []
-            calls = calls or self._calls  # no call attributed to the agent: any call of the trace
+            if agent is None:
+                calls = self._calls
+            else:  # the agent's calls, else those no agent is known for (never another agent's)
+                calls = [c for c in self._calls if c.agent_name == agent]
+                calls = calls or [c for c in self._calls if c.agent_name is None]
             found = self._agent_calls[agent] = ([c.start_time for c in calls], calls)
         return found
 
