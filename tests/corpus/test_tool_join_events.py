@@ -40,7 +40,9 @@ def _traces(name: str) -> dict[str, Trace]:
 
 def _steps(trace: Trace) -> list[dict]:
     """Every tool and handoff step in start order, as expected.json's `tool_steps` lists them."""
-    spans = sorted([*trace.get_tool_calls(), *(s for s in trace.spans if isinstance(s, HandoffSpan))], key=lambda s: s.start_time)
+    spans = sorted(
+        [*trace.get_tool_calls(), *(s for s in trace.spans if isinstance(s, HandoffSpan))], key=lambda s: s.start_time
+    )
     return [{"tool": s.name, "arguments": s.arguments, "result": s.result, "has_error": s.has_error} for s in spans]
 
 
@@ -84,7 +86,11 @@ def test_error_free_signature_is_http_503_with_the_masked_message(name: str) -> 
         result = builtin("error_free").evaluate(trace)
         assert result.score == 0.0 and result.failure is not None
         signature = failure_signature("error_free", "trace", None, result.failure, result.explanation)
-        assert (signature.step_kind, signature.step_name, signature.error_type) == ("tool", "convert_currency", "http_503")
+        assert (signature.step_kind, signature.step_name, signature.error_type) == (
+            "tool",
+            "convert_currency",
+            "http_503",
+        )
         assert signature.template == mask_message(FAILURE_TEXT)
         assert "FX rate service unavailable" in signature.template
 

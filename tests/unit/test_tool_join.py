@@ -53,8 +53,11 @@ def _answers(*results: tuple[str, Any]) -> list[dict]:
 
 def test_the_span_own_value_wins_and_a_joined_one_fills_only_what_it_lacks() -> None:
     agent = _agent()
-    ask = _call(agent, [{"role": "user", "parts": [{"type": "text", "content": "weather?"}]}],
-                _asks(("call_1", "get_weather", {"city": "Paris"})))  # fmt: skip
+    ask = _call(
+        agent,
+        [{"role": "user", "parts": [{"type": "text", "content": "weather?"}]}],
+        _asks(("call_1", "get_weather", {"city": "Paris"})),
+    )
     tool = _tool(agent, "get_weather", "call_1", **{"gen_ai.tool.call.arguments": '{"city": "Oslo"}'})
     after = _call(agent, _answers(("call_1", {"temperature_c": 18})))
     (step,) = trace_of(agent, ask, tool, after).get_tool_calls()
@@ -87,6 +90,52 @@ def test_join_by_id_reads_openai_style_tool_messages_in_log_events() -> None:
     assert (step.arguments, step.result) == ({"q": "x"}, {"found": True})
 
 
+def test_a_failed_vercel_tool_call_gets_its_error_from_the_next_steps_tool_result() -> None:
+    """`ai.toolCall` records a result only on success; the next step's `ai.prompt.messages` holds the error output."""
+    root = make_span("ai.generateText", {"ai.operationId": "ai.generateText"})
+    first = make_span("ai.generateText.doGenerate", {"ai.operationId": "ai.generateText.doGenerate"}, parent=root)
+    args = '{"from": "USD"}'
+    tool = make_span(
+        "ai.toolCall",
+        {
+            "ai.operationId": "ai.toolCall",
+            "ai.toolCall.name": "convert",
+            "ai.toolCall.id": "call_v1",
+            "ai.toolCall.args": args,
+        },
+        parent=root,
+        status=2,
+    )
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "convert"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool-call", "toolCallId": "call_v1", "toolName": "convert", "input": {"from": "USD"}}
+            ],
+        },
+        {
+            "role": "tool",
+            "content": [
+                {
+                    "type": "tool-result",
+                    "toolCallId": "call_v1",
+                    "toolName": "convert",
+                    "output": {"type": "error-text", "value": "HTTP 503 from upstream"},
+                }
+            ],
+        },
+    ]
+    second = make_span(
+        "ai.generateText.doGenerate",
+        {"ai.operationId": "ai.generateText.doGenerate", "ai.prompt.messages": json.dumps(messages)},
+        parent=root,
+    )
+    (step,) = trace_of(root, first, tool, second).get_tool_calls()
+    assert step.arguments == {"from": "USD"}
+    assert "HTTP 503 from upstream" in json.dumps(step.result)
+
+
 def test_an_id_that_matches_nothing_joins_nothing() -> None:
     agent = _agent()
     ask = _call(agent, [], _asks(("call_1", "get_weather", {"city": "Paris"})))
@@ -100,7 +149,9 @@ def test_a_placeholder_id_never_joins() -> None:
     assert joinable_id("<not specified>") is None and joinable_id("") is None and joinable_id(None) is None
     assert joinable_id(" call_1 ") == "call_1"
     other = _agent("other")  # the placeholder results live in another agent's calls: no caller by position
-    listed = _call(other, _answers(("<not specified>", {"secret": 1})), _asks(("<not specified>", "get_time", {"a": 1})))
+    listed = _call(
+        other, _answers(("<not specified>", {"secret": 1})), _asks(("<not specified>", "get_time", {"a": 1}))
+    )
     agent = _agent()
     tool = _tool(agent, "get_time", "<not specified>")
     (step,) = trace_of(other, listed, agent, tool).get_tool_calls()
@@ -112,12 +163,20 @@ def test_adk_stand_in_ids_join_by_position() -> None:
     and an older turn's same stand-in id in the resent history (the latest result wins)."""
     agent = _agent()
     old = _answers(("get_weather_0", {"city": "Rome", "temperature_c": 30}))
-    ask = _call(agent, old, _asks(("get_weather_0", "get_weather", {"city": "Paris"}),
-                                  ("get_weather_1", "get_weather", {"city": "Oslo"})))  # fmt: skip
+    ask = _call(
+        agent,
+        old,
+        _asks(("get_weather_0", "get_weather", {"city": "Paris"}), ("get_weather_1", "get_weather", {"city": "Oslo"})),
+    )
     paris = _tool(agent, "get_weather", "adk-1111")
     oslo = _tool(agent, "get_weather", "adk-2222")
-    history = old + _asks(("get_weather_0", "get_weather", {"city": "Paris"})) + _answers(
-        ("get_weather_0", {"city": "Paris", "temperature_c": 18}), ("get_weather_1", {"city": "Oslo", "temperature_c": 2})
+    history = (
+        old
+        + _asks(("get_weather_0", "get_weather", {"city": "Paris"}))
+        + _answers(
+            ("get_weather_0", {"city": "Paris", "temperature_c": 18}),
+            ("get_weather_1", {"city": "Oslo", "temperature_c": 2}),
+        )
     )
     after = _call(agent, history)
     steps = trace_of(agent, ask, paris, oslo, after).get_tool_calls()
@@ -144,8 +203,23 @@ _values = st.recursive(
     lambda inner: st.one_of(
         st.lists(inner, max_size=4),
         st.dictionaries(
-            st.sampled_from(["role", "parts", "type", "id", "name", "arguments", "response", "content", "tool_calls",
-                             "tool_call_id", "function", "result", "x"]),  # fmt: skip
+            st.sampled_from(
+                [
+                    "role",
+                    "parts",
+                    "type",
+                    "id",
+                    "name",
+                    "arguments",
+                    "response",
+                    "content",
+                    "tool_calls",
+                    "tool_call_id",
+                    "function",
+                    "result",
+                    "x",
+                ]
+            ),
             inner,
             max_size=5,
         ),

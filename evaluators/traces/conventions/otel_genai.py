@@ -259,7 +259,9 @@ def _fill_parameters(own: list[ToolDefinition], logged: list[ToolDefinition] | N
     the span) taken from the details event's definitions of the same name."""
     schemas = {tool.name: tool.parameters for tool in logged or [] if tool.parameters is not None}
     return [
-        tool if tool.parameters is not None or tool.name not in schemas else replace(tool, parameters=schemas[tool.name])
+        tool
+        if tool.parameters is not None or tool.name not in schemas
+        else replace(tool, parameters=schemas[tool.name])
         for tool in own
     ]
 
@@ -293,8 +295,8 @@ def _messages_from_events(span: SpanRecord) -> list[Message]:
             continue
         body = _event_body(event)
         content = None if is_placeholder(body.get("content")) else body.get("content")
-        if _is_gemini_content(content):  # ADK schema 1 logs a whole Gemini Content, its role inside
-            messages.extend(gemini_content({**content, "role": content.get("role") or role}))
+        if isinstance(content, dict) and _is_gemini_content(content):  # ADK schema 1: a whole Gemini Content
+            messages.extend(gemini_content({**content, "role": content.get("role") or role}))  # its role inside
             continue
         if content is None and not body.get("tool_calls"):
             continue  # content not captured ("<elided>"): the event says nothing
