@@ -120,7 +120,7 @@ def test_offered_tools_keep_the_schemas_only_the_log_records_hold() -> None:
 def test_legacy_log_records_give_each_call_its_messages() -> None:
     """Schema 1 logs every history turn as a `gen_ai.user.message` holding a Gemini Content (role inside)."""
     traces = _traces("adk_native__events_multi_turn_legacy")
-    first = traces["5522e8d7223d09d1097184ad73aa942c"].get_llm_calls()
+    first = traces["1d8922d7637e39aa71435cb7b1a302e8"].get_llm_calls()
     assert [m.role for m in first[1].messages] == ["system", "user", "assistant", "tool"]
     assert [c.name for c in first[0].tool_calls] == ["get_local_time"]
     assert first[1].messages[1].content == "What time is it in Tokyo right now?"

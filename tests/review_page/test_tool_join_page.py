@@ -25,7 +25,7 @@ from tests.review_page.serve import fetch, review_app, serve
 
 TOKEN = "tool-join-review-token"
 COOKIE = {"Cookie": f"{SESSION_COOKIE}={session_value(TOKEN)}"}
-HANDOFF_TRACE = "f5e50d04c2e8556b72533b0f8a0e8db0"  # turn 2: the handoff and the first failed conversion
+HANDOFF_TRACE = "c0d738d2ccc0b831fab69b68c6dc7758"  # turn 2: the handoff and the first failed conversion
 
 
 @pytest.fixture
