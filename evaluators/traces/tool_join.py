@@ -54,6 +54,7 @@ class _CallIndex:
     """One LLM call's requested tool calls and the results its request carried (the last one per id / name)."""
 
     requested: list[ToolCall]
+    requested_by_name: dict[str, list[ToolCall]]
     results_by_id: dict[str, ToolMessage]
     results_by_name: dict[str, ToolMessage]
 
@@ -72,7 +73,11 @@ def _index_call(call: LLMSpan) -> _CallIndex:
                 by_id[key] = message  # the last one wins: the most recent in a resent history
             if message.name:
                 by_name[message.name] = message
-    return _CallIndex(_requested(call), by_id, by_name)
+    requested = _requested(call)
+    requested_by_name: dict[str, list[ToolCall]] = {}
+    for request in requested:
+        requested_by_name.setdefault(request.name, []).append(request)
+    return _CallIndex(requested, requested_by_name, by_id, by_name)
 
 
 class ToolCallJoin:
@@ -84,7 +89,8 @@ class ToolCallJoin:
         self._indexes: dict[str, _CallIndex] = {}
         self._by_id: tuple[dict[str, ToolCall], dict[str, ToolMessage]] | None = None
         self._positions: dict[str, tuple[LLMSpan, int]] | None = None
-        self._agent_calls: dict[str | None, tuple[list[int], list[LLMSpan]]] = {}
+        self._agent_calls: dict[str | None, tuple[list[int], list[LLMSpan]]] | None = None
+        self._all_calls: tuple[list[int], list[LLMSpan]] = ([], [])
 
     # --- per call ------------------------------------------------------------------------------
     def _index(self, call: LLMSpan) -> _CallIndex:
@@ -117,15 +123,17 @@ class ToolCallJoin:
 
     # --- by position ---------------------------------------------------------------------------
     def _calls_of(self, agent: str | None) -> tuple[list[int], list[LLMSpan]]:
-        found = self._agent_calls.get(agent)
-        if found is None:
-            if agent is None:
-                calls = self._calls
-            else:  # the agent's calls, else those no agent is known for (never another agent's)
-                calls = [c for c in self._calls if c.agent_name == agent]
-                calls = calls or [c for c in self._calls if c.agent_name is None]
-            found = self._agent_calls[agent] = ([c.start_time for c in calls], calls)
-        return found
+        """(start times, calls) of the agent's LLM calls, else of those no agent is known for (never another
+        agent's); every call for a tool of no known agent."""
+        if self._agent_calls is None:
+            groups: dict[str | None, list[LLMSpan]] = {}
+            for call in self._calls:
+                groups.setdefault(call.agent_name, []).append(call)
+            self._agent_calls = {name: ([c.start_time for c in calls], calls) for name, calls in groups.items()}
+            self._all_calls = ([c.start_time for c in self._calls], self._calls)
+        if agent is None:
+            return self._all_calls
+        return self._agent_calls.get(agent) or self._agent_calls.get(None) or ([], [])
 
     def _caller(self, tool: ToolSpan) -> LLMSpan | None:
         """The agent's last LLM call started before the tool, when it asked for a tool of this name."""
@@ -134,7 +142,7 @@ class ToolCallJoin:
         if at < 0:
             return None
         call = calls[at]
-        return call if any(c.name == tool.name for c in self._index(call).requested) else None
+        return call if tool.name in self._index(call).requested_by_name else None
 
     def _position_map(self) -> dict[str, tuple[LLMSpan, int]]:
         """Each tool span's caller and its rank among the caller's tool spans of the same name."""
@@ -163,7 +171,7 @@ class ToolCallJoin:
         if place is None:
             return JoinedCall()
         caller, rank = place
-        same_name = [c for c in self._index(caller).requested if c.name == tool.name]
+        same_name = self._index(caller).requested_by_name.get(tool.name, [])
         if rank >= len(same_name):
             return JoinedCall()
         request = same_name[rank]

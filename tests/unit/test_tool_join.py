@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaluators.traces import HandoffSpan
+from evaluators.traces import HandoffSpan, tool_join
 from evaluators.traces.conventions.errors import NORMALIZER_ERRORS
 from evaluators.traces.records import SpanEvent, SpanRecord
 from evaluators.traces.tool_join import joinable_id
@@ -193,6 +194,27 @@ def test_a_handoff_target_comes_from_the_joined_arguments() -> None:
     trace = trace_of(agent, ask, handoff)
     assert [(h.from_agent, h.to_agent) for h in trace.handoffs] == [("triage", "billing")]
     assert isinstance(next(s for s in trace.spans if s.span_id == handoff.span_id), HandoffSpan)
+
+
+def test_each_llm_call_is_indexed_once_however_many_tool_spans_ask(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bounded work: a long agent loop (a call, a tool, a call, ...) indexes each call's messages once."""
+    indexed: list[str] = []
+    real = tool_join._index_call
+
+    def counting(call: Any) -> Any:
+        indexed.append(call.span_id)
+        return real(call)
+
+    monkeypatch.setattr(tool_join, "_index_call", counting)
+    agent = _agent()
+    spans: list[SpanRecord] = [agent]
+    for n in range(300):
+        spans.append(_call(agent, _answers((f"c{n - 1}", {"n": n - 1})), _asks((f"c{n}", "step", {"n": n}))))
+        spans.append(_tool(agent, "step", f"adk-{n}"))
+    spans.append(_call(agent, _answers(("c299", {"n": 299}))))
+    steps = trace_of(*spans).get_tool_calls()
+    assert [(s.arguments, s.result) for s in steps] == [({"n": n}, {"n": n}) for n in range(300)]
+    assert len(indexed) == len(set(indexed)) == 301
 
 
 # --- never raises ---------------------------------------------------------------------------------------------------
