@@ -27,7 +27,7 @@ from .messages import (
     UserMessage,
 )
 from .records import STATUS_NAMES, SpanRecord
-from .tool_join import JoinedCall, ToolCallJoin
+from .tool_join import JoinedCall, ToolCallJoin, with_reported_error
 
 
 class Span:
@@ -257,6 +257,11 @@ class ToolSpan(Span):
     @property
     def name(self) -> str:
         return self._invocation.name or self.record.name
+
+    @cached_property
+    def error(self) -> str | None:
+        """The span's error, a bare marker (ADK's `TOOL_ERROR`) followed by the error the tool's result reports."""
+        return with_reported_error(Span.error.func(self), self.record, self.result)  # type: ignore[attr-defined]
 
     @property
     def call_id(self) -> str | None:

@@ -14,20 +14,53 @@ Two ways, in order:
    tool; its k-th request of this tool name is the k-th such tool span after it; the result is the last result
    with that request's id (else name) in the agent's next LLM call.
 
-A value on the span itself always wins (see `ToolSpan`); this fills only what it lacks. Work is linear in the
+A value on the span itself always wins (see `spans.ToolSpan`); this fills only what it lacks. `with_reported_error` adds
+the error a failed tool's result reports to a bare marker such as ADK's `TOOL_ERROR`. Work is linear in the
 messages read: each call's tool calls and results are indexed once, on the first tool span that needs them.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from .messages import AssistantMessage, ToolCall, ToolMessage
+from .messages import AssistantMessage, Message, ToolCall, ToolMessage
+from .records import SpanRecord
 
-if TYPE_CHECKING:
-    from .spans import LLMSpan, ToolSpan
+
+class CallView(Protocol):
+    """What the join reads of an LLM call (`spans.LLMSpan`; a protocol, so this module needs no import of it)."""
+
+    agent_name: str | None
+
+    @property
+    def span_id(self) -> str: ...
+    @property
+    def start_time(self) -> int: ...
+    @property
+    def messages(self) -> list[Message]: ...
+    @property
+    def tool_calls(self) -> list[ToolCall]: ...
+
+
+class ToolView(Protocol):
+    """What the join reads of a tool span (`spans.ToolSpan`)."""
+
+    agent_name: str | None
+
+    @property
+    def span_id(self) -> str: ...
+    @property
+    def start_time(self) -> int: ...
+    @property
+    def end_time(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def call_id(self) -> str | None: ...
+
 
 # call ids that stand for "no id": never joined on
 UNJOINABLE_IDS = frozenset({"", "<not specified>", "none", "null", "undefined", "unknown"})
@@ -59,11 +92,11 @@ class _CallIndex:
     results_by_name: dict[str, ToolMessage]
 
 
-def _requested(call: LLMSpan) -> list[ToolCall]:
+def _requested(call: CallView) -> list[ToolCall]:
     return [c for c in call.tool_calls if isinstance(c, ToolCall)]
 
 
-def _index_call(call: LLMSpan) -> _CallIndex:
+def _index_call(call: CallView) -> _CallIndex:
     by_id: dict[str, ToolMessage] = {}
     by_name: dict[str, ToolMessage] = {}
     for message in call.messages:
@@ -83,17 +116,17 @@ def _index_call(call: LLMSpan) -> _CallIndex:
 class ToolCallJoin:
     """The join for one trace: built from its real LLM calls and tool spans, queried per tool span."""
 
-    def __init__(self, calls: list[LLMSpan], tools: list[ToolSpan]):
+    def __init__(self, calls: Sequence[CallView], tools: Sequence[ToolView]):
         self._calls = sorted(calls, key=lambda c: c.start_time)
         self._tools = sorted(tools, key=lambda t: t.start_time)
         self._indexes: dict[str, _CallIndex] = {}
         self._by_id: tuple[dict[str, ToolCall], dict[str, ToolMessage]] | None = None
-        self._positions: dict[str, tuple[LLMSpan, int]] | None = None
-        self._agent_calls: dict[str | None, tuple[list[int], list[LLMSpan]]] | None = None
-        self._all_calls: tuple[list[int], list[LLMSpan]] = ([], [])
+        self._positions: dict[str, tuple[CallView, int]] | None = None
+        self._agent_calls: dict[str | None, tuple[list[int], list[CallView]]] | None = None
+        self._all_calls: tuple[list[int], list[CallView]] = ([], [])
 
     # --- per call ------------------------------------------------------------------------------
-    def _index(self, call: LLMSpan) -> _CallIndex:
+    def _index(self, call: CallView) -> _CallIndex:
         index = self._indexes.get(call.span_id)
         if index is None:
             index = self._indexes[call.span_id] = _index_call(call)
@@ -122,11 +155,11 @@ class ToolCallJoin:
         return self._by_id
 
     # --- by position ---------------------------------------------------------------------------
-    def _calls_of(self, agent: str | None) -> tuple[list[int], list[LLMSpan]]:
+    def _calls_of(self, agent: str | None) -> tuple[list[int], list[CallView]]:
         """(start times, calls) of the agent's LLM calls, else of those no agent is known for (never another
         agent's); every call for a tool of no known agent."""
         if self._agent_calls is None:
-            groups: dict[str | None, list[LLMSpan]] = {}
+            groups: dict[str | None, list[CallView]] = {}
             for call in self._calls:
                 groups.setdefault(call.agent_name, []).append(call)
             self._agent_calls = {name: ([c.start_time for c in calls], calls) for name, calls in groups.items()}
@@ -135,7 +168,7 @@ class ToolCallJoin:
             return self._all_calls
         return self._agent_calls.get(agent) or self._agent_calls.get(None) or ([], [])
 
-    def _caller(self, tool: ToolSpan) -> LLMSpan | None:
+    def _caller(self, tool: ToolView) -> CallView | None:
         """The agent's last LLM call started before the tool, when it asked for a tool of this name."""
         starts, calls = self._calls_of(tool.agent_name)
         at = bisect_right(starts, tool.start_time) - 1
@@ -144,10 +177,10 @@ class ToolCallJoin:
         call = calls[at]
         return call if tool.name in self._index(call).requested_by_name else None
 
-    def _position_map(self) -> dict[str, tuple[LLMSpan, int]]:
+    def _position_map(self) -> dict[str, tuple[CallView, int]]:
         """Each tool span's caller and its rank among the caller's tool spans of the same name."""
         if self._positions is None:
-            positions: dict[str, tuple[LLMSpan, int]] = {}
+            positions: dict[str, tuple[CallView, int]] = {}
             ranks: dict[tuple[str, str], int] = {}
             for tool in self._tools:
                 caller = self._caller(tool)
@@ -160,13 +193,13 @@ class ToolCallJoin:
             self._positions = positions
         return self._positions
 
-    def _next_call(self, tool: ToolSpan, after: LLMSpan) -> LLMSpan | None:
+    def _next_call(self, tool: ToolView, after: CallView) -> CallView | None:
         """The agent's first LLM call started after the tool ended (and after its caller)."""
         starts, calls = self._calls_of(tool.agent_name)
         at = bisect_left(starts, max(tool.end_time, after.start_time + 1))
         return calls[at] if at < len(calls) else None
 
-    def _by_position(self, tool: ToolSpan) -> JoinedCall:
+    def _by_position(self, tool: ToolView) -> JoinedCall:
         place = self._position_map().get(tool.span_id)
         if place is None:
             return JoinedCall()
@@ -184,7 +217,7 @@ class ToolCallJoin:
         return JoinedCall(request, result)
 
     # --- the query -----------------------------------------------------------------------------
-    def lookup(self, tool: ToolSpan) -> JoinedCall:
+    def lookup(self, tool: ToolView) -> JoinedCall:
         """The request and result of `tool` as the LLM calls recorded them (by id, then by position)."""
         key = joinable_id(tool.call_id)
         request = result = None
@@ -198,4 +231,17 @@ class ToolCallJoin:
         return JoinedCall(request, result)
 
 
-__all__ = ["UNJOINABLE_IDS", "JoinedCall", "ToolCallJoin", "joinable_id"]
+def with_reported_error(marker: str | None, record: SpanRecord, result: Any) -> str | None:
+    """A failed tool span's error: `marker` (its status message or error.type), followed by the error its result
+    reports (`{"error": "RuntimeError: ..."}`, or `{"error": {"message": ...}}`) when no exception event says more."""
+    if marker is None or any(e.name == "exception" for e in record.events):
+        return marker
+    reported = result.get("error") if isinstance(result, dict) else None
+    if isinstance(reported, dict):
+        reported = reported.get("message")
+    if not isinstance(reported, str) or not reported.strip() or reported.strip() in marker:
+        return marker
+    return f"{marker}: {reported.strip()}"
+
+
+__all__ = ["UNJOINABLE_IDS", "CallView", "JoinedCall", "ToolCallJoin", "ToolView", "joinable_id", "with_reported_error"]

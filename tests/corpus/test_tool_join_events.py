@@ -69,6 +69,7 @@ def test_inspect_json_shows_the_failing_tool_step_with_its_arguments_and_error_r
             if step["status"] == "ERROR":
                 failing += 1
                 assert FAILURE_TEXT in json.dumps(step["result"])
+                assert step["error"] == f"TOOL_ERROR: RuntimeError: {FAILURE_TEXT}"  # the marker, then the text
     assert failing == 2
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from evaluators.traces import HandoffSpan, tool_join
 from evaluators.traces.conventions.errors import NORMALIZER_ERRORS
 from evaluators.traces.records import SpanEvent, SpanRecord
-from evaluators.traces.tool_join import joinable_id
+from evaluators.traces.tool_join import joinable_id, with_reported_error
 from tests.unit.spanfactory import make_span, trace_of
 
 DETAILS = "gen_ai.client.inference.operation.details"
@@ -215,6 +215,17 @@ def test_each_llm_call_is_indexed_once_however_many_tool_spans_ask(monkeypatch: 
     steps = trace_of(*spans).get_tool_calls()
     assert [(s.arguments, s.result) for s in steps] == [({"n": n}, {"n": n}) for n in range(300)]
     assert len(indexed) == len(set(indexed)) == 301
+
+
+def test_a_bare_error_marker_is_followed_by_the_error_the_result_reports() -> None:
+    record = make_span("execute_tool t", status=2, status_message="TOOL_ERROR")
+    assert with_reported_error("TOOL_ERROR", record, {"error": "boom (HTTP 503)"}) == "TOOL_ERROR: boom (HTTP 503)"
+    assert with_reported_error("TOOL_ERROR", record, {"error": {"message": "quota"}}) == "TOOL_ERROR: quota"
+    assert with_reported_error("TOOL_ERROR", record, {"ok": True}) == "TOOL_ERROR"
+    assert with_reported_error("boom (HTTP 503)", record, {"error": "boom (HTTP 503)"}) == "boom (HTTP 503)"
+    assert with_reported_error(None, record, {"error": "x"}) is None
+    record.events.append(SpanEvent("exception", 0, {"exception.type": "ValueError", "exception.message": "bad"}))
+    assert with_reported_error("ValueError: bad", record, {"error": "other"}) == "ValueError: bad"
 
 
 # --- never raises ---------------------------------------------------------------------------------------------------
