@@ -294,10 +294,11 @@ def _messages_from_events(span: SpanRecord) -> list[Message]:
         if role is None:
             continue
         body = _event_body(event)
-        content = None if is_placeholder(body.get("content")) else body.get("content")
-        if isinstance(content, dict) and _is_gemini_content(content):  # ADK schema 1: a whole Gemini Content
-            messages.extend(gemini_content({**content, "role": content.get("role") or role}))  # its role inside
+        gemini = body.get("content")
+        if isinstance(gemini, dict) and _is_gemini_content(gemini):  # ADK schema 1: a whole Gemini Content
+            messages.extend(gemini_content({**gemini, "role": gemini.get("role") or role}))  # its role inside
             continue
+        content = None if is_placeholder(body.get("content")) else body.get("content")
         if content is None and not body.get("tool_calls"):
             continue  # content not captured ("<elided>"): the event says nothing
         item = {"role": role, "content": content, "tool_calls": body.get("tool_calls"), "tool_call_id": body.get("id")}
