@@ -254,18 +254,6 @@ class OTelGenAI(Convention):
         return user, output.text if output else None
 
 
-def _fill_parameters(own: list[ToolDefinition], logged: list[ToolDefinition] | None) -> list[ToolDefinition]:
-    """The span's definitions, with the schemas it left out (ADK with content in events writes `parameters: null` on
-    the span) taken from the details event's definitions of the same name."""
-    schemas = {tool.name: tool.parameters for tool in logged or [] if tool.parameters is not None}
-    return [
-        tool
-        if tool.parameters is not None or tool.name not in schemas
-        else replace(tool, parameters=schemas[tool.name])
-        for tool in own
-    ]
-
-
 def _is_handoff_tool_type(attrs: dict[str, Any]) -> bool:
     tool_type = attrs.get("gen_ai.tool.type")
     return isinstance(tool_type, str) and tool_type in HANDOFF_TOOL_TYPES
@@ -304,6 +292,18 @@ def _messages_from_events(span: SpanRecord) -> list[Message]:
         item = {"role": role, "content": content, "tool_calls": body.get("tool_calls"), "tool_call_id": body.get("id")}
         messages.append(openai_message(item))
     return messages
+
+
+def _fill_parameters(own: list[ToolDefinition], logged: list[ToolDefinition] | None) -> list[ToolDefinition]:
+    """The span's definitions, with the schemas it left out (ADK with content in events writes `parameters: null` on
+    the span) taken from the details event's definitions of the same name."""
+    schemas = {tool.name: tool.parameters for tool in logged or [] if tool.parameters is not None}
+    return [
+        tool
+        if tool.parameters is not None or tool.name not in schemas
+        else replace(tool, parameters=schemas[tool.name])
+        for tool in own
+    ]
 
 
 def _is_gemini_content(value: Any) -> bool:
