@@ -226,8 +226,10 @@ class ToolCallJoin:
             request, result = requests.get(key), results.get(key)
         if request is None or result is None:
             placed = self._by_position(tool)
-            request = request or placed.request
-            result = result or placed.result
+            same = request is None or placed.request is None or joinable_id(placed.request.id) == key
+            if same:  # never the id's request with another call's result
+                request = request or placed.request
+                result = result or placed.result
         return JoinedCall(request, result)
 
 
