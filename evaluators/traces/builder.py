@@ -9,7 +9,8 @@ from . import conventions as conv
 from .conventions.base import SpanKind
 from .model import Trace
 from .records import SpanRecord
-from .spans import VIEW_CLASSES, AgentSpan, LLMSpan, Span
+from .spans import VIEW_CLASSES, AgentSpan, LLMSpan, Span, ToolSpan
+from .tool_join import ToolCallJoin
 
 
 def _start(record: SpanRecord) -> int:
@@ -81,6 +82,17 @@ def _mark_enclosing_calls(order: list[tuple[SpanRecord, int]], views: list[Span]
             call_below[parent_index] = True
 
 
+def _attach_tool_join(views: list[Span], wrappers: set[str]) -> None:
+    """Give every tool span the trace's (lazy) join to the LLM calls that requested it and got its result."""
+    tools = [v for v in views if isinstance(v, ToolSpan)]
+    if not tools:
+        return
+    calls = [v for v in views if isinstance(v, LLMSpan) and v.span_id not in wrappers]
+    join = ToolCallJoin(calls, tools)
+    for tool in tools:
+        tool.join = join
+
+
 def build_trace(records: Iterable[SpanRecord], trace_id: str | None = None) -> Trace:
     """One Trace from the spans of one trace (duplicates by span id keep the first)."""
     unique = _dedupe(records)
@@ -110,6 +122,7 @@ def build_trace(records: Iterable[SpanRecord], trace_id: str | None = None) -> T
         views.append(view)
         agent_of.append(view.agent_name)
     _mark_enclosing_calls(order, views, wrappers)
+    _attach_tool_join(views, wrappers)
     position = {view.span_id: i for i, view in enumerate(views)}
     roots = [views[position[r.span_id]] for r in root_records]
     tid = trace_id or (unique[0].trace_id if unique else "")

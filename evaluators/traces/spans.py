@@ -27,6 +27,7 @@ from .messages import (
     UserMessage,
 )
 from .records import STATUS_NAMES, SpanRecord
+from .tool_join import JoinedCall, ToolCallJoin, with_reported_error
 
 
 class Span:
@@ -232,17 +233,35 @@ class LLMSpan(Span):
 
 
 class ToolSpan(Span):
-    """One tool execution."""
+    """One tool execution.
+
+    `join` (set by `build_trace`) finds the call's arguments and result on the trace's LLM calls when the span
+    itself records none (content in log events): a value on the span always wins, a joined one fills what it lacks.
+    """
 
     kind = SpanKind.TOOL
+    join: ToolCallJoin | None = None
 
     @cached_property
     def _invocation(self) -> conv.ToolInvocation:
         return self._facet("tool_invocation") or conv.ToolInvocation()
 
+    @cached_property
+    def _joined(self) -> JoinedCall:
+        """The LLM calls' record of this call, looked up only when the span lacks its arguments or result."""
+        invocation = self._invocation
+        if self.join is None or (invocation.arguments is not None and invocation.result is not None):
+            return JoinedCall()
+        return self.join.lookup(self)
+
     @property
     def name(self) -> str:
         return self._invocation.name or self.record.name
+
+    @cached_property
+    def error(self) -> str | None:
+        """The span's error, a bare marker (ADK's `TOOL_ERROR`) followed by the error the tool's result reports."""
+        return with_reported_error(Span.error.func(self), self.record, self.result)  # type: ignore[attr-defined]
 
     @property
     def call_id(self) -> str | None:
@@ -259,7 +278,7 @@ class ToolSpan(Span):
 
     @cached_property
     def _arguments(self) -> tuple[Any, str | None]:
-        return tool_arguments(self._invocation.arguments)
+        return tool_arguments(self.recorded_arguments)
 
     @property
     def arguments(self) -> Any:
@@ -272,17 +291,25 @@ class ToolSpan(Span):
 
     @cached_property
     def result(self) -> Any:
-        return parse_json_deep(self._invocation.result)
+        return parse_json_deep(self.recorded_result)
 
     @property
     def recorded_arguments(self) -> Any:
-        """The arguments as the span recorded them (JSON text, usually), unparsed."""
-        return self._invocation.arguments
+        """The arguments as recorded (JSON text, usually), unparsed: the span's own, else the requesting call's."""
+        own = self._invocation.arguments
+        if own is not None:
+            return own
+        request = self._joined.request
+        return request.arguments if request is not None else None
 
     @property
     def recorded_result(self) -> Any:
-        """The result as the span recorded it, unparsed."""
-        return self._invocation.result
+        """The result as recorded, unparsed: the span's own, else the one the next LLM request carried."""
+        own = self._invocation.result
+        if own is not None:
+            return own
+        result = self._joined.result
+        return result.content if result is not None else None
 
 
 class HandoffSpan(ToolSpan):
@@ -292,7 +319,12 @@ class HandoffSpan(ToolSpan):
 
     @cached_property
     def to_agent(self) -> str | None:
-        return self._facet("handoff_target") or None
+        target = self._facet("handoff_target")
+        if target:
+            return target
+        arguments = self.arguments  # joined from the requesting LLM call when the span has none
+        named = arguments.get("agent_name") if isinstance(arguments, dict) else None
+        return named if isinstance(named, str) and named else None
 
 
 class RetrieverSpan(Span):

@@ -5,6 +5,7 @@ Always consulted last, as the fallback for any span carrying `gen_ai.*` data.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..jsonutil import as_float, as_str_list, as_text, parse_json
@@ -13,6 +14,8 @@ from ..records import SpanEvent, SpanRecord
 from .base import Convention, Retrieval, SpanKind, TokenUsage, ToolInvocation, first_count, usage_from
 from .parts import (
     content_text,
+    gemini_content,
+    gemini_output,
     make_tool_call,
     openai_message,
     openai_tool_calls,
@@ -202,12 +205,16 @@ class OTelGenAI(Convention):
         return LLMOutput(finish_reasons=reasons) if reasons else None
 
     def available_tools(self, span: SpanRecord) -> list[ToolDefinition] | None:
+        own = None
         if "gen_ai.tool.definitions" in span.attributes:
-            return parse_tool_definitions(span.attributes["gen_ai.tool.definitions"])
+            own = parse_tool_definitions(span.attributes["gen_ai.tool.definitions"])
+            if not own or all(tool.parameters is not None for tool in own):
+                return own
         for event in details_events(span):
             if "gen_ai.tool.definitions" in event.attributes:
-                return parse_tool_definitions(event.attributes["gen_ai.tool.definitions"])
-        return None
+                logged = parse_tool_definitions(event.attributes["gen_ai.tool.definitions"])
+                return _fill_parameters(own, logged) if own else logged
+        return own
 
     def tool_invocation(self, span: SpanRecord) -> ToolInvocation | None:
         attrs = span.attributes
@@ -302,6 +309,10 @@ def _messages_from_events(span: SpanRecord) -> list[Message]:
         if role is None:
             continue
         body = _event_body(event)
+        gemini = body.get("content")
+        if isinstance(gemini, dict) and _is_gemini_content(gemini):  # ADK schema 1: a whole Gemini Content
+            messages.extend(gemini_content({**gemini, "role": gemini.get("role") or role}))  # its role inside
+            continue
         content = None if is_placeholder(body.get("content")) else body.get("content")
         if content is None and not body.get("tool_calls"):
             continue  # content not captured ("<elided>"): the event says nothing
@@ -310,6 +321,22 @@ def _messages_from_events(span: SpanRecord) -> list[Message]:
         item = {"role": role, "content": content, "tool_calls": body.get("tool_calls"), "tool_call_id": call_id}
         messages.append(openai_message(item))
     return messages
+
+
+def _fill_parameters(own: list[ToolDefinition], logged: list[ToolDefinition] | None) -> list[ToolDefinition]:
+    """The span's definitions, with the schemas it left out (ADK with content in events writes `parameters: null` on
+    the span) taken from the details event's definitions of the same name."""
+    schemas = {tool.name: tool.parameters for tool in logged or [] if tool.parameters is not None}
+    return [
+        tool
+        if tool.parameters is not None or tool.name not in schemas
+        else replace(tool, parameters=schemas[tool.name])
+        for tool in own
+    ]
+
+
+def _is_gemini_content(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("parts"), list)
 
 
 def _choice_from_events(span: SpanRecord, reasons: list[str]) -> LLMOutput | None:
@@ -321,6 +348,13 @@ def _choice_from_events(span: SpanRecord, reasons: list[str]) -> LLMOutput | Non
         found = True
         body = _event_body(event)
         message = given if isinstance(given := body.get("message"), dict) else {}
+        if not message and _is_gemini_content(body.get("content")):  # ADK schema 1: a Gemini Content
+            gemini = gemini_output({"content": body["content"]})
+            texts.extend([gemini.text] if gemini and gemini.text else [])
+            calls.extend(gemini.tool_calls if gemini else [])
+            if isinstance(body.get("finish_reason"), str):
+                event_reasons.append(body["finish_reason"].lower())
+            continue
         text = content_text(message.get("content"))
         if text and not is_placeholder(text):
             texts.append(text)
