@@ -12,11 +12,14 @@ turn 1's question on every turn. One rule, for traces, agents and conversations 
 3. Without a carrier, the latest user message of the first LLM request that has one.
 
 Tool results sent with role "user" (ADK/Gemini, Pydantic AI before format v6) are ToolMessages, never user
-messages, so they are never the question.
+messages, so they are never the question. Nor is what Google ADK relays to an agent of what another agent said or
+did: ADK sends it with role "user", opened by "For context:" and either "[<agent>] said/called tool/..." (1.x) or
+"below is a transcript of what another agent did" (2.x).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -28,6 +31,9 @@ if TYPE_CHECKING:
     from .spans import LLMSpan, Span
 
 __all__ = ["InputSource", "turn_input", "user_messages"]
+
+# Google ADK's relay of another agent's events (contents.py `_present_other_agent_message`), sent as a user message
+_ADK_RELAYED = re.compile(r"For context:\s*(?:\[[^\]\n]{1,200}\] |below is a transcript of what another agent did)")
 
 
 class InputSource(StrEnum):
@@ -41,7 +47,11 @@ class InputSource(StrEnum):
 
 def user_messages(call: LLMSpan) -> list[str]:
     """The user's text messages of one LLM request, in the order sent (tool results are not among them)."""
-    return [m.content for m in call.messages if isinstance(m, UserMessage) and m.content]
+    return [
+        m.content
+        for m in call.messages
+        if isinstance(m, UserMessage) and m.content and not _ADK_RELAYED.match(m.content)
+    ]
 
 
 def carried_input(carriers: Sequence[tuple[Span, InputSource]]) -> tuple[str, InputSource] | None:

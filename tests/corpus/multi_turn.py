@@ -20,6 +20,8 @@ MULTI_TURN_SCENARIOS = [
     "otel_genai__session_interleaved",  # OTel google-genai, two conversations interleaved
     "oi_openai_agents__multi_turn",  # OpenAI Agents SDK, to_input_list() + the new question
     "oi_langchain__multi_turn",  # LangGraph create_agent with a checkpointer and thread_id
+    "adk_native__events_multi_turn",  # Google ADK 2.13 schema 2, content only in log events, a handoff
+    "adk_native__events_multi_turn_legacy",  # the same run, ADK schema 1 (legacy) log records
     "otel_openai_v2__multi_turn",  # OTel openai-v2 + util-genai invoke_agent, gen_ai.conversation.id
 ]
 

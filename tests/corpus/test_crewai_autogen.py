@@ -123,9 +123,8 @@ def test_autogen_tool_span_names_the_call_it_ran(traces: dict[str, Trace], trace
 def test_autogen_tool_span_gets_arguments_and_result_from_the_llm_calls(
     traces: dict[str, Trace], trace_id: str
 ) -> None:
-    """The join of tool spans to the LLM calls' tool calls and results by call id is issue 37's item 2, built on
-    another branch; this runs once it is merged."""
-    pytest.importorskip("evaluators.traces.tool_join")
+    """AutoGen's native tool spans record no arguments or result: they are joined from the LLM calls' tool calls and
+    the next request's tool results, by call id (evaluators.traces.tool_join)."""
     [tool] = traces[trace_id].get_tool_calls()
     assert (tool.arguments, tool.arguments_error, tool.result) == ({"city": "Porto"}, None, PORTO)
 

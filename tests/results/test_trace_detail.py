@@ -40,7 +40,7 @@ def test_the_steps_are_the_tree_inspect_shows_for_every_recorded_trace() -> None
             assert all(s[1] in ids for s in detail.steps if s[1] is not None)  # parents are steps
             assert all((s[1] is None) == (s[2] == 0) for s in detail.steps)
             checked.update(s[3] for s in detail.steps)
-    assert checked == {"agent", "llm", "tool", "handoff", "span"}
+    assert checked == {"agent", "llm", "tool", "handoff", "retrieval", "span"}
 
 
 def test_agents_models_tools_and_errors_of_a_trace() -> None:
