@@ -21,6 +21,7 @@ from typing import Any
 from evaluators.traces.jsonutil import as_text
 from evaluators.traces.spans import AgentSpan, LLMSpan, RetrieverSpan, Span, ToolSpan
 
+from .masking import mask_message
 from .model import Failure
 
 # error types that say only "it failed" (ADK's TOOL_ERROR, semconv's `_OTHER`): the error is looked for elsewhere
@@ -115,9 +116,11 @@ def span_error(span: Span) -> tuple[str, str]:
 
 def span_step(span: Span) -> tuple[str, str | None]:
     """(step kind, step name) of a span: tool and its name, llm and its provider, agent and its name, retriever,
-    or "trace" and the span's name for any other span. An LLM step is named by its provider, never its model (nor
-    its span name, which often holds the model: `chat gpt-4o`): a model switch is not a new failure mode; the model
-    is where a failure was seen (the signature's `models`, the result's model)."""
+    or "trace" and the span's name for any other span. Those span names are masked as messages are: frameworks put
+    run ids in them (CrewAI's `Crew_<uuid>.kickoff`), and a run id must not make a new failure mode. An LLM step
+    is named by its provider, never its model (nor its span name, which often holds the model: `chat gpt-4o`): a
+    model switch is not a new failure mode; the model is where a failure was seen (the signature's `models`, the
+    result's model)."""
     if isinstance(span, ToolSpan):
         return "tool", span.name
     if isinstance(span, LLMSpan):
@@ -125,8 +128,8 @@ def span_step(span: Span) -> tuple[str, str | None]:
     if isinstance(span, AgentSpan):
         return "agent", span.name
     if isinstance(span, RetrieverSpan):
-        return "retriever", span.span_name
-    return "trace", span.span_name
+        return "retriever", mask_message(span.span_name)
+    return "trace", mask_message(span.span_name)
 
 
 def llm_step_name(call: LLMSpan) -> str | None:

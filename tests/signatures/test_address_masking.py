@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluators.signatures import Failure, failure_signature, mask_message
+from evaluators.signatures.addresses import _SOURCE_SUFFIXES as SOURCE_SUFFIXES
 
 ports = st.integers(1, 65535)
 ipv4 = st.ip_addresses(v=4).map(str)
@@ -34,7 +35,11 @@ def ipv6(draw: st.DrawFn) -> str:
     return address.compressed
 
 
-hostnames = st.from_regex(r"[a-z][a-z0-9]{0,8}(-[a-z0-9]{1,6})?(\.[a-z][a-z0-9-]{0,8}[a-z0-9]){1,3}", fullmatch=True)
+hostnames = st.from_regex(
+    r"[a-z][a-z0-9]{0,8}(-[a-z0-9]{1,6})?(\.[a-z][a-z0-9-]{0,8}[a-z0-9]){1,3}", fullmatch=True
+).filter(
+    lambda host: host.rsplit(".", 1)[-1] not in SOURCE_SUFFIXES  # `a.py:1` is a file and line, not a host (by design)
+)
 ips = st.one_of(ipv4, ipv6())
 
 

@@ -82,3 +82,14 @@ def test_a_model_switch_is_not_a_new_failure_mode() -> None:
     )
     finish = builtin("finish_reason").run(trace_of(chat("cut", finish="length", model="gpt-4o")).get_llm_calls()[0])
     assert finish.failure is not None and finish.failure.step_name == "openai"
+
+
+def test_a_run_id_in_a_failing_spans_name_is_not_a_new_failure_mode() -> None:
+    """CrewAI names its root span `Crew_<uuid>.kickoff`: two runs that fail alike have one signature."""
+    names = ["Crew_170a06be-662e-433b-bd6b-daaaa2938174.kickoff", "Crew_4f1c2b9e-8a4d-4c0b-9d0e-2b1a3c4d5e6f.kickoff"]
+    failures = [
+        builtin("error_free").run(trace_of(make_span(name, status=2, status_message="boom"))).failure for name in names
+    ]
+    assert {(f.step_kind, f.step_name) for f in failures if f is not None} == {("trace", "Crew_<uuid>.kickoff")}
+    signatures = {failure_signature("error_free", "trace", None, f).id for f in failures}
+    assert len(signatures) == 1
