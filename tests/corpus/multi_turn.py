@@ -11,7 +11,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluators.sdk import EvalResult, evaluator
 from evaluators.traces import Trace, load_traces
+from monitor.engine.configured import ConfiguredEvaluator
+from monitor.engine.trace_evaluation import TraceEvaluator
+from monitor.store.sqlite import ResultStore
 from tests.conftest import CORPUS
 
 MULTI_TURN_SCENARIOS = [
@@ -60,3 +64,25 @@ def assert_own_question(text: str | None, fact: TurnFact) -> None:
     assert text is not None and fact.question in text, (fact.trace_id, fact.turn, text)
     if fact.turn > 1 and fact.first_question not in fact.question:
         assert fact.first_question not in text, (fact.trace_id, fact.turn, text)
+
+
+PROBE = "turn_input_probe"
+
+
+@evaluator(PROBE)
+def turn_input_probe(trace: Trace) -> EvalResult:
+    """Fails every trace, so that each turn is a failing result (listed with its input excerpt, exported by
+    `dataset export`)."""
+    return EvalResult(0.0, explanation="a stand-in failure")
+
+
+def store_turns(scenario: str, path: Path) -> dict[str, Trace]:
+    """The scenario's traces evaluated as the daemon does (by the probe) and written to a SQLite store at `path`."""
+    traces = scenario_traces(scenario)
+    engine = TraceEvaluator([ConfiguredEvaluator(turn_input_probe, PROBE)], store_results="all")
+    store = ResultStore(path, results="all")
+    try:
+        store.write([engine.outcome(t) for t in traces.values()])
+    finally:
+        store.close()
+    return traces

@@ -14,21 +14,18 @@ import pytest
 
 from evaluators import builtin
 from evaluators.judges import JudgeRequest, LLMJudge, prepare
-from evaluators.sdk import Dataset, EvalResult, evaluator
+from evaluators.sdk import Dataset
 from evaluators.sessions import group_sessions
-from evaluators.traces import Trace
 from evaluators.traces.turn_input import InputSource
 from monitor.cli import main
 from monitor.commands import inspect_cmd
 from monitor.commands.offline import match_tasks
-from monitor.engine.configured import ConfiguredEvaluator
-from monitor.engine.trace_evaluation import TraceEvaluator
-from monitor.store.sqlite import ResultStore
 from tests.corpus.multi_turn import (
     MULTI_TURN_SCENARIOS,
     assert_own_question,
     scenario_dir,
     scenario_traces,
+    store_turns,
     turn_facts,
 )
 from tests.judges.promptcheck import blocks
@@ -90,23 +87,6 @@ def test_a_conversations_turns_read_the_traces_input(scenario: str) -> None:
 
 
 # --- dataset export and evaluate --dataset ----------------------------------------------------------
-
-
-@evaluator("turn_input_probe")
-def turn_input_probe(trace: Trace) -> EvalResult:
-    """Fails every trace, so that each is a failing result `dataset export` selects."""
-    return EvalResult(0.0, explanation="a stand-in failure")
-
-
-def store_turns(scenario: str, path: Path) -> dict[str, Trace]:
-    traces = scenario_traces(scenario)
-    engine = TraceEvaluator([ConfiguredEvaluator(turn_input_probe, "turn_input_probe")], store_results="all")
-    store = ResultStore(path, results="all")
-    try:
-        store.write([engine.outcome(t) for t in traces.values()])
-    finally:
-        store.close()
-    return traces
 
 
 @pytest.mark.parametrize("scenario", MULTI_TURN_SCENARIOS)

@@ -12,15 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.sdk import EvalResult, evaluator
 from evaluators.traces import Trace
 from monitor.auth import SESSION_COOKIE, session_value
 from monitor.commands.review_render import trace_view
-from monitor.engine.configured import ConfiguredEvaluator
-from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.review.sqlite_reader import SQLiteReviewReader
-from monitor.store.sqlite import ResultStore
-from tests.corpus.multi_turn import MULTI_TURN_SCENARIOS, assert_own_question, scenario_traces, turn_facts
+from tests.corpus.multi_turn import MULTI_TURN_SCENARIOS, PROBE, assert_own_question, store_turns, turn_facts
 from tests.review_page.serve import fetch, review_app, serve
 
 TOKEN = "turn-input-token"
@@ -30,29 +26,11 @@ INPUT = re.compile(r"<h3>input</h3>(.*?)<pre>(.*?)</pre>", re.S)
 SOURCE = re.compile(r'<p class="input-source">chosen by: <span>(.*?)</span></p>', re.S)
 
 
-@evaluator("turn_page_probe")
-def turn_page_probe(trace: Trace) -> EvalResult:
-    """Fails every trace, so that each has a failing result listed with its input excerpt."""
-    return EvalResult(0.0, explanation="a stand-in failure")
-
-
-def stored(scenario: str, path: Path) -> dict[str, Trace]:
-    """The scenario's traces evaluated as the daemon does and written to a SQLite store at `path`."""
-    traces = scenario_traces(scenario)
-    engine = TraceEvaluator([ConfiguredEvaluator(turn_page_probe, "turn_page_probe")], store_results="all")
-    store = ResultStore(path, results="all")
-    try:
-        store.write([engine.outcome(t) for t in traces.values()])
-    finally:
-        store.close()
-    return traces
-
-
 @pytest.fixture(params=MULTI_TURN_SCENARIOS)
 def site(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str, dict[str, Trace]]]:
     scenario = request.param
     path = tmp_path / "results.db"
-    traces = stored(scenario, path)
+    traces = store_turns(scenario, path)
     reader = SQLiteReviewReader.open(path)
     try:
         with serve(review_app(reader, TOKEN)) as base:
@@ -81,7 +59,7 @@ def test_the_api_gives_the_turns_question_and_the_rule(site: tuple[str, str, dic
         summary = json.loads(answer.body)["summary"]
         assert_own_question(summary["input"], fact)
         assert summary["input_source"] == traces[fact.trace_id].input_source
-    answer = fetch(base, "/api/v1/results?evaluator=turn_page_probe&limit=50", BEARER)
+    answer = fetch(base, f"/api/v1/results?evaluator={PROBE}&limit=50", BEARER)
     assert answer.status == 200, answer.body[:300]
     excerpts = {item["trace_id"]: item["input_excerpt"] for item in json.loads(answer.body)["items"]}
     for fact in turn_facts(scenario):
@@ -91,7 +69,7 @@ def test_the_api_gives_the_turns_question_and_the_rule(site: tuple[str, str, dic
 def test_review_trace_in_the_terminal_says_which_rule_chose_the_input(tmp_path: Path) -> None:
     """`agent-monitor review --trace`'s view of each stored turn of the OpenAI Agents SDK conversation."""
     scenario = "oi_openai_agents__multi_turn"
-    traces = stored(scenario, tmp_path / "results.db")
+    traces = store_turns(scenario, tmp_path / "results.db")
     reader = SQLiteReviewReader.open(tmp_path / "results.db")
     try:
         for fact in turn_facts(scenario):
