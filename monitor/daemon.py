@@ -14,10 +14,11 @@ import contextlib
 import logging
 import math
 import signal
+from pathlib import Path
 
 from evaluators.judges import LLMJudge
 from monitor import __version__
-from monitor.auth import BearerAuth
+from monitor.auth import REVOKED_SESSIONS_FILE, BearerAuth, RevokedSessions
 from monitor.config import MonitorConfig
 from monitor.config.models import usable_cpus
 from monitor.consumer import TraceConsumer
@@ -67,6 +68,13 @@ from monitor.web.server import WebServer
 log = logging.getLogger(__name__)
 STARTUP_ERRORS = (OSError, EvaluationStartError, StoreSchemaError)
 STOP_SIGNAL_WAIT = 0.5  # seconds a failed worker start waits for the stop signal that may have caused it
+
+
+def _revoked_sessions(config: MonitorConfig) -> RevokedSessions:
+    """The review sessions ended by logout, kept next to the SQLite store's file (its data directory) so that a
+    restart still refuses them; in memory only when the store is disabled (the daemon then keeps no state)."""
+    path = Path(config.store.path).parent / REVOKED_SESSIONS_FILE if config.store.enabled else None
+    return RevokedSessions(path=path)
 
 
 def _metrics_of(config: MonitorConfig, evaluators: list[ConfiguredEvaluator]) -> MetricsExporter:
@@ -132,7 +140,7 @@ class Daemon:
         self.inflight = InflightBytes(config.receivers.max_inflight_bytes)
         admitted = AdmittedConsumer(self.ingestor, self.admission)  # each request's closing spans on its schedule
         self.grpc, self.http = _receivers(config, prepared, admitted, self.inflight, self.metrics)
-        self.access = Access(config.api_token(), config.api.allow_unauthenticated)
+        self.access = Access(config.api_token(), config.api.allow_unauthenticated, revoked=_revoked_sessions(config))
         self.agreement = AgreementCache(self.review.reviews_in_force if self.review is not None else list)
         self.annotator = review_annotator(config.sources, _judge_labels(prepared))
         self.reviewing = Reviewing(self.store, on_reviewed=self._reviewed)  # reviewers' verdicts

@@ -80,16 +80,16 @@ class Access:
         """Seconds the peer must wait after too many wrong tokens (0: it may try)."""
         return self.limiter.retry_after(client_key(remote)) if self.token else 0
 
-    def wrong_token(self, remote: str | None) -> int:
-        """Count a wrong token from the peer; the seconds it must now wait."""
+    def try_token(self, remote: str | None, right: Callable[[], bool]) -> tuple[bool, int]:
+        """One token check of the peer (`right()`: is the token it offered the token?), atomically: the limit
+        checked and a wrong token counted in one step, with no await between (GuessLimiter.attempt), so
+        concurrent guesses cannot all pass the check. (True, 0) when right; else (False, the seconds the peer
+        must wait, 0 while within its free failures). A throttled peer's token is not even compared."""
         key = client_key(remote)
-        wait = self.limiter.failed(key)
-        if wait:
+        ok, wait = self.limiter.attempt(key, right)
+        if not ok and wait:
             _limited.warning("guesses", "metrics port: too many wrong tokens from %s: refused for %d s", key, wait)
-        return wait
-
-    def right_token(self, remote: str | None) -> None:
-        self.limiter.succeeded(client_key(remote))
+        return ok, wait
 
 
 def is_open(path: str) -> bool:
@@ -106,11 +106,10 @@ def check(access: Access, request: web.BaseRequest) -> tuple[Refuse | None, int]
     if wait:
         return "throttled", wait
     authorization = request.headers.get("Authorization")
-    if authorization is not None:
-        if bearer_authorized(authorization, access.token):
-            access.right_token(request.remote)
+    if authorization is not None:  # a guess: checked and, when wrong, counted
+        ok, wait = access.try_token(request.remote, lambda: bearer_authorized(authorization, access.token))
+        if ok:
             return None, 0
-        wait = access.wrong_token(request.remote)  # a guess: counted
         return ("throttled", wait) if wait else ("unauthorized", 0)
     # A session cookie is an HMAC, not worth guessing: a bad one (expired, revoked) is no credential, uncounted.
     if access.session(request.cookies.get(SESSION_COOKIE)) is not None:

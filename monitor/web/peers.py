@@ -53,9 +53,9 @@ class _Client:
 class GuessLimiter:
     """Failed credential checks (a wrong bearer token, a wrong token in the login form) per client, with
     exponential backoff: the first `free` failures cost nothing, each later one blocks the client for
-    `base`·2ⁿ seconds (n = 0, 1, …; at most `cap`). A success, or `forget_after` seconds without a failure,
-    starts the client over. At most `max_clients` are remembered (least recently failed dropped first), so an
-    address sweep costs bounded memory. Thread-safe; `clock` is monotonic seconds."""
+    `base`·2ⁿ seconds (n = 0, 1, …; at most `cap`). `forget_after` seconds without a failure start the client
+    over; a success does not (`attempt`). At most `max_clients` are remembered (least recently failed dropped
+    first), so an address sweep costs bounded memory. Thread-safe; `clock` is monotonic seconds."""
 
     def __init__(
         self,
@@ -75,32 +75,45 @@ class GuessLimiter:
     def retry_after(self, key: str) -> int:
         """Whole seconds until `key` may try again; 0 when it may now."""
         with self._lock:
-            client = self._clients.get(key)
-            if client is None:
-                return 0
-            return max(0, math.ceil(client.blocked_until - self._clock()))
+            return self._wait(key, self._clock())
+
+    def attempt(self, key: str, right: Callable[[], bool]) -> tuple[bool, int]:
+        """One credential check of `key`, atomically: refused unchecked while `key` must wait, else `right()` is
+        asked and a wrong answer counted, all under one lock, so concurrent guesses cannot all pass a check made
+        before any of them was counted. (True, 0) when right; else (False, the seconds `key` must now wait).
+        A right answer erases nothing: the failures are forgotten `forget_after` after the last (a client that
+        knows the token, such as a script on the same address, must not reset a guesser's count)."""
+        with self._lock:
+            now = self._clock()
+            wait = self._wait(key, now)
+            if wait:
+                return False, wait
+            if right():
+                return True, 0
+            return False, self._failed(key, now)
 
     def failed(self, key: str) -> int:
         """Count a failure of `key`; the seconds it must now wait (0 while within its free failures)."""
         with self._lock:
-            now = self._clock()
-            client = self._clients.pop(key, None)
-            if client is None or now - client.last_failure > self.forget_after:
-                client = _Client()
-            self._clients[key] = client  # the most recent failure last
-            while len(self._clients) > self.max_clients:
-                self._clients.popitem(last=False)
-            client.failures += 1
-            client.last_failure = now
-            over = client.failures - self.free
-            if over > 0:
-                client.blocked_until = now + min(self.cap, self.base * 2 ** min(over - 1, 32))
-            return max(0, math.ceil(client.blocked_until - now))
+            return self._failed(key, self._clock())
 
-    def succeeded(self, key: str) -> None:
-        if key in self._clients:
-            with self._lock:
-                self._clients.pop(key, None)
+    def _wait(self, key: str, now: float) -> int:
+        client = self._clients.get(key)
+        return 0 if client is None else max(0, math.ceil(client.blocked_until - now))
+
+    def _failed(self, key: str, now: float) -> int:
+        client = self._clients.pop(key, None)
+        if client is None or now - client.last_failure > self.forget_after:
+            client = _Client()
+        self._clients[key] = client  # the most recent failure last
+        while len(self._clients) > self.max_clients:
+            self._clients.popitem(last=False)
+        client.failures += 1
+        client.last_failure = now
+        over = client.failures - self.free
+        if over > 0:
+            client.blocked_until = now + min(self.cap, self.base * 2 ** min(over - 1, 32))
+        return max(0, math.ceil(client.blocked_until - now))
 
     def __len__(self) -> int:
         return len(self._clients)

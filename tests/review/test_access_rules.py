@@ -68,8 +68,8 @@ def test_guess_limiter_backs_off_exponentially_and_forgets() -> None:
     assert limiter.retry_after("a") == 30
     clock.now += 601
     assert limiter.failed("a") == 0  # quiet long enough: it starts over
-    limiter.succeeded("a")
-    assert len(limiter) == 0
+    assert limiter.attempt("a", lambda: True) == (True, 0)
+    assert len(limiter) == 1  # a success erases nothing: the failures go when quiet long enough
 
 
 def test_guess_limiter_memory_is_bounded() -> None:

@@ -3,8 +3,8 @@
 The cookie holds a session of the token (a nonce, an expiry and their HMAC keyed by the token, monitor/auth.py),
 never the token; the metrics port's auth middleware (access.py) accepts it on every non-open path until it expires
 or its owner logs out (revoked: a replayed cookie is refused). Wrong tokens count towards the client's guess
-limit (429 with Retry-After). `next` only ever leads back under /review on this
-site: anything else (another host, `//host`, a backslash, `..`) goes to /review instead.
+limit (429 with Retry-After), checked and counted once the form is read. `next` only ever leads back under
+/review on this site: anything else (another host, `//host`, a backslash, `..`) goes to /review instead.
 """
 
 from __future__ import annotations
@@ -122,11 +122,14 @@ def login_routes(site: ReviewSite) -> list[web.RouteDef]:
         next_path = safe_next(_text(form.get("next")))
         if not token:
             return _redirect(next_path)
-        offered = _text(form.get("token")).strip()
-        if not hmac.compare_digest(offered.encode("utf-8", "surrogateescape"), token.encode()):
-            wait = access.wrong_token(request.remote)
-            return throttled(wait) if wait else respond(login_form(next_path, "That is not the API token."), 401)
-        access.right_token(request.remote)
+        offered, expected = _text(form.get("token")).strip().encode("utf-8", "surrogateescape"), token.encode()
+        # Checked and counted after the body is read, in one step: posts held open on their last byte are
+        # throttled like any others (a check made before reading would let them all through to the compare).
+        right, wait = access.try_token(request.remote, lambda: hmac.compare_digest(offered, expected))
+        if wait:
+            return throttled(wait)
+        if not right:
+            return respond(login_form(next_path, "That is not the API token."), 401)
         response = _redirect(next_path)
         response.set_cookie(
             SESSION_COOKIE,
