@@ -19,7 +19,7 @@ from monitor.web.app import build_api_app
 from tests.review.fake_reader import FakeReader
 from tests.review_page.conftest import TOKEN
 from tests.review_page.sample import evaluator_infos, sample_traces
-from tests.review_page.serve import JAEGER, fetch, post_form, serve
+from tests.review_page.serve import fetch, post_form, serve
 
 FREE = 5  # wrong tokens a client may send before it waits (GuessLimiter.free)
 HELD = 30  # wrong-token posts held open on their last byte
