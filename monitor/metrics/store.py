@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, Gauge
 
 from monitor.metrics.zeroed import counter_at_zero
 
-STORE_OPERATIONS = ("write", "prune", "read", "open", "sessions")
+STORE_OPERATIONS = ("write", "prune", "read", "open", "sessions", "review")
 STORE_LOSS_REASONS = ("rejected", "failed", "unavailable", "timeout", "queue_full")
 
 

@@ -95,7 +95,9 @@ class ReviewRequest(_Model):
         default="trace", min_length=1, max_length=MAX_KEY_CHARS, description="trace, agent, llm or session."
     )
     span_id: str | None = Field(
-        default=None, max_length=MAX_KEY_CHARS, description="The result's span (agent or llm level), if any."
+        default=None,
+        max_length=MAX_KEY_CHARS,
+        description="The result's span: needed only when the evaluator has results on several spans of that level.",
     )
     agreement: Agreement
     reviewer: str = Field(min_length=1, max_length=MAX_LABEL, description="Who reviewed it (1 to 200 characters).")

@@ -46,7 +46,11 @@ HISTORY_PARAMS: tuple[QueryParam, ...] = (
     QueryParam("trace_id", "The result's trace (32 hex characters; required).", _TRACE_ID_SCHEMA),
     QueryParam("evaluator", "The result's evaluator (its metric label; required)."),
     QueryParam("level", "The result's level: trace (the default), agent, llm or session.", {"type": "string"}),
-    QueryParam("span_id", "The result's span, when it names one (agent and llm levels).", {"type": "string"}),
+    QueryParam(
+        "span_id",
+        "The result's span: needed only when the evaluator has results on several spans of that level.",
+        {"type": "string"},
+    ),
 )
 
 

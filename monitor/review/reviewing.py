@@ -4,8 +4,9 @@ off the event loop; `on_reviewed` hears every review written (the metrics count 
 PostgreSQL store see the same reviews; two reviews of one result at the same moment: one is refused (Conflict),
 to be sent again.
 
-Raises the review's errors: NotFound (no stored result has that key), Unavailable (no store, or it failed),
-Conflict.
+Raises the review's errors: NotFound (no stored result has that key), BadRequest (the database refuses this review's
+row: that review's problem, the store's health untouched), Unavailable (no store, or it failed: the store's
+`review` operation fails, until the next review written), Conflict.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from monitor.review.api_params import NotFound, ReviewError, Unavailable
+from monitor.review.api_params import BadRequest, NotFound, ReviewError, Unavailable
 from monitor.store.health import StoreUnavailable
 from monitor.store.reviews import ResultNotFound, ReviewInput, StoredReview, write_review
 from monitor.store.writer import QueuedResultStore
 
 OnReviewed = Callable[[StoredReview], None]
+REVIEW_OPERATION = "review"  # the store health's operation of review writes (agent_monitor_store_errors_total)
 
 
 class Conflict(ReviewError):
@@ -61,8 +63,13 @@ class Reviewing:
             if _is_conflict(exc):
                 raise Conflict(f"{review.key.evaluator} on trace {review.key.trace_id} was reviewed at the same "
                                "moment by someone else: send it again") from exc  # fmt: skip
-            store.health.failed("write", exc)
+            if isinstance(exc, store.ROW_ERRORS):
+                raise BadRequest(f"the result store refuses this review: {type(exc).__name__}: {exc}") from exc
+            store.health.failed(REVIEW_OPERATION, exc)
             raise Unavailable(f"review unavailable: {type(exc).__name__}: {exc}") from exc
+        except store.ROW_ERRORS as exc:  # a value the driver refuses before the database sees it (not a DB error)
+            raise BadRequest(f"the result store refuses this review: {type(exc).__name__}: {exc}") from exc
+        store.health.succeeded(REVIEW_OPERATION)
         if self.on_reviewed is not None:
             self.on_reviewed(stored)
         return stored

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 log = logging.getLogger("monitor.store.sqlite")
 
-OPERATIONS = ("write", "prune", "read", "open")
+OPERATIONS = ("write", "prune", "read", "open", "review")  # review: a review written (monitor/review/reviewing.py)
 LOCAL = "daemon"
 WORKERS = "workers"
 
@@ -164,12 +164,14 @@ class StoreHealth:
             log.warning("result store available again: the review is back (%s recovered)%s", operation, flapping)
         else:
             where = "in an evaluation worker" if source == WORKERS else "in the daemon"
+            lost = "reviews are not stored" if operation == "review" else "results are not stored"
             log.error(
-                "result store unavailable: %s failed %s: %s; evaluation and metrics go on, results are not "
-                "stored and the review is unavailable until it recovers%s",
+                "result store unavailable: %s failed %s: %s; evaluation and metrics go on, %s and the review is "
+                "unavailable until it recovers%s",
                 operation,
                 where,
                 error,
+                lost,
                 flapping,
             )
 

@@ -22,6 +22,7 @@ from typing import Any, Literal, NamedTuple
 from monitor.store.packing import PASSED_FIELDS
 from monitor.store.rows import MAX_TEXT
 from monitor.store.schema import Database
+from monitor.store.storable import storable, storable_json
 
 Agreement = Literal["agree", "disagree"]
 AGREEMENTS: tuple[Agreement, ...] = ("agree", "disagree")
@@ -142,6 +143,35 @@ def verdict_of(db: Database, key: ResultKey) -> Verdict:
     raise ResultNotFound(f"no stored result of {key.evaluator} ({key.level}) on trace {key.trace_id}")
 
 
+def resolved_key(db: Database, key: ResultKey) -> ResultKey:
+    """`key` as the store names its result: a key without a span id whose evaluator has exactly one result of that
+    level on the trace (a trace-level result carries the root span's id) names that result's span; any other key is
+    kept as it is (an exact match, or several spans: the caller must name one)."""
+    if key.span_id:
+        return key
+    spans = _spans_of(db, key)
+    return key._replace(span_id=spans.pop()) if len(spans) == 1 and "" not in spans else key
+
+
+def _spans_of(db: Database, key: ResultKey) -> set[str]:
+    """The span ids of the stored results of `key`'s trace, evaluator and level (results rows, the passed list,
+    and the reviews, which outlive both)."""
+    trace_id, evaluator, level = key.trace_id, key.evaluator, key.level
+    where = "WHERE trace_id = ? AND evaluator = ? AND level = ?"
+    rows = db.execute(f"SELECT DISTINCT span_id FROM results {where}", (trace_id, evaluator, level)).fetchall()
+    spans = {r[0] or "" for r in rows}
+    row = db.execute("SELECT passed FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
+    if row is not None and row[0]:
+        for values in json.loads(row[0]):
+            entry = dict(zip(PASSED_FIELDS, values, strict=False))
+            if (entry["evaluator"], entry["level"]) == (evaluator, level):
+                spans.add(entry["span_id"] or "")
+    if not spans:
+        rows = db.execute(f"SELECT DISTINCT span_id FROM reviews {where}", (trace_id, evaluator, level)).fetchall()
+        spans = {r[0] or "" for r in rows}
+    return spans
+
+
 def task_snapshot(db: Database, trace_id: str) -> dict[str, Any] | None:
     """What a dataset task needs of a stored trace: input, output, the tools in call order, duration, cost, models,
     agents and service; None when the trace is not stored."""
@@ -170,8 +200,9 @@ def task_snapshot(db: Database, trace_id: str) -> dict[str, Any] | None:
 
 def write_review(db: Database, review: ReviewInput, now: float) -> StoredReview:
     """Record `review` (in force from `now`; the review it replaces kept as superseded). ResultNotFound when the
-    store has no such result."""
-    key = review.key
+    store has no such result. Its texts are made storable as a result's are (a NUL character or a lone surrogate
+    becomes U+FFFD), and a key without a span id names the result's span when there is one result (resolved_key)."""
+    key = resolved_key(db, ResultKey(*(storable(part) for part in review.key)))
     verdict = verdict_of(db, key)
     db.execute(f"UPDATE reviews SET superseded_at = ? WHERE {_KEY} AND {_IN_FORCE}", (now, *key))
     stored = StoredReview(
@@ -215,6 +246,7 @@ def reviews_of_traces(db: Database, trace_ids: Sequence[str]) -> list[StoredRevi
 
 def history(db: Database, key: ResultKey) -> list[StoredReview]:
     """Every review of one result, newest first (the one in force first)."""
+    key = resolved_key(db, ResultKey(*(storable(part) for part in key)))
     rows = db.execute(f"{_SELECT} WHERE {_KEY} ORDER BY created_at DESC", tuple(key)).fetchall()
     return [_stored(r) for r in rows]
 
@@ -264,14 +296,14 @@ def find_reviews(
 def _cut(text: str | None, limit: int) -> str | None:
     if text is None:
         return None
-    text = text.strip()
+    text = storable(text).strip()
     return text[:limit] if text else None
 
 
 def _row(review: StoredReview) -> tuple:
     values = list(review)
     values[7] = None if review.verdict_passed is None else int(review.verdict_passed)
-    values[-1] = None if review.task is None else json.dumps(review.task, ensure_ascii=False)
+    values[-1] = None if review.task is None else storable_json(json.dumps(review.task, ensure_ascii=False))
     return tuple(values)
 
 
