@@ -1,0 +1,58 @@
+"""`--since` / `--until` of every command go through one bounded parser (monitor/commands/time_args.py over
+monitor/review/api_params.parse_time): an overflowing duration is a usage error (exit 2 with a message), never a
+traceback, and the HTTP API answers it with a 400."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import pytest
+
+from monitor.cli import main
+from monitor.review.api_params import LATEST_TIME, BadRequest, parse_time
+
+OVERFLOW = "99999999999999999999d"
+COMMANDS = [
+    ["calibrate", "--evaluator", "latency"],
+    ["poll", "--source", "none"],
+    ["review", "--url", "http://127.0.0.1:9"],
+    ["signatures", "--url", "http://127.0.0.1:9"],
+    ["dataset", "export", "-o", "tasks.json"],
+]
+
+
+def run(argv: list[str]) -> tuple[int, str]:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = main(argv)
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+    return code, err.getvalue()
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c[:2]))
+@pytest.mark.parametrize("value", [OVERFLOW, "9" * 400 + "d", "1e400"])
+def test_an_overflowing_since_is_a_usage_error(command: list[str], value: str, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, err = run([*command, "--since", value])
+    assert code == 2, err
+    assert "argument --since:" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c[0] in ("poll", "review", "signatures")])
+def test_an_overflowing_until_is_a_usage_error(command: list[str], tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, err = run([*command, "--since", "1h", "--until", OVERFLOW])
+    assert code == 2 and "argument --until:" in err and "out of range" in err
+
+
+def test_the_parser_bounds_every_form() -> None:
+    now = 1_700_000_000.0
+    assert parse_time("since", "1h", now) == now - 3600
+    assert parse_time("since", "2023-11-14T22:13:20Z", now) == now
+    assert parse_time("since", "9999-12-31T23:59:59Z", now) == LATEST_TIME
+    for text in (OVERFLOW, "100000d", "9" * 400 + "d", "1e400", "1" + "0" * 30):
+        with pytest.raises(BadRequest):
+            parse_time("since", text, now)
