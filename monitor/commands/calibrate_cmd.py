@@ -15,7 +15,6 @@ import sys
 import time
 from typing import Protocol, TextIO, cast
 
-from monitor.commands.time_args import time_argument
 from monitor.config import DEFAULT_SOURCE, ConfigError, MonitorConfig, load_located
 from monitor.engine.evaluator_setup import build_evaluators
 from monitor.review.api_params import BadRequest, parse_time
@@ -57,7 +56,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--since",
         metavar="TIME",
-        type=time_argument,
         default=DEFAULT_SINCE,
         help="reviews made at or after TIME: RFC 3339, Unix seconds or a duration before now "
         f"(default {DEFAULT_SINCE})",

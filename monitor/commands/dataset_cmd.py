@@ -16,7 +16,6 @@ from typing import TextIO
 
 from evaluators.sdk import Dataset
 from monitor.commands.dataset_export import MARGIN, NoSuchSignature, Selection, select, task_of
-from monitor.commands.time_args import time_argument
 from monitor.review.api_params import BadRequest, parse_time
 from monitor.review.of_store import StoreReviewReader
 from monitor.review.open_reader import StoreUnreadable, is_url, open_store_reader
@@ -60,9 +59,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("--reviewed", action="store_true", help="only results with a review in force (any verdict)")
     export.add_argument("--evaluator", help="only this evaluator's results (its metric label)")
     export.add_argument("--signature", metavar="ID", help="only failing results with this failure signature")
-    export.add_argument(
-        "--since", metavar="TIME", type=time_argument, help="evaluated (with --reviewed: reviewed) at or after TIME"
-    )
+    export.add_argument("--since", metavar="TIME", help="evaluated (with --reviewed: reviewed) at or after TIME")
     export.add_argument(
         "--limit", type=_count, default=DEFAULT_LIMIT, metavar="N", help=f"at most N tasks (default {DEFAULT_LIMIT})"
     )

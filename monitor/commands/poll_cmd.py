@@ -25,7 +25,6 @@ from monitor.commands.evaluate_cmd import render_table
 from monitor.commands.offline import evaluate_offline
 from monitor.commands.offline_judges import stderr_progress
 from monitor.commands.offline_spec import InputError, selection_and_judges
-from monitor.commands.time_args import time_argument
 from monitor.config import DEFAULT_SOURCE, ConfigError, load_located
 from monitor.review.api_params import BadRequest, parse_time
 from monitor.sources.base import PolledTrace, SourceError, TraceSource
@@ -47,10 +46,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "arguments or config.",
     )
     parser.add_argument("--source", required=True, metavar="NAME", help="the `name` of an entry under sources:")
-    parser.add_argument(
-        "--since", required=True, metavar="TIME", type=time_argument, help="the range's start (inclusive)"
-    )
-    parser.add_argument("--until", metavar="TIME", type=time_argument, help="the range's end (exclusive; default: now)")
+    parser.add_argument("--since", required=True, metavar="TIME", help="the range's start (inclusive)")
+    parser.add_argument("--until", metavar="TIME", help="the range's end (exclusive; default: now)")
     parser.add_argument(
         "--config", help=f"YAML config file (default: ${health_cmd.CONFIG_ENV}, else the embedded default)"
     )

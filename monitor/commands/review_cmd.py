@@ -24,7 +24,7 @@ from monitor.commands.review_render import breakdown_table, evaluators_table, re
 from monitor.commands.review_source import HttpSource, ReviewSource, SourceError, StoreSource
 from monitor.commands.session_render import session_view, sessions_table
 from monitor.commands.signatures_render import signature_view, signatures_table
-from monitor.commands.time_args import time_argument
+from monitor.commands.time_args import check_times
 from monitor.review.models import Breakdown, EvaluatorInfo, ResultsPage, TraceDetail
 from monitor.review.session_models import SessionDetail, SessionsPage
 from monitor.review.signature_models import SignatureDetail, SignaturesPage
@@ -66,10 +66,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="fail|pass|skip|any",
         help="only this outcome (default fail, as on the review page; any: every result)",
     )
-    what.add_argument(
-        "--since", metavar="TIME", type=time_argument, help="evaluated at or after TIME (e.g. 1h: the last hour)"
-    )
-    what.add_argument("--until", metavar="TIME", type=time_argument, help="evaluated before TIME")
+    what.add_argument("--since", metavar="TIME", help="evaluated at or after TIME (e.g. 1h: the last hour)")
+    what.add_argument("--until", metavar="TIME", help="evaluated before TIME")
     what.add_argument("--limit", metavar="N", help="at most N results (1 to 500, default 50)")
     what.add_argument(
         "--sort", metavar="failures|cost", help="--by: most failures first (default), or cost: most spend first"
@@ -184,6 +182,7 @@ def _render(answer: Any) -> str:
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     def request() -> tuple[str, list[tuple[str, str]], Any]:
         _check_mode(args)
+        check_times(args)
         return _request(args)
 
     return show(args, request, "review", out, err)

@@ -11,7 +11,7 @@ from pydantic import TypeAdapter
 
 from monitor.commands.review_cmd import DEFAULT_URL, TOKEN_ENV, show
 from monitor.commands.review_source import SourceError
-from monitor.commands.time_args import time_argument
+from monitor.commands.time_args import check_times
 from monitor.review.signature_models import SignatureDetail, SignaturesPage
 
 LIST_FILTERS = ("evaluator", "service", "agent", "variant", "since", "until", "limit")
@@ -33,10 +33,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     what.add_argument("--service", help="only this service")
     what.add_argument("--agent", help="only this agent")
     what.add_argument("--variant", help="only traces of this variant")
-    what.add_argument(
-        "--since", metavar="TIME", type=time_argument, help="failures at or after TIME (default: 24h before --until)"
-    )
-    what.add_argument("--until", metavar="TIME", type=time_argument, help="failures before TIME (default: now)")
+    what.add_argument("--since", metavar="TIME", help="failures at or after TIME (default: 24h before --until)")
+    what.add_argument("--until", metavar="TIME", help="failures before TIME (default: now)")
     what.add_argument("--limit", metavar="N", help="at most N signatures or traces (1 to 200, default 50)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--url", help=f"the daemon's metrics port (default {DEFAULT_URL})")
@@ -48,6 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _request(args: argparse.Namespace) -> tuple[str, list[tuple[str, str]], Any]:
+    check_times(args)
     given = [name for name in LIST_FILTERS if getattr(args, name) is not None]
     if args.id is None:
         return "signatures", [(n, str(getattr(args, n))) for n in given], TypeAdapter(SignaturesPage)

@@ -1,20 +1,24 @@
-"""The `--since` / `--until` argument type of every command: the API's one time parser (bounded), checked when the
-arguments are parsed so that a bad or overflowing value is a usage error (exit status 2) with a message."""
+"""The `--since` / `--until` check of the commands that hand them to the daemon (`review`, `signatures`): the API's
+one bounded time parser (monitor/review/api_params.parse_time, which `calibrate`, `poll` and `dataset export` call
+themselves), so that a bad or overflowing value is a one-line usage error (exit status 2) before any request."""
 
 from __future__ import annotations
 
 import argparse
 import time
 
+from monitor.commands.review_source import SourceError
 from monitor.review.api_params import BadRequest, parse_time
 
 
-def time_argument(text: str) -> str:
-    """`text` unchanged when it is a time `parse_time` accepts (RFC 3339, Unix seconds or a duration before now);
-    argparse.ArgumentTypeError otherwise. The text is kept as given: a command resolves a duration against its own
-    "now", and the HTTP commands send it to the daemon as it is."""
-    try:
-        parse_time("time", text, time.time())
-    except BadRequest as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("time: ")) from None
-    return text
+def check_times(args: argparse.Namespace) -> None:
+    """SourceError (exit status 2) unless each given --since / --until is a time `parse_time` accepts. The texts
+    are sent as given: the daemon resolves a duration against its own "now"."""
+    now = time.time()
+    for name in ("since", "until"):
+        text = getattr(args, name, None)
+        if text is not None:
+            try:
+                parse_time(f"--{name}", text, now)
+            except BadRequest as exc:
+                raise SourceError(str(exc), 2) from None
