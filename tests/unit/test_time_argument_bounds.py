@@ -33,12 +33,12 @@ def run(argv: list[str]) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c[:2]))
-@pytest.mark.parametrize("value", [OVERFLOW, "9" * 400 + "d", "1e400"])
+@pytest.mark.parametrize("value", [OVERFLOW, "9" * 200 + "d", "1e400"])
 def test_an_overflowing_since_is_a_usage_error(command: list[str], value: str, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     code, err = run([*command, "--since", value])
     assert code == 2, err
-    assert "--since:" in err and "out of range" in err and err.count("\n") == 1, err
+    assert "--since:" in err and ("out of range" in err or "finite" in err) and err.count("\n") == 1, err
 
 
 @pytest.mark.parametrize("command", [c for c in COMMANDS if c[0] in ("review", "signatures")])
@@ -53,6 +53,6 @@ def test_the_parser_bounds_every_form() -> None:
     assert parse_time("since", "1h", now) == now - 3600
     assert parse_time("since", "2023-11-14T22:13:20Z", now) == now
     assert parse_time("since", "9999-12-31T23:59:59Z", now) == LATEST_TIME
-    for text in (OVERFLOW, "100000d", "9" * 400 + "d", "1e400", "1" + "0" * 30):
+    for text in (OVERFLOW, "100000d", "9" * 200 + "d", "1e400", "1" + "0" * 30):
         with pytest.raises(BadRequest):
             parse_time("since", text, now)
