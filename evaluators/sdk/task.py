@@ -161,8 +161,8 @@ class Dataset(BaseModel):
         """Write the dataset as `from_csv` reads it: one row per task, a column per Task field, JSON text in the
         list and dict columns; a cell a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, ...) gets a quote in
         front, which `from_csv` takes off (evaluators/sdk/csv_cells.py). The dataset's name is not kept (`from_csv`
-        names it after the file). CSV cannot tell an empty text from an unset one, nor a text that is itself a JSON object from that object: both read back
-        as the latter (JSON keeps them apart)."""
+        names it after the file). CSV cannot tell an empty text from an unset one, nor a text that is itself a JSON
+        object from that object: both read back as the latter (JSON keeps them apart)."""
         columns = list(Task.model_fields)
         with Path(path).open("w", newline="", encoding="utf-8") as handle:
             writer = csv.DictWriter(handle, fieldnames=columns)
