@@ -1,7 +1,6 @@
 """`--since` / `--until` of every command go through one bounded parser (monitor/review/api_params.parse_time;
 `review` and `signatures` check it before any request, monitor/commands/time_args.py): an overflowing duration is a
-one-line usage error (exit 2), never a traceback. (`poll` refuses an unknown source first; its parse is the same
-call, covered by the parser test.)"""
+one-line usage error (exit 2), never a traceback (`poll` run with an otlp_files source)."""
 
 from __future__ import annotations
 
@@ -56,3 +55,14 @@ def test_the_parser_bounds_every_form() -> None:
     for text in (OVERFLOW, "100000d", "9" * 200 + "d", "1e400", "1" + "0" * 30):
         with pytest.raises(BadRequest):
             parse_time("since", text, now)
+
+
+@pytest.mark.parametrize("option", ["--since", "--until"])
+def test_poll_refuses_an_overflowing_time(option: str, tmp_path, monkeypatch) -> None:
+    (tmp_path / "dumps").mkdir()
+    config = tmp_path / "config.yaml"
+    config.write_text(f"sources:\n  - {{name: files, type: otlp_files, directory: {tmp_path / 'dumps'}}}\n")
+    monkeypatch.chdir(tmp_path)
+    times = {"--since": "1h", "--until": "1m"} | {option: OVERFLOW}
+    code, err = run(["poll", "--config", str(config), "--source", "files", *(x for kv in times.items() for x in kv)])
+    assert code == 2 and f"{option}: '{OVERFLOW}' is out of range" in err and err.count("\n") == 1, err
