@@ -189,7 +189,14 @@ class Daemon:
             reviewing=self.reviewing,
         )
         context = prepared.api_tls.ssl_context() if prepared.api_tls is not None else None
-        return WebServer(app, config.metrics.host, config.metrics.port, name="api", ssl_context=context)
+        return WebServer(
+            app,
+            config.metrics.host,
+            config.metrics.port,
+            name="api",
+            ssl_context=context,
+            header_timeout=config.metrics.header_timeout,
+        )
 
     def _parts(self) -> list[Part]:
         """Every component in start order (dependencies first); shutdown runs the list backwards: stop accepting,

@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from evaluators.sdk.csv_cells import neutralise, restore
+
 
 class TrajectoryStep(BaseModel):
     """One expected tool call: the tool's name and, optionally, the arguments it should get."""
@@ -157,15 +159,16 @@ class Dataset(BaseModel):
 
     def to_csv(self, path: str | os.PathLike[str]) -> None:
         """Write the dataset as `from_csv` reads it: one row per task, a column per Task field, JSON text in the
-        list and dict columns. The dataset's name is not kept (`from_csv` names it after the file). CSV cannot tell
-        an empty text from an unset one, nor a text that is itself a JSON object from that object: both read back
-        as the latter (JSON keeps them apart)."""
+        list and dict columns; a cell a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, ...) gets a quote in
+        front, which `from_csv` takes off (evaluators/sdk/csv_cells.py). The dataset's name is not kept (`from_csv`
+        names it after the file). CSV cannot tell an empty text from an unset one, nor a text that is itself a JSON
+        object from that object: both read back as the latter (JSON keeps them apart)."""
         columns = list(Task.model_fields)
         with Path(path).open("w", newline="", encoding="utf-8") as handle:
             writer = csv.DictWriter(handle, fieldnames=columns)
             writer.writeheader()
             for task in self.tasks:
-                writer.writerow({column: _cell(task, column) for column in columns})
+                writer.writerow({column: neutralise(_cell(task, column)) for column in columns})
 
 
 def _cell(task: Task, column: str) -> str:
@@ -190,6 +193,7 @@ def _row_to_task(row: dict[str | None, Any]) -> dict[str, Any]:
         column = column.strip()
         if cell is None or cell.strip() == "":
             continue
+        cell = restore(cell)
         head, _, rest = column.partition(".")
         if rest:
             nested = data.setdefault(head, {})

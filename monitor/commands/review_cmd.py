@@ -24,6 +24,7 @@ from monitor.commands.review_render import breakdown_table, evaluators_table, re
 from monitor.commands.review_source import HttpSource, ReviewSource, SourceError, StoreSource
 from monitor.commands.session_render import session_view, sessions_table
 from monitor.commands.signatures_render import signature_view, signatures_table
+from monitor.commands.time_args import check_times
 from monitor.review.models import Breakdown, EvaluatorInfo, ResultsPage, TraceDetail
 from monitor.review.session_models import SessionDetail, SessionsPage
 from monitor.review.signature_models import SignatureDetail, SignaturesPage
@@ -181,6 +182,7 @@ def _render(answer: Any) -> str:
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     def request() -> tuple[str, list[tuple[str, str]], Any]:
         _check_mode(args)
+        check_times(args)
         return _request(args)
 
     return show(args, request, "review", out, err)

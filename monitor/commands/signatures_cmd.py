@@ -11,6 +11,7 @@ from pydantic import TypeAdapter
 
 from monitor.commands.review_cmd import DEFAULT_URL, TOKEN_ENV, show
 from monitor.commands.review_source import SourceError
+from monitor.commands.time_args import check_times
 from monitor.review.signature_models import SignatureDetail, SignaturesPage
 
 LIST_FILTERS = ("evaluator", "service", "agent", "variant", "since", "until", "limit")
@@ -45,6 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _request(args: argparse.Namespace) -> tuple[str, list[tuple[str, str]], Any]:
+    check_times(args)
     given = [name for name in LIST_FILTERS if getattr(args, name) is not None]
     if args.id is None:
         return "signatures", [(n, str(getattr(args, n))) for n in given], TypeAdapter(SignaturesPage)

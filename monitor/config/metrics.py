@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_serializer, model_validator
 
 from .locate import Loc, LocatedError
-from .units import Port, Section, parse_duration
+from .units import Duration, Port, Section, parse_duration
 
 
 class Window(BaseModel):
@@ -67,6 +67,8 @@ def _increasing(values: list[float]) -> list[float]:
 class MetricsConfig(Section):
     host: str = "0.0.0.0"
     port: Port = 9464
+    # A request's line and headers must all arrive within this long of its first byte; else the connection is cut.
+    header_timeout: Duration = 10.0
     windows: Annotated[list[Window], Field(min_length=1)] = Field(
         default_factory=lambda: [Window.model_validate("5m"), Window.model_validate("1h")]
     )

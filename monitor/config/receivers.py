@@ -28,6 +28,8 @@ class HttpReceiverConfig(Section):
     host: str = "0.0.0.0"
     port: Port = 4318
     max_body_bytes: Size = 16 * MiB
+    # A request's line and headers must all arrive within this long of its first byte; else the connection is cut.
+    header_timeout: Duration = 10.0
 
 
 class ReceiversConfig(Section):

@@ -318,7 +318,13 @@ class HttpReceiver:
         )
         # auto_decompress off: gzip is inflated by our own bounded gunzip, never by the parser.
         self.server = WebServer(
-            self.handler, section.host, section.port, name="otlp-http", ssl_context=ssl_context, auto_decompress=False
+            self.handler,
+            section.host,
+            section.port,
+            name="otlp-http",
+            ssl_context=ssl_context,
+            header_timeout=section.header_timeout,
+            auto_decompress=False,
         )
 
     @property

@@ -146,11 +146,19 @@ def query_values(pairs: Iterable[tuple[str, str]], params: Iterable[QueryParam])
 
 
 MS_EPOCH = 1e11  # larger Unix times are milliseconds (Grafana's ${__from}); in seconds it is the year 5138
+LATEST_TIME = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()  # the last second datetime can show
 
 
 def parse_time(name: str, text: str, now: float) -> float:
-    """Unix seconds from RFC 3339, Unix seconds (milliseconds above MS_EPOCH) or a duration before `now`;
-    BadRequest otherwise."""
+    """Unix seconds from RFC 3339, Unix seconds (milliseconds above MS_EPOCH) or a duration before `now`, between
+    the epoch and the year 9999; BadRequest otherwise (an overflowing duration such as 99999999999999999999d too)."""
+    seconds = _parse_time(name, text, now)
+    if not 0 <= seconds <= LATEST_TIME:
+        raise BadRequest(f"{name}: {shown(text)!r} is out of range (a time between 1970 and 9999)")
+    return seconds
+
+
+def _parse_time(name: str, text: str, now: float) -> float:
     text = bounded(name, text)
     try:
         number = float(text)
@@ -163,7 +171,7 @@ def parse_time(name: str, text: str, now: float) -> float:
     if text[:1].isdigit() and text[-1:].isalpha() and "-" not in text and ":" not in text:
         try:
             return now - parse_duration(text)
-        except ValueError:
+        except (ValueError, OverflowError):
             pass
     try:
         stamp = datetime.fromisoformat(text.upper())

@@ -4,12 +4,12 @@ into a ReviewFilter or a ResultKey. Every problem is a BadRequest naming the par
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import get_args
 
 from pydantic import ValidationError
 
+from monitor import client_json
 from monitor.review.api_params import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -84,7 +84,9 @@ def history_query(pairs: Iterable[tuple[str, str]]) -> ResultKey:
 def review_request(body: bytes) -> ReviewRequest:
     """The review a `POST /api/v1/reviews` body asks for; BadRequest naming the first problem."""
     try:
-        data = json.loads(body)
+        data = client_json.loads(body)
+    except client_json.TooDeep as exc:
+        raise BadRequest(f"the body must be a JSON object: {exc}") from None
     except (ValueError, UnicodeDecodeError):
         raise BadRequest("the body must be a JSON object (Content-Type: application/json)") from None
     if not isinstance(data, dict):

@@ -18,6 +18,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from monitor import client_json
 from monitor.review.session_models import (
     SessionDetail,
     SessionFilter,
@@ -56,7 +57,7 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
     if len(cursor) > MAX_CURSOR_CHARS:
         raise ValueError("invalid cursor")
     try:
-        at, session_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        at, session_id = client_json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
     except (ValueError, TypeError, binascii.Error) as exc:
         raise ValueError("invalid cursor") from exc
     number = isinstance(at, int | float) and not isinstance(at, bool) and math.isfinite(at) and abs(at) < 1e15

@@ -16,6 +16,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from monitor import client_json
 from monitor.review.signature_models import SignatureFilter
 from monitor.review.sql import Columns, Conditions
 
@@ -36,7 +37,7 @@ def decode(cursor: str, kinds: Sequence[type]) -> list[Any]:
     if len(cursor) > MAX_CURSOR_CHARS:
         raise ValueError("invalid cursor")
     try:
-        values = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        values = client_json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
     except (ValueError, TypeError, binascii.Error) as exc:
         raise ValueError("invalid cursor") from exc
     if not isinstance(values, list) or len(values) != len(kinds):

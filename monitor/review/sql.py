@@ -22,6 +22,7 @@ import json
 import math
 from typing import Any
 
+from monitor import client_json
 from monitor.review.models import ResultFilter
 
 RESULT_SOURCE, PASSING_SOURCE = 1, 0
@@ -43,7 +44,7 @@ def decode_cursor(cursor: str) -> OrderKey:
         raise ValueError("invalid cursor")
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        at, source, ident, index = json.loads(raw)
+        at, source, ident, index = client_json.loads(raw)
     except (ValueError, TypeError, binascii.Error) as exc:
         raise ValueError("invalid cursor") from exc
     numbers = isinstance(at, int | float) and not isinstance(at, bool) and math.isfinite(at)

@@ -17,6 +17,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from monitor.logutil import RateLimitedLogger
+from monitor.web.header_timeout import HeaderTimeoutAppRunner, HeaderTimeoutServer, OnTimeout
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,11 @@ class _ServerLog:
             return
         self._log.error(message, *args, exc_info=exc_info or True)
 
+    def header_timed_out(self, seconds: float) -> None:
+        self._limited.warning(
+            "header_timeout", "%s: a request's headers took longer than %gs: connection closed", self.name, seconds
+        )
+
     def debug(self, *args: Any, **kw: Any) -> None:
         self._log.debug(*args, **kw)
 
@@ -59,7 +65,9 @@ class _ServerLog:
 
 class WebServer:
     """`start()` binds, `shutdown(grace)` stops accepting, lets requests in flight finish for `grace`
-    seconds and closes idle keep-alive connections without a traceback. Idempotent."""
+    seconds and closes idle keep-alive connections without a traceback. Idempotent. With `header_timeout`, a
+    request whose line and headers take longer than that from its first byte is cut (monitor/web/header_timeout.py),
+    and `on_header_timeout` called."""
 
     def __init__(
         self,
@@ -69,6 +77,8 @@ class WebServer:
         *,
         name: str,
         ssl_context: ssl.SSLContext | None = None,
+        header_timeout: float | None = None,
+        on_header_timeout: OnTimeout | None = None,
         **handler_args: Any,
     ) -> None:
         self.host = host
@@ -76,6 +86,9 @@ class WebServer:
         self.name = name
         self.ssl_context = ssl_context
         self._target = target
+        server_log = _ServerLog(name)
+        self._header_timeout = header_timeout
+        self._on_header_timeout = on_header_timeout or (lambda: server_log.header_timed_out(header_timeout or 0))
         self._handler_args: dict[str, Any] = {
             "access_log": None,
             "keepalive_timeout": KEEPALIVE_TIMEOUT,
@@ -83,7 +96,7 @@ class WebServer:
             "max_line_size": MAX_LINE_BYTES,
             "max_field_size": MAX_FIELD_BYTES,
             "max_headers": MAX_HEADERS,
-            "logger": _ServerLog(name),
+            "logger": server_log,
             **handler_args,
         }
         self._runner: web.BaseRunner | None = None
@@ -94,10 +107,20 @@ class WebServer:
         return self._bound_port if self._bound_port is not None else self.port
 
     async def start(self) -> None:
+        runner: web.BaseRunner
+        timeout, on_timeout = self._header_timeout, self._on_header_timeout
         if isinstance(self._target, web.Application):
-            runner: web.BaseRunner = web.AppRunner(self._target, **self._handler_args)
-        else:
+            if timeout is None:
+                runner = web.AppRunner(self._target, **self._handler_args)
+            else:
+                runner = HeaderTimeoutAppRunner(
+                    self._target, header_timeout=timeout, on_timeout=on_timeout, **self._handler_args
+                )
+        elif timeout is None:
             runner = web.ServerRunner(web.Server(self._target, **self._handler_args))
+        else:
+            server = HeaderTimeoutServer.adopt(web.Server(self._target, **self._handler_args), timeout, on_timeout)
+            runner = web.ServerRunner(server)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port, ssl_context=self.ssl_context, reuse_address=True)
         try:

@@ -150,7 +150,7 @@ def test_errors_are_one_line_with_exit_status(
         (["--url", base, "--token", "wrong"], 1, "401 unauthorized: the token was refused"),
         (["--url", base, "--token", TOKEN, "--trace", "cd" * 16], 1, f"404: unknown trace {'cd' * 16}"),
         (["--url", base, "--token", TOKEN, "--trace", "nope"], 2, "400: trace id must be 32 hex characters"),
-        (["--url", base, "--token", TOKEN, "--since", "yesterday"], 2, "400: since: invalid time 'yesterday'"),
+        (["--url", base, "--token", TOKEN, "--since", "yesterday"], 2, "--since: invalid time 'yesterday'"),
         (["--url", base, "--token", TOKEN, "--outcome", "bad"], 2, "400: outcome must be one of pass, fail, skip"),
         (["--url", base, "--token", TOKEN, "--limit", "900"], 2, "400: limit must be from 1 to 500, got 900"),
         (["--url", base, "--token", TOKEN, "--by", "region"], 2, "400: by must be one of service"),

@@ -26,6 +26,7 @@ from urllib.parse import quote, unquote
 from aiohttp import web
 
 import monitor.web.pages.fmt as fmt
+from monitor import client_json
 from monitor.logutil import RateLimitedLogger
 from monitor.review.api_params import ReviewError
 from monitor.review.models import Step, TraceDetail
@@ -66,7 +67,7 @@ def skipped_of(cookie: str | None) -> list[ResultKey]:
     if not cookie or len(cookie) > 2 * MAX_SKIP_COOKIE:
         return []
     try:
-        values = json.loads(base64.urlsafe_b64decode(cookie + "=" * (-len(cookie) % 4)))
+        values = client_json.loads(base64.urlsafe_b64decode(cookie + "=" * (-len(cookie) % 4)))
     except (ValueError, binascii.Error):
         return []
     if not isinstance(values, list):

@@ -1,0 +1,24 @@
+"""The `--since` / `--until` check of the commands that hand them to the daemon (`review`, `signatures`): the API's
+one bounded time parser (monitor/review/api_params.parse_time, which `calibrate`, `poll` and `dataset export` call
+themselves), so that a bad or overflowing value is a one-line usage error (exit status 2) before any request."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from monitor.commands.review_source import SourceError
+from monitor.review.api_params import BadRequest, parse_time
+
+
+def check_times(args: argparse.Namespace) -> None:
+    """SourceError (exit status 2) unless each given --since / --until is a time `parse_time` accepts. The texts
+    are sent as given: the daemon resolves a duration against its own "now"."""
+    now = time.time()
+    for name in ("since", "until"):
+        text = getattr(args, name, None)
+        if text is not None:
+            try:
+                parse_time(f"--{name}", text, now)
+            except BadRequest as exc:
+                raise SourceError(str(exc), 2) from None
