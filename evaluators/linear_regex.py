@@ -22,13 +22,15 @@ def compile_linear(pattern: str, flags: int = 0) -> Any:
     """`pattern` compiled by RE2 (an object with `search`, `finditer`, `match`, `sub` like `re.Pattern`).
     Raises `re.error` for a pattern RE2 cannot run (a lookaround, a backreference, bad syntax)."""
     inline = "".join(letter for flag, letter in _INLINE.items() if flags & flag)
-    unknown = flags & ~sum(_INLINE)
+    unknown = flags & ~(sum(_INLINE) | re.UNICODE)  # re.UNICODE: the default of str patterns, in both engines
     if unknown:
         raise re.error(f"flags {re.RegexFlag(unknown)!r} are not supported by the linear-time engine")
     try:
         return re2.compile(f"(?{inline}){pattern}" if inline else pattern, _OPTIONS)
     except re2.error as exc:
-        raise re.error(f"not a linear-time (RE2) pattern: {_reason(exc)} (RE2 has no lookarounds, no backreferences)") from None
+        raise re.error(
+            f"not a linear-time (RE2) pattern: {_reason(exc)} (RE2 has no lookarounds, no backreferences)"
+        ) from None
 
 
 def _reason(exc: Exception) -> str:

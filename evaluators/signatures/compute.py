@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..linear_regex import compile_linear
-
 from .masking import mask_message
 from .model import SIGNATURE_VERSION, Failure, FailureSignature
 

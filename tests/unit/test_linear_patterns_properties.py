@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from evaluators.builtins._common import compile_patterns
 from evaluators.builtins._similarity import content_words
 from evaluators.builtins.ground_truth import words
+from evaluators.builtins.rules_agent import _without_value
 from evaluators.builtins.rules_trace import DEFAULT_REFUSAL_PATTERNS
 from evaluators.judges.prompt import escape_data
 from evaluators.redaction import find_pii, redact_text
@@ -87,6 +88,7 @@ def examples(test: Callable[..., None]) -> Callable[..., None]:
         test = example(text=text)(test)
     return test
 
+
 _REFUSALS = compile_patterns("refusal", "patterns", DEFAULT_REFUSAL_PATTERNS, re.IGNORECASE)
 _RULE = SignatureRule("x", message=r"^(a+)+$|(x+x+)+y|(\d+\.?)+@")
 _FAILURE = Failure(step_kind="tool", step_name="t", error_type="E", message="m")
@@ -104,6 +106,7 @@ FAMILIES: dict[str, Callable[[str], Any]] = {
     "judge data escaping": escape_data,
     "similarity words": content_words,
     "ground truth words": words,
+    "tool argument problems (schema messages)": lambda text: _without_value(f"$.{text}: {text!r} is not one of [1]"),
 }
 
 
