@@ -76,6 +76,16 @@ def test_signature_message_masking_on_400_kb_of_adversarial_text_returns() -> No
     assert out.strip() == "a." * 25
 
 
+def test_signature_url_masking_on_400_kb_of_adversarial_text_returns() -> None:
+    out = run_bounded(
+        """
+        from evaluators.signatures.masking import mask_message
+        print(mask_message("a." * 200_000 + "://x?q", 50))
+        """
+    )
+    assert out.strip() == "a." * 25
+
+
 def test_an_exponential_signature_rule_returns_at_once() -> None:
     out = run_bounded(
         """

@@ -55,10 +55,11 @@ def adversarial(draw: st.DrawFn) -> str:
 bounded = settings(
     max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
-# the old patterns' worst cases: e-mail local parts without a domain, a separator run before a non-ASCII digit
-# (number windows), many findings (the overlap test per finding), nested quantifiers in a config rule
+# the old patterns' worst cases: e-mail local parts without a domain, URL schemes, a separator run before a
+# non-ASCII digit (number windows), many findings (the overlap test per finding), nested quantifiers in a config rule
 WORST = [
     "a." * (SIZE // 2) + "@!",
+    "a." * (SIZE // 2) + "://x?q",
     "a" * SIZE + "@",
     " " * SIZE + "\u0661",
     "a@b.co " * (SIZE // 7),
