@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from evaluators.sdk import EvaluatorConfigError
 
+from ..linear_regex import compile_linear
+
 # Tools that hand control to another agent rather than act in the world (ADK, openai-agents, swarm styles).
 HANDOFF_TOOL_PATTERNS: tuple[str, ...] = ("transfer_to_agent", "transfer_to_*", "handoff_to_*")
 
@@ -54,14 +56,15 @@ def fmt_num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
 
 
-def compile_patterns(owner: str, name: str, patterns: Iterable[Any], flags: int = 0) -> list[re.Pattern[str]]:
-    """Regexes compiled from a list param; a bad one is an EvaluatorConfigError naming it."""
+def compile_patterns(owner: str, name: str, patterns: Iterable[Any], flags: int = 0) -> list[Any]:
+    """Regexes compiled from a list param by the linear-time engine (RE2: they search trace content); a bad one,
+    or one RE2 cannot run (a lookaround, a backreference), is an EvaluatorConfigError naming it."""
     compiled = []
     for pattern in patterns:
         if not isinstance(pattern, str):
             raise EvaluatorConfigError(f"{owner}: param {name!r} must hold regex strings, got {pattern!r}", param=name)
         try:
-            compiled.append(re.compile(pattern, flags))
+            compiled.append(compile_linear(pattern, flags))
         except re.error as exc:
             raise EvaluatorConfigError(
                 f"{owner}: param {name!r} has a bad regex {pattern!r}: {exc}", param=name

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +11,7 @@ from evaluators.signatures.span_failures import span_failure
 from evaluators.traces.messages import ToolCall, ToolDefinition
 from evaluators.traces.model import AgentTrace, LLMSpan
 
+from ..linear_regex import compile_linear
 from ._common import (
     DECAY_HELP,
     HANDOFF_TOOL_PATTERNS,
@@ -40,8 +40,10 @@ def _arguments_failure(call: ToolCall, problem: str) -> Failure:
     return Failure("tool", call.name, "schema_violation", _without_value(problem))
 
 
-_GOT_VALUE = re.compile(r", got .*$")
-_VALUE_NOT_IN = re.compile(r": .* is not one of ")
+# RE2 (linear time): the problem holds the call's argument keys and values, and `: .* is not one of ` retried from
+# every ": " of a long key was quadratic in Python's engine
+_GOT_VALUE = compile_linear(r", got .*$")
+_VALUE_NOT_IN = compile_linear(r": .* is not one of ")
 
 
 def _without_value(problem: str) -> str:

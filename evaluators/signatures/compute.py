@@ -6,26 +6,36 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from ..linear_regex import compile_linear
 from .masking import mask_message
 from .model import SIGNATURE_VERSION, Failure, FailureSignature
 
 MAX_EXAMPLE_CHARS = 500
 MAX_NAME_CHARS = 128
 _SEPARATOR = "\x1f"
+_FLAGS = re.IGNORECASE | re.MULTILINE | re.DOTALL  # the flags RE2 takes (re.UNICODE is implied)
 
 
 @dataclass(frozen=True)
 class SignatureRule:
     """A fingerprint rule (Sentry's, in spirit): a failure whose fields all match gets the fixed `name` as its
     template, so that failures it matches group together (merge) or apart from the rest (split). `None` matches
-    anything; `message` is a regular expression searched in the unmasked message."""
+    anything; `message` is a regular expression searched in the unmasked message, run by the linear-time engine
+    (RE2; a string or an `re.Pattern` is compiled by it: a config pattern must not stall a worker)."""
 
     name: str
     evaluator: str | None = None
     step_name: str | None = None
     error_type: str | None = None
-    message: re.Pattern[str] | None = None
+    message: Any = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.message, re.Pattern):
+            object.__setattr__(self, "message", compile_linear(self.message.pattern, self.message.flags & _FLAGS))
+        elif isinstance(self.message, str):
+            object.__setattr__(self, "message", compile_linear(self.message))
 
     def matches(self, evaluator: str, failure: Failure, message: str) -> bool:
         return (

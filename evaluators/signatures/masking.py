@@ -23,7 +23,17 @@ MAX_TEMPLATE_CHARS = 200
 LONG_QUOTED_CHARS = 24  # quoted values at least this long are data, not words of the message
 
 _URL_QUERY = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s?#'\"<>]*)[?#](?!<query>)[^\s'\"<>]*")
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+# `_URL_QUERY` is tried once per "://", from the first start its scheme run offers (`_mask_url_queries`): retried
+# from every word start of a long run ("a." * n + "://") it was quadratic; every start of a run has the same outcome
+_SCHEME_START = re.compile(r"\b[a-zA-Z]")
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+# An e-mail address, tried only where a run of [\w.+-] starts (`_EMAIL`) or where the previous address ends
+# (`_EMAIL_HERE`), past the run's leading punctuation (possessive): linear. `\b[\w.+-]+@...` retried from every
+# word start of a run was quadratic ("a." * n + "@!"); every start of a run has the same outcome (the local part
+# ends at the run's "@"), so `_mask_emails` finds the same addresses.
+_EMAIL_ADDRESS = r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"
+_EMAIL = re.compile(r"(?<![\w.+-])([.+-]*+)" + _EMAIL_ADDRESS)
+_EMAIL_HERE = re.compile(r"(\b|[.+-]*+)" + _EMAIL_ADDRESS)
 _UUID = re.compile(
     r"(?<![0-9A-Za-z])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![0-9A-Za-z])"
 )
@@ -73,6 +83,37 @@ def mask_message(text: str, limit: int = MAX_TEMPLATE_CHARS) -> str:
     return masked
 
 
+def _mask_url_queries(text: str) -> str:
+    """`_URL_QUERY.sub(r"\\1?<query>", text)`, each match tried once: from the first start of the scheme before
+    each "://" (a later start of the same run has the same outcome and leaves the same text)."""
+    parts: list[str] = []
+    done = 0
+    at = text.find("://")
+    while at >= 0:
+        start = at
+        while start > done and text[start - 1] in _SCHEME_CHARS:
+            start -= 1
+        first = next((p for p in range(start, at) if _SCHEME_START.match(text, p)), None)
+        match = _URL_QUERY.match(text, first) if first is not None else None
+        if match is not None:
+            parts += (text[done : match.start()], match.group(1), "?<query>")
+            done = match.end()
+        at = text.find("://", max(done, at + 1))
+    return "".join(parts) + text[done:] if parts else text
+
+
+def _mask_emails(text: str) -> str:
+    """`text` with each e-mail address replaced by `<email>` (what `\\b[\\w.+-]+@[\\w-]+(?:\\.[\\w-]+)+\\b` finds)."""
+    parts: list[str] = []
+    done = 0
+    match = _EMAIL.search(text)
+    while match is not None:
+        parts += (text[done : match.start()], match.group(1), "<email>")
+        done = match.end()
+        match = _EMAIL_HERE.match(text, done) or _EMAIL.search(text, done)
+    return "".join(parts) + text[done:] if parts else text
+
+
 def _mask_token(match: re.Match[str]) -> str:
     token = match.group(0)
     letters = not token.isdigit() and not token.isalpha()
@@ -84,9 +125,9 @@ def _mask_token(match: re.Match[str]) -> str:
 def _mask_once(text: str, limit: int) -> str:
     # Each pattern runs only on a text that has the character it needs (the same result, in a fraction of the
     # time: masking runs on every failing result).
-    masked = _URL_QUERY.sub(r"\1?<query>", text) if "://" in text else text
+    masked = _mask_url_queries(text) if "://" in text else text
     if "@" in masked:
-        masked = _EMAIL.sub("<email>", masked)
+        masked = _mask_emails(masked)
     if "-" in masked:
         masked = _UUID.sub("<uuid>", masked)
     masked = mask_addresses(masked)  # `::`, the unspecified address, has no digit

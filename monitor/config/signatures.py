@@ -8,6 +8,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
+from evaluators.linear_regex import compile_linear
 from evaluators.signatures import SignatureRule
 
 from .units import Duration, Section
@@ -15,7 +16,8 @@ from .units import Duration, Section
 
 class SignatureRuleConfig(Section):
     """One fingerprint rule: a failure matching every given field is grouped under `name` (the first matching rule
-    wins). `message`: a regular expression searched in the failure's message, before masking."""
+    wins). `message`: a regular expression (RE2 syntax: linear time, so no lookarounds or backreferences) searched
+    in the failure's message, before masking."""
 
     name: Annotated[str, Field(min_length=1, max_length=200)]
     evaluator: str | None = None
@@ -29,13 +31,13 @@ class SignatureRuleConfig(Section):
         if message is None:
             return None
         try:
-            re.compile(message)
+            compile_linear(message)
         except re.error as exc:
             raise ValueError(f"is not a valid regular expression: {exc}") from None
         return message
 
     def rule(self) -> SignatureRule:
-        pattern = re.compile(self.message) if self.message is not None else None
+        pattern = compile_linear(self.message) if self.message is not None else None
         return SignatureRule(self.name, self.evaluator, self.step_name, self.error_type, pattern)
 
 

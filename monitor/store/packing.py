@@ -43,17 +43,23 @@ _PACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=Fa
 CLEAN_TEXT = 300  # the longest text remembered as clean
 CLEAN_TEXTS = 20_000  # texts remembered (then forgotten all at once)
 _clean: set[str] = set()
+SCAN_MARGIN = 1_000  # scanned past a text's limit: longer than any e-mail address, key header or token prefix
 
 
 def mask(texts: list[str | None], limits: list[int]) -> list[str | None]:
     """`redact_texts(texts)`, each cut to its limit; the short texts already found clean (a set per process)
-    are not scanned again."""
-    todo = [i for i, text in enumerate(texts) if text and text not in _clean]
-    masked = list(texts)
+    are not scanned again. Each text is cut before the scan too (to its limit and `SCAN_MARGIN`, so that an item
+    across the limit is still found and masked): what a scan costs is bounded by what is kept."""
+    cut = [
+        t if t is None or len(t) <= n + SCAN_MARGIN else t[: n + SCAN_MARGIN]
+        for t, n in zip(texts, limits, strict=True)
+    ]
+    todo = [i for i, text in enumerate(cut) if text and text not in _clean]
+    masked = list(cut)
     if todo:
-        for i, done in zip(todo, redact_texts([texts[i] for i in todo]), strict=True):
+        for i, done in zip(todo, redact_texts([cut[i] for i in todo]), strict=True):
             masked[i] = done
-            if done is not None and done == texts[i] and len(done) <= CLEAN_TEXT:
+            if done is not None and done == cut[i] and len(done) <= CLEAN_TEXT:
                 if len(_clean) >= CLEAN_TEXTS:
                     _clean.clear()
                 _clean.add(done)
