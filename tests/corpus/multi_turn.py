@@ -14,9 +14,8 @@ from pathlib import Path
 from evaluators.sdk import EvalResult, evaluator
 from evaluators.traces import Trace, load_traces
 from monitor.engine.configured import ConfiguredEvaluator
-from monitor.engine.trace_evaluation import TraceEvaluator
-from monitor.store.sqlite import ResultStore
 from tests.conftest import CORPUS
+from tests.review_page.serve import store_evaluated
 
 MULTI_TURN_SCENARIOS = [
     "pydantic_ai__session_chat",  # Pydantic AI message_history
@@ -79,10 +78,5 @@ def turn_input_probe(trace: Trace) -> EvalResult:
 def store_turns(scenario: str, path: Path) -> dict[str, Trace]:
     """The scenario's traces evaluated as the daemon does (by the probe) and written to a SQLite store at `path`."""
     traces = scenario_traces(scenario)
-    engine = TraceEvaluator([ConfiguredEvaluator(turn_input_probe, PROBE)], store_results="all")
-    store = ResultStore(path, results="all")
-    try:
-        store.write([engine.outcome(t) for t in traces.values()])
-    finally:
-        store.close()
+    store_evaluated(path, traces.values(), [ConfiguredEvaluator(turn_input_probe, PROBE)], results="all")
     return traces

@@ -6,21 +6,39 @@ import asyncio
 import http.client
 import ssl
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from evaluators.traces import Trace
 from monitor.config.review import ReviewConfig
+from monitor.engine.configured import ConfiguredEvaluator
+from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.review.models import ReviewReader
+from monitor.store.sqlite import ResultStore
 from monitor.web.app import build_api_app
 from monitor.web.pages import EvaluatorsInfo
 from monitor.web.server import WebServer
 
 WAIT = 10.0
 JAEGER = "http://localhost:16686/trace/{trace_id}"
+
+
+def store_evaluated(
+    path: Path, traces: Iterable[Trace], evaluators: list[ConfiguredEvaluator], **store_options: Any
+) -> None:
+    """`traces` evaluated by `evaluators` as the daemon does (every result kept) and written to a SQLite store."""
+    engine = TraceEvaluator(evaluators, store_results="all")
+    store = ResultStore(path, **store_options)
+    try:
+        store.write([engine.outcome(t) for t in traces])
+    finally:
+        store.close()
 
 
 def review_app(

@@ -17,13 +17,11 @@ from evaluators import load_traces
 from evaluators.sdk import builtin
 from evaluators.traces import Trace
 from monitor.engine.configured import ConfiguredEvaluator
-from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.review.sqlite_reader import SQLiteReviewReader
-from monitor.store.sqlite import ResultStore
 from monitor.web.pages import fmt
 from monitor.web.pages.results import span_anchor
 from tests.conftest import CORPUS
-from tests.review_page.serve import review_app, serve
+from tests.review_page.serve import review_app, serve, store_evaluated
 from tests.review_page.test_browser import TIMEOUT_MS, browser  # noqa: F401  (the Chromium fixture)
 
 pytestmark = pytest.mark.integration
@@ -53,13 +51,8 @@ def library_cost(trace: Trace) -> dict[str, float]:
 @pytest.fixture
 def stored(tmp_path: Path) -> Iterator[tuple[str, list[Trace]]]:
     traces = [t for scenario in SCENARIOS for t in load_traces([CORPUS / scenario])]
-    evaluator = TraceEvaluator([ConfiguredEvaluator(builtin("error_free"), "error_free")], store_results="all")
     path = tmp_path / "results.db"
-    store = ResultStore(path)
-    try:
-        store.write([evaluator.outcome(t) for t in traces])
-    finally:
-        store.close()
+    store_evaluated(path, traces, [ConfiguredEvaluator(builtin("error_free"), "error_free")])
     reader = SQLiteReviewReader.open(path)
     try:
         with serve(review_app(reader, TOKEN)) as base:

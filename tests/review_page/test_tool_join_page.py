@@ -16,12 +16,10 @@ from evaluators.sdk import builtin
 from evaluators.traces import Trace
 from monitor.auth import SESSION_COOKIE, session_value
 from monitor.engine.configured import ConfiguredEvaluator
-from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.review.sqlite_reader import SQLiteReviewReader
-from monitor.store.sqlite import ResultStore
 from monitor.web.pages.results import span_anchor
 from tests.conftest import CORPUS
-from tests.review_page.serve import fetch, review_app, serve
+from tests.review_page.serve import fetch, review_app, serve, store_evaluated
 
 TOKEN = "tool-join-review-token"
 COOKIE = {"Cookie": f"{SESSION_COOKIE}={session_value(TOKEN)}"}
@@ -31,13 +29,8 @@ HANDOFF_TRACE = "c0d738d2ccc0b831fab69b68c6dc7758"  # turn 2: the handoff and th
 @pytest.fixture
 def base(tmp_path: Path) -> Iterator[str]:
     traces = load_traces([CORPUS / "adk_native__events_multi_turn"])
-    evaluator = TraceEvaluator([ConfiguredEvaluator(builtin("error_free"), "error_free")], store_results="all")
     path = tmp_path / "results.db"
-    store = ResultStore(path)
-    try:
-        store.write([evaluator.outcome(t) for t in traces])
-    finally:
-        store.close()
+    store_evaluated(path, traces, [ConfiguredEvaluator(builtin("error_free"), "error_free")])
     reader = SQLiteReviewReader.open(path)
     try:
         with serve(review_app(reader, TOKEN)) as url:
