@@ -77,11 +77,11 @@ def command_of(argv: Sequence[str]) -> str | None:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """`agent-monitor run`."""
-    from monitor.commands import health_cmd
+    from monitor.commands import daemon_address
 
     run_parser = subparsers.add_parser("run", help="start the daemon")
     run_parser.add_argument(
-        "--config", help=f"YAML config file (default: ${health_cmd.CONFIG_ENV}, else the embedded default)"
+        "--config", help=f"YAML config file (default: ${daemon_address.CONFIG_ENV}, else the embedded default)"
     )
     run_parser.set_defaults(handler=_run_daemon)
 
@@ -91,13 +91,13 @@ def _run_daemon(args: argparse.Namespace) -> int:
     import asyncio
     import sqlite3
 
-    from monitor.commands import check_config, health_cmd
+    from monitor.commands import check_config, daemon_address
     from monitor.config import DEFAULT_SOURCE, ConfigError, load_located
     from monitor.daemon import STARTUP_ERRORS
     from monitor.logutil import configure_logging
     from monitor.preflight import preflight
 
-    path = health_cmd.config_path(args)
+    path = daemon_address.config_path(args)
     try:
         config, locator = load_located(path, env=None)
         prepared = preflight(config, locator)

@@ -20,6 +20,7 @@ from evaluators.judges import LLMJudge
 from monitor import __version__
 from monitor.auth import REVOKED_SESSIONS_FILE, BearerAuth, RevokedSessions
 from monitor.config import MonitorConfig
+from monitor.config.address import external_url
 from monitor.config.models import usable_cpus
 from monitor.consumer import TraceConsumer
 from monitor.engine.admission import Admission, AdmittedConsumer
@@ -277,6 +278,8 @@ class Daemon:
         )
         where = f"{'https' if self.api.ssl_context else 'http'}://{self.config.metrics.host}:{self.api.bound_port}"
         log.info("%s", self.access.summary(where))
+        review = external_url(self.config, self.api.bound_port)
+        log.info("review page: %s/review (api.external_url; the alerts' links start with it)", review)
 
     def readiness(self) -> dict[str, bool]:
         """The checks behind /readyz."""

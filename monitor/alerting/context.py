@@ -30,15 +30,17 @@ class RuleContext:
     labels: dict[str, str] = field(default_factory=dict)
     runbook_url_template: str = ""
     traces_url_template: str = ""
+    external_url: str = ""  # {external_url} of the URL templates: where people reach the review page
 
     @classmethod
-    def of(cls, alerting: AlertingConfig) -> RuleContext:
+    def of(cls, alerting: AlertingConfig, external_url: str = "") -> RuleContext:
         return cls(
             selector=alerting.selector,
             job=alerting.job,
             labels=dict(alerting.labels),
             runbook_url_template=alerting.runbook_url_template,
             traces_url_template=alerting.traces_url_template,
+            external_url=external_url,
         )
 
     def fill(
@@ -49,15 +51,17 @@ class RuleContext:
         window: float | None = None,
         service: bool = True,
     ) -> str | None:
-        """`template` with {alert}, {evaluator} (URL-quoted, so no `{{` of its own reaches Prometheus' templating;
-        None: the Go template of the alert's URL-quoted `evaluator` label) and {window} (the alert's own window,
-        e.g. 30m) replaced literally, and {service} by the Go template of the alert's URL-quoted `service` label
-        (for an alert without one, `service=false`, a query parameter `x={service}` is left out); Go templates such
-        as {{ $labels.service }} are kept. None when the template is empty."""
+        """`template` with {external_url} (the review page's base URL), {alert}, {evaluator} (URL-quoted, so no `{{`
+        of its own reaches Prometheus' templating; None: the Go template of the alert's URL-quoted `evaluator`
+        label) and {window} (the alert's own window, e.g. 30m) replaced literally, and {service} by the Go template
+        of the alert's URL-quoted `service` label (for an alert without one, `service=false`, a query parameter
+        `x={service}` is left out); Go templates such as {{ $labels.service }} are kept. None when the template is
+        empty."""
         if not template:
             return None
         quoted = EVALUATOR_QUERY if evaluator is None else urllib.parse.quote(evaluator, safe=":")
-        text = template.replace("{alert}", alert).replace("{evaluator}", quoted)
+        text = template.replace("{external_url}", template_text(self.external_url))
+        text = text.replace("{alert}", alert).replace("{evaluator}", quoted)
         if not service:
             text = _SERVICE_PARAM.sub(lambda m: m[1] if m[2] else "", text)
         text = text.replace("{service}", SERVICE_QUERY)

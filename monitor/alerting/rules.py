@@ -18,6 +18,7 @@ from typing import Any, Literal
 import yaml
 
 from monitor.config import EvaluatorEntry, MonitorConfig
+from monitor.config.address import external_url
 
 from .canary_rules import canary_rules
 from .context import RuleContext, group
@@ -46,7 +47,7 @@ def labelled_entries(config: MonitorConfig) -> list[tuple[str, EvaluatorEntry]]:
 def rule_groups(config: MonitorConfig, evaluators: Labelled | None = None) -> list[dict[str, Any]]:
     """The rule groups for this config, in a fixed order (quality, SLOs by evaluator, canary, health,
     spend); `evaluators`: the (metric label, entry) pairs to write rules for, by default `labelled_entries(config)`."""
-    context = RuleContext.of(config.alerting)
+    context = RuleContext.of(config.alerting, external_url(config))
     interval = config.alerting.group_interval
     pairs = labelled_entries(config) if evaluators is None else evaluators
     alerts = [(label, entry.alert) for label, entry in pairs if entry.alert is not None]

@@ -15,14 +15,14 @@ import sys
 import time
 from typing import Protocol, TextIO, cast
 
-from monitor.config import DEFAULT_SOURCE, ConfigError, MonitorConfig, load_located
+from monitor.config import DEFAULT_SOURCE, ConfigError, load_located
 from monitor.engine.evaluator_setup import build_evaluators
 from monitor.review.api_params import BadRequest, parse_time
 from monitor.review.calibration import MIN_REVIEWS, Calibration, calibrate
 from monitor.review.open_reader import StoreUnreadable, open_store_reader
 from monitor.store.reviews import StoredReview
 
-from . import check_config, health_cmd
+from . import check_config, daemon_address
 
 DEFAULT_SINCE = "30d"
 
@@ -62,7 +62,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--store", metavar="FILE|URL", help="the result store (default: the config's store)")
     parser.add_argument(
-        "--config", help=f"YAML config file (default: ${health_cmd.CONFIG_ENV}, else the embedded default)"
+        "--config", help=f"YAML config file (default: ${daemon_address.CONFIG_ENV}, else the embedded default)"
     )
     parser.add_argument(
         "--min-reviews",
@@ -78,7 +78,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    path = health_cmd.config_path(args)
+    path = daemon_address.config_path(args)
     try:
         config, locator = load_located(path, env=None)
         built, problems = build_evaluators(config.evaluator_entries(), config.pricing.overrides())
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     except (UsageError, BadRequest) as exc:
         print(f"agent-monitor calibrate: {exc}", file=err)
         return 2
-    location = args.store or store_location(config)
+    location = daemon_address.store_location(args, config)
     try:
         reader = cast(_Reviews, open_store_reader(location))
         try:
@@ -121,10 +121,6 @@ def configured_threshold(name: str, evaluators: dict[str, object]) -> float:
     if threshold is None:
         raise UsageError(f"{name} is not a scored evaluator: it has no threshold to calibrate")
     return float(threshold)
-
-
-def store_location(config: MonitorConfig) -> str:
-    return config.store.url or config.store.path
 
 
 def _ratio(value: float | None) -> str:

@@ -1,9 +1,10 @@
 """`agent-monitor dataset export`: failing (or reviewed) production traces as a dataset for `evaluate --dataset`.
 
-Reads a result store (`--store`: a SQLite file, or a postgresql:// URL; default the default config's store file)
+Reads a result store (`--store`: a SQLite file, or a postgresql:// URL; else the store of the config `run` reads,
+--config, else $AGENT_MONITOR_CONFIG, else the embedded default: daemon_address.py)
 and writes the SDK's Dataset (evaluators/sdk/task.py) as JSON or CSV, by the output's suffix; what a task holds is
 dataset_export.py's. Exit 0 when written, 1 when the store cannot be read, nothing matches or the file cannot be
-written (nothing is written then), 2 for bad arguments.
+written (nothing is written then), 2 for bad arguments or an invalid config.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from evaluators.sdk import Dataset
+from monitor.commands.daemon_address import CONFIG_ENV, InvalidConfig, add_config_argument, store_location
 from monitor.commands.dataset_export import MARGIN, NoSuchSignature, Selection, select, task_of
 from monitor.review.api_params import BadRequest, parse_time
 from monitor.review.of_store import StoreReviewReader
@@ -23,7 +25,6 @@ from monitor.store.health import StoreUnavailable
 from monitor.store.schema import StoreSchemaError
 from monitor.text import clip, redact_url
 
-DEFAULT_STORE = "data/results.db"  # the default config's store.path
 DEFAULT_LIMIT = 1000
 FORMATS = (".json", ".csv")
 
@@ -53,8 +54,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "id and its input the trace's; its expected output is a reviewer's corrected label; a run a reviewer "
         f"confirmed as good gives the expected tool trajectory and constraints (its cost and latency x{MARGIN:g}); "
         "the metadata names the trace, evaluators, signatures and reviewers. Times: RFC 3339, Unix seconds, or a "
-        "duration before now (30m, 1h, 7d). Exit 1 when the store cannot be read or nothing matches, 2 for bad "
-        "arguments.",
+        "duration before now (30m, 1h, 7d). Without --store: the store of the config (store.url, else store.path; "
+        f"--config, else ${CONFIG_ENV}, else the embedded default). Exit 1 when the store cannot be read or nothing "
+        "matches, 2 for bad arguments or an invalid config.",
     )
     export.add_argument("--reviewed", action="store_true", help="only results with a review in force (any verdict)")
     export.add_argument("--evaluator", help="only this evaluator's results (its metric label)")
@@ -66,9 +68,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument(
         "--store",
         metavar="FILE|URL",
-        default=DEFAULT_STORE,
-        help=f"the result store: a SQLite file or a postgresql:// URL (default {DEFAULT_STORE})",
+        help="the result store: a SQLite file or a postgresql:// URL (default: the config's store.url, else "
+        "store.path, data/results.db by default)",
     )
+    add_config_argument(export)
     export.add_argument("--name", help="the dataset's name (default: the output file's name without its suffix)")
     export.add_argument("-o", "--output", required=True, metavar="FILE", help="tasks.json or tasks.csv")
     export.set_defaults(handler=run)
@@ -89,6 +92,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     err = err or sys.stderr
     try:
         dataset, output = export(args, time.time())
+    except InvalidConfig as exc:
+        return exc.report(err)
     except ExportError as exc:
         print(f"agent-monitor dataset export: {exc}", file=err)
         return exc.exit_code
@@ -112,8 +117,9 @@ def export(args: argparse.Namespace, now: float) -> tuple[Dataset, Path]:
     except BadRequest as exc:
         raise ExportError(f"--{exc}", 2) from None
     selection = Selection(args.reviewed, args.evaluator, args.signature, since)
+    store = store_location(args)
     try:
-        reader = open_store_reader(args.store)
+        reader = open_store_reader(store)
     except (StoreUnreadable, StoreSchemaError) as exc:
         raise ExportError(str(exc)) from None
     if not isinstance(reader, StoreReviewReader):  # what open_store_reader opens: it reads the reviews too
@@ -121,13 +127,13 @@ def export(args: argparse.Namespace, now: float) -> tuple[Dataset, Path]:
     try:
         dataset = Dataset(name=args.name or output.stem, tasks=_tasks(reader, selection, args.limit, now))
     except NoSuchSignature:
-        raise ExportError(f"no failing result with signature {args.signature!r} in {_where(args.store)}") from None
+        raise ExportError(f"no failing result with signature {args.signature!r} in {_where(store)}") from None
     except (StoreUnavailable, StoreSchemaError) as exc:
         raise ExportError(str(exc)) from None
     finally:
         reader.close()
     if not dataset.tasks:
-        raise ExportError(f"no {_what(selection)} in {_where(args.store)}: nothing written")
+        raise ExportError(f"no {_what(selection)} in {_where(store)}: nothing written")
     try:
         if output.suffix.lower() == ".csv":
             dataset.to_csv(output)

@@ -9,7 +9,6 @@ HTTPS without verifying the certificate: it checks liveness on this machine, not
 from __future__ import annotations
 
 import argparse
-import os
 import ssl
 import sys
 import urllib.error
@@ -17,9 +16,11 @@ import urllib.request
 from typing import TextIO
 
 from monitor.config import DEFAULT_SOURCE, ConfigError, load_located
+from monitor.config.address import local_url
 
-CONFIG_ENV = "AGENT_MONITOR_CONFIG"
-WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+from .daemon_address import CONFIG_ENV, config_path
+
+__all__ = ["CONFIG_ENV", "add_parser", "config_path", "run"]
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -35,18 +36,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
-def config_path(args: argparse.Namespace) -> str | None:
-    """The config file `run` and `health` use: --config, else $AGENT_MONITOR_CONFIG, else None (the default)."""
-    return getattr(args, "config", None) or os.environ.get(CONFIG_ENV) or None
-
-
-def health_url(host: str, port: int, tls: bool) -> str:
-    probe = "127.0.0.1" if host in WILDCARD_HOSTS else host
-    if ":" in probe:
-        probe = f"[{probe}]"
-    return f"{'https' if tls else 'http'}://{probe}:{port}/healthz"
-
-
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     err = err or sys.stderr
     path = config_path(args)
@@ -56,7 +45,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         print(f"agent-monitor health: {path or DEFAULT_SOURCE}: invalid config:\n{exc}", file=err)
         return 2
     tls = config.api.tls.enabled
-    url = health_url(config.metrics.host, config.metrics.port, tls)
+    url = f"{local_url(config)}/healthz"
     context = ssl._create_unverified_context() if tls else None
     try:
         with urllib.request.urlopen(url, timeout=args.timeout, context=context) as answer:

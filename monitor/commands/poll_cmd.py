@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from evaluators.traces.loader import traces_from_batch
 from evaluators.traces.records import DecodedBatch, LogRecord, SpanRecord
-from monitor.commands import check_config, health_cmd
+from monitor.commands import check_config, daemon_address
 from monitor.commands.evaluate_cmd import render_table
 from monitor.commands.offline import evaluate_offline
 from monitor.commands.offline_judges import stderr_progress
@@ -49,7 +49,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--since", required=True, metavar="TIME", help="the range's start (inclusive)")
     parser.add_argument("--until", metavar="TIME", help="the range's end (exclusive; default: now)")
     parser.add_argument(
-        "--config", help=f"YAML config file (default: ${health_cmd.CONFIG_ENV}, else the embedded default)"
+        "--config", help=f"YAML config file (default: ${daemon_address.CONFIG_ENV}, else the embedded default)"
     )
     parser.add_argument(
         "--evaluators", dest="spec", metavar="SPEC", help="YAML evaluator spec (default: every rule-based builtin)"
@@ -83,7 +83,7 @@ class CollectingSink:
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    path = health_cmd.config_path(args)
+    path = daemon_address.config_path(args)
     try:
         config, _ = load_located(path, env=None)
     except ConfigError as exc:

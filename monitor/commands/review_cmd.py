@@ -1,18 +1,17 @@
 """`agent-monitor review`: the on-call view of stored results from a terminal.
 
-Reads the daemon's /api/v1 (`--url`, default http://127.0.0.1:9464, token from --token or
-$AGENT_MONITOR_API_TOKEN) or a store file (`--store`, read-only) and prints the recent results, one trace
-(`--trace`), a breakdown (`--by`), conversations (`--level session`), one conversation (`--session`) or the
-evaluators (`--evaluators`) as tables, or the API's JSON (`--json`).
+Reads the daemon's /api/v1 (`--url`, else the metrics port of the config `run` reads: daemon_address.py; token
+from --token, else $AGENT_MONITOR_API_TOKEN, else the config's) or a store file (`--store`, read-only) and prints
+the recent results, one trace (`--trace`), a breakdown (`--by`), conversations (`--level session`), one
+conversation (`--session`) or the evaluators (`--evaluators`) as tables, or the API's JSON (`--json`).
 Results are the failing ones unless `--outcome` says otherwise (`--outcome any`: all of them), as on the page.
-Exit 0 on an answer, 1 when the source fails (unreachable, 401, 404, 503), 2 for bad arguments.
+Exit 0 on an answer, 1 when the source fails (unreachable, 401, 404, 503), 2 for bad arguments or an invalid config.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import urllib.parse
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from typing import Any, TextIO
 
 from pydantic import TypeAdapter, ValidationError
 
+from monitor.commands.daemon_address import CONFIG_ENV, TOKEN_ENV, InvalidConfig, add_config_argument, daemon_address
 from monitor.commands.review_render import breakdown_table, evaluators_table, results_table, trace_view
 from monitor.commands.review_source import HttpSource, ReviewSource, SourceError, StoreSource
 from monitor.commands.session_render import session_view, sessions_table
@@ -29,8 +29,8 @@ from monitor.review.models import Breakdown, EvaluatorInfo, ResultsPage, TraceDe
 from monitor.review.session_models import SessionDetail, SessionsPage
 from monitor.review.signature_models import SignatureDetail, SignaturesPage
 
-TOKEN_ENV = "AGENT_MONITOR_API_TOKEN"
-DEFAULT_URL = "http://127.0.0.1:9464"
+URL_HELP = "the daemon's metrics port (default: the config's, on this host; http://127.0.0.1:9464 by default)"
+TOKEN_HELP = f"the API's bearer token (default: ${TOKEN_ENV}, else the config's api.auth or receivers.auth token)"
 FILTERS = ("evaluator", "service", "variant", "agent", "model", "outcome", "since", "until", "limit", "sort")
 BREAKDOWN_FILTERS = ("evaluator", "variant", "since", "until", "sort")
 SIGNATURE_FILTERS = ("evaluator", "service", "variant", "agent", "since", "until", "limit")
@@ -50,8 +50,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "step tree, call costs and results (--trace), verdict counts and spend (USD, LLM calls, unpriced calls) per "
         "service, agent, model, tool or variant (--by; --sort cost: most spend first), or the "
         "configured evaluators with their window pass ratios and alert states (--evaluators, daemon only). Times: "
-        "RFC 3339, Unix seconds, or a duration before now (30m, 1h, 7d). Exit 1 when the source fails, 2 for bad "
-        "arguments.",
+        "RFC 3339, Unix seconds, or a duration before now (30m, 1h, 7d). Without --url or --store: the daemon at the "
+        f"metrics port of the config (--config, else ${CONFIG_ENV}, else the embedded default), with its API token. "
+        "Exit 1 when the source fails, 2 for bad arguments or an invalid config.",
     )
     what = parser.add_argument_group(
         "filters (results; --by takes --evaluator, --variant, --since, --until and --sort)"
@@ -88,11 +89,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     mode.add_argument("--session", metavar="ID", help="show one conversation turn by turn, with its verdicts")
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--url", help=f"the daemon's metrics port (default {DEFAULT_URL})")
+    source.add_argument("--url", help=URL_HELP)
     source.add_argument(
         "--store", metavar="FILE|URL", help="read a result store instead: a SQLite file, or a postgresql:// URL"
     )
-    parser.add_argument("--token", help=f"the API's bearer token (default: ${TOKEN_ENV})")
+    add_config_argument(parser)
+    parser.add_argument("--token", help=TOKEN_HELP)
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the API (default 10)")
     parser.add_argument("--json", action="store_true", help="print the API's JSON instead of tables")
     parser.set_defaults(handler=run)
@@ -155,10 +157,11 @@ def _request(args: argparse.Namespace) -> tuple[str, list[tuple[str, str]], Any]
 
 
 def source_of(args: argparse.Namespace) -> ReviewSource:
+    """--store, else the daemon (--url, else the config's; InvalidConfig for an invalid config)."""
     if args.store is not None:
         return StoreSource(args.store)
-    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
-    return HttpSource(args.url or DEFAULT_URL, token or None, args.timeout)
+    address = daemon_address(args)
+    return HttpSource(address.url, address.token, args.timeout)
 
 
 def _render(answer: Any) -> str:
@@ -209,6 +212,8 @@ def show(
     except SourceError as exc:
         print(f"agent-monitor {command}: {exc}", file=err)
         return exc.exit_code
+    except InvalidConfig as exc:
+        return exc.report(err)
     if args.json:
         out.write(json.dumps(data, indent=2, ensure_ascii=True) + "\n")  # ASCII: no raw control characters
     else:

@@ -17,7 +17,7 @@ from monitor.alerting.rules import FORMATS, render
 from monitor.config import DEFAULT_SOURCE, ConfigError, load_located
 from monitor.engine.evaluator_setup import build_evaluators
 
-from . import check_config, health_cmd
+from . import check_config, daemon_address
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -28,11 +28,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "multi-window multi-burn-rate alerts and recording rules per evaluator with `slo:`, and the daemon's "
         "health alerts (docs/alerting.md). `--format prometheus` writes a rule file (rule_files: in "
         "prometheus.yml); `--format prometheus-operator` a PrometheusRule resource (pipe it into "
-        f"`kubectl apply -f -`). The config: --config, else ${health_cmd.CONFIG_ENV}, else the embedded default. "
+        f"`kubectl apply -f -`). The config: --config, else ${daemon_address.CONFIG_ENV}, else the embedded default. "
         "Exit 0 on success, 2 on an invalid config.",
     )
     parser.add_argument(
-        "--config", help=f"YAML config file (default: ${health_cmd.CONFIG_ENV}, else the embedded default)"
+        "--config", help=f"YAML config file (default: ${daemon_address.CONFIG_ENV}, else the embedded default)"
     )
     parser.add_argument("--format", choices=FORMATS, default="prometheus", help="output format (default prometheus)")
     parser.add_argument("--namespace", help="metadata.namespace of the PrometheusRule (prometheus-operator only)")
@@ -46,7 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    path = health_cmd.config_path(args)
+    path = daemon_address.config_path(args)
     try:
         config, locator = load_located(path, env={} if getattr(args, "no_env", False) else None)
         # The evaluators are built (modules imported) for their metric labels, as `run` labels them.

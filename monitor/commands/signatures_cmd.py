@@ -1,6 +1,7 @@
 """`agent-monitor signatures [ID]`: failure signatures by impact (as /review shows them), or one signature with
-its traces, from the daemon's /api/v1 (`--url`) or a result store (`--store`), as tables or `--json`.
-Exit 0 on an answer, 1 when the source fails (unreachable, 401, 404, 503), 2 for bad arguments."""
+its traces, from the daemon's /api/v1 (`--url`, else the config's metrics port as `review` finds it) or a result
+store (`--store`), as tables or `--json`.
+Exit 0 on an answer, 1 when the source fails (unreachable, 401, 404, 503), 2 for bad arguments or an invalid config."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any, TextIO
 
 from pydantic import TypeAdapter
 
-from monitor.commands.review_cmd import DEFAULT_URL, TOKEN_ENV, show
+from monitor.commands.daemon_address import CONFIG_ENV, add_config_argument
+from monitor.commands.review_cmd import TOKEN_HELP, URL_HELP, show
 from monitor.commands.review_source import SourceError
 from monitor.commands.time_args import check_times
 from monitor.review.signature_models import SignatureDetail, SignaturesPage
@@ -24,8 +26,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="failure signatures by impact, or one signature and its traces",
         description="Failing results grouped by failure signature, by impact over the range (results in it, then "
         "growth against the range before), with status, where seen and trend; with an ID, that signature and its "
-        "traces (one row per trace with its failing verdicts). Reads the daemon's review API (--url) or a result "
-        "store (--store). Times: RFC 3339, Unix seconds, or a duration before now (30m, 1h, 7d; default 24h).",
+        "traces (one row per trace with its failing verdicts). Reads the daemon's review API (--url, else the metrics "
+        f"port of the config: --config, else ${CONFIG_ENV}, else the embedded default) or a result store (--store). "
+        "Times: RFC 3339, Unix seconds, or a duration before now (30m, 1h, 7d; default 24h).",
     )
     parser.add_argument("id", nargs="?", help="one signature (16 hex characters)")
     what = parser.add_argument_group("filters (with an ID: --since, --until and --limit only)")
@@ -37,9 +40,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     what.add_argument("--until", metavar="TIME", help="failures before TIME (default: now)")
     what.add_argument("--limit", metavar="N", help="at most N signatures or traces (1 to 200, default 50)")
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--url", help=f"the daemon's metrics port (default {DEFAULT_URL})")
+    source.add_argument("--url", help=URL_HELP)
     source.add_argument("--store", metavar="FILE|URL", help="read a result store: a SQLite file or a postgresql:// URL")
-    parser.add_argument("--token", help=f"the API's bearer token (default: ${TOKEN_ENV})")
+    add_config_argument(parser)
+    parser.add_argument("--token", help=TOKEN_HELP)
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the API (default 10)")
     parser.add_argument("--json", action="store_true", help="print the API's JSON instead of tables")
     parser.set_defaults(handler=run)

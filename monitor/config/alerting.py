@@ -13,7 +13,8 @@ from .units import Duration, Label, NonNegativeDuration, Ratio, Section
 _LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MATCHER = r'[A-Za-z_]\w*\s*(=~|!=|!~|=)\s*"[^"]*"'
 _SELECTOR = re.compile(rf"{_MATCHER}(\s*,\s*{_MATCHER})*")
-TRACES_URL_TEMPLATE = "http://localhost:9464/review?evaluator={evaluator}&service={service}&since={window}"
+# {external_url}: `api.external_url`, else the metrics port's address (config/address.py)
+TRACES_URL_TEMPLATE = "{external_url}/review?evaluator={evaluator}&service={service}&since={window}"
 _RESERVED = {"alertname", "severity", "evaluator", "service", "slo", "window"}
 
 
@@ -115,7 +116,7 @@ class AlertingConfig(Section):
     selector: str = ""  # extra PromQL matchers for every query, e.g. 'namespace="agents"'
     group_interval: Duration = 60.0  # evaluation interval of the generated rule groups
     labels: dict[str, str] = Field(default_factory=dict)  # added to every alert (team, ...)
-    runbook_url_template: str = ""  # {alert} and {evaluator} replaced; Go templates ({{ $labels.x }}) kept
+    runbook_url_template: str = ""  # {alert}, {evaluator}, {external_url} replaced; Go templates ({{ $labels.x }}) kept
     traces_url_template: str = TRACES_URL_TEMPLATE  # also {service} and {window}: the alert's service and window
     default_alerts: DefaultAlertsConfig = Field(default_factory=DefaultAlertsConfig)
     health: HealthAlertsConfig = Field(default_factory=HealthAlertsConfig)
