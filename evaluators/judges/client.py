@@ -8,6 +8,9 @@ The HTTP transport is an `httpx2.AsyncClient` the JudgeClient owns (httpx2 is a 
 by `transport.http_client`: it follows no redirect (a 3xx is the status "redirect", never retried: the API key
 stays with `base_url`'s origin), and it awaits the caller's `before_attempt` before every HTTP attempt, the
 client's retries included (where the judge engine takes its rate tokens).
+Every request carries `JudgeSettings.safety_settings` (`safety.py`: by default Gemini's adjustable filters off,
+so that a judge can read the harmful content it judges); a reply Gemini blocked anyway is the status "blocked"
+with its reason.
 Left to itself, google-genai sends async requests through aiohttp whenever aiohttp is installed (it is: the
 daemon uses it), and then a client-side timeout is never retried, and an error body labelled JSON that does
 not parse surfaces as a JSONDecodeError instead of an APIError with its status code (and is not retried).
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, TypedDict
 
 import httpx2
 import pydantic
@@ -27,6 +30,7 @@ from google.auth import exceptions as auth_exceptions
 from google.genai import errors, types
 
 from .replies import JudgeReply, JudgeUnavailable
+from .safety import block_of, safety_settings
 from .settings import JudgeSettings
 from .transport import AttemptHook, RedirectRefused, attempt_hook, http_client
 
@@ -74,6 +78,7 @@ class JudgeClient:
                 location=settings.vertex_location,
                 http_options=options,
             )
+        self._safety = safety_settings(settings.safety_settings)
         self._closed = False
 
     @property
@@ -99,6 +104,7 @@ class JudgeClient:
             response_schema=response_schema,
             automatic_continuation=False,  # one judgement, one request (and the client's retries of it)
             automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),  # a judge has no tools
+            safety_settings=list(self._safety) or None,
         )
         # `from None`: the SDK's exception (an APIError prints the whole error body) stays out of tracebacks.
         try:
@@ -129,12 +135,12 @@ class JudgeClient:
 
     def _reply(self, response: types.GenerateContentResponse, model: str) -> JudgeReply:
         tokens = _tokens(response.usage_metadata)
+        block = block_of(response)
+        if block is not None:  # a reply cut by a filter is blocked too, whatever text it kept
+            raise JudgeUnavailable("blocked", block.message[:MAX_MESSAGE_CHARS], block_reason=block.reason, **tokens)
         candidate = response.candidates[0] if response.candidates else None
         if candidate is None:
-            feedback = response.prompt_feedback
-            reason = _enum_text(feedback.block_reason) if feedback else ""
-            message = f"prompt blocked: {reason}" if reason else "no candidate in the reply"
-            raise JudgeUnavailable("no_content", message, **tokens)
+            raise JudgeUnavailable("no_content", "no candidate in the reply", **tokens)
         finish_reason = _enum_text(candidate.finish_reason)
         parts = candidate.content.parts if candidate.content and candidate.content.parts else []
         text = "".join(p.text for p in parts if isinstance(p.text, str) and not p.thought)
@@ -169,7 +175,14 @@ class JudgeClient:
         await self.aclose()
 
 
-def _tokens(usage: types.GenerateContentResponseUsageMetadata | None) -> dict[str, int]:
+class _Tokens(TypedDict):
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    reasoning_tokens: int
+
+
+def _tokens(usage: types.GenerateContentResponseUsageMetadata | None) -> _Tokens:
     """A reply's usage metadata as JudgeReply's token fields: the prompt (cached content included, as Gemini
     counts it), the output with the thoughts (Gemini counts them apart), and those two parts."""
     if usage is None:

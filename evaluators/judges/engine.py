@@ -74,6 +74,10 @@ class JudgeObserver(Protocol):
     def budget(self, judge: str, remaining_tokens: float) -> None:
         """Tokens `judge` may still spend today (the lower of its own and the global budget; math.inf: no limit)."""
 
+    def blocked(self, judge: str, model: str, reason: str) -> None:
+        """Gemini blocked a request of `judge` (its request status is "blocked"): `reason` is the blockReason or
+        finishReason ("SAFETY", "PROHIBITED_CONTENT", ...)."""
+
 
 @dataclass(slots=True)
 class _JudgeLimits:
@@ -291,6 +295,10 @@ class JudgeEngine:
                 self._observe(job.name, job.model, exc.status, seconds, *cost_of(cost), self._price(job.model, cost))
                 if exc.input_tokens or exc.output_tokens:
                     self._spend(job, cost)
+                if exc.block_reason:
+                    self._observe_block(job.name, job.model, exc.block_reason)
+                    message = f"{job.name}: blocked by Gemini ({exc.block_reason}): {exc.message}"
+                    return EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, message[:500], {"blocked": exc.block_reason})
                 message = f"{job.name}: the judge model is unavailable ({exc.status}): {exc.message}"
                 return EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, message[:500])
             except asyncio.CancelledError:
@@ -344,6 +352,14 @@ class JudgeEngine:
             self._observer.request(name, model, status, max(0.0, seconds), tokens_in, tokens_out, cost_usd)
         except Exception:
             log.warning("judge observer failed on request()", exc_info=True)
+
+    def _observe_block(self, name: str, model: str, reason: str) -> None:
+        if self._observer is None:
+            return
+        try:
+            self._observer.blocked(name, model, reason)
+        except Exception:
+            log.warning("judge observer failed on blocked()", exc_info=True)
 
 
 class _RetryTokens:

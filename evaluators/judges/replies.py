@@ -31,8 +31,9 @@ class JudgeUnavailable(Exception):
     """The judge model gave no usable answer after the client's own retries.
 
     `status` is a short word safe for a metric label: "http_429", "http_503", "http_400", ..., "timeout",
-    "connection", "no_content" (no candidate text, e.g. a safety block), "bad_response" (a reply that is not
-    the API's JSON), "auth" (Vertex AI credentials), "redirect" (a 3xx answer: redirects are never followed).
+    "connection", "blocked" (Gemini blocked the prompt or the reply: `block_reason` says why, e.g. "SAFETY",
+    "PROHIBITED_CONTENT"), "no_content" (a candidate without text, not blocked), "bad_response" (a reply that is
+    not the API's JSON), "auth" (Vertex AI credentials), "redirect" (a 3xx answer: redirects are never followed).
     `input_tokens`/`output_tokens` (with their `cache_read_tokens`/`reasoning_tokens` parts) are what a reply
     without content still cost (0 when nothing came back).
     """
@@ -46,10 +47,12 @@ class JudgeUnavailable(Exception):
         output_tokens: int = 0,
         cache_read_tokens: int = 0,
         reasoning_tokens: int = 0,
+        block_reason: str = "",
     ) -> None:
         super().__init__(status, message)
         self.status = status
         self.message = message
+        self.block_reason = block_reason
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens
         self.cache_read_tokens = cache_read_tokens
@@ -70,11 +73,17 @@ class JudgeUnavailable(Exception):
 
     def __reduce__(self) -> tuple[Any, ...]:
         tokens = (self.input_tokens, self.output_tokens, self.cache_read_tokens, self.reasoning_tokens)
-        return (_rebuild_unavailable, (self.status, self.message, *tokens))
+        return (_rebuild_unavailable, (self.status, self.message, *tokens, self.block_reason))
 
 
 def _rebuild_unavailable(
-    status: str, message: str, input_tokens: int, output_tokens: int, cache_read: int = 0, reasoning: int = 0
+    status: str,
+    message: str,
+    input_tokens: int,
+    output_tokens: int,
+    cache_read: int = 0,
+    reasoning: int = 0,
+    block_reason: str = "",
 ) -> JudgeUnavailable:
     return JudgeUnavailable(
         status,
@@ -83,6 +92,7 @@ def _rebuild_unavailable(
         output_tokens=output_tokens,
         cache_read_tokens=cache_read,
         reasoning_tokens=reasoning,
+        block_reason=block_reason,
     )
 
 

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import Field, NonNegativeInt, PositiveInt
+from pydantic import BeforeValidator, Field, NonNegativeInt, PositiveInt, field_validator
 
 from evaluators.judges.settings import DEFAULT_MODEL as DEFAULT_JUDGE_MODEL
-from evaluators.judges.settings import DEFAULT_RETRY_STATUS_CODES, JudgeSettings
+from evaluators.judges.settings import (
+    DEFAULT_RETRY_STATUS_CODES,
+    DEFAULT_SAFETY_SETTINGS,
+    HarmBlockThreshold,
+    HarmCategory,
+    JudgeSettings,
+)
 
 from .units import Duration, NonNegativeDuration, Section
 
@@ -26,11 +32,21 @@ class JudgeRetryConfig(Section):
     )
 
 
+def _threshold(value: Any) -> Any:
+    """YAML 1.1 reads an unquoted `OFF` as false: that is the threshold OFF (`true` stays an error)."""
+    return "OFF" if value is False else value
+
+
+Threshold = Annotated[HarmBlockThreshold, BeforeValidator(_threshold)]
+
+
 class JudgesConfig(Section):
     """LLM judges (Gemini API key or Vertex AI); the key falls back to GEMINI_API_KEY / GOOGLE_API_KEY.
 
     Limits apply to all judges together; a judge's own params (`max_concurrency`, `requests_per_minute`,
     `daily_token_budget`) narrow them. 0 means unlimited for `requests_per_minute` and `daily_token_budget`.
+    `model` null (or unset) is the built-in default judge model (`evaluators.judges.DEFAULT_MODEL`, the one place
+    it is written). `safety_settings` (harm category → threshold) go with every request; `{}` sends none.
     """
 
     gemini_api_key: Annotated[str, Field(min_length=1)] | None = Field(default=None, repr=False)
@@ -48,6 +64,12 @@ class JudgesConfig(Section):
     cache_size: NonNegativeInt = 1024
     redact: bool = True
     max_pending: PositiveInt = 1000
+    safety_settings: dict[HarmCategory, Threshold] = Field(default_factory=lambda: dict(DEFAULT_SAFETY_SETTINGS))
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _default_model(cls, value: Any) -> Any:
+        return DEFAULT_JUDGE_MODEL if value is None else value
 
     @property
     def enabled(self) -> bool:

@@ -1,7 +1,9 @@
-"""The judges' own metrics: requests, tokens, spend, latency and budget per judge (the JudgeObserver of the engine).
+"""The judges' own metrics: requests, tokens, spend, latency, budget and blocks per judge (the JudgeObserver of the
+engine).
 
 Label values are the judge's configured label and the judge model: both come from the config, never from a
-trace, so they need no cap.
+trace, so they need no cap; a block's `reason` is one of Gemini's blockReason / finishReason names (anything else
+is "OTHER", `evaluators.judges.safety`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ class Pending(Protocol):
 
 
 class JudgeMetrics:
-    """`agent_monitor_judge_*`; `request` and `budget` are what `evaluators.judges.engine.JudgeObserver` calls;
+    """`agent_monitor_judge_*`; `request`, `budget` and `blocked` are what `evaluators.judges.engine.JudgeObserver`
+    calls;
     `agent_monitor_judge_pending` reads the stages at scrape time (`observe_pending`)."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
@@ -62,6 +65,12 @@ class JudgeMetrics:
             ["judge"],
             registry=r,
         )
+        self.blocks = Counter(
+            "agent_monitor_judge_blocked",
+            "Judge requests Gemini blocked (the prompt or the reply), by blockReason / finishReason.",
+            ["judge", "model", "reason"],
+            registry=r,
+        )
         self.pending = Gauge(
             "agent_monitor_judge_pending", "Judgements waiting for or in flight to the judge model.", registry=r
         )
@@ -97,3 +106,6 @@ class JudgeMetrics:
 
     def budget(self, judge: str, remaining_tokens: float) -> None:
         self.budget_remaining.labels(judge=judge).set(remaining_tokens if not math.isnan(remaining_tokens) else 0.0)
+
+    def blocked(self, judge: str, model: str, reason: str) -> None:
+        self.blocks.labels(judge=judge, model=model, reason=reason).inc()

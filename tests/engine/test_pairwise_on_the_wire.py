@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from evaluators.judges import JudgeSettings
+from evaluators.judges import DEFAULT_MODEL, JudgeSettings
 from evaluators.judges.client import JudgeClient
 from evaluators.judges.engine import JudgeEngine
 from monitor.engine.pairing import PairOffer
@@ -84,7 +84,7 @@ def test_two_calls_per_pair_one_in_each_order_and_the_outcomes_they_dictate() ->
                         service="geo-agent", agent="", variant="1.5", outcome=o) for o in ("pass", "fail")}  # fmt: skip
     assert results == {"pass": 3.0, "fail": 1.0}  # on the candidate's variant: win and ties pass, the loss fails
     assert value(exporter, "agent_monitor_judge_requests_total", judge="pairwise_quality",
-                 model="gemini-2.5-flash", status="ok") == 8  # fmt: skip
+                 model=DEFAULT_MODEL, status="ok") == 8  # fmt: skip
     lost = next(w for w in recorder.writes for r in w.results if r.passed is False)
     [row] = lost.results
     assert re.search(r'"partner_trace_id": "[0-9a-f]{32}"', row.details or "") and '"outcome": "loss"' in (

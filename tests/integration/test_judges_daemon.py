@@ -7,9 +7,10 @@ import sqlite3
 
 import pytest
 
+from evaluators.judges.settings import DEFAULT_MODEL
 from tests.integration.conftest import CORPUS, send
 from tests.integration.daemon_process import free_port
-from tests.judges.fake_gemini import FakeGemini, FakeRequest, ok
+from tests.judges.fake_gemini import FakeGemini, FakeRequest, blocked, filtered, ok
 from tests.judges.schema_reply import reply_for
 
 pytestmark = pytest.mark.integration
@@ -24,7 +25,7 @@ def judges_config(base_url: str, **extra) -> dict:
     return {"gemini_api_key": "test-key", "base_url": base_url, "retry": FAST_RETRY, **extra}
 
 
-JUDGE_PRICE = {"models": {"gemini-2.5-flash": {"input": 3, "output": 15, "per": "1M"}}}
+JUDGE_PRICE = {"models": {DEFAULT_MODEL: {"input": 3, "output": 15, "per": "1M"}}}
 
 
 def verdict_by_answer(request: FakeRequest):
@@ -75,11 +76,11 @@ def test_judge_results_reach_the_metrics_and_the_store_from_worker_processes(dae
     assert daemon.value("agent_monitor_judge_tokens_total", judge="answer_quality", direction="output") == 20 * sent
     assert daemon.value("agent_monitor_judge_latency_seconds_count", judge="answer_quality") == sent
     # the judge model's `pricing.models` override prices the judges' own spend: (100 × 3 + 20 × 15) / 1M each
-    spent = daemon.value("agent_monitor_judge_cost_usd_total", judge="answer_quality", model="gemini-2.5-flash")
+    spent = daemon.value("agent_monitor_judge_cost_usd_total", judge="answer_quality", model=DEFAULT_MODEL)
     assert spent == pytest.approx(sent * (100 * 3.0 + 20 * 15.0) / 1_000_000, rel=1e-9)
     assert rule_results(daemon) == (2.0, 1.0)
     # The real client's wire format: key header, model in the path, JSON mode at temperature 0, the data rule.
-    assert all(r.api_key == "test-key" and r.model == "gemini-2.5-flash" for r in requests)
+    assert all(r.api_key == "test-key" and r.model == DEFAULT_MODEL for r in requests)
     config = requests[0].generation_config
     assert config["temperature"] == 0 and config["responseMimeType"] == "application/json"
     assert "never follow instructions" in requests[0].system
@@ -90,7 +91,7 @@ def test_judge_results_reach_the_metrics_and_the_store_from_worker_processes(dae
         failed_rows = failing.fetchone()[0]
     judged_passes = [entry for entries in passed for entry in entries if entry[0] == "answer_quality"]
     assert len(judged_passes) == outcomes["pass"] and failed_rows == outcomes["fail"]
-    assert all(json.loads(entry[7])["judge_model"] == "gemini-2.5-flash" for entry in judged_passes)
+    assert all(json.loads(entry[7])["judge_model"] == DEFAULT_MODEL for entry in judged_passes)
 
 
 def test_a_judge_api_that_is_down_gives_skips_and_leaves_the_rules_alone(daemon_factory):
@@ -183,3 +184,58 @@ def wait_until_judged(daemon, traces: int) -> bool:
         ),
         timeout=90,
     )
+
+
+SAFETY_OFF = dict.fromkeys(
+    (
+        "HARM_CATEGORY_HARASSMENT",
+        "HARM_CATEGORY_HATE_SPEECH",
+        "HARM_CATEGORY_SEXUALLY_EXPLICIT",
+        "HARM_CATEGORY_DANGEROUS_CONTENT",
+    ),
+    "OFF",
+)
+
+
+def safety_answered(daemon) -> float:
+    """The safety judgements answered: scored, or skipped as judge_unavailable (a block)."""
+    scored = sum(daemon.value("agent_eval_results_total", evaluator="safety", outcome=o) for o in ("pass", "fail"))
+    return scored + daemon.value("agent_eval_skips_total", evaluator="safety", reason="judge_unavailable")
+
+
+def test_the_safety_judge_sends_safety_settings_and_a_block_is_a_counted_skip(daemon_factory):
+    """Gemini's default filters block harmful replies (the fake's `filtered`): the daemon's judge requests turn them
+    off, so the safety judge scores; what Gemini blocks anyway is a skip that says so, counted per reason."""
+    fake = FakeGemini(lambda request: filtered(request, answer_from_schema(request))).start()
+    fake.script(blocked("PROHIBITED_CONTENT", prompt=True), blocked("SAFETY"))
+    try:
+        daemon = daemon_factory(
+            {"judges": judges_config(fake.url, requests_per_minute=0, cache_size=0), "evaluation": {"workers": 1}},
+            evaluators=[RULE, {"name": "safety"}],
+        )
+        send_corpus(daemon)
+        assert daemon.wait_for("agent_monitor_traces_evaluated_total", 3) == 3
+        assert daemon.wait_for_condition(
+            lambda: (
+                safety_answered(daemon) == len(fake.requests) >= 3 and daemon.value("agent_monitor_judge_pending") == 0
+            ),
+            timeout=30,
+        ), daemon.output()
+        requests = fake.requests
+    finally:
+        fake.stop()
+    assert all(r.safety_settings == SAFETY_OFF for r in requests), [r.safety_settings for r in requests]
+    assert daemon.value("agent_eval_skips_total", evaluator="safety", reason="judge_unavailable") == 2
+    assert daemon.value("agent_eval_results_total", evaluator="safety", outcome="pass") == len(requests) - 2
+    assert daemon.value("agent_monitor_judge_blocked_total", judge="safety", reason="SAFETY") == 1
+    assert daemon.value("agent_monitor_judge_blocked_total", judge="safety", reason="PROHIBITED_CONTENT") == 1
+    assert daemon.value("agent_monitor_judge_requests_total", judge="safety", status="blocked") == 2
+    assert daemon.stop() == 0
+    with sqlite3.connect(daemon.workdir / "results.db") as db:
+        skips = db.execute(
+            "SELECT explanation, details FROM results WHERE evaluator = 'safety' AND skip_reason IS NOT NULL"
+        )
+        rows = sorted(skips.fetchall())
+    assert [json.loads(details)["blocked"] for _, details in rows] == ["PROHIBITED_CONTENT", "SAFETY"]
+    assert rows[0][0].startswith("safety: blocked by Gemini (PROHIBITED_CONTENT): the prompt was blocked")
+    assert rows[1][0].startswith("safety: blocked by Gemini (SAFETY): the reply was blocked: finish reason SAFETY")

@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-# /v1beta/models/gemini-2.5-flash:generateContent, or Vertex AI's
-# /v1beta1/projects/p/locations/l/publishers/google/models/gemini-2.5-flash:generateContent
+# /v1beta/models/gemini-3.8-flash:generateContent, or Vertex AI's
+# /v1beta1/projects/p/locations/l/publishers/google/models/gemini-3.8-flash:generateContent
 _PATH = re.compile(r"^/(?P<version>[^/]+)/(?:.*/)?models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$")
 
 # google.rpc.Code names the API puts in error.status, by HTTP status.
@@ -52,7 +52,7 @@ class FakeRequest:
 
     method: str  # the RPC after the colon: "generateContent"
     version: str  # "v1beta"
-    model: str  # "gemini-2.5-flash"
+    model: str  # "gemini-3.8-flash"
     path: str
     api_key: str | None  # the x-goog-api-key header
     headers: dict[str, str]  # lower-cased names
@@ -74,6 +74,12 @@ class FakeRequest:
     @property
     def generation_config(self) -> dict[str, Any]:
         return dict((self.body or {}).get("generationConfig") or {})
+
+    @property
+    def safety_settings(self) -> dict[str, str]:
+        """The request's `safetySettings` (a top-level list of {category, threshold}) as category → threshold."""
+        settings = (self.body or {}).get("safetySettings") or []
+        return {str(s.get("category")): str(s.get("threshold")) for s in settings if isinstance(s, dict)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,15 +133,60 @@ def ok(
     return FakeAnswer(200, _json(body))
 
 
-def blocked(finish_reason: str = "SAFETY", *, prompt: bool = False, prompt_tokens: int = 10) -> FakeAnswer:
-    """A 200 without text: a candidate stopped for `finish_reason`, or with `prompt=True` no candidate at all
-    and `promptFeedback.blockReason` (how the API answers a blocked prompt)."""
+# Gemini's four adjustable harm categories, in the order the API rates them.
+RATED_CATEGORIES = (
+    "HARM_CATEGORY_SEXUALLY_EXPLICIT",
+    "HARM_CATEGORY_HATE_SPEECH",
+    "HARM_CATEGORY_HARASSMENT",
+    "HARM_CATEGORY_DANGEROUS_CONTENT",
+)
+
+
+def _ratings(category: str, probability: str, *, flag: bool) -> list[dict[str, Any]]:
+    """safetyRatings as the API writes them: every category rated, `category` at `probability` (and, for a
+    candidate, `"blocked": true` on it)."""
+    ratings: list[dict[str, Any]] = []
+    for name in RATED_CATEGORIES:
+        rating: dict[str, Any] = {"category": name, "probability": probability if name == category else "NEGLIGIBLE"}
+        if flag and name == category:
+            rating["blocked"] = True
+        ratings.append(rating)
+    return ratings
+
+
+def blocked(
+    finish_reason: str = "SAFETY",
+    *,
+    prompt: bool = False,
+    prompt_tokens: int = 10,
+    category: str = "HARM_CATEGORY_DANGEROUS_CONTENT",
+    probability: str = "HIGH",
+) -> FakeAnswer:
+    """A 200 that Gemini's filters blocked, in the API's form. The reply: one candidate with `finishReason`
+    (`finish_reason`), no content, and its safetyRatings (`category` at `probability`, `"blocked": true`). With
+    `prompt=True` the prompt: no candidate at all, `promptFeedback` {blockReason, safetyRatings}."""
     body: dict[str, Any] = {"usageMetadata": _usage(prompt_tokens, 0, 0), "modelVersion": DEFAULT_MODEL_VERSION}
     if prompt:
-        body["promptFeedback"] = {"blockReason": finish_reason}
+        body["promptFeedback"] = {
+            "blockReason": finish_reason,
+            "safetyRatings": _ratings(category, probability, flag=False),
+        }
     else:
-        body["candidates"] = [{"finishReason": finish_reason, "index": 0}]
+        body["candidates"] = [
+            {"finishReason": finish_reason, "index": 0, "safetyRatings": _ratings(category, probability, flag=True)}
+        ]
+    body["responseId"] = "fake-blocked"
     return FakeAnswer(200, _json(body))
+
+
+def filtered(
+    request: FakeRequest, answer: FakeAnswer, *, category: str = "HARM_CATEGORY_DANGEROUS_CONTENT"
+) -> FakeAnswer:
+    """What Gemini's default filters make of a harmful reply: `answer` when the request turned the `category`
+    filter off (threshold OFF or BLOCK_NONE), else the reply blocked for SAFETY (`category` rated HIGH)."""
+    if request.safety_settings.get(category) in ("OFF", "BLOCK_NONE"):
+        return answer
+    return blocked("SAFETY", category=category)
 
 
 def status(

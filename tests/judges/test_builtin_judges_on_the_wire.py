@@ -12,7 +12,7 @@ import itertools
 
 import pytest
 
-from evaluators.judges import JudgeSettings, LLMJudge, prepare
+from evaluators.judges import DEFAULT_MODEL, JudgeSettings, LLMJudge, prepare
 from evaluators.judges.client import JudgeClient
 from evaluators.judges.engine import JudgeEngine
 from evaluators.sdk import builtin, list_builtins
@@ -75,7 +75,7 @@ def test_a_builtin_judge_scores_through_the_real_client(name: str) -> None:
         sent = fake.requests
     assert len(sent) == len(prepared)
     assert all(not r.is_skipped and r.score is not None and 0.0 <= r.score <= 1.0 for r in results), results
-    assert all(r.details.get("judge_model") == "gemini-2.5-flash" for r in results)
+    assert all(r.details.get("judge_model") == DEFAULT_MODEL for r in results)
 
 
 def judge_all(judge: LLMJudge, name: str, requests: list, settings: JudgeSettings):

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 import pytest
+from google.auth import credentials as google_credentials
 
 from evaluators.judges import JudgeSettings, JudgeVerdict, RetrySettings
 from evaluators.judges.client import JudgeClient, JudgeReply, JudgeUnavailable, http_options
@@ -20,6 +21,7 @@ from tests.judges.fake_gemini import (
     FakeGemini,
     FakeRequest,
     blocked,
+    filtered,
     malformed_json,
     ok,
     slow,
@@ -27,7 +29,7 @@ from tests.judges.fake_gemini import (
 )
 
 KEY = "test-key-0123456789"
-MODEL = "gemini-2.5-flash"
+MODEL = "gemini-3.8-flash"
 VERDICT = {"score": 0.75, "verdict": "partial", "explanation": "mostly grounded"}
 ATTEMPTS = 3
 
@@ -95,6 +97,68 @@ def test_request_on_the_wire(fake: FakeGemini) -> None:
     }
     assert "responseJsonSchema" not in config
     assert KEY not in request.path
+
+
+def test_the_safety_settings_turn_the_adjustable_filters_off_on_the_wire(fake: FakeGemini) -> None:
+    generate(settings_for(fake.url))
+    [request] = fake.requests
+    assert request.body["safetySettings"] == [  # top level of the request, beside generationConfig
+        {"category": "HARM_CATEGORY_HARASSMENT", "threshold": "OFF"},
+        {"category": "HARM_CATEGORY_HATE_SPEECH", "threshold": "OFF"},
+        {"category": "HARM_CATEGORY_SEXUALLY_EXPLICIT", "threshold": "OFF"},
+        {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "threshold": "OFF"},
+    ]
+    assert "safetySettings" not in request.generation_config
+
+
+def test_configured_safety_settings_are_sent_and_empty_sends_none(fake: FakeGemini) -> None:
+    narrow = {"HARM_CATEGORY_DANGEROUS_CONTENT": "BLOCK_ONLY_HIGH", "HARM_CATEGORY_JAILBREAK": "BLOCK_NONE"}
+    generate(settings_for(fake.url, safety_settings=narrow))
+    generate(settings_for(fake.url, safety_settings={}))
+    first, second = fake.requests
+    assert first.safety_settings == narrow
+    assert "safetySettings" not in second.body
+
+
+def test_the_default_filters_of_the_fake_block_a_request_without_safety_settings(fake: FakeGemini) -> None:
+    """The fake's `filtered` acts as Gemini's default filters: without the settings a harmful reply is blocked."""
+    fake.handler = lambda request: filtered(request, ok(VERDICT))
+    assert generate(settings_for(fake.url)).text == json.dumps(VERDICT)
+    assert unavailable(settings_for(fake.url, safety_settings={})).block_reason == "SAFETY"
+
+
+def test_safety_settings_on_the_wire_to_vertex_ai(fake: FakeGemini, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Vertex AI takes the same `safetySettings` (its HarmBlockThreshold documents OFF too)."""
+    monkeypatch.setattr("google.auth.default", lambda *args, **kwargs: (_Token(), "my-project"))
+    settings = JudgeSettings(vertex_project="my-project", base_url=fake.url, retry=RetrySettings(attempts=1))
+    generate(settings)
+    [request] = fake.requests
+    assert request.path.startswith("/v1beta1/projects/my-project/locations/us-central1/publishers/google/models/")
+    assert request.headers["authorization"] == "Bearer fake-token"
+    assert request.safety_settings == dict.fromkeys(
+        (
+            "HARM_CATEGORY_HARASSMENT",
+            "HARM_CATEGORY_HATE_SPEECH",
+            "HARM_CATEGORY_SEXUALLY_EXPLICIT",
+            "HARM_CATEGORY_DANGEROUS_CONTENT",
+        ),
+        "OFF",
+    )
+
+
+class _Token(google_credentials.Credentials):
+    """Credentials holding a valid token (application default credentials stand-in; no refresh, no network)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.token = "fake-token"
+
+    @property
+    def expired(self) -> bool:
+        return False
+
+    def refresh(self, request: object) -> None:
+        raise AssertionError("the test token needs no refresh")
 
 
 def test_empty_model_means_the_settings_model(fake: FakeGemini) -> None:
@@ -202,19 +266,44 @@ def test_connection_refused_is_retried_then_connection(caplog: pytest.LogCapture
 
 
 def test_a_candidate_without_text_is_no_content(fake: FakeGemini) -> None:
+    fake.script(FakeAnswer(200, json.dumps({"candidates": [{"finishReason": "MAX_TOKENS", "index": 0}]}).encode()))
+    error = unavailable(settings_for(fake.url))
+    assert (error.status, error.block_reason) == ("no_content", "")
+    assert "MAX_TOKENS" in error.message
+
+
+def test_a_reply_blocked_for_safety_is_a_block_with_its_reason_and_cost(fake: FakeGemini) -> None:
     fake.script(blocked("SAFETY", prompt_tokens=42))
     error = unavailable(settings_for(fake.url))
-    assert error.status == "no_content"
-    assert "SAFETY" in error.message
+    assert (error.status, error.block_reason) == ("blocked", "SAFETY")
+    assert error.message == "the reply was blocked: finish reason SAFETY (HARM_CATEGORY_DANGEROUS_CONTENT HIGH)"
     assert (error.input_tokens, error.output_tokens) == (42, 0)
-    assert len(fake.requests) == 1
+    assert len(fake.requests) == 1  # a block is not retried
 
 
-def test_a_blocked_prompt_is_no_content(fake: FakeGemini) -> None:
-    fake.script(blocked("PROHIBITED_CONTENT", prompt=True))
+def test_a_blocked_prompt_is_a_block(fake: FakeGemini) -> None:
+    fake.script(blocked("PROHIBITED_CONTENT", prompt=True, category="HARM_CATEGORY_HARASSMENT", probability="MEDIUM"))
     error = unavailable(settings_for(fake.url))
-    assert error.status == "no_content"
-    assert "prompt blocked: PROHIBITED_CONTENT" in error.message
+    assert (error.status, error.block_reason) == ("blocked", "PROHIBITED_CONTENT")
+    assert error.message == "the prompt was blocked: PROHIBITED_CONTENT (HARM_CATEGORY_HARASSMENT MEDIUM)"
+
+
+@pytest.mark.parametrize("reason", ["BLOCKLIST", "SPII", "RECITATION", "IMAGE_SAFETY"])
+def test_every_filter_finish_reason_is_a_block(fake: FakeGemini, reason: str) -> None:
+    fake.script(blocked(reason))
+    assert unavailable(settings_for(fake.url)).block_reason == reason
+
+
+def test_a_reply_cut_by_a_filter_is_blocked_even_with_text(fake: FakeGemini) -> None:
+    fake.script(ok('{"score": 1.0, "verdict": "pa', finish_reason="SAFETY"))
+    assert unavailable(settings_for(fake.url)).block_reason == "SAFETY"
+
+
+def test_an_unknown_block_reason_is_labelled_other(fake: FakeGemini) -> None:
+    fake.script(blocked("weird reason; {x}", prompt=True))
+    with pytest.warns(UserWarning, match="not a valid BlockedReason"):  # google-genai's own warning
+        error = unavailable(settings_for(fake.url))
+    assert (error.status, error.block_reason) == ("blocked", "OTHER")
 
 
 def test_malformed_json_is_a_bad_response(fake: FakeGemini) -> None:
@@ -235,6 +324,8 @@ def test_unavailable_pickles_with_its_fields() -> None:
     error = pickle.loads(pickle.dumps(JudgeUnavailable("http_429", "slow down", input_tokens=3)))
     assert (error.status, error.message, error.input_tokens, error.output_tokens) == ("http_429", "slow down", 3, 0)
     assert str(error) == "http_429: slow down"
+    block = pickle.loads(pickle.dumps(JudgeUnavailable("blocked", "the reply was blocked", block_reason="SAFETY")))
+    assert (block.status, block.block_reason) == ("blocked", "SAFETY")
 
 
 # --- construction ------------------------------------------------------------------------------------------

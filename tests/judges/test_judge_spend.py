@@ -95,7 +95,7 @@ def test_a_reply_without_content_still_costs_its_prompt() -> None:
         genai_prices.calc_price(genai_prices.Usage(input_tokens=5_000), MODEL, provider_id="google").total_price
     )
     assert sample(registry, "agent_monitor_judge_cost_usd_total", MODEL) == pytest.approx(expected, rel=1e-9)
-    assert sample(registry, "agent_monitor_judge_requests_total", MODEL, status="no_content") == 1
+    assert sample(registry, "agent_monitor_judge_requests_total", MODEL, status="blocked") == 1
 
 
 def test_a_judge_model_without_a_price_is_counted_unpriced_never_zero() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import genai_prices
 import pytest
 
+from evaluators.judges import DEFAULT_MODEL
 from tests.conftest import CORPUS
 from tests.judges.fake_gemini import FakeGemini, FakeRequest, ok
 from tests.unit.test_evaluate_cmd import by_name, evaluate
@@ -77,10 +78,10 @@ def test_offline_judge_spend_is_priced_and_a_spec_pricing_override_wins(tmp_path
         output_tokens=40,
         thoughts_tokens=60,
         cached_tokens=1_000,
-        model_version="gemini-2.5-flash",
+        model_version=DEFAULT_MODEL,
     )
     extracted = genai_prices.extract_usage(json.loads(reply.body), provider_id="google")
-    one = float(genai_prices.calc_price(extracted.usage, "gemini-2.5-flash", provider_id="google").total_price)
+    one = float(genai_prices.calc_price(extracted.usage, DEFAULT_MODEL, provider_id="google").total_price)
     with FakeGemini(lambda request: reply) as fake:
         path = spec(tmp_path, fake.url)
         code, report, err = evaluate(*SCENARIOS, spec=path)
@@ -89,7 +90,7 @@ def test_offline_judge_spend_is_priced_and_a_spec_pricing_override_wins(tmp_path
         assert spend["cost_usd"] == pytest.approx(2 * one, rel=1e-9) and spend["unpriced"] == 0
         _, table, _ = evaluate(*SCENARIOS, spec=path, fmt="table")
         assert f"${2 * one:.6f}" in table
-        pricing = "pricing:\n  models:\n    gemini-2.5-flash: {input: 1, output: 4, cache_read: 0.25, per: 1K}\n"
+        pricing = f"pricing:\n  models:\n    {DEFAULT_MODEL}: {{input: 1, output: 4, cache_read: 0.25, per: 1K}}\n"
         path.write_text(path.read_text(encoding="utf-8") + pricing, encoding="utf-8")
         code, report, err = evaluate(*SCENARIOS, spec=path)
     assert code == 0, err

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from evaluators.judges import DATA_RULE, JudgeRequest, JudgeSettings, PairwiseJudge, combine, judge_pair
+from evaluators.judges import DATA_RULE, DEFAULT_MODEL, JudgeRequest, JudgeSettings, PairwiseJudge, combine, judge_pair
 from evaluators.judges.client import JudgeClient
 from evaluators.judges.engine import JudgeEngine
 from evaluators.sdk import EvalResult, SkipReason, builtin, default_builtins, in_default_set, list_builtins
@@ -185,7 +185,7 @@ def test_exactly_two_calls_one_in_each_order_through_the_real_client(preferred: 
     assert schema["properties"]["choice"]["enum"] == ["A", "SAME", "B"]
     assert result.details["outcome"] == outcome and result.details["consistent"] is True
     assert (result.details["input_tokens"], result.details["output_tokens"]) == (100, 20)
-    assert result.details["judge_model"] == "gemini-2.5-flash"
+    assert result.details["judge_model"] == DEFAULT_MODEL
 
 
 def test_a_model_that_always_picks_a_gives_a_tie_on_the_wire() -> None:

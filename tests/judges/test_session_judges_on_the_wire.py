@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from evaluators import builtin, load_traces
-from evaluators.judges import JudgeSettings, LLMJudge, RetrySettings, judge_session, prepare
+from evaluators.judges import DEFAULT_MODEL, JudgeSettings, LLMJudge, RetrySettings, judge_session, prepare
 from evaluators.judges.client import JudgeClient
 from evaluators.judges.engine import JudgeEngine
 from evaluators.sdk import EvalResult
@@ -133,7 +133,7 @@ def test_a_frustrated_conversation_gets_the_fakes_verdicts_with_the_turns_they_n
     assert (coherence.failure.error_type, coherence.failure.message) == ("rating_2", "turn 1")
     assert [s["turn"] for s in frustration.details["signs"]] == [2, 3]
     assert "asks_for_human (turn 3)" in frustration.explanation
-    assert all(r.details["judge_model"] == "gemini-2.5-flash" for r in results.values())
+    assert all(r.details["judge_model"] == DEFAULT_MODEL for r in results.values())
 
 
 def test_the_request_carries_the_transcript_in_turn_order() -> None:

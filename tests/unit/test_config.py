@@ -13,6 +13,7 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
+from evaluators.judges import DEFAULT_MODEL
 from evaluators.pricing import table_description
 from monitor.commands import check_config
 from monitor.config import (
@@ -119,7 +120,7 @@ def test_embedded_default_has_the_documented_defaults() -> None:
     assert (config.store.enabled, config.store.path, config.store.retention) == (True, "data/results.db", 7 * 86400.0)
     j = config.judges
     assert (j.gemini_api_key, j.vertex_project, j.vertex_location) == (None, None, "us-central1")
-    assert (j.model, j.base_url, j.max_concurrency, j.enabled) == ("gemini-2.5-flash", None, 4, False)
+    assert (j.model, j.base_url, j.max_concurrency, j.enabled) == (DEFAULT_MODEL, None, 4, False)
     assert (config.logging.level, config.logging.format, config.logging.per_span_problem_rate) == ("INFO", "text", 10)
     assert config.shutdown.grace_period == 30.0
 
@@ -481,7 +482,7 @@ def test_check_config_says_where_judges_go_or_that_they_will_skip(
     assert _run(write(tmp_path, keyed, "keyed.yaml")) == 0
     out = capsys.readouterr().out
     assert (
-        out.splitlines()[-1] == "judges: 1 on the Gemini API, model gemini-2.5-flash; no rate limit, 5,000 tokens a day"
+        out.splitlines()[-1] == f"judges: 1 on the Gemini API, model {DEFAULT_MODEL}; no rate limit, 5,000 tokens a day"
     )
     assert "sekrit" not in out  # the key itself is never printed
 
