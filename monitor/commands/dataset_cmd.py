@@ -147,7 +147,7 @@ def export(args: argparse.Namespace, now: float) -> tuple[Dataset, Path]:
 def _tasks(reader: StoreReviewReader, selection: Selection, limit: int, now: float) -> list:
     picked = select(reader, selection, limit, now)
     return [
-        task_of(trace_id, results, reader.trace(trace_id), reader.reviews_of_trace(trace_id))
+        task_of(trace_id, results, reader.trace(trace_id), reader.reviews_of_trace(trace_id), selection.evaluator)
         for trace_id, results in picked.items()
     ]
 

@@ -6,9 +6,13 @@ gives an expected trajectory, a missed failure is a test case too). One task per
 
 - task_id: the trace id; input: the stored trace's, else the snapshot a review took of it (the trace pruned since);
 - expected_output: the newest `corrected_label` of a review in force of the trace (a reviewer's corrected answer);
-- expected_trajectory: when a reviewer confirmed the run as good (agreed with a pass, or disagreed with a failure)
-  and none confirmed it as bad (agreed with a failure, or disagreed with a pass): its tool calls in order, from the
-  stored step tree (none when the tree was cut at `store.max_steps`), else the review's snapshot;
+- expected_trajectory: when the run is confirmed good for an evaluator (`confirmed_for`): a review in force of
+  one of its results confirmed the verdict as good (agreed with a pass, or disagreed with a failure) and none of its
+  results' reviews confirmed one as bad (agreed with a failure, or disagreed with a pass). Each evaluator judges its
+  own part of the run, so another evaluator's confirmed failure does not take the trajectory away (the metadata
+  names both: `confirmed_good_for`, `confirmed_bad_for`); with `--evaluator`, only that evaluator's reviews decide.
+  Its tool calls in order, from the stored step tree (none when the tree was cut at `store.max_steps`), else the
+  review's snapshot;
 - constraints: of such a confirmed run, its cost and latency times MARGIN (a budget the next version must stay in);
 - metadata: the source trace, its service and variant, the selected results (evaluator, level, verdict, signature,
   the review in force), and the evaluators, signatures and reviewers named in them.
@@ -150,16 +154,31 @@ def confirms_bad(review: StoredReview) -> bool:
     return (review.verdict_passed is False and review.agreement == "agree") or review.miss
 
 
-def task_of(trace_id: str, picked: list[Picked], detail: TraceDetail | None, reviews: list[StoredReview]) -> Task:
+def confirmed_for(reviews: list[StoredReview]) -> tuple[list[str], list[str]]:
+    """(the evaluators the run is confirmed good for, those it is confirmed bad for): good for an evaluator when a
+    review in force of its results confirms good and none confirms bad; bad when one confirms bad."""
+    bad = sorted({r.evaluator for r in reviews if confirms_bad(r)})
+    good = sorted({r.evaluator for r in reviews if confirms_good(r)} - set(bad))
+    return good, bad
+
+
+def task_of(
+    trace_id: str,
+    picked: list[Picked],
+    detail: TraceDetail | None,
+    reviews: list[StoredReview],
+    evaluator: str | None = None,
+) -> Task:
     """The task of one trace: its selected results `picked`, what the store holds of it (`detail`, None when it
-    was pruned) and the reviews in force of its results."""
+    was pruned) and the reviews in force of its results; `evaluator`: only its reviews confirm the run good."""
     newest = sorted(reviews, key=lambda r: r.created_at, reverse=True)
     snapshot = next((r.task for r in newest if r.task is not None), None) or {}
     summary = detail.summary if detail is not None else None
     corrected = next((r for r in newest if r.corrected_label), None)
-    good = next((r for r in newest if confirms_good(r)), None)
-    if any(confirms_bad(r) for r in newest):
-        good = None
+    good_for, bad_for = confirmed_for(newest)
+    if evaluator is not None:
+        good_for = [e for e in good_for if e == evaluator]
+    good = next((r for r in newest if r.evaluator in good_for and confirms_good(r)), None)
     trajectory = constraints = None
     if good is not None:
         taken = good.task or snapshot
@@ -184,6 +203,9 @@ def task_of(trace_id: str, picked: list[Picked], detail: TraceDetail | None, rev
         metadata["expected_output_by"] = corrected.reviewer
     if good is not None:
         metadata["confirmed_good_by"] = good.reviewer
+        metadata["confirmed_good_for"] = good_for
+    if bad_for:
+        metadata["confirmed_bad_for"] = bad_for
     return Task(
         task_id=trace_id,
         input=summary.input if summary is not None and summary.input is not None else snapshot.get("input"),

@@ -13,6 +13,7 @@ from .units import Duration, Label, Ratio, Section
 
 TRACE_ID_PLACEHOLDER = "{trace_id}"
 MAX_PAGE_SIZE = 500
+MIN_REVIEWS = 20  # scored reviews `agent-monitor calibrate` needs to suggest a threshold (calibration.py)
 _CONTROL = re.compile(r"[\x00-\x20\x7f]")
 
 
@@ -57,10 +58,13 @@ class AlertingRule(Section):
 
 class QueueConfig(Section):
     """The review queue (/review/queue): the results it offers, rule by rule, highest `priority` first (newest
-    first within a rule), among those evaluated within `window` and not reviewed yet."""
+    first within a rule), among those evaluated within `window` and not reviewed yet. Reviews go round the
+    configured evaluators first: while an evaluator with results to offer has fewer than `per_evaluator_target`
+    reviews made within `window`, the one with the fewest comes first (0: no spreading, the rules alone)."""
 
     enabled: bool = True
     window: Duration = 7 * 86400.0
+    per_evaluator_target: Annotated[int, Field(ge=0, le=10_000)] = MIN_REVIEWS
     alerting: AlertingRule = Field(default_factory=AlertingRule)
     new_signature: NewSignatureRule = Field(default_factory=NewSignatureRule)
     near_threshold: NearThresholdRule = Field(default_factory=NearThresholdRule)

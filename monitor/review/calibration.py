@@ -17,9 +17,8 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from monitor.config.review import MIN_REVIEWS
 from monitor.store.reviews import StoredReview
-
-MIN_REVIEWS = 20
 
 
 class _Model(BaseModel):

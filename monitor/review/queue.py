@@ -5,9 +5,16 @@ Rules, highest priority first (ties in config order): `alerting` (failing result
 alert is firing), `new_signature` (the first results of a failure signature first seen lately), `near_threshold`
 (scored results within a margin of their evaluator's threshold), `sample` (a share of each evaluator's results, the
 LLM judges' by default). Within a rule the newest result comes first. Only results evaluated within
-`review.queue.window` and without a review in force are offered, and not those this reviewer skipped. Nothing is
-kept here: every call reads the store (queue_reads.py), so replicas sharing a PostgreSQL store serve one queue
-(two reviewers at once may be offered the same result: the later review supersedes the earlier).
+`review.queue.window` and without a review in force are offered, and not those this reviewer skipped.
+
+Reviews go round the evaluators (`spread`): while a configured evaluator has fewer than `per_evaluator_target`
+reviews made within the window (calibrate's minimum by default), the evaluators are taken by their number of
+reviews, fewest first, and each group of equals by the rules above (so a firing evaluator's failures lead among
+equals); an evaluator without results to offer is passed over. Once every evaluator with results to offer has its
+target, the rules alone decide. A firing alert thus gets a review in every round, not every review.
+
+Nothing is kept here: every call reads the store (queue_reads.py), so replicas sharing a PostgreSQL store serve one
+queue (two reviewers at once may be offered the same result: the later review supersedes the earlier).
 """
 
 from __future__ import annotations
@@ -39,7 +46,9 @@ class QueueStore(Protocol):
 
     def queue_pick(
         self, specs: Sequence[RuleSpec], since: float, skipped: Collection[ResultKey] = ()
-    ) -> tuple[str, Candidate] | None: ...
+    ) -> tuple[RuleSpec, Candidate] | None: ...
+
+    def queue_reviewed(self, evaluators: Sequence[str], since: float, cap: int) -> dict[str, int]: ...
 
     def queue_backlog(self, specs: Sequence[RuleSpec], since: float, cap: int) -> list[tuple[str, int]]: ...
 
@@ -48,7 +57,8 @@ class QueueStore(Protocol):
 
 @dataclass(frozen=True)
 class QueueItem:
-    """The result to review next and why it is in the queue (`rule`, `reason`)."""
+    """The result to review next and why it is in the queue (`rule`, `reason`; `turn`: the evaluator's reviews
+    in the window when it was picked as the evaluator with the fewest, None when the rules alone picked it)."""
 
     key: ResultKey
     rule: str
@@ -60,6 +70,7 @@ class QueueItem:
     evaluated_at: float
     service: str | None
     signature: str | None
+    turn: int | None = None
 
 
 class RuleBacklog(NamedTuple):
@@ -101,17 +112,20 @@ class ReviewQueue:
         self.clock = clock
 
     def next(self, reviewer: str | None, skipped: Collection[ResultKey] = ()) -> QueueItem | None:
-        """The highest-priority unreviewed result this reviewer has not skipped (None: the queue is empty)."""
+        """The next unreviewed result this reviewer has not skipped: the spread's, else the rules' (None: the
+        queue is empty)."""
         now = self.clock()
-        picked = self.store.queue_pick(self.specs(now), now - self.config.window, skipped)
+        since = now - self.config.window
+        specs = self.specs(now)
+        picked = self.store.queue_pick([*self.spread(specs, since), *specs], since, skipped)
         if picked is None:
             return None
-        rule, hit = picked
+        spec, hit = picked
         threshold = self._thresholds().get(hit.evaluator)
         return QueueItem(
             key=ResultKey(hit.trace_id, hit.evaluator, hit.level, hit.span_id),
-            rule=rule,
-            reason=self.reason(rule, hit.evaluator),
+            rule=spec.rule,
+            reason=self.reason(spec.rule, hit.evaluator, spec.turn),
             passed=hit.passed,
             score=hit.score,
             threshold=threshold,
@@ -119,7 +133,23 @@ class ReviewQueue:
             evaluated_at=hit.evaluated_at,
             service=hit.service,
             signature=hit.signature,
+            turn=spec.turn,
         )
+
+    def spread(self, specs: Sequence[RuleSpec], since: float) -> list[RuleSpec]:
+        """`specs` narrowed to each group of configured evaluators below the target with as many reviews made
+        since `since`, the group with the fewest first ([] when the target is 0 or every evaluator has it)."""
+        target = self.config.per_evaluator_target
+        names = list(dict.fromkeys(e.name for e in self.evaluators))
+        if target <= 0 or not names:
+            return []
+        counts = self.store.queue_reviewed(names, since, target)
+        groups: dict[int, set[str]] = {}
+        for name in names:
+            if (n := counts.get(name, 0)) < target:
+                groups.setdefault(n, set()).add(name)
+        narrowed = (spec.only(groups[n], n) for n in sorted(groups) for spec in specs)
+        return [spec for spec in narrowed if not spec.empty]
 
     def progress(self, reviewer: str | None) -> QueueProgress:
         now = self.clock()
@@ -150,19 +180,27 @@ class ReviewQueue:
             ranked.append((c.sample.priority, RuleSpec("sample", evaluators=chosen, share=c.sample.share)))
         return [spec for _, spec in sorted(ranked, key=lambda pair: -pair[0])]  # stable
 
-    def reason(self, rule: str, evaluator: str) -> str:
-        """Why a result of `evaluator` is in the queue, in words."""
+    def reason(self, rule: str, evaluator: str, turn: int | None = None) -> str:
+        """Why a result of `evaluator` is in the queue, in words (`turn`: picked by the spread with that many
+        reviews of `evaluator`)."""
         c = self.config
         if rule == "alerting":
-            return f"{evaluator}'s alert is firing: its failing results come first"
-        if rule == "new_signature":
-            return f"one of the first {c.new_signature.first} results of a failure signature new in the last " \
-                   f"{_duration(c.new_signature.within)}"  # fmt: skip
-        if rule == "near_threshold":
+            lead = "come first" if turn is None else "come first among evaluators with as few reviews"
+            why = f"{evaluator}'s alert is firing: its failing results {lead}"
+        elif rule == "new_signature":
+            why = f"one of the first {c.new_signature.first} results of a failure signature new in the last " \
+                  f"{_duration(c.new_signature.within)}"  # fmt: skip
+        elif rule == "near_threshold":
             threshold = self._thresholds().get(evaluator)
             where = f" {threshold:g}" if threshold is not None else ""
-            return f"its score is within {c.near_threshold.margin:g} of the threshold{where}"
-        return f"a {c.sample.share:.0%} sample of {evaluator}'s results"
+            why = f"its score is within {c.near_threshold.margin:g} of the threshold{where}"
+        else:
+            why = f"a {c.sample.share:.0%} sample of {evaluator}'s results"
+        if turn is None:
+            return why
+        return (f"{why}; reviews go round the evaluators: {evaluator} has {turn} of the {c.per_evaluator_target} "
+                f"reviews wanted per evaluator in the last {_duration(c.window)}, and no other evaluator with results "
+                "to review has fewer")  # fmt: skip
 
     def _chosen(self, choice: Any) -> tuple[str, ...] | None:
         """The evaluator names of a rule's `evaluators` (None: any)."""

@@ -8,7 +8,15 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from monitor.review.queue_sql import Candidate, RuleSpec, candidate, count_sql, packed_query, rows_query
+from monitor.review.queue_sql import (
+    Candidate,
+    RuleSpec,
+    candidate,
+    count_sql,
+    packed_query,
+    reviewed_query,
+    rows_query,
+)
 from monitor.review.sql import Columns
 from monitor.store.reviews import ResultKey
 
@@ -16,20 +24,20 @@ MAX_SKIPPED = 200  # skipped results a pick looks past (each rule reads one more
 
 
 class QueueReads:
-    """`queue_pick`, `queue_backlog` and `reviews_since` over `_run(read)` and `_columns_of(db)`."""
+    """`queue_pick`, `queue_backlog`, `queue_reviewed` and `reviews_since` over `_run(read)` and `_columns_of(db)`."""
 
     _run: Callable[..., Any]
     _columns_of: Callable[[Any], Columns]
 
     def queue_pick(
         self, specs: Sequence[RuleSpec], since: float, skipped: Collection[ResultKey] = ()
-    ) -> tuple[str, Candidate] | None:
-        """(rule, result): the newest unreviewed result of the first rule in `specs` that has one not in
-        `skipped`; None when every rule is done."""
+    ) -> tuple[RuleSpec, Candidate] | None:
+        """(spec, result): the newest unreviewed result of the first spec in `specs` that has one not in
+        `skipped`; None when every spec is done."""
         skipped = set(list(skipped)[:MAX_SKIPPED]) if len(skipped) > MAX_SKIPPED else set(skipped)
         limit = len(skipped) + 1
 
-        def read(db: Any) -> tuple[str, Candidate] | None:
+        def read(db: Any) -> tuple[RuleSpec, Candidate] | None:
             cols = self._columns_of(db)
             if not cols.reviews:
                 return None
@@ -43,7 +51,7 @@ class QueueReads:
                 found.sort(key=lambda c: c.evaluated_at, reverse=True)  # stable: each query's order kept
                 for hit in found:
                     if ResultKey(hit.trace_id, hit.evaluator, hit.level, hit.span_id) not in skipped:
-                        return spec.rule, hit
+                        return spec, hit
             return None
 
         return self._run(read)
@@ -62,6 +70,16 @@ class QueueReads:
                             total += int(db.execute(*count_sql(query)).fetchone()[0])
                 counts.append((spec.rule, min(total, cap + 1)))
             return counts
+
+        return self._run(read)
+
+    def queue_reviewed(self, evaluators: Sequence[str], since: float, cap: int) -> dict[str, int]:
+        """Per evaluator, its reviews in force of verdicts made since `since`, each count at most `cap`."""
+
+        def read(db: Any) -> dict[str, int]:
+            if not self._columns_of(db).reviews:
+                return {}
+            return {name: int(db.execute(*reviewed_query(name, since, cap)).fetchone()[0]) for name in evaluators}
 
         return self._run(read)
 

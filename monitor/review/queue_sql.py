@@ -14,8 +14,8 @@ judge sampling 10% of traces and a queue sampling 10% of its results do not pick
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from monitor.review.sql import Columns, Conditions
@@ -30,7 +30,8 @@ MAX_NEW_SIGNATURES = 1000  # the newest signatures a new_signature rule looks at
 class RuleSpec:
     """What one queue rule selects. `evaluators`: None for any; `near`: per evaluator (low, high) bounds of the
     score; `share`: the sample's share of trace ids; `new_since`/`first`: the first `first` results of each
-    signature first seen since `new_since`; `failing`: failing results only (else passing ones too)."""
+    signature first seen since `new_since`; `failing`: failing results only (else passing ones too); `turn`: set
+    when the spec is a rule narrowed to the evaluators whose turn it is (`only`), their number of reviews."""
 
     rule: str
     evaluators: tuple[str, ...] | None = None
@@ -39,6 +40,13 @@ class RuleSpec:
     near: tuple[tuple[str, float, float], ...] = ()
     new_since: float | None = None
     first: int = 0
+    turn: int | None = None
+
+    def only(self, names: Collection[str], turn: int) -> RuleSpec:
+        """This rule narrowed to the evaluators `names` (each with `turn` reviews)."""
+        chosen = sorted(names) if self.evaluators is None else [e for e in self.evaluators if e in names]
+        near = tuple(bounds for bounds in self.near if bounds[0] in names)
+        return replace(self, evaluators=tuple(chosen), near=near, turn=turn)
 
     @property
     def empty(self) -> bool:
@@ -164,6 +172,16 @@ def _near_params(spec: RuleSpec) -> list[Any]:
     for name, low, high in spec.near:
         params += [name, low - _EPSILON, high + _EPSILON]
     return params
+
+
+def reviewed_query(evaluator: str, since: float, cap: int) -> tuple[str, list[Any]]:
+    """(sql, params) of the number of reviews in force of `evaluator`'s verdicts (not of skips) made since `since`,
+    counted up to `cap` (the index of the reviews in force by evaluator and time answers it)."""
+    return (
+        "SELECT COUNT(*) FROM (SELECT 1 FROM reviews WHERE evaluator = ? AND superseded_at IS NULL"
+        " AND created_at >= ? AND verdict_passed IS NOT NULL LIMIT ?) c",
+        [evaluator, since, cap],
+    )
 
 
 def candidate(row: Sequence[Any]) -> Candidate:

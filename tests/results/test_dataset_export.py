@@ -230,6 +230,7 @@ def test_the_tasks_hold_the_trace_the_correction_the_confirmed_path_and_its_budg
         "signatures": [production.lyon],
         "reviewers": ["ann"],
         "expected_output_by": "ann",
+        "confirmed_bad_for": ["faithful"],
         "results": [
             {
                 "evaluator": "faithful",
@@ -249,6 +250,7 @@ def test_the_tasks_hold_the_trace_the_correction_the_confirmed_path_and_its_budg
         ],
     }
     assert refund["metadata"]["confirmed_good_by"] == "bob" and track["metadata"]["results"][0]["outcome"] == "pass"
+    assert refund["metadata"]["confirmed_good_for"] == ["faithful"] and "confirmed_bad_for" not in refund["metadata"]
 
 
 # --- the selection -------------------------------------------------------------------------------

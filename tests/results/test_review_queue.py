@@ -79,9 +79,12 @@ def scripted(backend: Backend) -> QueuedResultStore:
     return store
 
 
+RULES_ALONE = QueueConfig(per_evaluator_target=0)  # no spreading: the rules' order (test_review_queue_spread.py)
+
+
 def queue_of(backend: Backend, firing: tuple[str, ...] = ("rule_c",)) -> tuple[ReviewQueue, object]:
     reader = backend.reader()
-    return ReviewQueue(reader, QueueConfig(), EVALUATORS, lambda: firing, clock=lambda: NOW), reader  # type: ignore[arg-type]
+    return ReviewQueue(reader, RULES_ALONE, EVALUATORS, lambda: firing, clock=lambda: NOW), reader  # type: ignore[arg-type]
 
 
 def test_the_sample_is_decided_by_the_trace_ids_tail() -> None:
