@@ -5,7 +5,11 @@ requests, each through the judge's own concurrency and rate limits and then the 
 attempt takes its rate tokens, the client's retries included), each reply
 validated against the judge's response schema (asked again once when it does not validate), and the
 samples combined by the judge's vote. The whole judgement is bounded by `judgement_timeout`. A failure
-of the model or of the judge is a skip, never an exception (cancellation still propagates).
+of the model or of the judge is a skip, never an exception (cancellation still propagates). A judgement that
+times out while it waits for a concurrency or rate limit is a `rate_limited` skip (the limits cannot keep up),
+one that finds a budget spent a `budget_exhausted` skip; both are told to the observer's `capacity_skip` with
+the setting that stopped it. The limiters and budgets come from `limits` (limits.py): this process's own by
+default, or shared by every replica of a deployment.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -26,7 +30,8 @@ from ..pricing import ModelPrice, warm
 from ..redaction import redact_text
 from ..sdk.result import EvalResult, SkipReason
 from .base import JudgeRequest, LLMJudge
-from .control import RateLimiter, ReplyCache, TokenBudget
+from .control import ReplyCache
+from .limits import DailyBudget, JudgeLimits, LocalLimits, RequestLimit
 from .replies import JudgeReply, JudgeUnavailable
 from .settings import JudgeSettings
 from .spend import PROVIDER, price_reply
@@ -35,6 +40,11 @@ log = logging.getLogger(__name__)
 
 NO_CLIENT = "no judge model configured: set GEMINI_API_KEY (or judges.gemini_api_key) or judges.vertex_project"
 RETRY_NOTE = "Your previous reply did not validate: {error}; answer again with JSON only."
+# The settings that can stop a judgement for lack of capacity (the `limit` of `JudgeObserver.capacity_skip`):
+# the `judges` section's, and a judge's own params.
+JUDGE_CONCURRENCY, JUDGE_RATE = "params.max_concurrency", "params.requests_per_minute"
+GLOBAL_CONCURRENCY, GLOBAL_RATE = "judges.max_concurrency", "judges.requests_per_minute"
+JUDGE_BUDGET, GLOBAL_BUDGET = "params.daily_token_budget", "judges.daily_token_budget"
 
 
 class GenerateClient(Protocol):
@@ -74,6 +84,10 @@ class JudgeObserver(Protocol):
     def budget(self, judge: str, remaining_tokens: float) -> None:
         """Tokens `judge` may still spend today (the lower of its own and the global budget; math.inf: no limit)."""
 
+    def capacity_skip(self, judge: str, limit: str) -> None:
+        """A judgement of `judge` skipped for lack of capacity: `limit` is the setting that stopped it (a rate or
+        concurrency limit it waited for past `judgement_timeout`, or a spent daily token budget)."""
+
 
 @dataclass(slots=True)
 class _JudgeLimits:
@@ -81,8 +95,8 @@ class _JudgeLimits:
 
     params: tuple[int, int, int]  # max_concurrency, requests_per_minute, daily_token_budget
     semaphore: asyncio.Semaphore | None
-    limiter: RateLimiter
-    budget: TokenBudget
+    limiter: RequestLimit
+    budget: DailyBudget
 
 
 @dataclass(slots=True)
@@ -97,6 +111,8 @@ class _Judgement:
     deadline: asyncio.Timeout | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    waited_for: str | None = None  # the limit a request was waiting for when the judgement was cancelled
+    stopped_by: str | None = None  # the budget that made it a budget_exhausted skip
 
 
 class JudgeEngine:
@@ -105,7 +121,8 @@ class JudgeEngine:
     `client` None (no key) makes every judgement a `judge_unavailable` skip. `clock` (epoch seconds) decides
     the UTC day of the budgets and the date of the prices; `monotonic` and `sleep` drive the rate limiters and
     the observed durations. Each request's tokens are priced as Google's (`evaluators.pricing.price_call`),
-    `prices` (the `pricing.models` overrides) winning over the price table.
+    `prices` (the `pricing.models` overrides) winning over the price table. `limits`: where the rate limiters
+    and budgets come from (default: this process's own, `LocalLimits`).
     """
 
     def __init__(
@@ -118,6 +135,7 @@ class JudgeEngine:
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         prices: Mapping[str, ModelPrice] | None = None,
+        limits: JudgeLimits | None = None,
     ) -> None:
         self.settings = settings
         self.prices = dict(prices or {})
@@ -127,14 +145,16 @@ class JudgeEngine:
         self._clock = clock
         self._monotonic = monotonic
         self._sleep = sleep
+        self._limits = limits if limits is not None else LocalLimits()
         self._semaphore = asyncio.Semaphore(settings.max_concurrency)
-        self._limiter = RateLimiter(settings.requests_per_minute, clock=monotonic, sleep=sleep)
-        self._budget = TokenBudget(settings.daily_token_budget, clock=clock)
+        self._limiter = self._rate_limiter("requests", settings.requests_per_minute)
+        self._budget = self._limits.token_budget("tokens", settings.daily_token_budget, clock=clock)
         self.cache = ReplyCache(settings.cache_size)
         self._judges: dict[str, _JudgeLimits] = {}
         self._budget_logged: dict[str, int] = {}  # judge → the UTC day its spent budget was logged
         self._in_flight = 0
         self._active = 0
+        self._waiting = 0
         self._closed = False
 
     @property
@@ -146,6 +166,11 @@ class JudgeEngine:
     def active(self) -> int:
         """Judgements under way: waiting for a limit or for their replies."""
         return self._active
+
+    @property
+    def waiting(self) -> int:
+        """Requests waiting for a concurrency or rate limit right now (the judges' backlog)."""
+        return self._waiting
 
     def remaining_tokens(self, name: str | None = None) -> float:
         """Tokens left today globally, or for judge `name` (the lower of both); math.inf when unlimited."""
@@ -168,10 +193,11 @@ class JudgeEngine:
             self._observe(name, model, "cached", 0.0, 0, 0)
             return _with_cost(judge.stated(cached.resolve(judge.threshold)), model, cached=True)
         limits = self._limits_for(judge, name)
-        spent = self._budget_skip(name, limits)
-        if spent is not None:
-            return _with_cost(spent, model)
         job = _Judgement(judge, name, model, request, limits)
+        spent = await self._budget_skip(job)
+        if spent is not None:
+            self._capacity_skip(name, job.stopped_by)
+            return _with_cost(spent, model)
         timeout = self.settings.judgement_timeout
         self._active += 1
         try:
@@ -179,9 +205,17 @@ class JudgeEngine:
                 job.deadline = deadline
                 result = await self._run(job)
         except TimeoutError:
-            result = EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, f"{name}: timed out after {timeout:g} s")
+            limit = job.waited_for
+            if limit is None:
+                result = EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, f"{name}: timed out after {timeout:g} s")
+            else:
+                self._capacity_skip(name, limit)
+                message = f"{name}: timed out after {timeout:g} s waiting for {limit}: the judges cannot keep up"
+                result = EvalResult.skip(SkipReason.RATE_LIMITED, message)
         finally:
             self._active -= 1
+        if result.skip_reason is SkipReason.BUDGET_EXHAUSTED:
+            self._capacity_skip(name, job.stopped_by)
         if not result.is_skipped:
             self.cache.put(key, result)
         return _with_cost(judge.stated(result), model, job.input_tokens, job.output_tokens)
@@ -191,10 +225,18 @@ class JudgeEngine:
         if self._closed:
             return
         self._closed = True
-        if self._client is not None:
-            await self._client.aclose()
+        try:
+            if self._client is not None:
+                await self._client.aclose()
+        finally:
+            await self._limits.aclose()
 
     # --- limits ----------------------------------------------------------------------------------
+    def _rate_limiter(self, scope: str, per_minute: int) -> RequestLimit:
+        return self._limits.rate_limiter(
+            scope, per_minute, clock=self._clock, monotonic=self._monotonic, sleep=self._sleep
+        )
+
     def _limits_for(self, judge: LLMJudge, name: str) -> _JudgeLimits:
         params = (int(judge.max_concurrency), int(judge.requests_per_minute), int(judge.daily_token_budget))
         limits = self._judges.get(name)
@@ -205,21 +247,27 @@ class JudgeEngine:
             budget = limits.budget
             budget.per_day = per_day
         else:
-            budget = TokenBudget(per_day, clock=self._clock)
+            budget = self._limits.token_budget(f"tokens:{name}", per_day, clock=self._clock)
         limits = _JudgeLimits(
             params,
             asyncio.Semaphore(concurrency) if concurrency > 0 else None,
-            RateLimiter(per_minute, clock=self._monotonic, sleep=self._sleep),
+            self._rate_limiter(f"requests:{name}", per_minute),
             budget,
         )
         self._judges[name] = limits
         return limits
 
-    def _budget_skip(self, name: str, limits: _JudgeLimits) -> EvalResult | None:
+    async def _budget_skip(self, job: _Judgement) -> EvalResult | None:
         """A `budget_exhausted` skip when the global or the judge's budget is spent (logged once a UTC day)."""
-        for which, budget in (("global", self._budget), ("judge's own", limits.budget)):
+        name = job.name
+        for which, budget, setting in (
+            ("global", self._budget, GLOBAL_BUDGET),
+            ("judge's own", job.limits.budget, JUDGE_BUDGET),
+        ):
+            await budget.refresh()
             if not budget.exhausted():
                 continue
+            job.stopped_by = setting
             day = budget.day()
             message = f"{name}: the {which} daily token budget ({budget.per_day} tokens) is spent until 00:00 UTC"
             if self._budget_logged.get(name) != day:
@@ -229,14 +277,50 @@ class JudgeEngine:
         return None
 
     @contextlib.asynccontextmanager
-    async def _slot(self, limits: _JudgeLimits) -> AsyncIterator[None]:
+    async def _slot(self, job: _Judgement) -> AsyncIterator[None]:
         """The judge's own concurrency and rate, then the global ones: a judge waiting for its own rate holds
         no global slot, and nothing waits between the global rate's token and the request."""
-        async with limits.semaphore or contextlib.nullcontext():
-            await limits.limiter.acquire()
-            async with self._semaphore:
-                await self._limiter.acquire()
+        own = job.limits.semaphore
+        if own is not None:
+            with self._waiting_for(job, JUDGE_CONCURRENCY):
+                await own.acquire()
+        try:
+            with self._waiting_for(job, JUDGE_RATE):
+                await job.limits.limiter.acquire()
+            with self._waiting_for(job, GLOBAL_CONCURRENCY):
+                await self._semaphore.acquire()
+            try:
+                with self._waiting_for(job, GLOBAL_RATE):
+                    await self._limiter.acquire()
                 yield
+            finally:
+                self._semaphore.release()
+        finally:
+            if own is not None:
+                own.release()
+
+    @contextlib.contextmanager
+    def _waiting_for(self, job: _Judgement, limit: str, *, blame: bool = True) -> Iterator[None]:
+        """One of `job`'s requests waits for `limit` in the block: counted in `waiting`, and, with `blame`, blamed
+        when the judgement is cancelled there (its timeout). A retry's wait is not blamed: the model's failure
+        made the judgement late, not the limit."""
+        self._waiting += 1
+        try:
+            yield
+        except asyncio.CancelledError:
+            if blame:
+                job.waited_for = job.waited_for or limit
+            raise
+        finally:
+            self._waiting -= 1
+
+    def _capacity_skip(self, name: str, limit: str | None) -> None:
+        if self._observer is None or limit is None:
+            return
+        try:
+            self._observer.capacity_skip(name, limit)
+        except Exception:
+            log.warning("judge observer failed on capacity_skip()", exc_info=True)
 
     # --- requests --------------------------------------------------------------------------------
     async def _run(self, job: _Judgement) -> EvalResult:
@@ -269,10 +353,10 @@ class JudgeEngine:
         """One request: the validated reply, the validation error (a string), or a `judge_unavailable` skip."""
         assert self._client is not None  # judge() returns early without a client
         schema = job.judge.response_schema
-        async with self._slot(job.limits):
+        async with self._slot(job):
             # Checked again with a slot in hand: judgements queued behind the limits would otherwise all pass the
             # first check together. What is in flight (at most max_concurrency requests) may still overshoot.
-            spent = self._budget_skip(job.name, job.limits)
+            spent = await self._budget_skip(job)
             if spent is not None:
                 return spent
             started = self._monotonic()
@@ -283,14 +367,17 @@ class JudgeEngine:
                     system=job.request.system,
                     prompt=prompt,
                     response_schema=schema,
-                    before_attempt=_RetryTokens((job.limits.limiter, self._limiter)),
+                    before_attempt=_RetryTokens(
+                        ((job.limits.limiter, JUDGE_RATE), (self._limiter, GLOBAL_RATE)),
+                        lambda limit: self._waiting_for(job, limit, blame=False),
+                    ),
                 )
             except JudgeUnavailable as exc:  # a reply without content may still have cost tokens
                 cost = exc.spent()
                 seconds = self._monotonic() - started
                 self._observe(job.name, job.model, exc.status, seconds, *cost_of(cost), self._price(job.model, cost))
                 if exc.input_tokens or exc.output_tokens:
-                    self._spend(job, cost)
+                    await self._spend(job, cost)
                 message = f"{job.name}: the judge model is unavailable ({exc.status}): {exc.message}"
                 return EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, message[:500])
             except asyncio.CancelledError:
@@ -309,15 +396,15 @@ class JudgeEngine:
         status = "ok" if isinstance(parsed, BaseModel) else "invalid_output"
         usd = self._price(job.model, reply)
         self._observe(job.name, job.model, status, seconds, reply.input_tokens, reply.output_tokens, usd)
-        self._spend(job, reply)
+        await self._spend(job, reply)
         return parsed
 
-    def _spend(self, job: _Judgement, reply: JudgeReply) -> None:
+    async def _spend(self, job: _Judgement, reply: JudgeReply) -> None:
         job.input_tokens += max(0, reply.input_tokens)
         job.output_tokens += max(0, reply.output_tokens)
         tokens = max(0, reply.input_tokens) + max(0, reply.output_tokens)
-        self._budget.spend(tokens)
-        job.limits.budget.spend(tokens)
+        await self._budget.record(tokens)
+        await job.limits.budget.record(tokens)
         if self._observer is not None:
             remaining = min(self._budget.remaining(), job.limits.budget.remaining())
             try:
@@ -350,18 +437,24 @@ class _RetryTokens:
     """The client's `before_attempt`: the first attempt's tokens were taken in `_slot` (so that any client is
     rate limited), each later attempt (a retry of the client's) takes one of each limiter, the judge's first."""
 
-    __slots__ = ("_limiters", "_prepaid")
+    __slots__ = ("_limiters", "_prepaid", "_waiting")
 
-    def __init__(self, limiters: tuple[RateLimiter, ...]) -> None:
+    def __init__(
+        self,
+        limiters: tuple[tuple[RequestLimit, str], ...],
+        waiting: Callable[[str], contextlib.AbstractContextManager[None]],
+    ) -> None:
         self._limiters = limiters
+        self._waiting = waiting
         self._prepaid = True
 
     async def __call__(self) -> None:
         if self._prepaid:
             self._prepaid = False
             return
-        for limiter in self._limiters:
-            await limiter.acquire()
+        for limiter, limit in self._limiters:
+            with self._waiting(limit):
+                await limiter.acquire()
 
 
 def _parse(schema: type[BaseModel], text: str) -> BaseModel | str:

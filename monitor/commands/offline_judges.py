@@ -75,6 +75,9 @@ class SpendObserver:
     def budget(self, judge: str, remaining_tokens: float) -> None:
         """Budgets are the engine's business; the report shows the spend."""
 
+    def capacity_skip(self, judge: str, limit: str) -> None:
+        """The skips are in the report's results."""
+
 
 def judge_settings(spec: Mapping[str, Any] | None, env: Mapping[str, str]) -> JudgeSettings:
     """The `judges` section of a spec file (validated like the daemon's), the key falling back to the env."""

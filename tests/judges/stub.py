@@ -97,6 +97,7 @@ class RecordingObserver:
     requests: list[tuple[str, str, str, float, int, int]] = field(default_factory=list)
     costs: list[float | None] = field(default_factory=list)  # each request's cost_usd
     budgets: list[tuple[str, float]] = field(default_factory=list)
+    capacity: list[tuple[str, str]] = field(default_factory=list)  # (judge, limit) of each capacity skip
 
     def request(
         self,
@@ -113,6 +114,9 @@ class RecordingObserver:
 
     def budget(self, judge: str, remaining_tokens: float) -> None:
         self.budgets.append((judge, remaining_tokens))
+
+    def capacity_skip(self, judge: str, limit: str) -> None:
+        self.capacity.append((judge, limit))
 
     @property
     def statuses(self) -> list[str]:
