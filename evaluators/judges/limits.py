@@ -13,7 +13,6 @@ replicas × the limit while it lasts), says so through `on_fallback` and the log
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 import math
@@ -157,9 +156,7 @@ class SharedLimits:
             return None
         try:
             return await call()
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
+        except Exception as exc:  # never CancelledError (a BaseException): a cancelled wait stays cancelled
             self._down_until = self._monotonic() + self.retry_after
             log.warning(
                 "the judges' shared limits cannot be reached (%s: %s): each replica applies its own "
@@ -250,7 +247,7 @@ class SharedTokenBudget(TokenBudget):
         tokens = max(0, int(tokens))
         day = self.day()
         self.spend(tokens)
-        if tokens == 0:
+        if tokens == 0 or self.per_day == 0:  # nothing to share without a budget
             return
         unsent_day, unsent = self._unsent
         amount = tokens + (unsent if unsent_day == day else 0)
