@@ -1,7 +1,7 @@
 """JudgeEngine: sends JudgeRequests to the judge model under the engine's and each judge's limits.
 
 One judgement: no client → skip; redact the prompt; reply cache; daily token budgets; then `num_samples`
-requests, each through the judge's own concurrency and rate limits and then the global ones (every HTTP
+requests, each through the judge's own concurrency and rate limits and then the global ones (gates.py; every HTTP
 attempt takes its rate tokens, the client's retries included), each reply
 validated against the judge's response schema (asked again once when it does not validate), and the
 samples combined by the judge's vote. The whole judgement is bounded by `judgement_timeout`. A failure
@@ -15,12 +15,11 @@ default, or shared by every replica of a deployment.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -31,7 +30,8 @@ from ..redaction import redact_text
 from ..sdk.result import EvalResult, SkipReason
 from .base import JudgeRequest, LLMJudge
 from .control import ReplyCache
-from .limits import DailyBudget, JudgeLimits, LocalLimits, RequestLimit
+from .gates import GLOBAL_BUDGET, JUDGE_BUDGET, Gates, OwnLimits, RetryTokens, Waiter
+from .limits import JudgeLimits, LocalLimits, RequestLimit
 from .replies import JudgeReply, JudgeUnavailable
 from .settings import JudgeSettings
 from .spend import PROVIDER, price_reply
@@ -40,11 +40,6 @@ log = logging.getLogger(__name__)
 
 NO_CLIENT = "no judge model configured: set GEMINI_API_KEY (or judges.gemini_api_key) or judges.vertex_project"
 RETRY_NOTE = "Your previous reply did not validate: {error}; answer again with JSON only."
-# The settings that can stop a judgement for lack of capacity (the `limit` of `JudgeObserver.capacity_skip`):
-# the `judges` section's, and a judge's own params.
-JUDGE_CONCURRENCY, JUDGE_RATE = "params.max_concurrency", "params.requests_per_minute"
-GLOBAL_CONCURRENCY, GLOBAL_RATE = "judges.max_concurrency", "judges.requests_per_minute"
-JUDGE_BUDGET, GLOBAL_BUDGET = "params.daily_token_budget", "judges.daily_token_budget"
 
 
 class GenerateClient(Protocol):
@@ -90,28 +85,19 @@ class JudgeObserver(Protocol):
 
 
 @dataclass(slots=True)
-class _JudgeLimits:
-    """One judge's own limits (by metric label), rebuilt when its params change (the budget's count is kept)."""
-
-    params: tuple[int, int, int]  # max_concurrency, requests_per_minute, daily_token_budget
-    semaphore: asyncio.Semaphore | None
-    limiter: RequestLimit
-    budget: DailyBudget
-
-
-@dataclass(slots=True)
 class _Judgement:
-    """The state of one judgement: what it sends and what it has spent."""
+    """The state of one judgement: what it sends and what it has spent (and, as a `Waiter`, the limit it was
+    waiting for when it timed out)."""
 
     judge: LLMJudge
     name: str
     model: str
     request: JudgeRequest
-    limits: _JudgeLimits
+    limits: OwnLimits
+    waiter: Waiter = field(default_factory=Waiter)
     deadline: asyncio.Timeout | None = None
     input_tokens: int = 0
     output_tokens: int = 0
-    waited_for: str | None = None  # the limit a request was waiting for when the judgement was cancelled
     stopped_by: str | None = None  # the budget that made it a budget_exhausted skip
 
 
@@ -146,15 +132,13 @@ class JudgeEngine:
         self._monotonic = monotonic
         self._sleep = sleep
         self._limits = limits if limits is not None else LocalLimits()
-        self._semaphore = asyncio.Semaphore(settings.max_concurrency)
-        self._limiter = self._rate_limiter("requests", settings.requests_per_minute)
+        self._gates = Gates(settings.max_concurrency, self._rate_limiter("requests", settings.requests_per_minute))
         self._budget = self._limits.token_budget("tokens", settings.daily_token_budget, clock=clock)
         self.cache = ReplyCache(settings.cache_size)
-        self._judges: dict[str, _JudgeLimits] = {}
+        self._judges: dict[str, OwnLimits] = {}
         self._budget_logged: dict[str, int] = {}  # judge → the UTC day its spent budget was logged
         self._in_flight = 0
         self._active = 0
-        self._waiting = 0
         self._closed = False
 
     @property
@@ -170,7 +154,7 @@ class JudgeEngine:
     @property
     def waiting(self) -> int:
         """Requests waiting for a concurrency or rate limit right now (the judges' backlog)."""
-        return self._waiting
+        return self._gates.waiting
 
     def remaining_tokens(self, name: str | None = None) -> float:
         """Tokens left today globally, or for judge `name` (the lower of both); math.inf when unlimited."""
@@ -205,7 +189,7 @@ class JudgeEngine:
                 job.deadline = deadline
                 result = await self._run(job)
         except TimeoutError:
-            limit = job.waited_for
+            limit = job.waiter.waited_for
             if limit is None:
                 result = EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, f"{name}: timed out after {timeout:g} s")
             else:
@@ -237,7 +221,7 @@ class JudgeEngine:
             scope, per_minute, clock=self._clock, monotonic=self._monotonic, sleep=self._sleep
         )
 
-    def _limits_for(self, judge: LLMJudge, name: str) -> _JudgeLimits:
+    def _limits_for(self, judge: LLMJudge, name: str) -> OwnLimits:
         params = (int(judge.max_concurrency), int(judge.requests_per_minute), int(judge.daily_token_budget))
         limits = self._judges.get(name)
         if limits is not None and limits.params == params:
@@ -248,7 +232,7 @@ class JudgeEngine:
             budget.per_day = per_day
         else:
             budget = self._limits.token_budget(f"tokens:{name}", per_day, clock=self._clock)
-        limits = _JudgeLimits(
+        limits = OwnLimits(
             params,
             asyncio.Semaphore(concurrency) if concurrency > 0 else None,
             self._rate_limiter(f"requests:{name}", per_minute),
@@ -275,44 +259,6 @@ class JudgeEngine:
                 log.warning("judge %s skips its judgements: %s", name, message)
             return EvalResult.skip(SkipReason.BUDGET_EXHAUSTED, message)
         return None
-
-    @contextlib.asynccontextmanager
-    async def _slot(self, job: _Judgement) -> AsyncIterator[None]:
-        """The judge's own concurrency and rate, then the global ones: a judge waiting for its own rate holds
-        no global slot, and nothing waits between the global rate's token and the request."""
-        own = job.limits.semaphore
-        if own is not None:
-            with self._waiting_for(job, JUDGE_CONCURRENCY):
-                await own.acquire()
-        try:
-            with self._waiting_for(job, JUDGE_RATE):
-                await job.limits.limiter.acquire()
-            with self._waiting_for(job, GLOBAL_CONCURRENCY):
-                await self._semaphore.acquire()
-            try:
-                with self._waiting_for(job, GLOBAL_RATE):
-                    await self._limiter.acquire()
-                yield
-            finally:
-                self._semaphore.release()
-        finally:
-            if own is not None:
-                own.release()
-
-    @contextlib.contextmanager
-    def _waiting_for(self, job: _Judgement, limit: str, *, blame: bool = True) -> Iterator[None]:
-        """One of `job`'s requests waits for `limit` in the block: counted in `waiting`, and, with `blame`, blamed
-        when the judgement is cancelled there (its timeout). A retry's wait is not blamed: the model's failure
-        made the judgement late, not the limit."""
-        self._waiting += 1
-        try:
-            yield
-        except asyncio.CancelledError:
-            if blame:
-                job.waited_for = job.waited_for or limit
-            raise
-        finally:
-            self._waiting -= 1
 
     def _capacity_skip(self, name: str, limit: str | None) -> None:
         if self._observer is None or limit is None:
@@ -353,7 +299,7 @@ class JudgeEngine:
         """One request: the validated reply, the validation error (a string), or a `judge_unavailable` skip."""
         assert self._client is not None  # judge() returns early without a client
         schema = job.judge.response_schema
-        async with self._slot(job):
+        async with self._gates.slot(job.limits, job.waiter):
             # Checked again with a slot in hand: judgements queued behind the limits would otherwise all pass the
             # first check together. What is in flight (at most max_concurrency requests) may still overshoot.
             spent = await self._budget_skip(job)
@@ -367,10 +313,7 @@ class JudgeEngine:
                     system=job.request.system,
                     prompt=prompt,
                     response_schema=schema,
-                    before_attempt=_RetryTokens(
-                        ((job.limits.limiter, JUDGE_RATE), (self._limiter, GLOBAL_RATE)),
-                        lambda limit: self._waiting_for(job, limit, blame=False),
-                    ),
+                    before_attempt=RetryTokens(self._gates, job.limits),
                 )
             except JudgeUnavailable as exc:  # a reply without content may still have cost tokens
                 cost = exc.spent()
@@ -431,30 +374,6 @@ class JudgeEngine:
             self._observer.request(name, model, status, max(0.0, seconds), tokens_in, tokens_out, cost_usd)
         except Exception:
             log.warning("judge observer failed on request()", exc_info=True)
-
-
-class _RetryTokens:
-    """The client's `before_attempt`: the first attempt's tokens were taken in `_slot` (so that any client is
-    rate limited), each later attempt (a retry of the client's) takes one of each limiter, the judge's first."""
-
-    __slots__ = ("_limiters", "_prepaid", "_waiting")
-
-    def __init__(
-        self,
-        limiters: tuple[tuple[RequestLimit, str], ...],
-        waiting: Callable[[str], contextlib.AbstractContextManager[None]],
-    ) -> None:
-        self._limiters = limiters
-        self._waiting = waiting
-        self._prepaid = True
-
-    async def __call__(self) -> None:
-        if self._prepaid:
-            self._prepaid = False
-            return
-        for limiter, limit in self._limiters:
-            with self._waiting(limit):
-                await limiter.acquire()
 
 
 def _parse(schema: type[BaseModel], text: str) -> BaseModel | str:
