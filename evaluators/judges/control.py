@@ -124,6 +124,13 @@ class TokenBudget:
         self.day()
         self._spent += max(0, int(tokens))
 
+    async def refresh(self) -> None:
+        """Nothing spent elsewhere to learn (`limits.SharedTokenBudget` learns the deployment's)."""
+
+    async def record(self, tokens: int) -> None:
+        """`spend`, as the engine calls it (`limits.DailyBudget`)."""
+        self.spend(tokens)
+
 
 class ReplyCache:
     """The last `size` judgement results by content key, least recently used dropped first (0 = off)."""

@@ -1,22 +1,25 @@
 """JudgeEngine: sends JudgeRequests to the judge model under the engine's and each judge's limits.
 
 One judgement: no client → skip; redact the prompt; reply cache; daily token budgets; then `num_samples`
-requests, each through the judge's own concurrency and rate limits and then the global ones (every HTTP
+requests, each through the judge's own concurrency and rate limits and then the global ones (gates.py; every HTTP
 attempt takes its rate tokens, the client's retries included), each reply
 validated against the judge's response schema (asked again once when it does not validate), and the
 samples combined by the judge's vote. The whole judgement is bounded by `judgement_timeout`. A failure
-of the model or of the judge is a skip, never an exception (cancellation still propagates).
+of the model or of the judge is a skip, never an exception (cancellation still propagates). A judgement that
+times out while it waits for a concurrency or rate limit is a `rate_limited` skip (the limits cannot keep up),
+one that finds a budget spent a `budget_exhausted` skip; both are told to the observer's `capacity_skip` with
+the setting that stopped it. The limiters and budgets come from `limits` (limits.py): this process's own by
+default, or shared by every replica of a deployment.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -26,7 +29,9 @@ from ..pricing import ModelPrice, warm
 from ..redaction import redact_text
 from ..sdk.result import EvalResult, SkipReason
 from .base import JudgeRequest, LLMJudge
-from .control import RateLimiter, ReplyCache, TokenBudget
+from .control import ReplyCache
+from .gates import GLOBAL_BUDGET, JUDGE_BUDGET, Gates, OwnLimits, RetryTokens, Waiter
+from .limits import JudgeLimits, LocalLimits, RequestLimit
 from .replies import JudgeReply, JudgeUnavailable
 from .settings import JudgeSettings
 from .spend import PROVIDER, price_reply
@@ -78,29 +83,26 @@ class JudgeObserver(Protocol):
         """Gemini blocked a request of `judge` (its request status is "blocked"): `reason` is the blockReason or
         finishReason ("SAFETY", "PROHIBITED_CONTENT", ...)."""
 
-
-@dataclass(slots=True)
-class _JudgeLimits:
-    """One judge's own limits (by metric label), rebuilt when its params change (the budget's count is kept)."""
-
-    params: tuple[int, int, int]  # max_concurrency, requests_per_minute, daily_token_budget
-    semaphore: asyncio.Semaphore | None
-    limiter: RateLimiter
-    budget: TokenBudget
+    def capacity_skip(self, judge: str, limit: str) -> None:
+        """A judgement of `judge` skipped for lack of capacity: `limit` is the setting that stopped it (a rate or
+        concurrency limit it waited for past `judgement_timeout`, or a spent daily token budget)."""
 
 
 @dataclass(slots=True)
 class _Judgement:
-    """The state of one judgement: what it sends and what it has spent."""
+    """The state of one judgement: what it sends and what it has spent (and, as a `Waiter`, the limit it was
+    waiting for when it timed out)."""
 
     judge: LLMJudge
     name: str
     model: str
     request: JudgeRequest
-    limits: _JudgeLimits
+    limits: OwnLimits
+    waiter: Waiter = field(default_factory=Waiter)
     deadline: asyncio.Timeout | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    stopped_by: str | None = None  # the budget that made it a budget_exhausted skip
 
 
 class JudgeEngine:
@@ -109,7 +111,8 @@ class JudgeEngine:
     `client` None (no key) makes every judgement a `judge_unavailable` skip. `clock` (epoch seconds) decides
     the UTC day of the budgets and the date of the prices; `monotonic` and `sleep` drive the rate limiters and
     the observed durations. Each request's tokens are priced as Google's (`evaluators.pricing.price_call`),
-    `prices` (the `pricing.models` overrides) winning over the price table.
+    `prices` (the `pricing.models` overrides) winning over the price table. `limits`: where the rate limiters
+    and budgets come from (default: this process's own, `LocalLimits`).
     """
 
     def __init__(
@@ -122,6 +125,7 @@ class JudgeEngine:
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         prices: Mapping[str, ModelPrice] | None = None,
+        limits: JudgeLimits | None = None,
     ) -> None:
         self.settings = settings
         self.prices = dict(prices or {})
@@ -131,11 +135,11 @@ class JudgeEngine:
         self._clock = clock
         self._monotonic = monotonic
         self._sleep = sleep
-        self._semaphore = asyncio.Semaphore(settings.max_concurrency)
-        self._limiter = RateLimiter(settings.requests_per_minute, clock=monotonic, sleep=sleep)
-        self._budget = TokenBudget(settings.daily_token_budget, clock=clock)
+        self._limits = limits if limits is not None else LocalLimits()
+        self._gates = Gates(settings.max_concurrency, self._rate_limiter("requests", settings.requests_per_minute))
+        self._budget = self._limits.token_budget("tokens", settings.daily_token_budget, clock=clock)
         self.cache = ReplyCache(settings.cache_size)
-        self._judges: dict[str, _JudgeLimits] = {}
+        self._judges: dict[str, OwnLimits] = {}
         self._budget_logged: dict[str, int] = {}  # judge → the UTC day its spent budget was logged
         self._in_flight = 0
         self._active = 0
@@ -150,6 +154,11 @@ class JudgeEngine:
     def active(self) -> int:
         """Judgements under way: waiting for a limit or for their replies."""
         return self._active
+
+    @property
+    def waiting(self) -> int:
+        """Requests waiting for a concurrency or rate limit right now (the judges' backlog)."""
+        return self._gates.waiting
 
     def remaining_tokens(self, name: str | None = None) -> float:
         """Tokens left today globally, or for judge `name` (the lower of both); math.inf when unlimited."""
@@ -172,10 +181,11 @@ class JudgeEngine:
             self._observe(name, model, "cached", 0.0, 0, 0)
             return _with_cost(judge.stated(cached.resolve(judge.threshold)), model, cached=True)
         limits = self._limits_for(judge, name)
-        spent = self._budget_skip(name, limits)
-        if spent is not None:
-            return _with_cost(spent, model)
         job = _Judgement(judge, name, model, request, limits)
+        spent = await self._budget_skip(job)
+        if spent is not None:
+            self._capacity_skip(name, job.stopped_by)
+            return _with_cost(spent, model)
         timeout = self.settings.judgement_timeout
         self._active += 1
         try:
@@ -183,9 +193,17 @@ class JudgeEngine:
                 job.deadline = deadline
                 result = await self._run(job)
         except TimeoutError:
-            result = EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, f"{name}: timed out after {timeout:g} s")
+            limit = job.waiter.waited_for
+            if limit is None:
+                result = EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, f"{name}: timed out after {timeout:g} s")
+            else:
+                self._capacity_skip(name, limit)
+                message = f"{name}: timed out after {timeout:g} s waiting for {limit}: the judges cannot keep up"
+                result = EvalResult.skip(SkipReason.RATE_LIMITED, message)
         finally:
             self._active -= 1
+        if result.skip_reason is SkipReason.BUDGET_EXHAUSTED:
+            self._capacity_skip(name, job.stopped_by)
         if not result.is_skipped:
             self.cache.put(key, result)
         return _with_cost(judge.stated(result), model, job.input_tokens, job.output_tokens)
@@ -195,11 +213,19 @@ class JudgeEngine:
         if self._closed:
             return
         self._closed = True
-        if self._client is not None:
-            await self._client.aclose()
+        try:
+            if self._client is not None:
+                await self._client.aclose()
+        finally:
+            await self._limits.aclose()
 
     # --- limits ----------------------------------------------------------------------------------
-    def _limits_for(self, judge: LLMJudge, name: str) -> _JudgeLimits:
+    def _rate_limiter(self, scope: str, per_minute: int) -> RequestLimit:
+        return self._limits.rate_limiter(
+            scope, per_minute, clock=self._clock, monotonic=self._monotonic, sleep=self._sleep
+        )
+
+    def _limits_for(self, judge: LLMJudge, name: str) -> OwnLimits:
         params = (int(judge.max_concurrency), int(judge.requests_per_minute), int(judge.daily_token_budget))
         limits = self._judges.get(name)
         if limits is not None and limits.params == params:
@@ -209,21 +235,27 @@ class JudgeEngine:
             budget = limits.budget
             budget.per_day = per_day
         else:
-            budget = TokenBudget(per_day, clock=self._clock)
-        limits = _JudgeLimits(
+            budget = self._limits.token_budget(f"tokens:{name}", per_day, clock=self._clock)
+        limits = OwnLimits(
             params,
             asyncio.Semaphore(concurrency) if concurrency > 0 else None,
-            RateLimiter(per_minute, clock=self._monotonic, sleep=self._sleep),
+            self._rate_limiter(f"requests:{name}", per_minute),
             budget,
         )
         self._judges[name] = limits
         return limits
 
-    def _budget_skip(self, name: str, limits: _JudgeLimits) -> EvalResult | None:
+    async def _budget_skip(self, job: _Judgement) -> EvalResult | None:
         """A `budget_exhausted` skip when the global or the judge's budget is spent (logged once a UTC day)."""
-        for which, budget in (("global", self._budget), ("judge's own", limits.budget)):
+        name = job.name
+        for which, budget, setting in (
+            ("global", self._budget, GLOBAL_BUDGET),
+            ("judge's own", job.limits.budget, JUDGE_BUDGET),
+        ):
+            await budget.refresh()
             if not budget.exhausted():
                 continue
+            job.stopped_by = setting
             day = budget.day()
             message = f"{name}: the {which} daily token budget ({budget.per_day} tokens) is spent until 00:00 UTC"
             if self._budget_logged.get(name) != day:
@@ -232,15 +264,13 @@ class JudgeEngine:
             return EvalResult.skip(SkipReason.BUDGET_EXHAUSTED, message)
         return None
 
-    @contextlib.asynccontextmanager
-    async def _slot(self, limits: _JudgeLimits) -> AsyncIterator[None]:
-        """The judge's own concurrency and rate, then the global ones: a judge waiting for its own rate holds
-        no global slot, and nothing waits between the global rate's token and the request."""
-        async with limits.semaphore or contextlib.nullcontext():
-            await limits.limiter.acquire()
-            async with self._semaphore:
-                await self._limiter.acquire()
-                yield
+    def _capacity_skip(self, name: str, limit: str | None) -> None:
+        if self._observer is None or limit is None:
+            return
+        try:
+            self._observer.capacity_skip(name, limit)
+        except Exception:
+            log.warning("judge observer failed on capacity_skip()", exc_info=True)
 
     # --- requests --------------------------------------------------------------------------------
     async def _run(self, job: _Judgement) -> EvalResult:
@@ -273,10 +303,10 @@ class JudgeEngine:
         """One request: the validated reply, the validation error (a string), or a `judge_unavailable` skip."""
         assert self._client is not None  # judge() returns early without a client
         schema = job.judge.response_schema
-        async with self._slot(job.limits):
+        async with self._gates.slot(job.limits, job.waiter):
             # Checked again with a slot in hand: judgements queued behind the limits would otherwise all pass the
             # first check together. What is in flight (at most max_concurrency requests) may still overshoot.
-            spent = self._budget_skip(job.name, job.limits)
+            spent = await self._budget_skip(job)
             if spent is not None:
                 return spent
             started = self._monotonic()
@@ -287,14 +317,14 @@ class JudgeEngine:
                     system=job.request.system,
                     prompt=prompt,
                     response_schema=schema,
-                    before_attempt=_RetryTokens((job.limits.limiter, self._limiter)),
+                    before_attempt=RetryTokens(self._gates, job.limits),
                 )
             except JudgeUnavailable as exc:  # a reply without content may still have cost tokens
                 cost = exc.spent()
                 seconds = self._monotonic() - started
                 self._observe(job.name, job.model, exc.status, seconds, *cost_of(cost), self._price(job.model, cost))
                 if exc.input_tokens or exc.output_tokens:
-                    self._spend(job, cost)
+                    await self._spend(job, cost)
                 if exc.block_reason:
                     self._observe_block(job.name, job.model, exc.block_reason)
                     message = f"{job.name}: blocked by Gemini ({exc.block_reason}): {exc.message}"
@@ -317,15 +347,15 @@ class JudgeEngine:
         status = "ok" if isinstance(parsed, BaseModel) else "invalid_output"
         usd = self._price(job.model, reply)
         self._observe(job.name, job.model, status, seconds, reply.input_tokens, reply.output_tokens, usd)
-        self._spend(job, reply)
+        await self._spend(job, reply)
         return parsed
 
-    def _spend(self, job: _Judgement, reply: JudgeReply) -> None:
+    async def _spend(self, job: _Judgement, reply: JudgeReply) -> None:
         job.input_tokens += max(0, reply.input_tokens)
         job.output_tokens += max(0, reply.output_tokens)
         tokens = max(0, reply.input_tokens) + max(0, reply.output_tokens)
-        self._budget.spend(tokens)
-        job.limits.budget.spend(tokens)
+        await self._budget.record(tokens)
+        await job.limits.budget.record(tokens)
         if self._observer is not None:
             remaining = min(self._budget.remaining(), job.limits.budget.remaining())
             try:
@@ -360,24 +390,6 @@ class JudgeEngine:
             self._observer.blocked(name, model, reason)
         except Exception:
             log.warning("judge observer failed on blocked()", exc_info=True)
-
-
-class _RetryTokens:
-    """The client's `before_attempt`: the first attempt's tokens were taken in `_slot` (so that any client is
-    rate limited), each later attempt (a retry of the client's) takes one of each limiter, the judge's first."""
-
-    __slots__ = ("_limiters", "_prepaid")
-
-    def __init__(self, limiters: tuple[RateLimiter, ...]) -> None:
-        self._limiters = limiters
-        self._prepaid = True
-
-    async def __call__(self) -> None:
-        if self._prepaid:
-            self._prepaid = False
-            return
-        for limiter in self._limiters:
-            await limiter.acquire()
 
 
 def _parse(schema: type[BaseModel], text: str) -> BaseModel | str:

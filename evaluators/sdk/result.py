@@ -25,6 +25,7 @@ class SkipReason(StrEnum):
     NOT_CONFIGURED = "not_configured"
     JUDGE_UNAVAILABLE = "judge_unavailable"
     BUDGET_EXHAUSTED = "budget_exhausted"
+    RATE_LIMITED = "rate_limited"  # a judgement the judges' rate/concurrency limits or backlog could not take in time
     NOT_APPLICABLE = "not_applicable"
     SAMPLED_OUT = "sampled_out"
     NO_PAIR = "no_pair"  # a pairwise judge found no trace of the other variant to compare with

@@ -1,7 +1,7 @@
 """The daemon's own health alerts (`alerting.health`): receivers refusing spans, traces dropped, an evaluation
-backlog, LLM judges that cannot judge, a result store that fails (review unavailable), a polled source whose
-every run fails, and the scrape target down or gone. All share `health.for` and
-`health.severity`.
+backlog, LLM judges that cannot judge, judges whose limits cannot keep up (judgements skipped as rate_limited),
+a result store that fails (review unavailable), a polled source whose every run fails, and the scrape target
+down or gone. All share `health.for` and `health.severity`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from .promql import duration, number, select, string
 HEALTH_WINDOW = 600.0  # the range of the rate/increase based health alerts
 JUDGE_TROUBLE = 'reason=~"judge_unavailable|budget_exhausted"'
 JUDGE_GOOD = 'status=~"ok|cached"'
+JUDGE_CAPACITY = 'limit!~".*daily_token_budget"'  # a spent budget is AgentMonitorJudgeUnavailable's (budget_exhausted)
 
 
 class Health(NamedTuple):
@@ -83,6 +84,22 @@ def judge_unavailable(health: HealthAlertsConfig, ctx: RuleContext) -> Health:
     )
 
 
+def judge_capacity(health: HealthAlertsConfig, ctx: RuleContext) -> Health:
+    w = duration(HEALTH_WINDOW)
+    skips = select("agent_monitor_judge_capacity_skips_total", JUDGE_CAPACITY, extra=ctx.selector)
+    expr = f"sum by (judge, limit) (increase({skips}[{w}])) > {health.judge_capacity_skips}\n"
+    return Health(
+        expr,
+        "LLM judge {{ $labels.judge }} skips judgements: {{ $labels.limit }} cannot keep up",
+        "{{ $value | humanize }} judgements of {{ $labels.judge }} were skipped as rate_limited over the last "
+        f"{w} (more than {health.judge_capacity_skips}, for {duration(health.for_)}): they waited for "
+        "{{ $labels.limit }} past judges.judgement_timeout, or found the backlog (judges.max_pending) full. "
+        "Raise {{ $labels.limit }} (judges.* in the judges section, params.* in the judge's own params; "
+        "requests_per_minute within the model's quota), or lower the judges' sampling: requests a minute are "
+        "about traces a minute x judges x samples x (1 + retries). agent_monitor_judge_waiting shows the backlog.",
+    )
+
+
 def review_unavailable(health: HealthAlertsConfig, ctx: RuleContext) -> Health:
     available = select("agent_monitor_review_available", extra=ctx.selector)
     return Health(
@@ -123,6 +140,7 @@ def monitor_down(health: HealthAlertsConfig, ctx: RuleContext) -> Health:
 HEALTH_ALERTS = {
     "AgentMonitorDown": monitor_down,
     "AgentMonitorEvaluationBacklog": evaluation_backlog,
+    "AgentMonitorJudgeCapacity": judge_capacity,
     "AgentMonitorJudgeUnavailable": judge_unavailable,
     "AgentMonitorPollFailing": poll_failing,
     "AgentMonitorReceiversRefusing": receivers_refusing,
@@ -132,7 +150,7 @@ HEALTH_ALERTS = {
 
 
 def health_rules(health: HealthAlertsConfig, ctx: RuleContext) -> list[Rule]:
-    """The seven health alerts, by name (none when `health.enabled` is false)."""
+    """The eight health alerts, by name (none when `health.enabled` is false)."""
     if not health.enabled:
         return []
     rules = []

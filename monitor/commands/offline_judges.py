@@ -78,6 +78,9 @@ class SpendObserver:
     def blocked(self, judge: str, model: str, reason: str) -> None:
         """A block is a failed request (`request` counted it); its skip's explanation names the reason."""
 
+    def capacity_skip(self, judge: str, limit: str) -> None:
+        """The skips are in the report's results."""
+
 
 def judge_settings(spec: Mapping[str, Any] | None, env: Mapping[str, str]) -> JudgeSettings:
     """The `judges` section of a spec file (validated like the daemon's), the key falling back to the env."""

@@ -19,7 +19,8 @@ _RESERVED = {"alertname", "severity", "evaluator", "service", "slo", "window"}
 
 
 class HealthAlertsConfig(Section):
-    """The daemon's own health alerts (receivers refusing, drops, backlog, judges, scrape down)."""
+    """The daemon's own health alerts (receivers refusing, drops, backlog, judges down or short of capacity,
+    scrape down)."""
 
     model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
 
@@ -28,6 +29,7 @@ class HealthAlertsConfig(Section):
     severity: Literal["warning", "critical", "info"] = "warning"
     refused_ratio: Annotated[float, Field(gt=0, le=1)] = 0.05  # share of spans refused over 10m
     queue_depth: Annotated[int, Field(gt=0)] = 200  # traces waiting for a worker, sustained
+    judge_capacity_skips: Annotated[int, Field(ge=0)] = 0  # judgements skipped for lack of judge capacity over 10m
 
 
 UsdPerHour = Annotated[float, Field(ge=0, strict=True, allow_inf_nan=False)]  # a number, not text or a bool

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 from evaluators.judges import LLMJudge
 from evaluators.judges.client import JudgeClient
 from evaluators.judges.engine import JudgeEngine
+from evaluators.judges.limits import JudgeLimits, SharedLimits
 from monitor.config.models import MonitorConfig
+from monitor.config.store import StoreConfig
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.judge_stage import JudgeStage
 from monitor.engine.pairwise_stage import PairwiseStage
@@ -44,7 +46,9 @@ def judging_of(
             ", ".join(names),
         )
     client = JudgeClient(settings) if names and settings.enabled else None
-    engine = JudgeEngine(settings, client, observer=metrics.judges, prices=config.pricing.overrides())
+    limits = shared_limits(config.store, metrics.judges.limit_fallback) if client is not None else None
+    engine = JudgeEngine(settings, client, observer=metrics.judges, prices=config.pricing.overrides(), limits=limits)
+    metrics.judges.observe_waiting(engine)
     stage = JudgeStage(
         judges,
         engine.judge,
@@ -52,8 +56,22 @@ def judging_of(
         store.write if store is not None else None,
         max_pending=settings.max_pending,
         signer=Signer(config.signatures.compiled_rules()),
+        on_capacity_skip=metrics.judges.capacity_skip,
     )
     return engine, stage
+
+
+def shared_limits(store: StoreConfig, on_fallback: Callable[[str], None]) -> JudgeLimits | None:
+    """With a PostgreSQL store, limits that every replica on it shares (the judges' `requests_per_minute` and
+    `daily_token_budget`, and each judge's own, hold for the deployment); None (each process's own) with SQLite."""
+    if not store.enabled or store.url is None:
+        return None
+    from monitor.store.postgres.connection import Timeouts
+    from monitor.store.postgres.judge_limits import JudgeLimitCounters
+
+    timeouts = Timeouts(store.connect_timeout, store.statement_timeout, store.lock_timeout)
+    counters = JudgeLimitCounters(store.url, timeouts)
+    return SharedLimits(counters, on_fallback=on_fallback, retry_after=store.reopen_interval)
 
 
 def pairwise_of(

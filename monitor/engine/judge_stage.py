@@ -6,9 +6,10 @@ here each job becomes a task that waits for the engine (its concurrency, rate an
 engine's). A result is counted in the metrics like any other evaluator's (one small tally per judgement) and
 added to its trace in the result store (`LateResults`).
 
-At most `max_pending` judgements wait: beyond it a job is answered at once with a `judge_unavailable` skip
-("judge backlog full"), so a slow or down judge API costs bounded memory and is visible in the metrics. At
-shutdown, judgements still waiting after the grace period are cancelled and counted as the same skip.
+At most `max_pending` judgements wait: beyond it a job is answered at once with a `rate_limited` skip
+("judge backlog full", told to `on_capacity_skip` as `judges.max_pending`), so a slow or down judge API costs
+bounded memory and is visible in the metrics. At shutdown, judgements still waiting after the grace period are
+cancelled and counted as `judge_unavailable` skips.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ log = logging.getLogger(__name__)
 
 ApplyTally = Callable[[MetricsTally], None]
 StoreWrite = Callable[[Sequence[LateResults]], None]
+CapacitySkip = Callable[[str, str], None]  # (judge, limit): JudgeObserver.capacity_skip
+BACKLOG_LIMIT = "judges.max_pending"
+BACKLOG_FULL = "judge backlog full"
 TraceKey = tuple[str, str, str, str]  # (trace id, service, variant, version)
 
 
@@ -45,15 +49,18 @@ class JudgeStage:
         *,
         max_pending: int = JudgesConfig.model_fields["max_pending"].default,
         signer: Signer | None = None,
+        on_capacity_skip: CapacitySkip | None = None,
     ) -> None:
         """`judges`: the configured judge instances by label; `judge`: the engine's `judge` coroutine function;
-        `signer`: the failure signatures of failing verdicts (`signatures.rules`)."""
+        `signer`: the failure signatures of failing verdicts (`signatures.rules`); `on_capacity_skip`: told of
+        each job refused because the backlog is full."""
         self.judges = dict(judges)
         self.signer = signer if signer is not None else Signer()
         self._judge = judge
         self._apply = apply_tally
         self._write = write
         self.max_pending = max_pending
+        self._on_capacity_skip = on_capacity_skip
         self._tasks: set[asyncio.Task[None]] = set()
         self._unavailable = RateLimitedLogger(log, per_minute=1)  # an outage is one line a minute, not one a trace
         self._closed = False
@@ -74,13 +81,22 @@ class JudgeStage:
             self.submitted += 1
             reason = self._refusal(job)
             if reason is not None:
-                refused.append((job, EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, reason)))
+                refused.append((job, self._refused(job, reason)))
                 continue
             task = asyncio.get_running_loop().create_task(self._run(job), name=f"judge {job.evaluator}")
             self._tasks.add(task)
             task.add_done_callback(self._finished)
         if refused:
             self._record(refused)
+
+    def _refused(self, job: JudgeJob, reason: str) -> EvalResult:
+        if reason != BACKLOG_FULL:
+            return EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, reason)
+        if self._on_capacity_skip is not None:
+            self._on_capacity_skip(job.evaluator, BACKLOG_LIMIT)
+        return EvalResult.skip(
+            SkipReason.RATE_LIMITED, f"{reason} ({self.max_pending} judgements wait: {BACKLOG_LIMIT})"
+        )
 
     def _refusal(self, job: JudgeJob) -> str | None:
         """Why `job` cannot wait for a judgement now, or None when it can."""
@@ -89,7 +105,7 @@ class JudgeStage:
         if self._closed:
             return "the daemon is shutting down"
         if len(self._tasks) >= self.max_pending:
-            return "judge backlog full"
+            return BACKLOG_FULL
         return None
 
     async def _run(self, job: JudgeJob) -> None:

@@ -24,10 +24,18 @@ class Pending(Protocol):
     def pending(self) -> int: ...
 
 
+class Waiting(Protocol):
+    """The judge engine (`evaluators.judges.engine.JudgeEngine`): its requests waiting for a limit."""
+
+    @property
+    def waiting(self) -> int: ...
+
+
 class JudgeMetrics:
-    """`agent_monitor_judge_*`; `request`, `budget` and `blocked` are what `evaluators.judges.engine.JudgeObserver`
-    calls;
-    `agent_monitor_judge_pending` reads the stages at scrape time (`observe_pending`)."""
+    """`agent_monitor_judge_*`; `request`, `budget`, `blocked` and `capacity_skip` are what
+    `evaluators.judges.engine.JudgeObserver` calls; `agent_monitor_judge_pending` and `_waiting` read the stages
+    and the engine at scrape time (`observe_pending`, `observe_waiting`); `limit_fallback` is told by the
+    deployment-wide limits when they cannot be reached."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         r = registry
@@ -74,12 +82,42 @@ class JudgeMetrics:
         self.pending = Gauge(
             "agent_monitor_judge_pending", "Judgements waiting for or in flight to the judge model.", registry=r
         )
+        self.waiting = Gauge(
+            "agent_monitor_judge_waiting",
+            "Judge requests waiting for the judges' concurrency or rate limits (the backlog the limits hold).",
+            registry=r,
+        )
+        self.capacity_skips = Counter(
+            "agent_monitor_judge_capacity_skips",
+            "Judgements skipped for lack of capacity, by the setting that stopped them (limit: "
+            "judges.requests_per_minute, judges.max_concurrency, judges.max_pending, judges.daily_token_budget, "
+            "or a judge's own params.*).",
+            ["judge", "limit"],
+            registry=r,
+        )
+        self.limit_fallbacks = Counter(
+            "agent_monitor_judge_limit_fallbacks",
+            "Times this replica applied its own judge limits because the deployment-wide ones (PostgreSQL) could "
+            "not be reached (kind: requests or tokens).",
+            ["kind"],
+            registry=r,
+        )
 
     def observe_pending(self, stages: Sequence[Pending]) -> None:
         """Read the judgements `stages` hold at every scrape from now on (they change on the event loop thread,
         where /metrics is rendered)."""
         held = tuple(stages)
         self.pending.set_function(lambda: sum(stage.pending for stage in held))
+
+    def observe_waiting(self, engine: Waiting) -> None:
+        """Read the requests `engine` holds behind its limits at every scrape from now on."""
+        self.waiting.set_function(lambda: engine.waiting)
+
+    def capacity_skip(self, judge: str, limit: str) -> None:
+        self.capacity_skips.labels(judge=judge, limit=limit).inc()
+
+    def limit_fallback(self, kind: str) -> None:
+        self.limit_fallbacks.labels(kind=kind).inc()
 
     def request(
         self,

@@ -149,6 +149,7 @@ def test_health_alerts() -> None:
     assert list(by_name) == [
         "AgentMonitorDown",
         "AgentMonitorEvaluationBacklog",
+        "AgentMonitorJudgeCapacity",
         "AgentMonitorJudgeUnavailable",
         "AgentMonitorPollFailing",
         "AgentMonitorReceiversRefusing",
@@ -239,6 +240,6 @@ def test_every_alert_has_a_runbook_section() -> None:
     """deploy/monitor.yaml links each alert to docs/runbooks.md#<alert>: every name needs its anchor there."""
     runbooks = (Path(__file__).resolve().parents[2] / "docs" / "runbooks.md").read_text()
     names = {rule["alert"] for rule in rules(config(FULL)) if "alert" in rule}
-    assert len(names) == 10
+    assert len(names) == 11
     for name in names:
         assert f'<a id="{name}"></a>' in runbooks, name

@@ -70,9 +70,11 @@ def test_over_max_pending_a_job_is_skipped_at_once_not_queued() -> None:
         await release.wait()
         return EvalResult(1.0).resolve(judge.threshold)
 
+    capacity: list[tuple[str, str]] = []
+
     async def scenario():
         recorder = Recorder()
-        stage = stage_with(judge, recorder, max_pending=3)
+        stage = stage_with(judge, recorder, max_pending=3, on_capacity_skip=lambda *skip: capacity.append(skip))
         stage.submit([job(n) for n in range(5)])
         pending = stage.pending
         refused = recorder.outcomes()
@@ -82,8 +84,10 @@ def test_over_max_pending_a_job_is_skipped_at_once_not_queued() -> None:
 
     pending, refused, final = asyncio.run(scenario())
     assert pending == 3
-    assert refused == {"judge_unavailable": 2}
-    assert final == {"judge_unavailable": 2, "pass": 3}
+    # a full backlog is a lack of capacity: its own skip reason, counted with the setting that stopped it
+    assert refused == {"rate_limited": 2}
+    assert final == {"rate_limited": 2, "pass": 3}
+    assert capacity == [("j", "judges.max_pending")] * 2
 
 
 def test_shutdown_cancels_what_the_grace_period_did_not_finish_and_counts_it() -> None:

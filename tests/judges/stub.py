@@ -98,6 +98,7 @@ class RecordingObserver:
     costs: list[float | None] = field(default_factory=list)  # each request's cost_usd
     budgets: list[tuple[str, float]] = field(default_factory=list)
     blocks: list[tuple[str, str, str]] = field(default_factory=list)
+    capacity: list[tuple[str, str]] = field(default_factory=list)  # (judge, limit) of each capacity skip
 
     def request(
         self,
@@ -117,6 +118,9 @@ class RecordingObserver:
 
     def blocked(self, judge: str, model: str, reason: str) -> None:
         self.blocks.append((judge, model, reason))
+
+    def capacity_skip(self, judge: str, limit: str) -> None:
+        self.capacity.append((judge, limit))
 
     @property
     def statuses(self) -> list[str]:

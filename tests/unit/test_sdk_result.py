@@ -86,6 +86,7 @@ def test_skip_reasons_are_the_documented_ones() -> None:
         "not_configured",
         "judge_unavailable",
         "budget_exhausted",
+        "rate_limited",
         "not_applicable",
         "sampled_out",
         "no_pair",

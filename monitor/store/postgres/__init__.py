@@ -2,8 +2,9 @@
 so the review of any replica shows all of them. Same tables, versions and review SQL as SQLite (the Dialect).
 
 The public modules are the ones `__all__` names (the review's PostgreSQL reader uses `connection` and `schema`;
-`leases` gives each poll source to one replica; `open_sessions` shares open conversations between them);
+`leases` gives each poll source to one replica; `open_sessions` shares open conversations between them;
+`judge_limits` counts the judges' requests and tokens for the whole deployment);
 `deadline` and `retention` are internal to the package. Importing the package imports none of its modules.
 """
 
-__all__ = ["connection", "leases", "open_sessions", "schema", "store"]
+__all__ = ["connection", "judge_limits", "leases", "open_sessions", "schema", "store"]

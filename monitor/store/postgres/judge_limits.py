@@ -1,0 +1,132 @@
+"""The judges' deployment-wide limits on the shared PostgreSQL store: `evaluators.judges.limits.SharedCounters` on
+one table, `judge_limits` (scope, window start in epoch seconds) → count, so that every replica's judge requests
+count against one `requests_per_minute` (a window per UTC minute) and its tokens against one `daily_token_budget`
+(a window per UTC day).
+
+Each count is one statement, `INSERT ... ON CONFLICT DO UPDATE ... RETURNING`, atomic across replicas: taking a
+request adds 1 only while the window's count is under the limit (no row returned: the window is full). The table
+is a coordination table beside the result store, like the poll leases' advisory locks, not part of its versioned
+schema: it is created (IF NOT EXISTS, under an advisory lock) on each new connection, and windows older than two
+days are deleted once an hour. Every statement is bounded (the server's statement_timeout and a client-side
+deadline: deadline.py) and runs in a thread (`asyncio.to_thread`) on one dedicated connection (a lock serialises
+them); a failed one drops the connection and raises: `SharedLimits` then falls back to each replica's own limits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+
+from monitor.store.postgres.connection import APPLICATION_NAME, Timeouts
+from monitor.store.postgres.deadline import DEADLINES
+
+TABLE = "judge_limits"
+CREATE_LOCK = 0x61676D5F6A6C6D74  # pg_advisory_xact_lock key: "agm_jlmt"
+KEEP_SECONDS = 2 * 86_400  # windows kept: today's and yesterday's day windows outlive every minute window
+PRUNE_EVERY_SECONDS = 3_600.0
+
+_CREATE = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
+    scope TEXT NOT NULL,
+    window_start BIGINT NOT NULL,
+    count BIGINT NOT NULL,
+    PRIMARY KEY (scope, window_start)
+)"""
+_TAKE = f"""INSERT INTO {TABLE} AS l (scope, window_start, count) VALUES (%s, %s, 1)
+ON CONFLICT (scope, window_start) DO UPDATE SET count = l.count + 1 WHERE l.count < %s
+RETURNING count"""
+_ADD = f"""INSERT INTO {TABLE} AS l (scope, window_start, count) VALUES (%s, %s, %s)
+ON CONFLICT (scope, window_start) DO UPDATE SET count = l.count + EXCLUDED.count
+RETURNING count"""
+_TOTAL = f"SELECT count FROM {TABLE} WHERE scope = %s AND window_start = %s"
+_PRUNE = f"DELETE FROM {TABLE} WHERE window_start < %s"
+
+
+class JudgeLimitCounters:
+    """`SharedCounters` on the PostgreSQL store at `url` (its connection opened at the first count)."""
+
+    def __init__(self, url: str, timeouts: Timeouts | None = None, *, clock: Callable[[], float] = time.time) -> None:
+        self.url = url
+        self.timeouts = timeouts or Timeouts()
+        self._clock = clock
+        self._conn: psycopg.Connection[Any] | None = None
+        self._lock = threading.Lock()
+        self._pruned_at = -PRUNE_EVERY_SECONDS
+        self._closed = False
+
+    async def take(self, scope: str, window: int, limit: int) -> bool:
+        if limit <= 0:
+            return True
+        return await asyncio.to_thread(self._run, _TAKE, (scope, window, limit)) is not None
+
+    async def add(self, scope: str, window: int, amount: int) -> int:
+        row = await asyncio.to_thread(self._run, _ADD, (scope, window, max(0, int(amount))))
+        return int(row[0]) if row is not None else 0
+
+    async def total(self, scope: str, window: int) -> int:
+        row = await asyncio.to_thread(self._run, _TOTAL, (scope, window))
+        return int(row[0]) if row is not None else 0
+
+    async def aclose(self) -> None:
+        self._closed = True
+        await asyncio.to_thread(self._drop)
+
+    # --- on the connection (threads) ------------------------------------------------------------
+    def _run(self, sql: str, params: tuple[Any, ...]) -> Any:
+        with self._lock:
+            if self._closed:
+                raise psycopg.InterfaceError("the judge limit counters are closed")
+            try:
+                conn = self._connection()
+                self._prune(conn)
+                return self._execute(conn, sql, params)
+            except BaseException:
+                self._drop_locked()
+                raise
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        if self._conn is not None and not self._conn.closed:
+            return self._conn
+        conn = psycopg.connect(
+            self.url,
+            autocommit=True,
+            connect_timeout=max(int(self.timeouts.connect), 1),
+            application_name=f"{APPLICATION_NAME}-judge-limits",
+            options=self.timeouts.options(),
+        )
+        try:
+            with DEADLINES.bounded(conn, self.timeouts.deadline()), conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (CREATE_LOCK,))
+                conn.execute(_CREATE)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    def _prune(self, conn: psycopg.Connection[Any]) -> None:
+        now = self._clock()
+        if now - self._pruned_at < PRUNE_EVERY_SECONDS:
+            return
+        self._execute(conn, _PRUNE, (int(now) - KEEP_SECONDS,))
+        self._pruned_at = now
+
+    def _execute(self, conn: psycopg.Connection[Any], sql: str, params: tuple[Any, ...]) -> Any:
+        with DEADLINES.bounded(conn, self.timeouts.deadline()):
+            cursor = conn.execute(sql, params)
+            return cursor.fetchone() if cursor.description is not None else None
+
+    def _drop(self) -> None:
+        with self._lock:
+            self._drop_locked()
+
+    def _drop_locked(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
