@@ -32,6 +32,7 @@ from .base import JudgeRequest, LLMJudge
 from .control import ReplyCache
 from .gates import GLOBAL_BUDGET, JUDGE_BUDGET, Gates, OwnLimits, RetryTokens, Waiter
 from .limits import JudgeLimits, LocalLimits, RequestLimit
+from .observing import GuardedObserver, JudgeObserver
 from .replies import JudgeReply, JudgeUnavailable
 from .settings import JudgeSettings
 from .spend import PROVIDER, price_reply
@@ -57,35 +58,6 @@ class GenerateClient(Protocol):
     ) -> JudgeReply: ...
 
     async def aclose(self) -> None: ...
-
-
-class JudgeObserver(Protocol):
-    """Told about every request and every spend (for metrics)."""
-
-    def request(
-        self,
-        judge: str,
-        model: str,
-        status: str,
-        seconds: float,
-        input_tokens: int,
-        output_tokens: int,
-        cost_usd: float | None = 0.0,
-    ) -> None:
-        """One request: status "ok", "invalid_output", a JudgeUnavailable status, "timeout", "cancelled",
-        "error" (the client raised something else), or "cached" (no request: 0 seconds, 0 tokens). `cost_usd`:
-        what its tokens cost (0 without tokens); None when they have no known price (the model is unpriced)."""
-
-    def budget(self, judge: str, remaining_tokens: float) -> None:
-        """Tokens `judge` may still spend today (the lower of its own and the global budget; math.inf: no limit)."""
-
-    def blocked(self, judge: str, model: str, reason: str) -> None:
-        """Gemini blocked a request of `judge` (its request status is "blocked"): `reason` is the blockReason or
-        finishReason ("SAFETY", "PROHIBITED_CONTENT", ...)."""
-
-    def capacity_skip(self, judge: str, limit: str) -> None:
-        """A judgement of `judge` skipped for lack of capacity: `limit` is the setting that stopped it (a rate or
-        concurrency limit it waited for past `judgement_timeout`, or a spent daily token budget)."""
 
 
 @dataclass(slots=True)
@@ -131,7 +103,7 @@ class JudgeEngine:
         self.prices = dict(prices or {})
         warm([settings.model], PROVIDER)  # the table loaded here, not at the first reply on the event loop
         self._client = client
-        self._observer = observer
+        self._observer = GuardedObserver(observer)
         self._clock = clock
         self._monotonic = monotonic
         self._sleep = sleep
@@ -178,13 +150,13 @@ class JudgeEngine:
         key = request.content_key(model)
         cached = self.cache.get(key)
         if cached is not None:
-            self._observe(name, model, "cached", 0.0, 0, 0)
+            self._observer.request(name, model, "cached", 0.0, 0, 0)
             return _with_cost(judge.stated(cached.resolve(judge.threshold)), model, cached=True)
         limits = self._limits_for(judge, name)
         job = _Judgement(judge, name, model, request, limits)
         spent = await self._budget_skip(job)
         if spent is not None:
-            self._capacity_skip(name, job.stopped_by)
+            self._observer.capacity_skip(name, job.stopped_by)
             return _with_cost(spent, model)
         timeout = self.settings.judgement_timeout
         self._active += 1
@@ -197,13 +169,13 @@ class JudgeEngine:
             if limit is None:
                 result = EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, f"{name}: timed out after {timeout:g} s")
             else:
-                self._capacity_skip(name, limit)
+                self._observer.capacity_skip(name, limit)
                 message = f"{name}: timed out after {timeout:g} s waiting for {limit}: the judges cannot keep up"
                 result = EvalResult.skip(SkipReason.RATE_LIMITED, message)
         finally:
             self._active -= 1
         if result.skip_reason is SkipReason.BUDGET_EXHAUSTED:
-            self._capacity_skip(name, job.stopped_by)
+            self._observer.capacity_skip(name, job.stopped_by)
         if not result.is_skipped:
             self.cache.put(key, result)
         return _with_cost(judge.stated(result), model, job.input_tokens, job.output_tokens)
@@ -264,14 +236,6 @@ class JudgeEngine:
             return EvalResult.skip(SkipReason.BUDGET_EXHAUSTED, message)
         return None
 
-    def _capacity_skip(self, name: str, limit: str | None) -> None:
-        if self._observer is None or limit is None:
-            return
-        try:
-            self._observer.capacity_skip(name, limit)
-        except Exception:
-            log.warning("judge observer failed on capacity_skip()", exc_info=True)
-
     # --- requests --------------------------------------------------------------------------------
     async def _run(self, job: _Judgement) -> EvalResult:
         samples = max(1, job.request.num_samples)
@@ -322,22 +286,21 @@ class JudgeEngine:
             except JudgeUnavailable as exc:  # a reply without content may still have cost tokens
                 cost = exc.spent()
                 seconds = self._monotonic() - started
-                self._observe(job.name, job.model, exc.status, seconds, *cost_of(cost), self._price(job.model, cost))
+                self._observer.request(
+                    job.name, job.model, exc.status, seconds, *cost_of(cost), self._price(job.model, cost)
+                )
                 if exc.input_tokens or exc.output_tokens:
                     await self._spend(job, cost)
                 if exc.block_reason:
-                    self._observe_block(job.name, job.model, exc.block_reason)
-                    message = f"{job.name}: blocked by Gemini ({exc.block_reason}): {exc.message}"
-                    return EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, message[:500], {"blocked": exc.block_reason})
-                message = f"{job.name}: the judge model is unavailable ({exc.status}): {exc.message}"
-                return EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, message[:500])
+                    self._observer.blocked(job.name, job.model, exc.block_reason)
+                return _unavailable(job.name, exc)
             except asyncio.CancelledError:
                 status = "timeout" if job.deadline is not None and job.deadline.expired() else "cancelled"
-                self._observe(job.name, job.model, status, self._monotonic() - started, 0, 0)
+                self._observer.request(job.name, job.model, status, self._monotonic() - started, 0, 0)
                 raise
             except Exception as exc:
                 log.warning("judge %s: the client raised %r", job.name, exc, exc_info=True)
-                self._observe(job.name, job.model, "error", self._monotonic() - started, 0, 0)
+                self._observer.request(job.name, job.model, "error", self._monotonic() - started, 0, 0)
                 message = f"{job.name}: the judge client failed: {type(exc).__name__}: {exc}"
                 return EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, message[:500])
             finally:
@@ -346,7 +309,7 @@ class JudgeEngine:
         parsed = _parse(schema, reply.text)
         status = "ok" if isinstance(parsed, BaseModel) else "invalid_output"
         usd = self._price(job.model, reply)
-        self._observe(job.name, job.model, status, seconds, reply.input_tokens, reply.output_tokens, usd)
+        self._observer.request(job.name, job.model, status, seconds, reply.input_tokens, reply.output_tokens, usd)
         await self._spend(job, reply)
         return parsed
 
@@ -356,40 +319,11 @@ class JudgeEngine:
         tokens = max(0, reply.input_tokens) + max(0, reply.output_tokens)
         await self._budget.record(tokens)
         await job.limits.budget.record(tokens)
-        if self._observer is not None:
-            remaining = min(self._budget.remaining(), job.limits.budget.remaining())
-            try:
-                self._observer.budget(job.name, remaining)
-            except Exception:
-                log.warning("judge observer failed on budget()", exc_info=True)
+        if self._observer.observer is not None:
+            self._observer.budget(job.name, min(self._budget.remaining(), job.limits.budget.remaining()))
 
     def _price(self, model: str, reply: JudgeReply) -> float | None:
         return price_reply(model, reply, datetime.fromtimestamp(self._clock(), UTC), self.prices)
-
-    def _observe(
-        self,
-        name: str,
-        model: str,
-        status: str,
-        seconds: float,
-        tokens_in: int,
-        tokens_out: int,
-        cost_usd: float | None = 0.0,
-    ) -> None:
-        if self._observer is None:
-            return
-        try:
-            self._observer.request(name, model, status, max(0.0, seconds), tokens_in, tokens_out, cost_usd)
-        except Exception:
-            log.warning("judge observer failed on request()", exc_info=True)
-
-    def _observe_block(self, name: str, model: str, reason: str) -> None:
-        if self._observer is None:
-            return
-        try:
-            self._observer.blocked(name, model, reason)
-        except Exception:
-            log.warning("judge observer failed on blocked()", exc_info=True)
 
 
 def _parse(schema: type[BaseModel], text: str) -> BaseModel | str:
@@ -402,6 +336,15 @@ def _parse(schema: type[BaseModel], text: str) -> BaseModel | str:
     except ValidationError as exc:
         problems = [f"{'.'.join(map(str, e['loc'])) or '(reply)'}: {e['msg']}" for e in exc.errors()[:5]]
         return "; ".join(problems)[:400] or "not valid JSON for the schema"
+
+
+def _unavailable(name: str, exc: JudgeUnavailable) -> EvalResult:
+    """The skip of a request the judge model did not answer: blocked by Gemini, or unavailable."""
+    if exc.block_reason:
+        message = f"{name}: blocked by Gemini ({exc.block_reason}): {exc.message}"
+        return EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, message[:500], {"blocked": exc.block_reason})
+    message = f"{name}: the judge model is unavailable ({exc.status}): {exc.message}"
+    return EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, message[:500])
 
 
 def _judge_error(job: _Judgement, step: str, exc: Exception) -> EvalResult:

@@ -1,6 +1,7 @@
 """One module per `agent-monitor` subcommand, each run by `monitor.cli`.
 
-The public modules are the subcommands `__all__` names; their shared helpers (offline evaluation and judging, the
+The public modules are the subcommands `__all__` names, and `daemon_address` (where the config, the daemon and its
+store are, which `run` in monitor.cli shares); their other shared helpers (offline evaluation and judging, the
 review's rendering and its source) are internal to the package. Importing the package imports none of its modules.
 """
 
@@ -8,6 +9,7 @@ __all__ = [
     "calibrate_cmd",
     "check_config",
     "compare_cmd",
+    "daemon_address",
     "dataset_cmd",
     "evaluate_cmd",
     "evaluators_cmd",

@@ -33,7 +33,7 @@ class Waiting(Protocol):
 
 class JudgeMetrics:
     """`agent_monitor_judge_*`; `request`, `budget`, `blocked` and `capacity_skip` are what
-    `evaluators.judges.engine.JudgeObserver` calls; `agent_monitor_judge_pending` and `_waiting` read the stages
+    `evaluators.judges.observing.JudgeObserver` calls; `agent_monitor_judge_pending` and `_waiting` read the stages
     and the engine at scrape time (`observe_pending`, `observe_waiting`); `limit_fallback` is told by the
     deployment-wide limits when they cannot be reached."""
 
@@ -79,6 +79,10 @@ class JudgeMetrics:
             ["judge", "model", "reason"],
             registry=r,
         )
+        self._capacity_metrics(r)
+
+    def _capacity_metrics(self, r: CollectorRegistry) -> None:
+        """The judges' backlog and what it costs: pending and waiting judgements, capacity skips, fallbacks."""
         self.pending = Gauge(
             "agent_monitor_judge_pending", "Judgements waiting for or in flight to the judge model.", registry=r
         )
