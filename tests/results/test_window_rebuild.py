@@ -11,11 +11,12 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from monitor.alerting.thresholds import AlertRule
+from monitor.config import MonitorConfig
 from monitor.config.metrics import WindowRebuildConfig
 from monitor.metrics import MetricsExporter
-from monitor.metrics.rebuild import WindowRebuild
+from monitor.metrics.rebuild import WindowRebuild, window_rebuild_of
 from monitor.metrics.tally import MetricsTally
-from monitor.review.sqlite_reader import SQLiteReviewReader
+from monitor.review.sqlite_reader import SQLiteReviewReader, StoreReviewReader
 from monitor.store.health import StoreUnavailable
 from monitor.store.rows import LateResults, ResultRow, TraceOutcome
 from tests.results.backends import Backend
@@ -203,3 +204,23 @@ def test_without_a_store_or_when_disabled_the_rebuild_is_skipped(tmp_path, enabl
     rebuild = WindowRebuild(WindowRebuildConfig(enabled=enabled), exporter.results, exporter.rebuild, read)
     assert rebuild.run() == "skipped"
     assert _value(exporter, "agent_monitor_window_rebuilds_total", outcome="skipped") == 1
+
+
+def test_a_read_past_its_deadline_keeps_nothing_it_cannot_vouch_for(backend: Backend) -> None:
+    """Out of time before the passing results are read: none of the failing ones are kept alone."""
+    _record(backend, _exporter(Clock()))
+    reader = backend.reader()
+    assert isinstance(reader, StoreReviewReader)
+    found = reader.recent_verdicts(time.time() - 3600, 1000, time.monotonic() - 1)
+    reader.close()
+    assert (found.verdicts, found.complete) == ([], False)
+
+
+@pytest.mark.parametrize("store", [{"results": "failing"}, {"enabled": False}])
+def test_the_daemon_skips_the_rebuild_when_the_store_cannot_give_the_ratios(tmp_path, store: dict) -> None:
+    """`results: failing`: the ratios would be made of failures alone; no store: nothing to read."""
+    config = MonitorConfig.model_validate({"store": {"path": str(tmp_path / "r.db"), **store}})
+    exporter = _exporter(Clock())
+    read = SQLiteReviewReader(tmp_path / "r.db").recent_verdicts if config.store.enabled else None
+    rebuild = window_rebuild_of(config, exporter.results, exporter.rebuild, read, StoreUnavailable)
+    assert rebuild.read is None and rebuild.run() == "skipped"
