@@ -40,6 +40,7 @@ from monitor.lifecycle import Closing, Grace, Hook, Lifecycle, Part, Together
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics import MetricsExporter
 from monitor.metrics.loop_lag import EventLoopLag
+from monitor.metrics.rebuild import window_rebuild_of
 from monitor.metrics.tally import MetricsTally
 from monitor.preflight import Prepared, preflight
 from monitor.receivers.grpc_receiver import GrpcReceiver
@@ -56,7 +57,7 @@ from monitor.sources.pollers import build_pollers
 from monitor.sources.review_writeback import review_annotator
 from monitor.sources.scheduler import PollScheduler
 from monitor.store.from_config import open_result_store, poll_leases
-from monitor.store.health import StoreHealth
+from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.reviews import StoredReview
 from monitor.store.schema import StoreSchemaError
 from monitor.store.writer import QueuedResultStore
@@ -109,6 +110,8 @@ class Daemon:
         )
         self.store_health = StoreHealth(telemetry.store.error, on_lost=telemetry.store.lost)
         self.store, self.review = _result_store(config, self.store_health)
+        read = self.review.recent_verdicts if self.review is not None else None
+        self.window_rebuild = window_rebuild_of(config, telemetry.results, telemetry.rebuild, read, StoreUnavailable)
         if self.store is not None:
             self.store.news.on_new = telemetry.signatures.new  # the judges' and in-process evaluation's signatures
         self.recorder = ResultRecorder(telemetry.recording, self._apply_tally, telemetry.evaluation.dropped)
@@ -200,7 +203,8 @@ class Daemon:
         )
 
     def _parts(self) -> list[Part]:
-        """Every component in start order (dependencies first); shutdown runs the list backwards: stop accepting,
+        """Every component in start order (dependencies first: the windows rebuilt from the store before the API
+        answers a scrape); shutdown runs the list backwards: stop accepting,
         the receivers and the pollers, the dispatcher, the pending traces evaluated, the judges drained, the
         workers stopped, the open sessions completed and evaluated, the judge engine closed, the store flushed,
         the review closed, the API server (so /metrics and /healthz answer during the drain), then the reviews
@@ -208,6 +212,7 @@ class Daemon:
         receiver_grace = Grace(share=0.25, cap=2.0)
         pending = PendingTraces(self.assembler, self.pool, self.metrics.evaluation.dropped, lambda: self.evaluated)
         return [
+            Part("windows", self.window_rebuild),  # before the API: no scrape sees the windows empty, then full
             Part("event_loop_lag", EventLoopLag(self.metrics.registry)),
             Part("review_writeback", Closing(self.annotator.close)),  # after the API: reviews posted meanwhile
             Part("api", self.api, Grace.fixed(0.5)),

@@ -64,6 +64,16 @@ def _increasing(values: list[float]) -> list[float]:
     return values
 
 
+class WindowRebuildConfig(Section):
+    """`metrics.rebuild`: at start, the windows and the in-process alert states are rebuilt from the results stored
+    over the longest window (monitor/metrics/rebuild.py): at most `max_results` of them (the newest), read within
+    `timeout`."""
+
+    enabled: bool = True
+    max_results: PositiveInt = 200_000
+    timeout: Duration = 10.0
+
+
 class MetricsConfig(Section):
     host: str = "0.0.0.0"
     port: Port = 9464
@@ -84,6 +94,8 @@ class MetricsConfig(Section):
     cost_buckets: Annotated[list[Annotated[float, Field(gt=0)]], Field(min_length=1)] = Field(
         default_factory=lambda: list(DEFAULT_COST_BUCKETS)
     )
+
+    rebuild: WindowRebuildConfig = Field(default_factory=WindowRebuildConfig)
 
     _check_buckets = field_validator("score_buckets", "duration_buckets", "cost_buckets")(_increasing)
 

@@ -136,7 +136,7 @@ class WindowCollector(Collector):
                 by_service.setdefault((seen[0], seen[1]), []).append(seen)
         for (evaluator, service), keys in by_service.items():
             rule = self.thresholds[evaluator]
-            window = self.store.merged(keys, rule.window_seconds)
+            window = self.store.counts(keys, rule.window_seconds)
             key = (evaluator, service)
             with self._alerts_lock:
                 track = self._alerts.setdefault(key, AlertTrack())

@@ -16,6 +16,7 @@ one component only (the daemon hands each component its own group, or the group'
   the tallies): the daemon.
 - `sessions` (`SessionMetrics`): conversations open, completed, cut, and their late turns: the session tracker.
 - `reviews` (`ReviewMetrics`): reviewers' verdicts written by this process: counted by the daemon's Reviewing.
+- `rebuild` (`RebuildMetrics`): the start-up rebuild of the windows from the stored results: `WindowRebuild`.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from monitor.metrics.intake import IntakeMetrics
 from monitor.metrics.judges import JudgeMetrics
 from monitor.metrics.pairwise import PairwiseMetrics
 from monitor.metrics.poll import PollMetrics
+from monitor.metrics.rebuild import RebuildMetrics
 from monitor.metrics.recording import RecordingMetrics
 from monitor.metrics.results import ResultMetrics
 from monitor.metrics.reviews import ReviewMetrics
@@ -78,6 +80,7 @@ class MetricsExporter:
         self.build = BuildInfo(r)
         self.sessions = SessionMetrics(r, self._service_label)
         self.reviews = ReviewMetrics(r)
+        self.rebuild = RebuildMetrics(r)
         signatures = signatures or SignaturesConfig()
         self.signatures = SignatureMetrics(
             r,

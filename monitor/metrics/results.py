@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter
@@ -25,7 +25,7 @@ from monitor.metrics.collector import WindowCollector
 from monitor.metrics.labels import OTHER, LabelCapper, clean_label_text, sanitize_label_value
 from monitor.metrics.normalizers import NormalizerMetrics
 from monitor.metrics.series import CounterSeries, HistogramSeries, SeriesCollector
-from monitor.metrics.tally import MetricsTally, ResultCounts, ResultKey
+from monitor.metrics.tally import MetricsTally, ResultCounts, ResultKey, finite
 from monitor.metrics.variant_compare import VariantComparisons, specs_of
 from monitor.metrics.windows import WindowStore
 
@@ -161,11 +161,13 @@ class ResultMetrics:
         self._resolved: dict[ResultKey, _ResultKey] = {}
         self._capped_values: dict[tuple[str, object], str] = {}
         self.normalizers = NormalizerMetrics(registry)  # their errors travel in the tallies
-        self._cap = LabelCapper(label_value_cap, lambda label: self.label_overflow.labels(label=label).inc())
+        self._clock = clock
+        self._replay_at: float | None = None  # the stored results' time while they are replayed (`replay`)
+        self._cap = LabelCapper(label_value_cap, self._overflowed)
         self._store = WindowStore(
-            (seconds for _, seconds in self.windows), window_sample_cap, clock, extra_windows=self._alert_windows
+            (seconds for _, seconds in self.windows), window_sample_cap, self._now, extra_windows=self._alert_windows
         )
-        self._collector = WindowCollector(self._store, self.windows, self.thresholds, clock)
+        self._collector = WindowCollector(self._store, self.windows, self.thresholds, self._now)
         registry.register(self._collector)
         self.variants = variants = variants or VariantsConfig()
         for entry in [*variants.compare, *variants.pairwise]:
@@ -173,6 +175,38 @@ class ResultMetrics:
                 self.variant_label(value)  # configured variants come first under the cap
         self.comparisons = VariantComparisons(self._store, specs_of(variants, sanitize_label_value, self.variant_label))
         registry.register(self.comparisons)
+
+    def _now(self) -> float:
+        """The windows' and the alert states' clock: the replayed results' time during `replay`."""
+        at = self._replay_at
+        return self._clock() if at is None else at
+
+    def _overflowed(self, label: str) -> None:
+        if self._replay_at is None:  # a counter: a replay of stored results counts nothing again
+            self.label_overflow.labels(label=label).inc()
+
+    def rebuild_span(self) -> float:
+        """How far back the windows and the alert states reach: the longest window (exported, an alert's or a
+        variant comparison's), an alert's window and `for` together (the breach it has lasted)."""
+        spans = [seconds for _, seconds in self.windows]
+        spans += [rule.window_seconds + rule.for_seconds for rule in self.thresholds.values()]
+        spans += [spec.window_seconds for spec in self.comparisons.specs]
+        return max(spans)
+
+    def replay(self, at: float, results: Iterable[tuple[ResultKey, object, bool]], alerts: bool = True) -> None:
+        """Stored results evaluated at `at` (raw (evaluator, level, service, agent, variant), score, passed) into
+        the windows as if recorded then, labelled and capped as live results are (`_result_key`), no counter nor
+        histogram touched; with `alerts`, the alert states advanced at `at` as a scrape then would have. For the
+        start-up rebuild (rebuild.py): in time order, before any live result and any reader."""
+        self._replay_at = at
+        try:
+            samples = [(self._result_key(raw).window_key, finite(score), passed) for raw, score, passed in results]
+            if samples:
+                self._store.add_many(samples)
+            if alerts:
+                self._collector.alert_states()
+        finally:
+            self._replay_at = None
 
     def _alert_windows(self, evaluator: str) -> list[float]:
         """The windows `evaluator`'s results are kept for besides the exported ones: its alert rule's, and those

@@ -356,6 +356,25 @@ class WindowStore:
         ascending, one after the other (runs a sort merges in linear time)."""
         return WindowSnapshot.merge(self.snapshot(e, s, seconds, v, ordered) for e, s, v in keys)
 
+    def counts(self, keys: Iterable[Key], seconds: float) -> WindowSnapshot:
+        """The pass and verdict counts of the last `seconds` of every key in `keys`, together, without their scores
+        (what an alert rule reads: no copy of a window)."""
+        now = self._clock()
+        passed = verdicts = 0
+        with self._lock:
+            cutoff = now - seconds
+            for key in keys:
+                window = self._data.get(key, {}).get(float(seconds))
+                if window is None:
+                    continue
+                window.evict(cutoff)
+                if self._clock_stepped_back:  # rows may be out of time order: filtered by time
+                    kept = window.snapshot(cutoff)
+                    passed, verdicts = passed + kept.passed, verdicts + kept.verdicts
+                else:
+                    passed, verdicts = passed + window.passed, verdicts + window.judged
+        return WindowSnapshot(passed, verdicts, ())
+
     def sample_count(self, evaluator: str, service: str, seconds: float, variant: str = "") -> int:
         """How many samples the window currently holds, expired ones included until the next eviction."""
         with self._lock:

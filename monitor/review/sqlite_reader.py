@@ -51,6 +51,7 @@ from monitor.review.sql import (
     spend_query,
 )
 from monitor.review.stored_rows import EXCERPT, passing_item, result_item, trace_detail
+from monitor.review.verdict_reads import VerdictReads
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.schema import BUSY_TIMEOUT_SECONDS, Database, StoreSchemaError, check_version
 
@@ -59,7 +60,7 @@ IDLE_CONNECTIONS = 4
 T = TypeVar("T")
 
 
-class StoreReviewReader(SignatureReads, SessionReads, ReviewReads, QueueReads, ABC):
+class StoreReviewReader(SignatureReads, SessionReads, ReviewReads, QueueReads, VerdictReads, ABC):
     """The ReviewReader over the result store's tables, whatever the database. A subclass gives `_connection` (a
     connection of its own, checked), `DATABASE_ERRORS` (what its driver raises), `where` (the store, for
     messages), `_columns_of` (the `traces` columns present, in the database's dialect) and `close`."""

@@ -186,3 +186,26 @@ class TraceFailure(NamedTuple):
 
     trace_id: str
     error: str
+
+
+class StoredVerdict(NamedTuple):
+    """A stored result with a verdict as the start-up rebuild of the windows reads it back (review/verdict_reads.py):
+    when it was stored (epoch seconds) and the raw label values its metrics had (metrics/tally.ResultKey)."""
+
+    at: float
+    evaluator: str
+    level: str
+    service: str
+    agent: str | None
+    variant: str
+    score: float | None
+    passed: bool
+
+
+class RecentVerdicts(NamedTuple):
+    """The stored results with a verdict since a time, newest first; `complete`: none was left out (else only the
+    results after `cut` are kept, the newest: a row limit or a deadline stopped the read)."""
+
+    verdicts: list[StoredVerdict]
+    complete: bool
+    cut: float | None = None

@@ -35,6 +35,7 @@ from monitor.web.server import WebServer
 
 # The daemon's components in start order (shutdown runs it backwards): a new one is added here and so tested.
 DAEMON_PARTS = [
+    "windows",
     "event_loop_lag",
     "review_writeback",
     "api",

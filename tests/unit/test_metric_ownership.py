@@ -31,6 +31,7 @@ OWNERS: dict[str, set[str]] = {
     "signatures": set(),
     "sessions": set(),
     "reviews": set(),
+    "rebuild": set(),
 }
 
 

@@ -95,3 +95,24 @@ def test_snapshot_ignores_samples_stamped_before_a_clock_step_back() -> None:
     store.add("e", "s", 0.1, False)
     clock.now = 850.0  # the 0.1 sample (t=500) is out of the window though queued behind a newer one
     assert store.snapshot("e", "s", 300.0).scores == (0.9,)
+
+
+@pytest.mark.parametrize("stepped_back", [False, True])
+def test_counts_are_the_merged_windows_pass_and_verdict_counts(stepped_back: bool) -> None:
+    """What the alert rules read: the counts of `merged`, without the scores (and filtered by time once the
+    clock stepped back)."""
+    clock = FakeClock(1000.0)
+    store = WindowStore([300.0], sample_cap=10, clock=clock)
+    store.add("e", "a", 0.9, True)
+    store.add("e", "b", None, False)
+    store.add("e", "b", 0.5, None)  # no verdict
+    if stepped_back:
+        clock.now = 500.0
+        store.add("e", "a", 0.1, False)
+        clock.now = 850.0  # the t=500 sample is out of the window
+    keys = [("e", "a", ""), ("e", "b", ""), ("e", "missing", "")]
+    merged = store.merged(keys, 300.0)
+    counts = store.counts(keys, 300.0)
+    assert (counts.passed, counts.verdicts, counts.scores) == (merged.passed, merged.verdicts, ()) == (1, 2, ())
+    clock.now = 1300.0  # everything has left
+    assert store.counts(keys, 300.0).verdicts == 0
