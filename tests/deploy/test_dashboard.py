@@ -77,6 +77,7 @@ ALERT_NAMES = frozenset(
         "AgentMonitorTracesDropped",
         "AgentMonitorEvaluationBacklog",
         "AgentMonitorJudgeUnavailable",
+        "AgentMonitorJudgeCapacity",
         "AgentMonitorReviewUnavailable",
         "AgentMonitorPollFailing",
         "AgentMonitorDown",
