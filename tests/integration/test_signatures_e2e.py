@@ -132,8 +132,9 @@ def test_new_failure_mode(stack: Stack, browser) -> None:  # noqa: F811
     page = browser.new_page()
     page.set_default_timeout(15_000)
     url = _annotations(port)["error_free"]["failing_traces_url"]
-    assert url.startswith("http://localhost:9464/review?evaluator=error_free&service=synthetic-agent&since="), url
-    page.goto(url.replace("http://localhost:9464", daemon.api_base))
+    # The link is the daemon's own address (api.external_url unset: its metrics host and port), followed as is.
+    assert url.startswith(f"{daemon.api_base}/review?evaluator=error_free&service=synthetic-agent&since="), url
+    page.goto(url)
     row = page.locator("table.signatures tbody tr")
     assert [row.nth(i).get_attribute("data-signature") for i in range(row.count())] == [ours["error_free"]["id"]]
 

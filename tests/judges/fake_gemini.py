@@ -310,6 +310,11 @@ class FakeGemini:
         with self._lock:
             return self._lock.wait_for(lambda: len(self._requests) >= count, timeout)
 
+    def wait_idle(self, timeout: float = 5.0) -> bool:
+        """Wait until no request is in flight (a request thread finishes just after its answer is sent)."""
+        with self._lock:
+            return self._lock.wait_for(lambda: self._in_flight == 0, timeout)
+
     # --- called by the request threads -------------------------------------------------------------
     def _arrived(self, request: FakeRequest) -> FakeAnswer | None:
         with self._lock:

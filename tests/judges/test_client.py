@@ -396,7 +396,7 @@ def test_fake_counts_requests_in_flight(fake: FakeGemini) -> None:
             return await asyncio.gather(*calls)
 
     assert len(asyncio.run(three_at_once())) == 3
-    assert fake.max_in_flight == 3 and fake.in_flight == 0
+    assert fake.max_in_flight == 3 and fake.wait_idle()
     assert sorted(r.prompt for r in seen) == ["P0", "P1", "P2"]
 
 
