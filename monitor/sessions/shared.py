@@ -27,6 +27,7 @@ import contextlib
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -101,6 +102,10 @@ class StoredSessionTracker(SessionTracker):
         self.tables = tables
         self._wake = asyncio.Event()  # turns arrived: write them soon
         self._held = False  # the last write failed: the waiting turns are tried again at the next check only
+        self._added = 0  # `add` calls so far; the turns of the first `_written` of them are in the store
+        self._written = 0
+        self._written_changed = threading.Condition()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.replica = replica or f"{socket.gethostname()}:{os.getpid()}"
         self._turns: list[TurnWire] = []  # evaluated here, not yet written
         self._open = 0  # sessions open in the store at the last check
@@ -123,6 +128,7 @@ class StoredSessionTracker(SessionTracker):
         if self._stopped or not turns:
             return
         self._turns.extend(turns)
+        self._added += 1
         self._bound()
         if not self._held:
             self._wake.set()
@@ -145,10 +151,31 @@ class StoredSessionTracker(SessionTracker):
     async def sync(self, timeout: float | None = None, *, claim: bool = True) -> int:
         """Write the waiting turns, then claim and evaluate the sessions due (off the event loop); their results to
         the metrics and their judges. Returns the sessions evaluated here."""
-        turns, self._turns = self._turns, []
+        turns, self._turns, added = self._turns, [], self._added
         work = asyncio.to_thread(self._sync, turns, claim)
         synced = await (asyncio.wait_for(work, timeout) if timeout is not None else work)
+        if not synced.unwritten:
+            with self._written_changed:
+                self._written = max(self._written, added)
+                self._written_changed.notify_all()
         return self._record_synced(synced)
+
+    def flush_turns(self, timeout: float) -> bool:
+        """From any thread but the event loop's: wait until the turns added before the call are in the store (a
+        write is started at once); False when they are not within `timeout` seconds (or the tracker is not
+        running). The hook for what must not outlive its turns (the intake log's release of a segment)."""
+        target, loop = self._added, self._loop
+        if self._written >= target:
+            return True
+        if loop is None or loop.is_closed():
+            return False
+        loop.call_soon_threadsafe(self._wake.set)
+        with self._written_changed:
+            return self._written_changed.wait_for(lambda: self._written >= target, timeout)
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        await super().start()
 
     def _sync(self, turns: list[TurnWire], claim: bool) -> Synced:
         """On a worker thread: one transaction for the turns (given back to wait on failure), one per claim."""

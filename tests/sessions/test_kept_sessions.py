@@ -240,3 +240,29 @@ def test_a_running_tracker_writes_each_turn_soon_after_it_arrives_and_completes_
         assert [r[:3] for r in rows(path, SESSIONS)] == [("s", "idle", 1)]
     finally:
         d.stop()
+
+
+def test_flush_turns_waits_from_another_thread_until_the_turns_added_are_in_the_file(tmp_path: Path) -> None:
+    """The hook for the intake log's release: once `flush_turns` returns True the turns added before are kept."""
+    path = tmp_path / "r.db"
+    d = Daemon(path, idle=60)
+    assert d.tracker.flush_turns(0.1)  # nothing added: nothing to wait for
+
+    async def run() -> bool:
+        await d.tracker.start()
+        d.tracker.add([wire("s", turn(1)), wire("s", turn(2))])
+        flushed = await asyncio.to_thread(d.tracker.flush_turns, 10.0)
+        kept = rows(path, "SELECT count(*) FROM session_turns") == [(2,)]
+        await d.tracker.shutdown(5.0)
+        return flushed and kept
+
+    try:
+        assert asyncio.run(run())
+    finally:
+        d.stop()
+    idle = Daemon(tmp_path / "other.db")
+    try:
+        idle.tracker.add([wire("s", turn(3))])
+        assert not idle.tracker.flush_turns(0.1)  # not started: no write is coming
+    finally:
+        idle.stop()
