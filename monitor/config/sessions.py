@@ -18,9 +18,11 @@ class SessionsConfig(Section):
     `max_open_turns`: turns held in all open sessions; beyond it the longest-idle session is completed early
     (ended `cut`): with `max_open_sessions` it bounds the memory (a turn keeps at most 2 × 2000 characters).
     `attribute`: span or resource attribute names tried for the session id before each convention's own.
-    `shared`: with a PostgreSQL result store (`store.url`), open sessions live in it, shared by every replica
-    (turns of one conversation reach different replicas), and each is evaluated once, by the replica that claims
-    it; false: each replica tracks the turns it receives (as with SQLite)."""
+    Open sessions live in the result store when it is enabled (a restart neither cuts nor splits them; SQLite
+    always), in memory without one (completed as `cut` at shutdown). `shared`: with a PostgreSQL result store
+    (`store.url`), open sessions live in it, shared by every replica (turns of one conversation reach different
+    replicas), and each is evaluated once, by the replica that claims it; false: each replica holds the turns it
+    receives in memory."""
 
     enabled: bool = True
     idle: Duration = 900.0

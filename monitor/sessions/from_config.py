@@ -1,5 +1,6 @@
-"""The daemon's session tracker from its config: per replica (`SessionTracker`), or shared by every replica of a
-PostgreSQL result store (`SharedSessionTracker`, `sessions.shared`)."""
+"""The daemon's session tracker from its config: open sessions kept in the result store (`StoredSessionTracker`:
+SQLite's file, or PostgreSQL's shared by every replica with `sessions.shared`), or in memory (`SessionTracker`:
+the store disabled, or `sessions.shared: false` with PostgreSQL), cut at shutdown."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from monitor.metrics.sessions import SessionMetrics
 from monitor.metrics.tally import MetricsTally
 from monitor.sessions.evaluation import SessionEvaluation, is_session_level
 from monitor.sessions.judging import SessionJudging
-from monitor.sessions.shared import SharedSessionTracker
+from monitor.sessions.shared import StoredSessionTracker
 from monitor.sessions.storing import session_writer
 from monitor.sessions.tracker import SessionTracker
 from monitor.store.postgres.store import PostgresResultStore
@@ -34,8 +35,9 @@ def tracker_of(
     """The daemon's tracker: `sessions:` and the session-level evaluators of `evaluators` (their timeout and
     failure signatures as at the other levels); None when `sessions.enabled` is off. Session-level LLM judges go
     through `judge_call` (the daemon's judge engine) via `SessionJudging`; evaluated sessions and their results
-    (the rules' and the judges') to the result `store`. With a PostgreSQL store (and `sessions.shared`), the open
-    sessions live in it, shared by every replica, each evaluated by the one that claims it."""
+    (the rules' and the judges') to the result `store`. With a store, the open sessions live in it (a restart
+    neither cuts nor splits them); with PostgreSQL (and `sessions.shared`) shared by every replica, each evaluated
+    by the one that claims it. Without a store they are held in memory and cut at shutdown."""
     if not config.sessions.enabled:
         if any(is_session_level(c) for c in evaluators):
             log.warning("session-level evaluators configured but sessions.enabled is false: they are not run")
@@ -49,8 +51,16 @@ def tracker_of(
         if judge_call and evaluation.judges
         else None
     )
-    if config.sessions.shared and isinstance(store, PostgresResultStore):
-        return SharedSessionTracker(config.sessions, evaluation, apply_tally, store, telemetry, judge_sessions=judging)
+    if keeps_sessions(config, store):
+        assert store is not None
+        return StoredSessionTracker(config.sessions, evaluation, apply_tally, store, telemetry, judge_sessions=judging)
     return SessionTracker(
         config.sessions, evaluation, apply_tally, telemetry, judge_sessions=judging, on_evaluated=stored
     )
+
+
+def keeps_sessions(config: MonitorConfig, store: QueuedResultStore | None) -> bool:
+    """Whether the open sessions live in `store`: SQLite's always, PostgreSQL's with `sessions.shared`."""
+    if store is None or store.open_session_tables is None:
+        return False
+    return config.sessions.shared or not isinstance(store, PostgresResultStore)

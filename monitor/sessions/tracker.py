@@ -8,7 +8,9 @@ completes the sessions idle for `sessions.idle`; a completed session's rule eval
 stage plugs into); `on_evaluated` gets each evaluated session with its rows (the hook the result store plugs into).
 
 At shutdown (after the evaluation pool has drained, so the last turns are in) every open session is completed as
-`cut` (`agent_monitor_sessions_cut_total{reason="shutdown"}`) and evaluated within the grace period.
+`cut` (`agent_monitor_sessions_cut_total{reason="shutdown"}`) and evaluated within the grace period. This tracker
+holds sessions in memory: the daemon's without a result store (with one, `shared.StoredSessionTracker` keeps them
+in it and a restart continues them).
 """
 
 from __future__ import annotations

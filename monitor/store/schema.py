@@ -23,6 +23,11 @@ indexed for the signature's results over time.
 
 Version 5: conversations (`sessions`: one row per evaluated session, its turns as bounded, masked JSON summaries)
 and `results.session_id` (the session a session-level result is about, NULL for the others), indexed.
+
+Version 6 changed PostgreSQL only; version 7: reviewers' verdicts (`reviews`).
+
+Version 8: open conversations (`open_sessions`, `session_turns`: open_sessions_sqlite.py), kept in the file so that
+a restart neither cuts nor splits them (PostgreSQL has had its own since versions 5 and 6).
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
+
+from monitor.store import open_sessions_sqlite
 
 BUSY_TIMEOUT_SECONDS = 30.0  # how long a writer waits for another process's transaction
 
@@ -333,8 +340,13 @@ def _to_v7(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
+def _to_v8(db: sqlite3.Connection) -> None:
+    """Version 8: the open conversations' tables (open_sessions_sqlite.py)."""
+    open_sessions_sqlite.create_tables(db)
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
-    _to_v1, _to_v2, _to_v3, _to_v4, _to_v5, _to_v6, _to_v7
+    _to_v1, _to_v2, _to_v3, _to_v4, _to_v5, _to_v6, _to_v7, _to_v8
 )  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -17,6 +17,9 @@ ever read per trace). LLM judges answer after their trace was stored: `write([La
 passing results to the trace's packed array and inserts the failing ones and skips like any other. A completed,
 evaluated conversation, `write([SessionOutcome(session, rows)])`, is one `sessions` row (upserted on its id) and
 its session-level results in `results` (with `session_id`; with `results: all` its passing ones too).
+Open conversations are kept in the file too (open_sessions_sqlite.py: the session tracker writes their turns and
+completes them in its own transactions, `transaction` and `write_sessions`), so a restart neither cuts nor splits
+them.
 
 The store degrades, never stops the daemon: a database that cannot be opened (corrupt, unwritable, a newer
 schema excepted), a write or prune that fails (full disk, read-only file), a file removed or replaced (noticed
@@ -38,9 +41,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from monitor.config.signatures import SignaturesConfig
-from monitor.store import retention
+from monitor.store import open_sessions_sqlite, retention
 from monitor.store.health import StoreHealth, StoreUnavailable
-from monitor.store.packing import PASSED_FIELDS, SAMPLED_OUT, Packed, Written
+from monitor.store.packing import PASSED_FIELDS, SAMPLED_OUT, Packed, Written, merged, pack_session
+from monitor.store.rows import SessionOutcome
 from monitor.store.schema import (
     BUSY_TIMEOUT_SECONDS,
     TRACE_COLUMNS,
@@ -73,6 +77,7 @@ class ResultStore(QueuedResultStore):
     """The SQLite result store (the embedded default)."""
 
     DATABASE_ERRORS = (sqlite3.Error,)
+    open_session_tables = open_sessions_sqlite  # the open conversations, kept in the file
     ROW_ERRORS = (
         *QueuedResultStore.ROW_ERRORS,
         sqlite3.IntegrityError,
@@ -177,21 +182,19 @@ class ResultStore(QueuedResultStore):
         """The rows and the signatures' upserts in one transaction; the signatures it counted new."""
         db.execute("BEGIN IMMEDIATE")
         try:
-            if packed.completions:
-                forget_earlier_completions(db, packed.completions)
-            db.executemany(_INSERT_TRACE, packed.traces)
-            db.executemany(_INSERT_RESULT, packed.results)
-            if packed.appended:
-                db.executemany(_APPEND_PASSED, packed.appended)
-            if packed.sessions:
-                db.executemany(_UPSERT_SESSION, packed.sessions)
-            new = upsert(db, batches, policy, "max") if batches else {}
+            new = _write_rows(db, packed, batches, policy)
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
         return new
+
+    def write_sessions(self, db: sqlite3.Connection, outcomes: Sequence[SessionOutcome]) -> NewCounts:
+        """Store evaluated sessions on `db`, within the caller's transaction (the kept sessions' claim writes them
+        in the transaction that completes them); the signatures' new counts, for `news` once committed."""
+        packed = merged([pack_session(o, time.time(), self.failing_only) for o in outcomes])
+        return _write_rows(db, packed, self._batches(packed), self.policy)
 
     def transaction(self, work: Callable[[Any], T]) -> T:
         with self._lock:
@@ -235,6 +238,19 @@ class ResultStore(QueuedResultStore):
     def _fetch(self, query: str, params: Sequence[Any]) -> list[tuple]:
         with self._lock:
             return self._connection().execute(query, params).fetchall()
+
+
+def _write_rows(db: sqlite3.Connection, packed: Packed, batches: list[Batch], policy: Policy) -> NewCounts:
+    """The rows and the signatures' upserts, in the caller's transaction; the signatures it counted new."""
+    if packed.completions:
+        forget_earlier_completions(db, packed.completions)
+    db.executemany(_INSERT_TRACE, packed.traces)
+    db.executemany(_INSERT_RESULT, packed.results)
+    if packed.appended:
+        db.executemany(_APPEND_PASSED, packed.appended)
+    if packed.sessions:
+        db.executemany(_UPSERT_SESSION, packed.sessions)
+    return upsert(db, batches, policy, "max") if batches else {}
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

@@ -27,9 +27,10 @@ from monitor.config.signatures import SignaturesConfig
 from monitor.config.store import StoreConfig
 from monitor.store.degrade import DegradingWrite
 from monitor.store.health import StoreHealth, StoreUnavailable
+from monitor.store.open_session_rows import OpenSessionTables
 from monitor.store.packing import PASSED_FIELDS, Packed, Written, mask
-from monitor.store.rows import MAX_TEXT
-from monitor.store.signatures import Batch, Policy, SignatureNews, batched
+from monitor.store.rows import MAX_TEXT, SessionOutcome
+from monitor.store.signatures import Batch, NewCounts, Policy, SignatureNews, batched
 from monitor.store.write_queue import WriteQueue
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,9 @@ T = TypeVar("T")
 
 
 class QueuedResultStore(ABC):
+    # The open conversations' tables of this database (monitor/sessions/shared.py keeps them there), or None.
+    open_session_tables: OpenSessionTables | None = None
+
     def __init__(
         self,
         retention_seconds: float,
@@ -139,6 +143,11 @@ class QueuedResultStore(ABC):
     def transaction(self, work: Callable[[Any], T]) -> T:
         """`work(db)` in one transaction (committed when it returns, rolled back when it raises); `db` has
         `execute` and `executemany` with `?` placeholders. Raises when it fails (StoreUnavailable when not open)."""
+
+    def write_sessions(self, db: Any, outcomes: Sequence[SessionOutcome]) -> NewCounts:
+        """Store evaluated sessions on `db` (from `transaction`), within that transaction; the signatures' new
+        counts, for `news` once committed. For the stores with `open_session_tables`."""
+        raise NotImplementedError
 
     @abstractmethod
     def _close_database(self) -> None: ...

@@ -236,3 +236,23 @@ def test_a_version_3_database_gains_the_signature_table_and_column_and_keeps_its
     kept = {(i.trace_id, i.evaluator, i.outcome) for i in reader_of(store).results(ResultFilter(), 10).items}
     assert kept == {(T1, "a", "fail"), (T1, "b", "pass")}
     store.close()
+
+
+def test_a_version_7_database_gains_the_open_session_tables_and_keeps_its_rows(tmp_path: Path) -> None:
+    """SQLite version 8 adds `open_sessions` and `session_turns` (empty) to an existing file: the rows written
+    before are read as they were, and open sessions are then kept in it."""
+    from monitor.store import open_sessions_sqlite as tables
+    from tests.sessions.test_session_tracker import turn, wire
+
+    backend = sqlite_backend(tmp_path)
+    backend.at_version(7, [outcome(T1, row("a", False), service="shop")])
+    assert backend.schema_version() == 7
+    assert not {"open_sessions", "session_turns"} & set(objects(Path(backend.location)))
+    store = backend.store()
+    assert store.available and backend.schema_version() == SCHEMA_VERSION >= 8
+    assert {"open_sessions_waiting", "open_sessions_completed"} <= backend.indexes()
+    assert store.count("traces") == 1 and backend.rows("SELECT evaluator FROM results") == [("a",)]
+    arrived = store.transaction(lambda db: tables.arrive(db, [wire("s", turn(1))], "here", 10))
+    assert arrived.kept == 1
+    store.close()
+    assert backend.rows("SELECT session_id, turns, completed_at FROM open_sessions") == [("s", 1, None)]

@@ -18,17 +18,14 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
 
-from evaluators.sessions import Ending
-from monitor.store.packing import mask
+from monitor.store.open_session_rows import REMEMBER_COMPLETED, Arrived, Claimed, ClaimedSession, turn_json
 from monitor.store.postgres.connection import Connection
-from monitor.store.rows import MAX_TEXT
+
+__all__ = ["Arrived", "Claimed", "ClaimedSession", "arrive", "claim", "complete", "forget_completed", "hold",
+           "open_count", "turn_json"]  # fmt: skip
 
 NOW = "EXTRACT(EPOCH FROM clock_timestamp())::float8"
-REMEMBER_COMPLETED = 86_400.0  # seconds a completed session's id is remembered (its late turns counted)
-
 _ARRIVE = f"""INSERT INTO open_sessions AS o (session_id, service, source, first_arrival, last_arrival)
 SELECT s, v, src, {NOW}, {NOW} FROM unnest(%s::text[], %s::text[], %s::text[]) AS t(s, v, src) ORDER BY s
 ON CONFLICT (session_id) DO UPDATE SET last_arrival = EXCLUDED.last_arrival WHERE o.completed_at IS NULL
@@ -47,51 +44,6 @@ _TURNS_OF = "SELECT session_id, turn::text FROM session_turns WHERE session_id =
 _COMPLETE = f"UPDATE open_sessions SET completed_at = {NOW} WHERE session_id = ANY(%s)"
 _DROP_TURNS = "DELETE FROM session_turns WHERE session_id = ANY(%s)"
 _FORGET = f"DELETE FROM open_sessions WHERE completed_at IS NOT NULL AND completed_at < {NOW} - %s"
-
-
-@dataclass(slots=True)
-class Arrived:
-    """What `arrive` did with a batch of turns."""
-
-    kept: int = 0
-    late: int = 0  # turns of sessions completed already
-    cut: int = 0  # turns beyond `max_turns`
-    duplicate: int = 0  # turns whose trace the session had
-
-
-class ClaimedSession(NamedTuple):
-    """A claimed session as stored: its turns in their wire form after the session id and source (turn_wire)."""
-
-    session_id: str
-    source: str
-    turns: list[list[Any]]
-    turns_cut: int
-    completed_at: float  # the database's time of the claim
-    ended: Ending
-
-
-@dataclass(slots=True)
-class Claimed:
-    """Sessions one replica holds (locked, in the caller's transaction) for evaluation, with all their turns."""
-
-    sessions: list[ClaimedSession] = field(default_factory=list)
-    cut_for_room: int = 0  # of them, completed early: more than `max_open_sessions` were open
-
-    @property
-    def ids(self) -> list[str]:
-        return [s.session_id for s in self.sessions]
-
-
-def turn_json(wire: tuple) -> str:
-    """A turn's row: its wire form after the session id and source, as a JSON array, its texts (the user's
-    message, the answer, the errors' names and messages) masked as the result store masks what it keeps."""
-    fields = list(wire[2:])
-    errors = fields[6]
-    texts = [fields[3], fields[4], *(text for error in errors for text in error[1:])]
-    masked = iter(mask(texts, [MAX_TEXT] * len(texts)))
-    fields[3], fields[4] = next(masked), next(masked)
-    fields[6] = [(error[0], next(masked) or "", next(masked) or "") for error in errors]
-    return json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
 
 
 def arrive(db: Connection, wires: Sequence[tuple], replica: str, max_turns: int) -> Arrived:
@@ -170,6 +122,11 @@ def complete(db: Connection, session_ids: Sequence[str]) -> None:
 def open_count(db: Connection) -> int:
     """Sessions open in the database (every replica's)."""
     return int(db.scalar(_OPEN))
+
+
+def hold(db: Connection, seconds: float) -> None:
+    """Let the transaction wait `seconds` between statements (its claimed sessions are evaluated meanwhile)."""
+    db.renew(seconds)
 
 
 def forget_completed(db: Connection, after: float = REMEMBER_COMPLETED) -> int:

@@ -159,8 +159,12 @@ def _to_v7(db: psycopg.Connection[Any]) -> None:
         db.execute(statement)
 
 
+def _to_v8(db: psycopg.Connection[Any]) -> None:
+    """Version 8 changed only SQLite's tables (its open conversations: PostgreSQL has had them since 5 and 6)."""
+
+
 MIGRATIONS: tuple[Callable[[psycopg.Connection[Any]], None], ...] = (
-    _to_v1, _to_v2, _to_v3, _to_v4, _to_v5, _to_v6, _to_v7
+    _to_v1, _to_v2, _to_v3, _to_v4, _to_v5, _to_v6, _to_v7, _to_v8
 )  # fmt: skip
 assert len(MIGRATIONS) == SCHEMA_VERSION, "a schema version migrates both databases"
 JSON_COLUMNS = frozenset({"passed", "agents", "models", "tools", "detail"})

@@ -28,7 +28,7 @@ from monitor.config.signatures import SignaturesConfig
 from monitor.store import writer
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.packing import Packed, merged, pack_session
-from monitor.store.postgres import retention
+from monitor.store.postgres import open_sessions, retention
 from monitor.store.postgres.connection import (
     CONNECTION_ERRORS,
     Connection,
@@ -69,6 +69,7 @@ _TIMEOUTS = (
 class PostgresResultStore(writer.QueuedResultStore):
     DATABASE_ERRORS = (psycopg.Error,)
     ROW_ERRORS = (*writer.QueuedResultStore.ROW_ERRORS, psycopg.DataError, psycopg.IntegrityError)
+    open_session_tables = open_sessions  # the open conversations, shared by the replicas (`sessions.shared`)
 
     def _lost_reason(self, error: BaseException) -> str:
         if isinstance(error, _TIMEOUTS) or self._cut(error):
