@@ -49,10 +49,9 @@ from monitor.store.schema import (
     BUSY_TIMEOUT_SECONDS,
     TRACE_COLUMNS,
     StoreSchemaError,
-    forget_earlier_completions,
     set_up,
-    upsert_session_sql,
 )
+from monitor.store.session_writes import forget_earlier_completions, upsert_session_sql
 from monitor.store.signatures import Batch, NewCounts, Policy, upsert
 from monitor.store.writer import REOPEN_SECONDS, STORE_DEFAULTS, QueuedResultStore
 

@@ -39,7 +39,8 @@ from monitor.store.postgres.connection import (
 )
 from monitor.store.postgres.schema import JSON_COLUMNS, set_up
 from monitor.store.rows import SessionOutcome
-from monitor.store.schema import TRACE_COLUMNS, forget_earlier_completions, upsert_session_sql
+from monitor.store.schema import TRACE_COLUMNS
+from monitor.store.session_writes import forget_earlier_completions, upsert_session_sql
 from monitor.store.signatures import NewCounts, upsert
 
 _UPDATED = ", ".join(f"{c} = EXCLUDED.{c}" for c in TRACE_COLUMNS if c != "trace_id")
