@@ -70,6 +70,7 @@ from monitor.web.server import WebServer
 
 log = logging.getLogger(__name__)
 STARTUP_ERRORS = (OSError, EvaluationStartError, StoreSchemaError)
+STORED_WAIT = 10.0  # seconds a poller waits for the store's writer before it moves its checkpoint, at most
 STOP_SIGNAL_WAIT = 0.5  # seconds a failed worker start waits for the stop signal that may have caused it
 
 
@@ -169,7 +170,9 @@ class Daemon:
         admission's room); with a shared PostgreSQL store, each source is polled by one replica (`leases`)."""
         config, telemetry = self.config, self.metrics
         feed = telemetry.intake.receiver(FEED_RECEIVER)
-        sink = DaemonSink(self.assembler, self.pool, feed, room=self.admission.poll_room)
+        store = self.store
+        stored = (lambda: store.flush(STORED_WAIT)) if store is not None else (lambda: None)
+        sink = DaemonSink(self.assembler, self.pool, feed, room=self.admission.poll_room, stored=stored)
         judges = _judge_labels(prepared)
         leases = poll_leases(config.store) if any(s.enabled for s in config.sources) else None
         pollers = build_pollers(config, prepared.sources, self.store, sink, telemetry.poll, judges, reader_of, leases)

@@ -20,7 +20,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from monitor.config.intake import WalConfig
-from monitor.intake.records import SEGMENT_MAGIC, Record, encode, segments_in
+from monitor.intake.records import SEGMENT_MAGIC, Record, framed_size, segments_in
 from monitor.intake.writer import SegmentWriter, Write
 from monitor.lifecycle import cancel_task
 from monitor.logutil import RateLimitedLogger
@@ -134,20 +134,20 @@ class IntakeLog:
         """Queue the record for the writer, its traces held by its segment; the future is True once it is durable
         (as the sync policy says), False when it could not be written (answer throttled)."""
         loop = self._loop or asyncio.get_running_loop()
-        data = encode(record)
+        size = framed_size(record)
         segment = self._segments.get(self._active)
-        if segment is not None and segment.size + len(data) > self.config.segment_bytes:
+        if segment is not None and segment.size + size > self.config.segment_bytes:
             self._roll()
             segment = None
         if segment is None:
             segment = self._segments[self._active] = _Segment(len(SEGMENT_MAGIC))
             self.bytes_held += len(SEGMENT_MAGIC)
-        segment.size += len(data)
-        self.bytes_held += len(data)
+        segment.size += size
+        self.bytes_held += size
         self.hold(self._active, trace_ids)
         self._last_append = self.clock()
         future: asyncio.Future[bool] = loop.create_future()
-        self.writer.put(Write(self._active, data, future))
+        self.writer.put(Write(self._active, record, size, future))
         return future
 
     def _roll(self) -> None:
@@ -231,8 +231,8 @@ class IntakeLog:
         for item in failed:
             held = self._segments.get(item.segment)
             if held is not None:
-                held.size -= len(item.data)
-                self.bytes_held -= len(item.data)
+                held.size -= item.size
+                self.bytes_held -= item.size
             _resolve(item.token, False)
 
     def _released_threadsafe(self, segment: int) -> None:

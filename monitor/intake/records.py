@@ -44,6 +44,11 @@ def encode(record: Record) -> bytes:
     return struct.pack("<II", len(record.payload), crc) + meta + record.payload
 
 
+def framed_size(record: Record) -> int:
+    """The bytes `encode(record)` takes, without encoding it."""
+    return HEADER.size + len(record.payload)
+
+
 def _code(names: tuple[str, ...], name: str) -> int:
     return names.index(name) if name in names else 255
 

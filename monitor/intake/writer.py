@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from monitor.intake.records import SEGMENT_MAGIC, segment_name
+from monitor.intake.records import SEGMENT_MAGIC, Record, encode, segment_name
 
 
 @dataclass(slots=True)
 class Write:
     segment: int
-    data: bytes
+    record: Record  # framed (its CRC computed) on the writer thread, off the event loop
+    size: int  # its framed size (`framed_size`)
     token: Any  # handed back in the report
 
 
@@ -97,24 +98,25 @@ class SegmentWriter:
         self._close()
 
     def _batch(self, first: Write) -> bool:
-        """Write `first` and what else is queued, waiting for more until the next sync is due; sync; report. False
-        once told to stop."""
+        """Write `first` and what else is queued (one write call per segment: the thread takes the GIL back as
+        few times as it can while the event loop is busy), waiting for more until the next sync is due; sync;
+        report. False once told to stop."""
         written: list[Write] = []
         failed: list[Write] = []
         error: OSError | None = None
-        item: Write | None = first
+        items = self._drain([first])
         while True:
-            while item is not None:
-                problem = self._append(item)
-                (failed if problem else written).append(item)
+            for group in _by_segment(items):
+                problem = self._append(group)
+                (failed if problem else written).extend(group)
                 error = problem or error
-                item = self._next(0.0)
             due = self._last_sync + self.sync_interval - time.monotonic()
             if self.sync != "batch" or self._stop_seen or due <= 0:
                 break
             item = self._next(due)
             if item is None:
                 break
+            items = self._drain([item])
         seconds = None
         if written and self.sync != "none" and self._fd is not None:
             started = time.monotonic()
@@ -127,6 +129,12 @@ class SegmentWriter:
         self._report(written, failed, error, seconds)
         return not self._stop_seen
 
+    def _drain(self, items: list[Write]) -> list[Write]:
+        """`items` and every write queued now."""
+        while (item := self._next(0.0)) is not None:
+            items.append(item)
+        return items
+
     def _next(self, timeout: float) -> Write | None:
         """The next queued write within `timeout` (None: none, or told to stop: `_stop_seen`)."""
         try:
@@ -137,14 +145,15 @@ class SegmentWriter:
             self._stop_seen = True
         return item
 
-    def _append(self, item: Write) -> OSError | None:
-        """Write one record at the end of its segment; on a failure, cut the file back to before it."""
+    def _append(self, group: list[Write]) -> OSError | None:
+        """Write records of one segment at its end, in one call; on a failure, cut the file back to before them."""
         try:
-            fd = self._open(item.segment)
+            fd = self._open(group[0].segment)
         except OSError as exc:
             return exc
+        data = b"".join(encode(item.record) for item in group)
         try:
-            view = memoryview(item.data)
+            view = memoryview(data)
             while view:
                 view = view[self._write(fd, view) :]
         except OSError as exc:
@@ -152,7 +161,7 @@ class SegmentWriter:
                 os.ftruncate(fd, self._offset)
                 os.lseek(fd, self._offset, os.SEEK_SET)
             return exc
-        self._offset += len(item.data)
+        self._offset += len(data)
         return None
 
     def _open(self, segment: int) -> int:
@@ -210,6 +219,17 @@ class SegmentWriter:
                 except OSError:  # gone already (or undeletable: it is replayed, deduplicated, at the next start)
                     continue
                 self._on_released(released)
+
+
+def _by_segment(items: list[Write]) -> list[list[Write]]:
+    """The writes in runs of one segment each, in order."""
+    groups: list[list[Write]] = []
+    for item in items:
+        if groups and groups[-1][0].segment == item.segment:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    return groups
 
 
 def _sync_directory(directory: Path) -> None:

@@ -23,6 +23,7 @@ CONFIG = {
     "evaluators": [{"module": "tests.integration.evals_fixture:no_tool_errors"}],
     "assembly": {"quiet_period": "1s"},
     "evaluation": {"workers": 2},
+    "intake": {"wal": {"enabled": True}},
 }
 
 
