@@ -3,7 +3,8 @@
 against `intake.wal.enabled: false`; the runs alternate (off, on, off, on) so a drift of the host's speed hits both.
 
 Targets: evaluated/s at most 5 % lower, export p99 at most 10 ms higher. BENCH_INTAKE_SECONDS: each run's length
-(default 15); BENCH_INTAKE_ROUNDS: pairs of runs (default 2)."""
+(default 15); BENCH_INTAKE_ROUNDS: pairs of runs (default 2); BENCH_INTAKE_SYNC: the policy of the runs with the log
+(default batch)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tests.bench.daemon_load import Broken, Run
 
 SECONDS = float(os.environ.get("BENCH_INTAKE_SECONDS", "15"))
 ROUNDS = int(os.environ.get("BENCH_INTAKE_ROUNDS", "2"))
+SYNC = os.environ.get("BENCH_INTAKE_SYNC", "batch")  # the policy of the "on" runs
 MAX_RATE_LOSS = 0.05
 MAX_ADDED_P99 = 0.010
 
@@ -35,7 +37,7 @@ def main() -> int:
     try:
         for _ in range(ROUNDS):
             off.append(daemon_run("intake log off", _overrides(False), SECONDS, DEFAULT_QUIET))
-            on.append(daemon_run("intake log on (sync: batch)", _overrides(True), SECONDS, DEFAULT_QUIET))
+            on.append(daemon_run(f"intake log on (sync: {SYNC})", _overrides(True, SYNC), SECONDS, DEFAULT_QUIET))
     except Broken as exc:
         print(f"bench_intake_log: BROKEN: {exc}", flush=True)
         return 1
