@@ -219,3 +219,28 @@ def test_replay_feeds_what_was_left_in_order_without_the_stored_traces_then_rele
     pending, _ = asyncio.run(second_run())
     assert pending == [_trace_id(n) for n in range(16, 31)]
     assert sorted(t for ids in asked for t in ids) == sorted(_trace_id(n) for n in range(1, 31))  # each asked once
+
+
+def test_without_a_store_replay_feeds_every_trace_again(tmp_path: Path) -> None:
+    """`store.enabled: false`: nothing says what was evaluated before the restart: at least once."""
+    requests = synthetic_requests(10, per_request=5)
+
+    async def first_run() -> None:
+        log = IntakeLog(_config(), tmp_path)
+        await log.start()
+        assembler = TraceAssembler(quiet_period=60)
+        consumer = LoggedConsumer(Ingestor(assembler), log, assembler)
+        for request in requests:
+            assert (await settled(consumer.ingest(request, receiver="http", encoding="protobuf"))).accepted
+        await log.shutdown(1)
+
+    async def second_run() -> list[str]:
+        log = IntakeLog(_config(), tmp_path)
+        await log.start()
+        assembler = TraceAssembler(quiet_period=60)
+        await IntakeReplay(log, Ingestor(assembler), assembler, None).start()
+        await log.shutdown(1)
+        return list(assembler._pending)
+
+    asyncio.run(first_run())
+    assert asyncio.run(second_run()) == [_trace_id(n) for n in range(1, 11)]

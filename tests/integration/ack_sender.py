@@ -4,6 +4,7 @@ separate process). A batch that fails (the daemon killed or restarting) is expor
 as a Collector's retry would; every trace has one failing tool call (one failing `no_tool_errors` result).
 
     python ack_sender.py --endpoint 127.0.0.1:4317 --traces 500 --batch 10 --acked acked.txt [--stop-file F]
+    python ack_sender.py --protocol http --endpoint http://127.0.0.1:4318 --traces 500 --acked acked.txt
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
@@ -23,6 +23,16 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 RETRY_SECONDS = 0.2
+
+
+def make_exporter(protocol: str, endpoint: str):  # type: ignore[no-untyped-def]
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        return OTLPSpanExporter(endpoint=endpoint, insecure=True, timeout=5)
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+
+    return HttpExporter(endpoint=f"{endpoint}/v1/traces", timeout=5)
 
 
 def make_spans(provider: TracerProvider, memory: InMemorySpanExporter, traces: int) -> list:
@@ -45,7 +55,8 @@ def make_spans(provider: TracerProvider, memory: InMemorySpanExporter, traces: i
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--endpoint", required=True)
+    parser.add_argument("--endpoint", required=True, help="host:port (gRPC) or http://host:port (HTTP)")
+    parser.add_argument("--protocol", choices=["grpc", "http"], default="grpc")
     parser.add_argument("--traces", type=int, required=True)
     parser.add_argument("--batch", type=int, default=10)
     parser.add_argument("--acked", required=True)
@@ -55,7 +66,7 @@ def main() -> int:
     memory = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource({"service.name": "kill-test"}))
     provider.add_span_processor(SimpleSpanProcessor(memory))
-    exporter = OTLPSpanExporter(endpoint=args.endpoint, insecure=True, timeout=5)
+    exporter = make_exporter(args.protocol, args.endpoint)
     deadline = time.monotonic() + args.deadline
     sent = 0
     with open(args.acked, "a", encoding="ascii") as acked:

@@ -59,6 +59,7 @@ def run_kill_loop(
     up: tuple[float, float] = (0.5, 3.0),
     final_kill: bool = False,
     overrides: dict | None = None,
+    protocol: str = "grpc",
 ) -> KillLoop:
     """Send traces while the daemon is SIGKILLed `kills` times, `up` seconds (uniform) after each start (then
     the sender stops), at most `traces` (with no kills: exactly); `final_kill`: SIGKILLed once more right after the
@@ -79,9 +80,10 @@ def run_kill_loop(
         return daemon.wait_ready(60)
 
     start_in_own_group()
+    endpoint = f"127.0.0.1:{daemon.grpc_port}" if protocol == "grpc" else f"http://127.0.0.1:{daemon.http_port}"
     sender = subprocess.Popen(
         [sys.executable, str(ROOT / "tests" / "integration" / "ack_sender.py"), "--endpoint",
-         f"127.0.0.1:{daemon.grpc_port}", "--traces", str(traces), "--acked", str(acked_file),
+         endpoint, "--protocol", protocol, "--traces", str(traces), "--acked", str(acked_file),
          *(["--stop-file", str(stop_file)] if kills else [])],
         env={**os.environ, **project_env()}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )  # fmt: skip

@@ -14,10 +14,13 @@ from tests.integration.kill_loop import run_kill_loop
 pytestmark = pytest.mark.integration
 
 
-def test_every_trace_acknowledged_before_a_sigkill_is_stored_exactly_once_after_the_restart(tmp_path: Path) -> None:
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+def test_every_trace_acknowledged_before_a_sigkill_is_stored_exactly_once_after_the_restart(
+    tmp_path: Path, protocol: str
+) -> None:
     # A quiet period longer than the sending: at the kill, (nearly) every trace is acknowledged, none evaluated.
     slow = {"assembly": {"quiet_period": "4s"}}
-    result = run_kill_loop(tmp_path, traces=300, kills=0, seed=0, final_kill=True, overrides=slow)
+    result = run_kill_loop(tmp_path, traces=300, kills=0, seed=0, final_kill=True, overrides=slow, protocol=protocol)
     assert result.kills == 1
     assert len(set(result.acked)) == 300
     assert not result.lost, f"{len(result.lost)} acknowledged traces lost"
