@@ -110,9 +110,13 @@ class IntakeLog:
         self._task = self._loop.create_task(self._tick(), name="intake-log-release")
 
     async def shutdown(self, grace: float) -> None:
-        """Sync what is written and stop the writer (what is held stays on disk for the next start)."""
+        """Sync what is written and stop the writer (what is held stays on disk for the next start; the segment
+        being written goes too when nothing holds it)."""
         task, self._task = self._task, None
         await cancel_task(task)
+        held = self._segments.get(self._active)
+        if held is not None and held.outstanding == 0:
+            self._roll()
         await asyncio.to_thread(self.writer.stop)
         self._closed = True
 

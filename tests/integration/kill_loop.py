@@ -33,6 +33,7 @@ class KillLoop:
     rows: Counter[str]  # failing result rows stored per trace id
     kills: int
     seconds: float
+    segments_left: int  # intake log files on disk after the final SIGTERM (every trace done: none)
 
     @property
     def lost(self) -> set[str]:
@@ -108,4 +109,5 @@ def run_kill_loop(
     acked = acked_file.read_text().split()
     with sqlite3.connect(f"{(workdir / 'results.db').as_uri()}?mode=ro", uri=True) as db:
         rows = Counter(t for (t,) in db.execute("SELECT trace_id FROM results WHERE evaluator = 'no_tool_errors'"))
-    return KillLoop(acked, rows, done, time.monotonic() - started)
+    left = len(list((workdir / "intake").glob("*.wal")))
+    return KillLoop(acked, rows, done, time.monotonic() - started, left)

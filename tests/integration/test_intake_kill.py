@@ -25,6 +25,7 @@ def test_every_trace_acknowledged_before_a_sigkill_is_stored_exactly_once_after_
     assert len(set(result.acked)) == 300
     assert not result.lost, f"{len(result.lost)} acknowledged traces lost"
     assert not result.doubled, f"{len(result.doubled)} traces stored twice"
+    assert result.segments_left == 0  # each segment released once its traces were stored
     assert sum(result.rows.values()) == 300
 
 
@@ -34,3 +35,4 @@ def test_sigkills_at_random_moments_under_load_lose_and_double_no_acknowledged_t
     assert len(set(result.acked)) == len(result.acked) > 0
     assert not result.lost, f"{len(result.lost)} acknowledged traces lost"
     assert not result.doubled, f"{len(result.doubled)} traces stored twice"
+    assert result.segments_left == 0  # each segment released once its traces were stored
