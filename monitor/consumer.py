@@ -11,7 +11,7 @@ evaluation queue.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
@@ -29,7 +29,9 @@ class Outcome(StrEnum):
 class IngestOutcome:
     """The answer to one request. `accepted`: spans taken; `rejected`: spans of an accepted request left out
     (the partial-success count); `refused`: (reason, spans) for the receiver's `agent_monitor_spans_refused`;
-    `dropped_attributes`: attributes nested too deep, left out of accepted records."""
+    `dropped_attributes`: attributes nested too deep, left out of accepted records; `trace_ids`: the traces of
+    the accepted records; `durable`: when set, awaited before answering (the intake log: True once the request
+    is on disk, False when it could not be written: answer throttled, `settled`)."""
 
     outcome: Outcome
     accepted: int = 0
@@ -38,6 +40,21 @@ class IngestOutcome:
     retry_after_seconds: float = 0.0
     refused: list[tuple[str, int]] = field(default_factory=list)
     dropped_attributes: int = 0
+    trace_ids: list[str] = field(default_factory=list)
+    durable: Awaitable[bool] | None = None
+
+
+async def settled(outcome: IngestOutcome) -> IngestOutcome:
+    """The outcome to answer once its request is durable: throttled when the intake log could not write it
+    (its spans are evaluated all the same; the exporter's retry is dropped as duplicate or late)."""
+    if outcome.durable is None or await outcome.durable:
+        return outcome
+    return IngestOutcome(
+        Outcome.THROTTLED,
+        message="the intake log could not be written; retry later",
+        retry_after_seconds=1,
+        refused=[("throttled", outcome.accepted)],
+    )
 
 
 class TraceConsumer(Protocol):

@@ -36,6 +36,7 @@ from monitor.engine.poll_intake import FEED_RECEIVER, DaemonSink
 from monitor.engine.pool import EvaluationPool, EvaluationStartError, WorkerSlot, process_slots, thread_slot
 from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
+from monitor.intake.from_config import intake_of
 from monitor.lifecycle import Closing, Grace, Hook, Lifecycle, Part, Together
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics import MetricsExporter
@@ -69,6 +70,7 @@ from monitor.web.server import WebServer
 
 log = logging.getLogger(__name__)
 STARTUP_ERRORS = (OSError, EvaluationStartError, StoreSchemaError)
+STORED_WAIT = 10.0  # seconds a poller waits for the store's writer before it moves its checkpoint, at most
 STOP_SIGNAL_WAIT = 0.5  # seconds a failed worker start waits for the stop signal that may have caused it
 
 
@@ -142,7 +144,9 @@ class Daemon:
         self.polling = self._polling(prepared)
         # One budget for both receivers: the bytes of requests in flight, process-wide.
         self.inflight = InflightBytes(config.receivers.max_inflight_bytes)
-        admitted = AdmittedConsumer(self.ingestor, self.admission)  # each request's closing spans on its schedule
+        # The intake log: each accepted request on disk before its answer, replayed at start until stored.
+        self.intake = intake_of(config, self.ingestor, self.assembler, self.pool, self.store, telemetry.intake_log)
+        admitted = AdmittedConsumer(self.intake.consumer, self.admission)  # each request's closing spans scheduled
         self.grpc, self.http = _receivers(config, prepared, admitted, self.inflight, self.metrics)
         self.access = Access(config.api_token(), config.api.allow_unauthenticated, revoked=_revoked_sessions(config))
         self.agreement = AgreementCache(self.review.reviews_in_force if self.review is not None else list)
@@ -166,7 +170,9 @@ class Daemon:
         admission's room); with a shared PostgreSQL store, each source is polled by one replica (`leases`)."""
         config, telemetry = self.config, self.metrics
         feed = telemetry.intake.receiver(FEED_RECEIVER)
-        sink = DaemonSink(self.assembler, self.pool, feed, room=self.admission.poll_room)
+        store = self.store
+        stored = (lambda: store.flush(STORED_WAIT)) if store is not None else (lambda: None)
+        sink = DaemonSink(self.assembler, self.pool, feed, room=self.admission.poll_room, stored=stored)
         judges = _judge_labels(prepared)
         leases = poll_leases(config.store) if any(s.enabled for s in config.sources) else None
         pollers = build_pollers(config, prepared.sources, self.store, sink, telemetry.poll, judges, reader_of, leases)
@@ -218,6 +224,7 @@ class Daemon:
             Part("api", self.api, Grace.fixed(0.5)),
             *([Part("review", Closing(self.review.close))] if self.review is not None else []),
             *([Part("store", self.store)] if self.store is not None else []),
+            *([Part("intake_log", self.intake.log)] if self.intake.log is not None else []),
             Part("judge_engine", Closing(self.judge_engine.aclose)),
             *([Part("sessions", self.sessions, Grace(floor=0.5))] if self.sessions is not None else []),
             Part("pool", self.pool, Grace(floor=1.0)),
@@ -225,6 +232,7 @@ class Daemon:
             Part("pending_traces", pending),
             Part("dispatcher", self.dispatcher),
             Part("polling", self.polling, Grace(floor=0.1)),
+            *([Part("intake_replay", self.intake.replay)] if self.intake.replay is not None else []),
             *([Part("http", self.http, receiver_grace)] if self.http is not None else []),
             *([Part("grpc", self.grpc, receiver_grace)] if self.grpc is not None else []),
             Part("intake", Hook(self._stop_accepting)),

@@ -24,6 +24,7 @@ from .evaluators import (
     default_set_names,
     resolve_section,
 )
+from .intake import IntakeConfig
 from .judges import JudgeRetryConfig, JudgesConfig
 from .locate import Loc, LocatedError
 from .metrics import DEFAULT_DURATION_BUCKETS, DEFAULT_SCORE_BUCKETS, MetricsConfig, Window
@@ -90,6 +91,7 @@ class MonitorConfig(Section):
     pricing: PricingConfig = Field(default_factory=PricingConfig)
     api: ApiConfig = Field(default_factory=ApiConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
+    intake: IntakeConfig = Field(default_factory=IntakeConfig)
     judges: JudgesConfig = Field(default_factory=JudgesConfig)
     alerting: AlertingConfig = Field(default_factory=AlertingConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)

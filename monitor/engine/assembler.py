@@ -242,6 +242,10 @@ class TraceAssembler:
             return True
         return span.kind in _ENTRY_KINDS and span.parent_span_id not in pending.spans
 
+    def assembling(self, trace_id: str) -> bool:
+        """Whether spans of the trace are held, still assembling."""
+        return trace_id in self._pending
+
     def claim(self, trace_ids: list[str]) -> list[str]:
         """The ids of `trace_ids` a poller may evaluate: those neither assembling from received spans nor
         evaluated within the late-span window; each is remembered as evaluated (spans of it received later are

@@ -57,10 +57,10 @@ class Ingestor:
                 Outcome.THROTTLED,
                 message="evaluation is behind; retry later",
                 retry_after_seconds=self.backlog_retry_seconds,
-                refused=[("throttled", _count_spans(payload, encoding, signal))],
+                refused=[("throttled", count_spans(payload, encoding, signal))],
             )
         try:
-            batch = self._decode(payload, encoding, signal, receiver)
+            batch = self.decode(payload, encoding, signal, receiver)
         except TraceDecodeError as exc:
             self.problems.warning("malformed_request", "%s receiver: malformed %s request: %s", receiver, signal, exc)
             return IngestOutcome(Outcome.MALFORMED, message=str(exc)[:500], refused=[("malformed", 1)])
@@ -70,6 +70,19 @@ class Ingestor:
         if over_limit is not None:
             return over_limit
         return self._accept(batch, sizes, log_sizes, receiver)
+
+    def replay(self, batch: DecodedBatch | RawBatch, receiver: str, leave_out: set[str]) -> IngestOutcome:
+        """A decoded request from the intake log, at start: the spans and log records of the traces in
+        `leave_out` (stored before the restart) dropped, the rest to the assembler (no limits: the caller waits
+        for room)."""
+        if leave_out and isinstance(batch, RawBatch):
+            batch = RawBatch([s for s in batch.spans if s.trace_id not in leave_out], [], batch.dropped_attributes)
+        elif leave_out and isinstance(batch, DecodedBatch):
+            spans = [s for s in batch.spans if s.trace_id not in leave_out]
+            logs = [r for r in batch.logs if r.trace_id not in leave_out]
+            batch = DecodedBatch(spans, logs, [], batch.dropped_attributes)
+        sizes = [span_bytes(span) for span in batch.spans]
+        return self._accept(batch, sizes, [log_bytes(record) for record in batch.logs], receiver)
 
     def _over_limit(self, batch: DecodedBatch | RawBatch, size_bytes: int) -> IngestOutcome | None:
         """The throttled answer when the batch would pass the assembler's pending-span or pending-byte limit."""
@@ -118,15 +131,23 @@ class Ingestor:
             message="; ".join(parts),
             refused=refused,
             dropped_attributes=batch.dropped_attributes,
+            trace_ids=trace_ids_of(batch),
         )
 
     @staticmethod
-    def _decode(payload: bytes, encoding: str, signal: str, receiver: str) -> DecodedBatch | RawBatch:
+    def decode(payload: bytes, encoding: str, signal: str, receiver: str) -> DecodedBatch | RawBatch:
         """Protobuf spans stay raw (evaluators.traces.raw_spans: the worker decodes them); the rest is decoded."""
         where = f"{receiver} {signal} request"
         if encoding == "protobuf" and signal == "traces":
             return decode_traces_raw(payload, where, receiver)
         return decode_export(payload, encoding, signal, where)
+
+
+def trace_ids_of(batch: DecodedBatch | RawBatch) -> list[str]:
+    """The distinct trace ids of a batch's spans and log records."""
+    ids = dict.fromkeys(span.trace_id for span in batch.spans)
+    ids.update(dict.fromkeys(record.trace_id for record in batch.logs))
+    return list(ids)
 
 
 def _batch_bytes(batch: DecodedBatch | RawBatch, sizes: list[int], log_sizes: list[int]) -> int:
@@ -140,7 +161,7 @@ def _batch_bytes(batch: DecodedBatch | RawBatch, sizes: list[int], log_sizes: li
     return total
 
 
-def _count_spans(payload: bytes, encoding: str, signal: str) -> int:
+def count_spans(payload: bytes, encoding: str, signal: str) -> int:
     """Spans in a protobuf traces request, by the C parser alone (no records built); 0 when unknown."""
     if encoding != "protobuf" or signal != "traces":
         return 0

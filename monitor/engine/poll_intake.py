@@ -27,21 +27,24 @@ class DaemonSink:
         pool: EvaluationPool,
         telemetry: ReceiverTelemetry,
         room: Callable[[int], bool] = lambda spans: True,
+        stored: Callable[[], None] = lambda: None,
     ) -> None:
         """`telemetry`: the span feed's (`IntakeMetrics.receiver(FEED_RECEIVER)`: it counts like a receiver);
         `room(spans)`: whether a polled trace of that many spans may go to the pool now (Admission.poll_room:
-        polled traces use the capacity the receivers leave)."""
+        polled traces use the capacity the receivers leave); `stored()`: blocks until the result store has written
+        what it was handed (so a poller's checkpoint moves only past traces evaluated and stored)."""
         self.assembler = assembler
         self.pool = pool
         self.telemetry = telemetry
         self.room = room
+        self.stored = stored
 
     def claim(self, trace_ids: list[str]) -> list[str]:
         return self.assembler.claim(trace_ids)
 
     async def evaluate(self, traces: list[PolledTrace], stop: Callable[[], bool] = lambda: False) -> list[PolledTrace]:
         """Submit the traces to the pool as it has room for them (until `stop()`); return, once the pool is done
-        with every one submitted, those submitted."""
+        with every one submitted and the store has written their rows, those submitted."""
         loop = asyncio.get_running_loop()
         waiting = []
         submitted: list[PolledTrace] = []
@@ -60,6 +63,7 @@ class DaemonSink:
             submitted.append(trace)
         if waiting:
             await asyncio.gather(*waiting)
+            await asyncio.to_thread(self.stored)
         return submitted
 
     async def wait_for_room(self, stop: Callable[[], bool] = lambda: False) -> None:

@@ -120,6 +120,8 @@ class EvaluationPool:
         self.cores = cores if cores is not None else len(os.sched_getaffinity(0))
         self.evaluated = 0
         self.restarts = 0
+        # Told each batch the pool is done with (evaluated, or dropped for good): the intake log's `done`.
+        self.on_finished: Callable[[list[CompletedTrace]], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._emptied = asyncio.Event()
         self._emptied.set()
@@ -269,6 +271,11 @@ class EvaluationPool:
         for completed in batch:
             if completed.on_done is not None:
                 completed.on_done()
+        if self.on_finished is not None:
+            try:
+                self.on_finished(batch)
+            except Exception:
+                log.exception("could not release the intake log's hold on %d traces", len(batch))
         if self.held == 0:
             self._emptied.set()
         self._pump(slot)

@@ -6,6 +6,7 @@ one component only (the daemon hands each component its own group, or the group'
 - `results` (`ResultMetrics`): the evaluation results and traces, label caps, windows, alert states, variant
   comparisons (and the normalizer errors the tallies carry): the result recorder and the judge stages.
 - `intake` (`IntakeMetrics`): requests, spans received and refused: each receiver and the poll feed.
+- `intake_log` (`IntakeLogMetrics`): the intake log's holdings, replays, releases, syncs and errors: the log.
 - `assembly` (`AssemblyMetrics`): traces, spans and bytes held, late and duplicate spans: read from the assembler.
 - `evaluation` (`EvaluationMetrics`): traces dropped, worker restarts; queue depth and capacity read from the pool.
 - `recording` (`RecordingMetrics`): traces evaluated, completion delay: the result recorder.
@@ -36,6 +37,7 @@ from monitor.metrics.build import BuildInfo
 from monitor.metrics.evaluation import EvaluationMetrics
 from monitor.metrics.exposition import render
 from monitor.metrics.intake import IntakeMetrics
+from monitor.metrics.intake_log import IntakeLogMetrics
 from monitor.metrics.judges import JudgeMetrics
 from monitor.metrics.pairwise import PairwiseMetrics
 from monitor.metrics.poll import PollMetrics
@@ -70,6 +72,7 @@ class MetricsExporter:
         self.registry = r = CollectorRegistry()
         self.results = ResultMetrics(r, **results)
         self.intake = IntakeMetrics(r)
+        self.intake_log = IntakeLogMetrics(r)
         self.assembly = AssemblyMetrics(r)
         self.evaluation = EvaluationMetrics(r)
         self.recording = RecordingMetrics(r)

@@ -34,7 +34,7 @@ from prometheus_client import CollectorRegistry
 
 from monitor.auth import Authenticator, BearerAuth
 from monitor.config.receivers import ReceiversConfig
-from monitor.consumer import IngestOutcome, Outcome, TraceConsumer
+from monitor.consumer import IngestOutcome, Outcome, TraceConsumer, settled
 from monitor.metrics.intake import IntakeMetrics, ReceiverTelemetry
 from monitor.receivers.inflight import InflightBytes, ReadSlots
 from monitor.receivers.memory import MemoryReturner
@@ -144,6 +144,7 @@ class ExportHandler:
             del request
             if self.memory is not None:
                 self.memory.freed(size)
+        outcome = await settled(outcome)  # the intake log has it on disk (or could not: throttled)
         telemetry.ingested(outcome)
         if outcome.outcome is Outcome.MALFORMED:
             telemetry.request("INVALID_ARGUMENT")

@@ -36,7 +36,7 @@ from prometheus_client import CollectorRegistry
 
 from monitor.auth import Authenticator, BearerAuth
 from monitor.config.receivers import ReceiversConfig
-from monitor.consumer import Outcome, TraceConsumer, grpc_code_of_http
+from monitor.consumer import Outcome, TraceConsumer, grpc_code_of_http, settled
 from monitor.metrics.intake import IntakeMetrics, ReceiverTelemetry
 from monitor.receivers.inflight import InflightBytes
 from monitor.receivers.memory import MemoryReturner
@@ -249,7 +249,7 @@ class OtlpHttpHandler:
         if signal == "metrics":
             outcome = drop_metrics(payload, encoding, self.telemetry.metric_points_dropped)
         else:
-            outcome = self.consumer.ingest(payload, receiver=RECEIVER, encoding=encoding, signal=signal)
+            outcome = await settled(self.consumer.ingest(payload, receiver=RECEIVER, encoding=encoding, signal=signal))
         self.telemetry.ingested(outcome)
         if outcome.outcome is Outcome.MALFORMED:
             return self._answer(_status_response(400, 3, outcome.message, encoding))

@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 PRUNE_EVERY_SECONDS = 300.0  # retention by age
 SIZE_CHECK_EVERY_SECONDS = 10.0  # retention by size
 REOPEN_SECONDS = 30.0  # between attempts to open a store that could not be opened
+STORED_IDS_CHUNK = 500  # trace ids per query of `stored_trace_ids`
 STORE_DEFAULTS = StoreConfig()  # the stores' defaults are the `store:` section's
 T = TypeVar("T")
 
@@ -238,6 +239,18 @@ class QueuedResultStore(ABC):
         if not rows or not rows[0][0]:
             return []
         return [dict(zip(PASSED_FIELDS, values)) for values in json.loads(rows[0][0])]
+
+    def stored_trace_ids(self, trace_ids: Sequence[str]) -> set[str]:
+        """Those of `trace_ids` the store has a trace row for (by the primary key, in chunks); raises when the
+        store cannot be read (the intake log's replay then leaves nothing out)."""
+        found: set[str] = set()
+        ids = list(dict.fromkeys(trace_ids))
+        for start in range(0, len(ids), STORED_IDS_CHUNK):
+            chunk = ids[start : start + STORED_IDS_CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            rows = self._read(f"SELECT trace_id FROM traces WHERE trace_id IN ({marks})", chunk)
+            found.update(row[0] for row in rows)
+        return found
 
     def count(self, table: str = "results") -> int:
         if table not in ("results", "traces"):

@@ -41,6 +41,7 @@ DAEMON_PARTS = [
     "api",
     "review",
     "store",
+    "intake_log",
     "judge_engine",
     "sessions",
     "pool",
@@ -48,6 +49,7 @@ DAEMON_PARTS = [
     "pending_traces",
     "dispatcher",
     "polling",
+    "intake_replay",
     "http",
     "grpc",
     "intake",
@@ -83,6 +85,7 @@ def _daemon(tmp: Path) -> Daemon:
             "metrics": {"host": "127.0.0.1", "port": 0},
             "store": {"path": str(tmp / "results.db")},
             "evaluation": {"workers": 1},
+            "intake": {"wal": {"enabled": True}},  # its log and replay are components too
         }
     )
     return Daemon(config)

@@ -1,0 +1,36 @@
+"""`intake:` — the intake log: what the receivers accept, kept on local disk until it is evaluated and stored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from .units import MiB, NonNegativeDuration, Section, Size
+
+WAL_DIRECTORY = "intake"  # next to the SQLite store's file when `intake.wal.path` is empty
+
+
+class WalConfig(Section):
+    """`enabled`: append every accepted export request to the log before answering it. `path`: its directory
+    (empty: `intake/` next to `store.path`). `sync`: `batch` (group commit: the requests written meanwhile are
+    answered after one fsync, at most every `sync_interval`), `always` (an fsync before each answer; writes
+    queued at once still share it) or `none` (answered once written to the OS, no fsync: survives SIGKILL, not a
+    power loss). `segment_bytes`: the size of one file; `max_bytes`: the log's bound, past it requests are answered
+    throttled (retry later), never dropped."""
+
+    enabled: bool = False  # off until its cost meets issue 39's bound (see docs/durability.md, "Cost")
+    path: str = ""
+    sync: Literal["batch", "always", "none"] = "batch"
+    sync_interval: Annotated[NonNegativeDuration, Field(le=1.0)] = 0.0
+    segment_bytes: Annotated[Size, Field(ge=64 * 1024)] = 16 * MiB
+    max_bytes: Annotated[Size, Field(ge=1 * MiB)] = 1024 * MiB
+
+    def directory(self, store_path: str) -> Path:
+        """Where the segments live: `path`, else `intake/` in the SQLite store's directory."""
+        return Path(self.path) if self.path else Path(store_path).parent / WAL_DIRECTORY
+
+
+class IntakeConfig(Section):
+    wal: WalConfig = Field(default_factory=WalConfig)

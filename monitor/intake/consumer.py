@@ -1,0 +1,52 @@
+"""LoggedConsumer: the receivers' TraceConsumer with the intake log in front of the ingestor. A request the log
+cannot take (full, or failing to write) is answered throttled before it is decoded; an accepted one is appended to
+the log with the traces it holds, and its answer waits for the log (`IngestOutcome.durable`, `settled`)."""
+
+from __future__ import annotations
+
+import time
+
+from monitor.consumer import IngestOutcome, Outcome
+from monitor.engine.assembler import TraceAssembler
+from monitor.engine.ingest import Ingestor, count_spans
+from monitor.intake.log import IntakeLog
+from monitor.intake.records import Record
+
+FULL_RETRY_SECONDS = 5.0
+FAILING_RETRY_SECONDS = 1.0
+
+
+class LoggedConsumer:
+    def __init__(self, inner: Ingestor, log: IntakeLog, assembler: TraceAssembler) -> None:
+        self.inner = inner
+        self.log = log
+        self.assembler = assembler
+
+    def ingest(self, payload: bytes, *, receiver: str, encoding: str, signal: str = "traces") -> IngestOutcome:
+        if not self.log.running:
+            return self.inner.ingest(payload, receiver=receiver, encoding=encoding, signal=signal)
+        refusal = self.log.refusal(len(payload))
+        if refusal is not None and self.inner.accepting:
+            return self._refused(refusal, payload, encoding, signal)
+        outcome = self.inner.ingest(payload, receiver=receiver, encoding=encoding, signal=signal)
+        if outcome.outcome is not Outcome.ACCEPTED or not outcome.trace_ids:
+            return outcome
+        # Only traces that will be evaluated hold the record: spans of a trace already done were dropped as late.
+        log, assembling = self.log, self.assembler.assembling
+        held = [t for t in outcome.trace_ids if assembling(t) or log.holds(t)]
+        if held:
+            outcome.durable = log.append(Record(payload, encoding, signal, receiver, time.time()), held)
+        return outcome
+
+    def _refused(self, refusal: str, payload: bytes, encoding: str, signal: str) -> IngestOutcome:
+        if refusal == "full":
+            self.log.metrics.full.inc()
+            message, retry = "the intake log is full (intake.wal.max_bytes); retry later", FULL_RETRY_SECONDS
+        else:
+            message, retry = "the intake log cannot be written; retry later", FAILING_RETRY_SECONDS
+        return IngestOutcome(
+            Outcome.THROTTLED,
+            message=message,
+            retry_after_seconds=retry,
+            refused=[("throttled", count_spans(payload, encoding, signal))],
+        )
