@@ -104,6 +104,12 @@ class RevokedSessions:
         if path is not None:
             self._until = _load_revocations(path, max_entries)
 
+    @classmethod
+    def of_store(cls, store_path: str | None) -> RevokedSessions:
+        """The daemon's: kept beside the SQLite store's file `store_path` (its data directory), so that a restart
+        still refuses them; in memory only without a store (None: the daemon then keeps no state)."""
+        return cls(path=Path(store_path).parent / REVOKED_SESSIONS_FILE if store_path is not None else None)
+
     def revoke(self, nonce: str) -> None:
         """End the session `nonce` (kept until it would have expired at the latest)."""
         with self._lock:

@@ -14,11 +14,10 @@ import contextlib
 import logging
 import math
 import signal
-from pathlib import Path
 
 from evaluators.judges import LLMJudge
 from monitor import __version__
-from monitor.auth import REVOKED_SESSIONS_FILE, BearerAuth, RevokedSessions
+from monitor.auth import BearerAuth, RevokedSessions
 from monitor.config import MonitorConfig
 from monitor.config.address import external_url
 from monitor.config.models import usable_cpus
@@ -74,13 +73,6 @@ STORED_WAIT = 10.0  # seconds a poller waits for the store's writer before it mo
 STOP_SIGNAL_WAIT = 0.5  # seconds a failed worker start waits for the stop signal that may have caused it
 
 
-def _revoked_sessions(config: MonitorConfig) -> RevokedSessions:
-    """The review sessions ended by logout, kept next to the SQLite store's file (its data directory) so that a
-    restart still refuses them; in memory only when the store is disabled (the daemon then keeps no state)."""
-    path = Path(config.store.path).parent / REVOKED_SESSIONS_FILE if config.store.enabled else None
-    return RevokedSessions(path=path)
-
-
 def _metrics_of(config: MonitorConfig, evaluators: list[ConfiguredEvaluator]) -> MetricsExporter:
     """The daemon's metrics: the `metrics:` section's, with the evaluators' alert rules, the variants, and the
     failure signatures counted over the new-signature alert's range."""
@@ -114,8 +106,6 @@ class Daemon:
         self.store, self.review = _result_store(config, self.store_health)
         read = self.review.recent_verdicts if self.review is not None else None
         self.window_rebuild = window_rebuild_of(config, telemetry.results, telemetry.rebuild, read, StoreUnavailable)
-        if self.store is not None:
-            self.store.news.on_new = telemetry.signatures.new  # the judges' and in-process evaluation's signatures
         self.recorder = ResultRecorder(telemetry.recording, self._apply_tally, telemetry.evaluation.dropped)
         self.judge_engine, self.judge_stage = judging_of(
             config, prepared.evaluators, prepared.pairwise_judges, telemetry, self.store, self._apply_tally
@@ -138,7 +128,6 @@ class Daemon:
         )
         self.dispatcher = DueTraceDispatcher(self.assembler, self.pool)
         _observe(telemetry, self)
-
         self.admission = Admission(self.assembler, self.pool, quiet_period=assembly.quiet_period)
         self.ingestor.admission_refuses = self.admission.refuse
         self.polling = self._polling(prepared)
@@ -148,7 +137,8 @@ class Daemon:
         self.intake = intake_of(config, self.ingestor, self.assembler, self.pool, self.store, telemetry.intake_log)
         admitted = AdmittedConsumer(self.intake.consumer, self.admission)  # each request's closing spans scheduled
         self.grpc, self.http = _receivers(config, prepared, admitted, self.inflight, self.metrics)
-        self.access = Access(config.api_token(), config.api.allow_unauthenticated, revoked=_revoked_sessions(config))
+        revoked = RevokedSessions.of_store(config.store.path if config.store.enabled else None)
+        self.access = Access(config.api_token(), config.api.allow_unauthenticated, revoked=revoked)
         self.agreement = AgreementCache(self.review.reviews_in_force if self.review is not None else list)
         self.annotator = review_annotator(config.sources, _judge_labels(prepared))
         self.reviewing = Reviewing(self.store, on_reviewed=self._reviewed)  # reviewers' verdicts
@@ -349,7 +339,9 @@ class Daemon:
 def _observe(telemetry: MetricsExporter, daemon: Daemon) -> None:
     """The gauges that mirror a component's state, read from it at scrape time (on the event loop thread, where
     those components change): the assembler's holdings, the pool's queue and capacity, the judgements pending,
-    whether the store works."""
+    whether the store works; and the signatures the store counts new (the judges' and in-process evaluation's)."""
+    if daemon.store is not None:
+        daemon.store.news.on_new = telemetry.signatures.new
     telemetry.assembly.observe(daemon.assembler)
     telemetry.evaluation.observe(daemon.pool)
     telemetry.judges.observe_pending([daemon.judge_stage, *([daemon.pairwise] if daemon.pairwise else [])])

@@ -149,11 +149,8 @@ class TraceAssembler:
 
     def limit_crossed(self, span_count: int, size_bytes: int = 0) -> str | None:
         """Backpressure: the limit ("spans" or "bytes") that accepting `span_count` more spans or log records
-        of `size_bytes` (estimated) would pass; None when they fit.
-
-        An empty assembler takes any one request (its size is capped by the receivers), so a
-        request larger than a whole limit is not refused forever.
-        """
+        of `size_bytes` (estimated) would pass; None when they fit. An empty assembler takes any one request (its
+        size is capped by the receivers), so a request larger than a whole limit is not refused forever."""
         held = self.spans_pending + self.logs_pending + self.spans_due
         if held == 0:
             return None

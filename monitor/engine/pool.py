@@ -271,11 +271,7 @@ class EvaluationPool:
         for completed in batch:
             if completed.on_done is not None:
                 completed.on_done()
-        if self.on_finished is not None:
-            try:
-                self.on_finished(batch)
-            except Exception:
-                log.exception("could not release the intake log's hold on %d traces", len(batch))
+        _tell_finished(self.on_finished, batch)
         if self.held == 0:
             self._emptied.set()
         self._pump(slot)
@@ -364,3 +360,13 @@ def route(trace_id: str, slots: int) -> int:
         return int(trace_id[-8:], 16) % slots
     except ValueError:
         return sum(trace_id.encode()) % slots
+
+
+def _tell_finished(on_finished: Callable[[list[CompletedTrace]], None] | None, batch: list[CompletedTrace]) -> None:
+    """Tell `on_finished` (the intake log's release) of a batch the pool is done with; its failure is logged."""
+    if on_finished is None:
+        return
+    try:
+        on_finished(batch)
+    except Exception:
+        log.exception("could not release the intake log's hold on %d traces", len(batch))
