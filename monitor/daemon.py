@@ -134,7 +134,7 @@ class Daemon:
         # One budget for both receivers: the bytes of requests in flight, process-wide.
         self.inflight = InflightBytes(config.receivers.max_inflight_bytes)
         # The intake log: each accepted request on disk before its answer, replayed at start until stored.
-        self.intake = intake_of(config, self.ingestor, self.assembler, self.pool, self.store, telemetry.intake_log)
+        self.intake = intake_of(config, self, telemetry.intake_log)
         admitted = AdmittedConsumer(self.intake.consumer, self.admission)  # each request's closing spans scheduled
         self.grpc, self.http = _receivers(config, prepared, admitted, self.inflight, self.metrics)
         revoked = RevokedSessions.of_store(config.store.path if config.store.enabled else None)

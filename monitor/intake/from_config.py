@@ -4,6 +4,7 @@ start-up replay, and the pool's report of finished traces wired to the log's `do
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from monitor.config import MonitorConfig
 from monitor.consumer import TraceConsumer
@@ -26,24 +27,47 @@ class Intake:
     replay: IntakeReplay | None = None
 
 
-def intake_of(
-    config: MonitorConfig,
-    ingestor: Ingestor,
-    assembler: TraceAssembler,
-    pool: EvaluationPool,
-    store: QueuedResultStore | None,
-    metrics: IntakeLogMetrics,
-) -> Intake:
-    """The ingestor alone when `intake.wal.enabled` is false."""
+class TurnKeeper(Protocol):
+    """The conversation tracker (monitor.sessions): waits until the turns added so far are kept."""
+
+    def flush_turns(self, timeout: float) -> bool: ...
+
+
+class Stages(Protocol):
+    """The daemon's stages the intake log is wired to."""
+
+    @property
+    def ingestor(self) -> Ingestor: ...
+    @property
+    def assembler(self) -> TraceAssembler: ...
+    @property
+    def pool(self) -> EvaluationPool: ...
+    @property
+    def store(self) -> QueuedResultStore | None: ...
+    @property
+    def sessions(self) -> TurnKeeper | None: ...
+
+
+def intake_of(config: MonitorConfig, stages: Stages, metrics: IntakeLogMetrics) -> Intake:
+    """The ingestor alone when `intake.wal.enabled` is false. A segment is released once the store's writer has
+    written its traces and the conversation tracker their turns (a turn reaches it only after its trace is stored,
+    so a turn lost after the release could not be replayed: its trace is in the store)."""
+    ingestor, assembler, store, sessions = stages.ingestor, stages.assembler, stages.store, stages.sessions
     wal = config.intake.wal
     if not wal.enabled:
         return Intake(ingestor)
-    barrier = (lambda: store.flush(BARRIER_SECONDS)) if store is not None else (lambda: None)
+
+    def barrier() -> None:
+        if store is not None:
+            store.flush(BARRIER_SECONDS)
+        if sessions is not None:
+            sessions.flush_turns(BARRIER_SECONDS)
+
     log = IntakeLog(wal, wal.directory(config.store.path), metrics, barrier=barrier)
 
     def finished(batch: list[CompletedTrace]) -> None:
         log.done(completed.trace_id for completed in batch)
 
-    pool.on_finished = finished
+    stages.pool.on_finished = finished
     stored = store.stored_trace_ids if store is not None else None
     return Intake(LoggedConsumer(ingestor, log, assembler), log, IntakeReplay(log, ingestor, assembler, stored))

@@ -86,6 +86,11 @@ class SessionTracker:
         return len(self._waiting)
 
     # --- turns in ------------------------------------------------------------------------------
+    def flush_turns(self, timeout: float) -> bool:
+        """Wait until the turns added so far are kept: here, in memory, at once (StoredSessionTracker: in the
+        store)."""
+        return True
+
     def add(self, turns: Iterable[TurnWire]) -> None:
         """The turns of an evaluated batch (wire form), on the event loop thread."""
         if self._stopped:
