@@ -11,9 +11,7 @@ from http.cookies import SimpleCookie
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
-from monitor.auth import REVOKED_SESSIONS_FILE, SESSION_COOKIE
-from monitor.config import MonitorConfig
-from monitor.daemon import _revoked_sessions
+from monitor.auth import REVOKED_SESSIONS_FILE, SESSION_COOKIE, RevokedSessions
 from monitor.web.access import Access
 from monitor.web.app import build_api_app
 from tests.review.fake_reader import FakeReader
@@ -100,8 +98,7 @@ def test_a_right_token_does_not_reset_other_guesses_from_the_same_client() -> No
 @contextmanager
 def _daemon_site(data: Path) -> Iterator[str]:
     """The metrics port with the access policy the daemon builds for a store in `data` (a new one each time)."""
-    config = MonitorConfig.model_validate({"store": {"path": str(data / "results.db")}})
-    access = Access(TOKEN, revoked=_revoked_sessions(config))
+    access = Access(TOKEN, revoked=RevokedSessions.of_store(str(data / "results.db")))
     app = build_api_app(
         lambda accept: (b"", "text/plain"),
         lambda: {"ok": True},
