@@ -86,6 +86,12 @@ def test_a_store_made_read_only_mid_run_is_counted_and_recovers(tmp_path: Path) 
             assert sample(d, "agent_monitor_review_available") == 0
             set_query_only(d, False)
             await evaluate(d, traces[30:])
+            # Every store operation that failed must succeed again: the results' writes at once, the open
+            # conversations' (kept in the store too) at the tracker's next check, within a second.
+            for _ in range(100):
+                if sample(d, "agent_monitor_review_available") == 1:
+                    break
+                await asyncio.sleep(0.05)
             assert sample(d, "agent_monitor_review_available") == 1
             assert d.review is not None
             stored = {i.trace_id for i in d.review.results(ResultFilter(evaluator="latency"), 100).items}
