@@ -2,8 +2,9 @@
 one past `segment_bytes`), counts the bytes held against `max_bytes`, and keeps, per segment, how many traces with
 spans in it are not done yet (evaluated and stored, or dropped for good); a trace's segments are known by its id
 until it is done (`hold`, `done`). A segment with none left is released (deleted by the writer's release thread);
-the segment being written is released once idle for `IDLE_RELEASE_SECONDS`. Not thread-safe: owned by the event
-loop (the writer thread's reports come back through `call_soon_threadsafe`)."""
+the segment being written is released once idle for `IDLE_RELEASE_SECONDS`. With `sync: batch` and `none` a
+record is written on the caller's thread in `append`; with `always` by the writer thread. Not thread-safe: owned by
+the event loop (the writer's and sync thread's reports come back through `call_soon_threadsafe`)."""
 
 from __future__ import annotations
 

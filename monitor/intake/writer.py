@@ -24,7 +24,7 @@ from monitor.intake.records import SEGMENT_MAGIC, Record, encode, segment_name
 @dataclass(slots=True)
 class Write:
     segment: int
-    record: Record  # framed (its CRC computed) on the writer thread, off the event loop
+    record: Record  # `always`: framed (its CRC computed) on the writer thread
     size: int  # its framed size (`framed_size`)
     token: Any  # handed back in the report
 
