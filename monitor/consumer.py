@@ -49,6 +49,11 @@ async def settled(outcome: IngestOutcome) -> IngestOutcome:
     (its spans are evaluated all the same; the exporter's retry is dropped as duplicate or late)."""
     if outcome.durable is None or await outcome.durable:
         return outcome
+    return unwritten(outcome)
+
+
+def unwritten(outcome: IngestOutcome) -> IngestOutcome:
+    """The throttled answer to an accepted request the intake log could not write."""
     return IngestOutcome(
         Outcome.THROTTLED,
         message="the intake log could not be written; retry later",

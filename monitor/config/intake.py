@@ -14,16 +14,16 @@ WAL_DIRECTORY = "intake"  # next to the SQLite store's file when `intake.wal.pat
 
 class WalConfig(Section):
     """`enabled`: append every accepted export request to the log before answering it. `path`: its directory
-    (empty: `intake/` next to `store.path`). `sync`: `batch` (group commit: the requests written meanwhile are
-    answered after one fsync, at most every `sync_interval`), `always` (an fsync before each answer; writes
-    queued at once still share it) or `none` (answered once written to the OS, no fsync: survives SIGKILL, not a
-    power loss). `segment_bytes`: the size of one file; `max_bytes`: the log's bound, past it requests are answered
-    throttled (retry later), never dropped."""
+    (empty: `intake/` next to `store.path`). `sync`: `batch` (written to the OS before the answer, fsynced in the
+    background every `sync_interval`: survives a kill of the process; a power loss can lose the last interval),
+    `always` (an fsync before each answer; writes queued at once still share it) or `none` (written to the OS
+    before the answer, never fsynced). `segment_bytes`: the size of one file; `max_bytes`: the log's bound, past
+    it requests are answered throttled (retry later), never dropped."""
 
     enabled: bool = False  # off until its cost meets issue 39's bound (see docs/durability.md, "Cost")
     path: str = ""
     sync: Literal["batch", "always", "none"] = "batch"
-    sync_interval: Annotated[NonNegativeDuration, Field(le=1.0)] = 0.0
+    sync_interval: Annotated[NonNegativeDuration, Field(le=1.0)] = 0.1
     segment_bytes: Annotated[Size, Field(ge=64 * 1024)] = 16 * MiB
     max_bytes: Annotated[Size, Field(ge=1 * MiB)] = 1024 * MiB
 

@@ -1,12 +1,13 @@
 """LoggedConsumer: the receivers' TraceConsumer with the intake log in front of the ingestor. A request the log
 cannot take (full, or failing to write) is answered throttled before it is decoded; an accepted one is appended to
-the log with the traces it holds, and its answer waits for the log (`IngestOutcome.durable`, `settled`)."""
+the log with the traces it holds before the answer: written on the caller's thread (`sync: batch`, `none`), or,
+with `sync: always`, the answer waits for the writer thread's fsync (`IngestOutcome.durable`, `settled`)."""
 
 from __future__ import annotations
 
 import time
 
-from monitor.consumer import IngestOutcome, Outcome
+from monitor.consumer import IngestOutcome, Outcome, unwritten
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.ingest import Ingestor, count_spans
 from monitor.intake.log import IntakeLog
@@ -35,7 +36,11 @@ class LoggedConsumer:
         log, assembling = self.log, self.assembler.assembling
         held = [t for t in outcome.trace_ids if assembling(t) or log.holds(t)]
         if held:
-            outcome.durable = log.append(Record(payload, encoding, signal, receiver, time.time()), held)
+            written = log.append(Record(payload, encoding, signal, receiver, time.time()), held)
+            if written is False:
+                return unwritten(outcome)
+            if written is not True:
+                outcome.durable = written
         return outcome
 
     def _refused(self, refusal: str, payload: bytes, encoding: str, signal: str) -> IngestOutcome:

@@ -2,8 +2,9 @@
 one past `segment_bytes`), counts the bytes held against `max_bytes`, and keeps, per segment, how many traces with
 spans in it are not done yet (evaluated and stored, or dropped for good); a trace's segments are known by its id
 until it is done (`hold`, `done`). A segment with none left is released (deleted by the writer's release thread);
-the segment being written is released once idle for `IDLE_RELEASE_SECONDS`. Not thread-safe: owned by the event
-loop (the writer thread's reports come back through `call_soon_threadsafe`)."""
+the segment being written is released once idle for `IDLE_RELEASE_SECONDS`. With `sync: batch` and `none` a
+record is written on the caller's thread in `append`; with `always` by the writer thread. Not thread-safe: owned by
+the event loop (the writer's and sync thread's reports come back through `call_soon_threadsafe`)."""
 
 from __future__ import annotations
 
@@ -134,10 +135,11 @@ class IntakeLog:
             return "full"
         return None
 
-    def append(self, record: Record, trace_ids: Iterable[str]) -> asyncio.Future[bool]:
-        """Queue the record for the writer, its traces held by its segment; the future is True once it is durable
-        (as the sync policy says), False when it could not be written (answer throttled)."""
-        loop = self._loop or asyncio.get_running_loop()
+    def append(self, record: Record, trace_ids: Iterable[str]) -> bool | asyncio.Future[bool]:
+        """Log the record, its traces held by its segment. `batch`, `none`: written now, on the caller's thread
+        (True: in the page cache, it survives a kill of the process; `batch` syncs it within `sync_interval`;
+        False: it could not be written, answer throttled). `always`: queued for the writer thread; the future is
+        True once written and synced, False when it could not be."""
         size = framed_size(record)
         segment = self._segments.get(self._active)
         if segment is not None and segment.size + size > self.config.segment_bytes:
@@ -146,10 +148,20 @@ class IntakeLog:
         if segment is None:
             segment = self._segments[self._active] = _Segment(len(SEGMENT_MAGIC))
             self.bytes_held += len(SEGMENT_MAGIC)
+        self._last_append = self.clock()
+        if self.config.sync != "always":
+            error = self.writer.write(self._active, record)
+            if error is not None:
+                self._failed(error, 1)
+                return False
+            segment.size += size
+            self.bytes_held += size
+            self.hold(self._active, trace_ids)
+            return True
         segment.size += size
         self.bytes_held += size
         self.hold(self._active, trace_ids)
-        self._last_append = self.clock()
+        loop = self._loop or asyncio.get_running_loop()
         future: asyncio.Future[bool] = loop.create_future()
         self.writer.put(Write(self._active, record, size, future))
         return future
@@ -224,20 +236,27 @@ class IntakeLog:
             self.metrics.syncs.observe(seconds)
         for item in written:
             _resolve(item.token, True)
-        if not failed:
-            return
-        kind = "no_space" if error is not None and error.errno in (errno.ENOSPC, errno.EDQUOT) else "io"
-        self.metrics.errors.labels(kind=kind).inc(len(failed))
-        self._failing_until = self.clock() + FAILING_SECONDS
-        self.problems.warning(
-            "write_failed", "intake log: %d requests not written (%s): answered throttled", len(failed), error
-        )
+        if error is not None:
+            self._failed(error, len(failed))
         for item in failed:
             held = self._segments.get(item.segment)
             if held is not None:
                 held.size -= item.size
                 self.bytes_held -= item.size
             _resolve(item.token, False)
+
+    def _failed(self, error: OSError, requests: int) -> None:
+        """A write (`requests` of them: answered throttled) or a background sync (0) failed: count it, log it,
+        refuse requests for `FAILING_SECONDS`."""
+        kind = "no_space" if error.errno in (errno.ENOSPC, errno.EDQUOT) else "io"
+        self.metrics.errors.labels(kind=kind).inc(max(requests, 1))
+        self._failing_until = self.clock() + FAILING_SECONDS
+        if requests:
+            self.problems.warning(
+                "write_failed", "intake log: %d requests not written (%s): answered throttled", requests, error
+            )
+        else:
+            self.problems.warning("sync_failed", "intake log: an fsync failed (%s)", error)
 
     def _released_threadsafe(self, segment: int) -> None:
         loop = self._loop

@@ -1,7 +1,9 @@
-"""SegmentWriter: the intake log's writer thread. It appends records to segment files and syncs them as the policy
-says, then reports which writes are durable (the loop answers those requests); `batch` is group commit: every
-write queued while the thread waits for the next sync (at most one per `sync_interval`) shares one fsync. Released
-segments are deleted by a second thread, after `barrier()` (the result store has written what it was handed), so
+"""SegmentWriter: the intake log's writes and syncs. With `sync: batch` (the default) and `none`, a record is
+framed and written (os.write: in the page cache, so it survives a kill of the process) on the caller's thread
+before the answer; with `batch` a sync thread fsyncs what was written at most every `sync_interval`, off the
+answer's path. With `always` a writer thread writes and fsyncs, then reports which writes are durable (the loop
+answers those requests): group commit, every write queued while an fsync runs shares the next one. Released
+segments are deleted by a release thread, after `barrier()` (the result store has written what it was handed), so
 a slow store never holds up the writes."""
 
 from __future__ import annotations
@@ -22,12 +24,12 @@ from monitor.intake.records import SEGMENT_MAGIC, Record, encode, segment_name
 @dataclass(slots=True)
 class Write:
     segment: int
-    record: Record  # framed (its CRC computed) on the writer thread, off the event loop
+    record: Record  # `always`: framed (its CRC computed) on the writer thread
     size: int  # its framed size (`framed_size`)
     token: Any  # handed back in the report
 
 
-# (written and synced, failed, the error of the failures, seconds the sync took or None)
+# (written and synced, failed, the error of the failures (or of a background sync), seconds the sync took or None)
 Report = Callable[[list[Write], list[Write], OSError | None, float | None], None]
 
 
@@ -44,7 +46,8 @@ class SegmentWriter:
         write: Callable[[int, bytes | memoryview], int] = os.write,
         fsync: Callable[[int], None] = os.fsync,
     ) -> None:
-        """`report` is called on the writer thread; `write`/`fsync`: os.write/os.fsync (tests inject failures)."""
+        """`report` is called on the writer or sync thread; `write`/`fsync`: os.write/os.fsync (tests inject
+        failures)."""
         self.directory = directory
         self.sync = sync
         self.sync_interval = sync_interval
@@ -55,39 +58,68 @@ class SegmentWriter:
         self._fsync = fsync
         self._queue: queue.Queue[Write | None] = queue.Queue()
         self._releases: queue.Queue[int | None] = queue.Queue()
+        # The segment being written; under `_lock` (the caller's writes and the sync thread share it).
+        self._lock = threading.Lock()
+        self._written = threading.Condition(self._lock)  # batch: something to sync (or stopping)
         self._fd: int | None = None
         self._segment = -1
         self._offset = 0
+        self._unsynced = False  # batch: written since the last sync
+        self._directory_unsynced = False  # batch: a segment file created since the last sync
+        self._retired: list[int] = []  # batch: descriptors of segments left, to sync and close
+        self._stopping = False
         self._last_sync = 0.0
         self._threads: list[threading.Thread] = []
         self._stop_seen = False
 
     def start(self) -> None:
-        if not self._threads:
-            self._threads = [
-                threading.Thread(target=self._loop, name="intake-log", daemon=True),
-                threading.Thread(target=self._release_loop, name="intake-log-release", daemon=True),
-            ]
-            for thread in self._threads:
-                thread.start()
+        if self._threads:
+            return
+        self._stopping = False
+        main = {"always": self._loop, "batch": self._sync_loop}.get(self.sync)
+        self._threads = [threading.Thread(target=self._release_loop, name="intake-log-release", daemon=True)]
+        if main is not None:
+            self._threads.append(threading.Thread(target=main, name="intake-log", daemon=True))
+        for thread in self._threads:
+            thread.start()
 
     def put(self, write: Write) -> None:
+        """`always`: queue the write for the writer thread (reported once written and synced)."""
         self._queue.put(write)
+
+    def write(self, segment: int, record: Record) -> OSError | None:
+        """`batch`, `none`: frame the record and write it at the end of `segment` now, on the caller's thread (in
+        the page cache when this returns None); the error of a failed write (the file cut back to before it)."""
+        data = encode(record)
+        with self._lock:
+            idle = not self._unsynced
+            error = self._append(segment, data)
+            if error is None and self.sync == "batch":
+                self._unsynced = True
+                if idle:  # only then: a wake-up per write would take the GIL from the caller
+                    self._written.notify()
+        return error
 
     def release(self, segment: int) -> None:
         self._releases.put(segment)
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Write and sync what is queued, delete what was released, stop both threads."""
+        """Write and sync what is queued or written, delete what was released, stop the threads."""
         threads, self._threads = self._threads, []
         if not threads:
             return
         self._queue.put(None)
         self._releases.put(None)
+        with self._lock:
+            self._stopping = True
+            self._written.notify()
         for thread in threads:
             thread.join(timeout)
+        if self.sync == "none":
+            with self._lock:
+                self._close()
 
-    # --- the writer thread ----------------------------------------------------------------------
+    # --- always: the writer thread --------------------------------------------------------------
     def _loop(self) -> None:
         while True:
             first = self._queue.get()
@@ -95,63 +127,95 @@ class SegmentWriter:
                 break
             if not self._batch(first):
                 break
-        self._close()
+        with self._lock:
+            self._close()
 
     def _batch(self, first: Write) -> bool:
         """Write `first` and what else is queued (one write call per segment: the thread takes the GIL back as
-        few times as it can while the event loop is busy), waiting for more until the next sync is due; sync;
-        report. False once told to stop."""
+        few times as it can while the event loop is busy); sync; report. False once told to stop."""
         written: list[Write] = []
         failed: list[Write] = []
         error: OSError | None = None
         items = self._drain([first])
-        while True:
+        with self._lock:
             for group in _by_segment(items):
-                problem = self._append(group)
+                problem = self._append(group[0].segment, b"".join(encode(item.record) for item in group))
                 (failed if problem else written).extend(group)
                 error = problem or error
-            due = self._last_sync + self.sync_interval - time.monotonic()
-            if self.sync != "batch" or self._stop_seen or due <= 0:
-                break
-            item = self._next(due)
-            if item is None:
-                break
-            items = self._drain([item])
+            fd = self._fd
         seconds = None
-        if written and self.sync != "none" and self._fd is not None:
+        if written and fd is not None:
             started = time.monotonic()
             try:
-                self._fsync(self._fd)
+                self._fsync(fd)
             except OSError as exc:
                 failed, written, error = failed + written, [], exc
-            self._last_sync = time.monotonic()
-            seconds = self._last_sync - started
+            seconds = time.monotonic() - started
         self._report(written, failed, error, seconds)
         return not self._stop_seen
 
     def _drain(self, items: list[Write]) -> list[Write]:
-        """`items` and every write queued now."""
-        while (item := self._next(0.0)) is not None:
+        """`items` and every write queued now (`_stop_seen` once told to stop)."""
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return items
+            if item is None:
+                self._stop_seen = True
+                return items
             items.append(item)
-        return items
 
-    def _next(self, timeout: float) -> Write | None:
-        """The next queued write within `timeout` (None: none, or told to stop: `_stop_seen`)."""
-        try:
-            item = self._queue.get(timeout=timeout) if timeout > 0 else self._queue.get_nowait()
-        except queue.Empty:
-            return None
-        if item is None:
-            self._stop_seen = True
-        return item
+    # --- batch: the sync thread -----------------------------------------------------------------
+    def _sync_loop(self) -> None:
+        """Sync what was written, at most every `sync_interval`; at stop, once more, and close."""
+        while True:
+            with self._lock:
+                self._written.wait_for(lambda: self._unsynced or bool(self._retired) or self._stopping)
+                due = self._last_sync + self.sync_interval - time.monotonic()
+                if due > 0 and not self._stopping:
+                    self._written.wait_for(lambda: self._stopping, timeout=due)
+                stopping = self._stopping
+            self._sync_written()
+            if stopping:
+                break
+        with self._lock:
+            self._close(fsync=False)  # synced just now
 
-    def _append(self, group: list[Write]) -> OSError | None:
-        """Write records of one segment at its end, in one call; on a failure, cut the file back to before them."""
+    def _sync_written(self) -> None:
+        """fsync the segments written since the last sync (a duplicate of the descriptor, outside the lock: the
+        caller's writes go on meanwhile), and the directory when a segment was created; report its time."""
+        with self._lock:
+            retired, self._retired = self._retired, []
+            current = os.dup(self._fd) if self._unsynced and self._fd is not None else None
+            directory, self._directory_unsynced = self._directory_unsynced, False
+            self._unsynced = False
+        if current is None and not retired and not directory:
+            return
+        started = time.monotonic()
+        error: OSError | None = None
+        for fd in [*retired, *([current] if current is not None else [])]:
+            try:
+                self._fsync(fd)
+            except OSError as exc:
+                error = exc
+            finally:
+                os.close(fd)
+        if directory:
+            try:
+                _sync_directory(self.directory)
+            except OSError as exc:
+                error = exc
+        self._last_sync = time.monotonic()
+        self._report([], [], error, self._last_sync - started)
+
+    # --- the segment being written (under `_lock`) ----------------------------------------------
+    def _append(self, segment: int, data: bytes) -> OSError | None:
+        """Write framed records at the end of `segment`, in one call; on a failure, cut the file back."""
         try:
-            fd = self._open(group[0].segment)
+            fd = self._open(segment)
         except OSError as exc:
             return exc
-        data = b"".join(encode(item.record) for item in group)
         try:
             view = memoryview(data)
             while view:
@@ -175,9 +239,11 @@ class SegmentWriter:
             if size == 0:
                 self._write(fd, SEGMENT_MAGIC)
                 size = len(SEGMENT_MAGIC)
-                if self.sync != "none":
+                if self.sync == "always":
                     self._fsync(fd)
                     _sync_directory(self.directory)
+                elif self.sync == "batch":
+                    self._directory_unsynced = True  # synced with the first record
         except OSError:
             os.close(fd)
             with contextlib.suppress(OSError):
@@ -186,12 +252,17 @@ class SegmentWriter:
         self._fd, self._segment, self._offset = fd, segment, size
         return fd
 
-    def _close(self) -> None:
+    def _close(self, *, fsync: bool = True) -> None:
+        """Close the segment being written: `always` syncs it first, `batch` hands it to the sync thread."""
         fd, self._fd = self._fd, None
         if fd is None:
             return
+        if self.sync == "batch" and fsync:
+            self._retired.append(fd)
+            self._written.notify()
+            return
         with contextlib.suppress(OSError):
-            if self.sync != "none":
+            if self.sync == "always" and fsync:
                 self._fsync(fd)
         os.close(fd)
 

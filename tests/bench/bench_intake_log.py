@@ -31,13 +31,20 @@ def _figures(runs: list[Run]) -> tuple[float, float]:
     return median(evaluated_per_second(r) for r in runs), median(r.load["latency_p99"] for r in runs)
 
 
+def _report(run: Run) -> None:
+    """One run's figures (the spread behind the medians)."""
+    print(f"    {evaluated_per_second(run):8,.0f} evaluated/s, export p99 {run.load['latency_p99'] * 1000:6.1f} ms")
+
+
 def main() -> int:
     off: list[Run] = []
     on: list[Run] = []
     try:
         for _ in range(ROUNDS):
             off.append(daemon_run("intake log off", _overrides(False), SECONDS, DEFAULT_QUIET))
+            _report(off[-1])
             on.append(daemon_run(f"intake log on (sync: {SYNC})", _overrides(True, SYNC), SECONDS, DEFAULT_QUIET))
+            _report(on[-1])
     except Broken as exc:
         print(f"bench_intake_log: BROKEN: {exc}", flush=True)
         return 1
