@@ -272,16 +272,7 @@ class SegmentWriter:
             segment = self._releases.get()
             if segment is None:
                 return
-            batch = [segment]
-            while True:  # every release waiting shares one barrier
-                try:
-                    more = self._releases.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    self._releases.put(None)
-                    break
-                batch.append(more)
+            batch = _with_queued(segment, self._releases)  # every release waiting shares one barrier
             with contextlib.suppress(Exception):  # the store's flush never raises; nor must this stop the releases
                 self._barrier()
             for released in batch:
@@ -290,6 +281,20 @@ class SegmentWriter:
                 except OSError:  # gone already (or undeletable: it is replayed, deduplicated, at the next start)
                     continue
                 self._on_released(released)
+
+
+def _with_queued(first: int, releases: queue.Queue[int | None]) -> list[int]:
+    """`first` and the releases queued behind it (the stop mark, None, is left in the queue)."""
+    batch = [first]
+    while True:
+        try:
+            more = releases.get_nowait()
+        except queue.Empty:
+            return batch
+        if more is None:
+            releases.put(None)
+            return batch
+        batch.append(more)
 
 
 def _by_segment(items: list[Write]) -> list[list[Write]]:
