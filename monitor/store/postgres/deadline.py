@@ -88,3 +88,10 @@ class Deadlines:
 
 
 DEADLINES = Deadlines()
+
+
+def execute_bounded(conn: Any, seconds: float, sql: str, params: Any = ()) -> Any:
+    """Run one statement on `conn` under a deadline of `seconds`; its first row (None: no row, or no result)."""
+    with DEADLINES.bounded(conn, seconds):
+        cursor = conn.execute(sql, params)
+        return cursor.fetchone() if cursor.description is not None else None

@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 
 from monitor.store.postgres.connection import APPLICATION_NAME, Timeouts
-from monitor.store.postgres.deadline import DEADLINES
+from monitor.store.postgres.deadline import DEADLINES, execute_bounded
 
 TABLE = "judge_limits"
 CREATE_LOCK = 0x61676D5F6A6C6D74  # pg_advisory_xact_lock key: "agm_jlmt"
@@ -117,9 +117,7 @@ class JudgeLimitCounters:
         self._pruned_at = now
 
     def _execute(self, conn: psycopg.Connection[Any], sql: str, params: tuple[Any, ...]) -> Any:
-        with DEADLINES.bounded(conn, self.timeouts.deadline()):
-            cursor = conn.execute(sql, params)
-            return cursor.fetchone() if cursor.description is not None else None
+        return execute_bounded(conn, self.timeouts.deadline(), sql, params)
 
     def _drop(self) -> None:
         with self._lock:

@@ -27,7 +27,7 @@ from typing import Any
 import psycopg
 
 from monitor.store.postgres.connection import APPLICATION_NAME, CONNECTION_ERRORS, Timeouts, redacted
-from monitor.store.postgres.deadline import DEADLINES
+from monitor.store.postgres.deadline import execute_bounded
 
 log = logging.getLogger(__name__)
 
@@ -139,9 +139,7 @@ class PollLeases:
         return conn
 
     def _execute(self, conn: psycopg.Connection[Any], sql: str, params: Any = ()) -> Any:
-        with DEADLINES.bounded(conn, self.timeouts.deadline()):
-            cursor = conn.execute(sql, params)
-            return cursor.fetchone() if cursor.description is not None else None
+        return execute_bounded(conn, self.timeouts.deadline(), sql, params)
 
     def _drop(self) -> None:
         with self._lock:
