@@ -30,8 +30,9 @@ class IngestOutcome:
     """The answer to one request. `accepted`: spans taken; `rejected`: spans of an accepted request left out
     (the partial-success count); `refused`: (reason, spans) for the receiver's `agent_monitor_spans_refused`;
     `dropped_attributes`: attributes nested too deep, left out of accepted records; `trace_ids`: the traces of
-    the accepted records; `durable`: when set, awaited before answering (the intake log: True once the request
-    is on disk, False when it could not be written: answer throttled, `settled`)."""
+    the accepted records (listed only for the intake log: `Ingestor.record_trace_ids`); `durable`: when set,
+    awaited before answering (the intake log: True once the request is on disk, False when it could not be
+    written: answer throttled, `settled`)."""
 
     outcome: Outcome
     accepted: int = 0

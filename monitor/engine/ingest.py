@@ -44,6 +44,8 @@ class Ingestor:
         self.backlog_retry_seconds = backlog_retry_seconds  # the evaluation queue drains in well under a second
         self.problems = problem_log or RateLimitedLogger(log, per_minute=10)
         self.accepting = True
+        # Whether an accepted outcome lists its trace ids (the intake log's holds; nothing else reads them).
+        self.record_trace_ids = False
         # Admission control (monitor.engine.admission): True when the next request must be refused.
         self.admission_refuses = admission_refuses or (lambda: False)
 
@@ -131,7 +133,7 @@ class Ingestor:
             message="; ".join(parts),
             refused=refused,
             dropped_attributes=batch.dropped_attributes,
-            trace_ids=trace_ids_of(batch),
+            trace_ids=trace_ids_of(batch) if self.record_trace_ids else [],
         )
 
     @staticmethod

@@ -20,6 +20,7 @@ FAILING_RETRY_SECONDS = 1.0
 class LoggedConsumer:
     def __init__(self, inner: Ingestor, log: IntakeLog, assembler: TraceAssembler) -> None:
         self.inner = inner
+        inner.record_trace_ids = True  # each record is held by the traces it has spans of
         self.log = log
         self.assembler = assembler
 

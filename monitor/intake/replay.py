@@ -31,6 +31,7 @@ class IntakeReplay:
         segment was not released yet is evaluated again)."""
         self.log = intake_log
         self.ingestor = ingestor
+        ingestor.record_trace_ids = True  # the replayed traces are held by their segments
         self.assembler = assembler
         self.stored = stored
         self.replayed = 0
