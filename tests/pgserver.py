@@ -52,13 +52,23 @@ class PostgresServer:
             os.chown(self.home, entry.pw_uid, entry.pw_gid)
         os.chmod(self.home, 0o700)
 
+    def _initdb(self, attempts: int = 3) -> None:
+        """Create the cluster; a run killed by a signal (Debian's initdb has been seen to die of SIGSEGV under
+        load) is retried on a clean directory, a real failure (non-zero exit) is raised at once."""
+        for attempt in range(attempts):
+            done = subprocess.run(
+                [str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8",
+                 "--no-sync"],
+                capture_output=True, user=self.user, cwd=self.home,
+            )  # fmt: skip
+            if done.returncode >= 0 or attempt == attempts - 1:
+                done.check_returncode()
+                return
+            shutil.rmtree(self.data, ignore_errors=True)
+
     def start(self, timeout: float = 30.0) -> PostgresServer:
         log = self.home / "postgres.log"
-        subprocess.run(
-            [str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8",
-             "--no-sync"],
-            check=True, capture_output=True, user=self.user, cwd=self.home,
-        )  # fmt: skip
+        self._initdb()
         with log.open("wb") as stderr:  # the child keeps its own descriptor
             self.process = subprocess.Popen(
                 [str(self.bin / "postgres"), "-D", str(self.data), "-p", str(self.port),
