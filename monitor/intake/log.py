@@ -200,13 +200,6 @@ class IntakeLog:
                 if held.outstanding == 0 and segment != self._active:
                     self._release(segment)
 
-    def release_done(self, segments: Iterable[int]) -> None:
-        """Release each of `segments` (replayed ones) that no trace holds."""
-        for segment in segments:
-            held = self._segments.get(segment)
-            if held is not None and held.outstanding == 0 and segment != self._active:
-                self._release(segment)
-
     def release_idle(self) -> None:
         """Release the segment being written when no trace holds it and nothing was appended for a while."""
         held = self._segments.get(self._active)

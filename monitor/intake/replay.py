@@ -1,11 +1,17 @@
-"""IntakeReplay: at start, before the receivers open, the requests of the segments the last run left (not every
-trace in them evaluated and stored) go through the ingestor again, in order, each trace the store already has left
-out (it was evaluated and stored before the restart). Their traces then hold their old segments, released like any
-other once done. A torn or corrupt record ends its segment's replay (counted); nothing here stops the start."""
+"""IntakeReplay: at start the requests of the segments the last run left (not every trace in them evaluated and
+stored) go through the ingestor again, in order, each trace the store already has left out (it was evaluated and
+stored before the restart). Their traces then hold their old segments, released like any other once done. A torn
+or corrupt record ends its segment's replay (counted); nothing here stops the start.
+
+The segments are opened before the receivers (new requests go to new segments), and replayed in the background
+while the receivers take new requests: a full log takes minutes to evaluate again, and exporters should not be
+refused for that long. Replay takes at most half the assembler's room, so new intake keeps the rest. Stopped at
+shutdown, what was not replayed stays in the log for the next start."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -36,15 +42,27 @@ class IntakeReplay:
         self.stored = stored
         self.replayed = 0
         self.torn = 0
+        self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        """Open the segments left over (before the receivers append to new ones) and replay them in the background."""
         segments = self.log.open()
-        if not segments:
-            return
+        if segments:
+            self._task = asyncio.get_running_loop().create_task(self._replay(segments), name="intake log replay")
+
+    async def wait(self) -> None:
+        """Until the replay is done (at once when there was nothing to replay)."""
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
+    async def _replay(self, segments: list[tuple[int, Path]]) -> None:
+        log.info("intake log: replaying %d segments left by the last run, receivers open meanwhile", len(segments))
         known: dict[str, bool] = {}
+        left = self.log.metrics.replay_left
+        left.set(len(segments))
         for segment, path in segments:
             await self._segment(segment, path, known)
-        self.log.release_done(segment for segment, _ in segments)
+            left.dec()
         log.info(
             "intake log: replayed %d requests from %d segments (%d traces already stored left out)%s",
             self.replayed,
@@ -54,7 +72,16 @@ class IntakeReplay:
         )
 
     async def shutdown(self, grace: float) -> None:
-        """Nothing to stop: the replay is done once `start` returns."""
+        """Stop a replay still running: its segments are not released, so the next start replays them again."""
+        task, self._task = self._task, None
+        if task is None or task.done():
+            return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        log.warning(
+            "intake log: replay stopped at shutdown after %d requests; the next start replays the rest", self.replayed
+        )
 
     async def _segment(self, segment: int, path: Path, known: dict[str, bool]) -> None:
         try:
@@ -63,6 +90,8 @@ class IntakeReplay:
             log.warning("intake log: could not read %s: %s", path, exc)
             self.log.metrics.errors.labels(kind="io").inc()
             return
+        pin = f"replaying segment {segment}"  # held while its records are fed: its traces may finish meanwhile
+        self.log.hold(segment, [pin])
         read = read_segment(data)
         if read.torn:
             self.torn += 1
@@ -86,6 +115,7 @@ class IntakeReplay:
             self.log.hold(segment, [t for t in outcome.trace_ids if assembling(t) or holds(t)])
             self.replayed += 1
             self.log.metrics.replayed.inc()
+        self.log.done([pin])  # released now if its traces are done (a segment of stored traces only: at once)
 
     async def _stored(self, trace_ids: list[str]) -> set[str]:
         """Those of the ids the store has; none without a store, or when it cannot be read (logged)."""

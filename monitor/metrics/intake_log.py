@@ -35,6 +35,12 @@ class IntakeLogMetrics:
             "Export requests replayed from the intake log at start (not yet evaluated and stored before it).",
             registry=r,
         )
+        self.replay_left = Gauge(
+            "agent_monitor_intake_log_replay_segments",
+            "Segments left by the last run not yet replayed (the replay runs while the receivers take new requests; "
+            "0 once it is done).",
+            registry=r,
+        )
         self.released = Counter(
             "agent_monitor_intake_log_segments_released",
             "Segments of the intake log deleted once every trace in them was evaluated and stored.",

@@ -209,6 +209,7 @@ def test_replay_feeds_what_was_left_in_order_without_the_stored_traces_then_rele
         assembler = TraceAssembler(quiet_period=60)
         replay = IntakeReplay(log, Ingestor(assembler), assembler, stored_ids)
         await replay.start()
+        await replay.wait()
         assert replay.replayed == 3 and replay.torn == 1
         assert log.metrics.errors.labels(kind="corrupt")._value.get() == 1
         pending = list(assembler._pending)  # in arrival order
@@ -240,9 +241,86 @@ def test_without_a_store_replay_feeds_every_trace_again(tmp_path: Path) -> None:
         log = IntakeLog(_config(), tmp_path)
         await log.start()
         assembler = TraceAssembler(quiet_period=60)
-        await IntakeReplay(log, Ingestor(assembler), assembler, None).start()
+        replay = IntakeReplay(log, Ingestor(assembler), assembler, None)
+        await replay.start()
+        await replay.wait()
         await log.shutdown(1)
         return list(assembler._pending)
 
     asyncio.run(first_run())
     assert asyncio.run(second_run()) == [_trace_id(n) for n in range(1, 11)]
+
+
+def _logged_run(tmp_path: Path, requests: list[bytes]) -> None:
+    """A first run that logs `requests` and is stopped with nothing done (a kill leaves the same files)."""
+
+    async def run() -> None:
+        log = IntakeLog(_config(), tmp_path)
+        await log.start()
+        assembler = TraceAssembler(quiet_period=60)
+        consumer = LoggedConsumer(Ingestor(assembler), log, assembler)
+        for request in requests:
+            assert (await settled(consumer.ingest(request, receiver="grpc", encoding="protobuf"))).accepted
+        await log.shutdown(1)
+
+    asyncio.run(run())
+
+
+class _FinishingIngestor(Ingestor):
+    """Evaluation as fast as replay feeds it: each replayed request's traces are done before the next is fed."""
+
+    def __init__(self, assembler: TraceAssembler, log: IntakeLog, on_each: list[int]) -> None:
+        super().__init__(assembler)
+        self.intake_log = log
+        self.on_each = on_each
+        self.last: list[str] = []
+
+    def replay(self, batch, receiver, stored):  # type: ignore[no-untyped-def]
+        self.intake_log.done(self.last)  # the previous request's traces: evaluated and stored meanwhile
+        self.on_each.append(len(segments_in(self.intake_log.directory)))
+        outcome = super().replay(batch, receiver, stored)
+        self.last = list(outcome.trace_ids)
+        return outcome
+
+
+def test_a_segment_is_not_released_while_its_records_are_still_being_replayed(tmp_path: Path) -> None:
+    """Its first request's traces done before its last is fed: deleting it then would lose the rest to a kill."""
+    _logged_run(tmp_path, synthetic_requests(6, per_request=2))
+    assert len(segments_in(tmp_path)) == 1
+    seen: list[int] = []
+
+    async def second_run() -> None:
+        log = IntakeLog(_config(), tmp_path)
+        await log.start()
+        assembler = TraceAssembler(quiet_period=60)
+        ingestor = _FinishingIngestor(assembler, log, seen)
+        replay = IntakeReplay(log, ingestor, assembler, None)
+        await replay.start()
+        await replay.wait()
+        log.done(ingestor.last)
+        await _settle(log)
+        assert segments_in(tmp_path) == []  # released once its last request's traces are done
+        await log.shutdown(1)
+
+    asyncio.run(second_run())
+    assert seen == [1, 1, 1]  # the segment was still on disk before each of its requests was fed
+
+
+def test_a_replay_stopped_at_shutdown_leaves_its_segments_for_the_next_start(tmp_path: Path) -> None:
+    _logged_run(tmp_path, synthetic_requests(20, per_request=2))
+    before = segments_in(tmp_path)
+
+    async def stopped_run() -> int:
+        log = IntakeLog(_config(), tmp_path)
+        await log.start()
+        assembler = TraceAssembler(quiet_period=60, max_pending_spans=4)  # room for one request: replay waits
+        replay = IntakeReplay(log, Ingestor(assembler), assembler, None)
+        await replay.start()
+        await asyncio.sleep(0.3)
+        await replay.shutdown(1)
+        await log.shutdown(1)
+        return replay.replayed
+
+    replayed = asyncio.run(stopped_run())
+    assert 0 < replayed < 10
+    assert segments_in(tmp_path) == before

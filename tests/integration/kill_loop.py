@@ -102,6 +102,8 @@ def run_kill_loop(
             _kill_group(daemon)
             done += 1
             start_in_own_group()
+        replayed = lambda: daemon.value("agent_monitor_intake_log_replay_segments") == 0  # noqa: E731
+        assert daemon.wait_for_condition(replayed, 300), "the intake log's replay did not finish"  # or SIGTERM cuts it
     finally:
         if sender.poll() is None:
             sender.kill()
