@@ -30,6 +30,8 @@ from monitor.metrics.intake_log import IntakeLogMetrics
 log = logging.getLogger(__name__)
 IDLE_RELEASE_SECONDS = 1.0  # the segment being written, with no trace left, is released after this long idle
 FAILING_SECONDS = 1.0  # after a failed write, requests are refused this long before a write is tried again
+# No room for the write: the disk full, a quota, a file size limit (RLIMIT_FSIZE, the filesystem's largest file).
+NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
 @dataclass(slots=True)
@@ -241,7 +243,7 @@ class IntakeLog:
     def _failed(self, error: OSError, requests: int) -> None:
         """A write (`requests` of them: answered throttled) or a background sync (0) failed: count it, log it,
         refuse requests for `FAILING_SECONDS`."""
-        kind = "no_space" if error.errno in (errno.ENOSPC, errno.EDQUOT) else "io"
+        kind = "no_space" if error.errno in NO_SPACE_ERRNOS else "io"
         self.metrics.errors.labels(kind=kind).inc(max(requests, 1))
         self._failing_until = self.clock() + FAILING_SECONDS
         if requests:

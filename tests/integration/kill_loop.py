@@ -44,12 +44,23 @@ class KillLoop:
         return {trace_id: n for trace_id, n in self.rows.items() if n > 1}
 
 
-def _kill_group(daemon: DaemonProcess) -> None:
-    """SIGKILL the daemon and its worker processes (its process group)."""
+def kill_group(daemon: DaemonProcess) -> None:
+    """SIGKILL the daemon and its worker processes (its process group: `start_in_own_group`)."""
     assert daemon.process is not None
     os.killpg(daemon.process.pid, signal.SIGKILL)
     daemon.process.wait(timeout=30)
     daemon._log.close()
+
+
+def start_in_own_group(daemon: DaemonProcess, timeout: float = 60) -> DaemonProcess:
+    """Start the daemon in a process group of its own (its workers in it too), its output appended to its log."""
+    daemon.env["PYTHONUNBUFFERED"] = "1"
+    daemon._log = daemon.log_path.open("ab")
+    daemon.process = subprocess.Popen(
+        [sys.executable, "-m", "monitor.cli", "run", "--config", str(daemon.config_path)],
+        cwd=daemon.workdir, env=daemon.env, stdout=daemon._log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    return daemon.wait_ready(timeout)
 
 
 def run_kill_loop(
@@ -69,18 +80,7 @@ def run_kill_loop(
     acked_file, stop_file = workdir / "acked.txt", workdir / "stop-sending"
     daemon = DaemonProcess(workdir, {**CONFIG, **(overrides or {})}, env=project_env())
     started = time.monotonic()
-
-    def start_in_own_group() -> DaemonProcess:
-        daemon.env["PYTHONUNBUFFERED"] = "1"
-        daemon._log = daemon.log_path.open("ab")
-        daemon.process = subprocess.Popen(
-            [sys.executable, "-m", "monitor.cli", "run", "--config", str(daemon.config_path)],
-            cwd=daemon.workdir, env=daemon.env, stdout=daemon._log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-        return daemon.wait_ready(60)
-
-    start_in_own_group()
+    start_in_own_group(daemon)
     endpoint = f"127.0.0.1:{daemon.grpc_port}" if protocol == "grpc" else f"http://127.0.0.1:{daemon.http_port}"
     sender = subprocess.Popen(
         [sys.executable, str(ROOT / "tests" / "integration" / "ack_sender.py"), "--endpoint",
@@ -92,16 +92,16 @@ def run_kill_loop(
         done = 0
         while done < kills and sender.poll() is None:
             time.sleep(rng.uniform(*up))
-            _kill_group(daemon)
+            kill_group(daemon)
             done += 1
-            start_in_own_group()
+            start_in_own_group(daemon)
         stop_file.touch()
         output, _ = sender.communicate(timeout=600)
         assert sender.returncode == 0, output
         if final_kill:
-            _kill_group(daemon)
+            kill_group(daemon)
             done += 1
-            start_in_own_group()
+            start_in_own_group(daemon)
         replayed = lambda: daemon.value("agent_monitor_intake_log_replay_segments") == 0  # noqa: E731
         assert daemon.wait_for_condition(replayed, 300), "the intake log's replay did not finish"  # or SIGTERM cuts it
     finally:
