@@ -132,26 +132,30 @@ class SegmentWriter:
 
     def _batch(self, first: Write) -> bool:
         """Write `first` and what else is queued (one write call per segment: the thread takes the GIL back as
-        few times as it can while the event loop is busy); sync; report. False once told to stop."""
-        written: list[Write] = []
+        few times as it can while the event loop is busy); sync (a segment left within the batch before the next
+        is opened); report. False once told to stop."""
+        synced: list[Write] = []
+        unsynced: list[Write] = []  # written to the segment being written, not synced yet
         failed: list[Write] = []
         error: OSError | None = None
-        items = self._drain([first])
+        seconds = None
         with self._lock:
-            for group in _by_segment(items):
+            for group in _by_segment(self._drain([first])):
+                if unsynced and group[0].segment != self._segment and self._fd is not None:
+                    problem = _fsync_error(self._fsync, self._fd)  # before `_open` closes it
+                    (failed if problem else synced).extend(unsynced)
+                    unsynced, error = [], problem or error
                 problem = self._append(group[0].segment, b"".join(encode(item.record) for item in group))
-                (failed if problem else written).extend(group)
+                (failed if problem else unsynced).extend(group)
                 error = problem or error
             fd = self._fd
-        seconds = None
-        if written and fd is not None:
+        if unsynced and fd is not None:  # outside the lock, as `batch`'s syncs
             started = time.monotonic()
-            try:
-                self._fsync(fd)
-            except OSError as exc:
-                failed, written, error = failed + written, [], exc
+            problem = _fsync_error(self._fsync, fd)
             seconds = time.monotonic() - started
-        self._report(written, failed, error, seconds)
+            (failed if problem else synced).extend(unsynced)
+            error = problem or error
+        self._report(synced, failed, error, seconds)
         return not self._stop_seen
 
     def _drain(self, items: list[Write]) -> list[Write]:
@@ -217,9 +221,7 @@ class SegmentWriter:
         except OSError as exc:
             return exc
         try:
-            view = memoryview(data)
-            while view:
-                view = view[self._write(fd, view) :]
+            self._write_all(fd, data)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, self._offset)
@@ -227,6 +229,12 @@ class SegmentWriter:
             return exc
         self._offset += len(data)
         return None
+
+    def _write_all(self, fd: int, data: bytes) -> None:
+        """Write all of `data` (a short write, as at the edge of a full disk, is followed by the rest)."""
+        view = memoryview(data)
+        while view:
+            view = view[self._write(fd, view) :]
 
     def _open(self, segment: int) -> int:
         if self._fd is not None and segment == self._segment:
@@ -237,7 +245,7 @@ class SegmentWriter:
         try:
             size = os.lseek(fd, 0, os.SEEK_END)
             if size == 0:
-                self._write(fd, SEGMENT_MAGIC)
+                self._write_all(fd, SEGMENT_MAGIC)
                 size = len(SEGMENT_MAGIC)
                 if self.sync == "always":
                     self._fsync(fd)
@@ -306,6 +314,15 @@ def _by_segment(items: list[Write]) -> list[list[Write]]:
         else:
             groups.append([item])
     return groups
+
+
+def _fsync_error(fsync: Callable[[int], None], fd: int) -> OSError | None:
+    """fsync `fd`; the error, if it failed."""
+    try:
+        fsync(fd)
+    except OSError as exc:
+        return exc
+    return None
 
 
 def _sync_directory(directory: Path) -> None:

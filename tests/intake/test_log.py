@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import os
 from pathlib import Path
 
 import pytest
@@ -129,15 +130,16 @@ def test_requests_past_max_bytes_are_answered_throttled_and_nothing_is_dropped(t
 
 
 @pytest.mark.parametrize("sync", ["always", "batch", "none"])
-def test_disk_full_answers_throttled_counts_and_recovers_when_writes_succeed_again(tmp_path: Path, sync: str) -> None:
+@pytest.mark.parametrize("error", [errno.ENOSPC, errno.EFBIG])  # EFBIG: a file size limit (RLIMIT_FSIZE)
+def test_disk_full_answers_throttled_counts_and_recovers_when_writes_succeed_again(
+    tmp_path: Path, sync: str, error: int
+) -> None:
     full = [False]
     now = [0.0]
 
     def write(fd: int, data: bytes | memoryview) -> int:
         if full[0]:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        import os
-
+            raise OSError(error, os.strerror(error))
         return os.write(fd, data)
 
     async def scenario() -> None:

@@ -96,11 +96,14 @@ def test_batch_fsyncs_in_the_background_and_the_answer_never_waits_for_it(tmp_pa
     asyncio.run(scenario())
 
 
-def test_a_failed_background_fsync_is_counted_and_refuses_requests_for_a_while(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("error", "kind"), [(errno.EIO, "io"), (errno.ENOSPC, "no_space")])
+def test_a_failed_background_fsync_is_counted_and_refuses_requests_for_a_while(
+    tmp_path: Path, error: int, kind: str
+) -> None:
     now = [0.0]
 
     def fsync(fd: int) -> None:
-        raise OSError(errno.EIO, "Input/output error")
+        raise OSError(error, os.strerror(error))
 
     async def scenario() -> None:
         log = IntakeLog(_config("batch"), tmp_path, fsync=fsync, clock=lambda: now[0])
@@ -109,7 +112,7 @@ def test_a_failed_background_fsync_is_counted_and_refuses_requests_for_a_while(t
         consumer = LoggedConsumer(Ingestor(assembler), log, assembler)
         first, second = synthetic_requests(2, per_request=1)
         assert consumer.ingest(first, receiver="grpc", encoding="protobuf").outcome is Outcome.ACCEPTED
-        await _until(lambda: log.metrics.errors.labels(kind="io")._value.get() > 0, "the failed fsync counted")
+        await _until(lambda: log.metrics.errors.labels(kind=kind)._value.get() > 0, "the failed fsync counted")
         assert consumer.ingest(second, receiver="grpc", encoding="protobuf").outcome is Outcome.THROTTLED
         now[0] += FAILING_SECONDS + 0.1
         assert consumer.ingest(second, receiver="grpc", encoding="protobuf").outcome is Outcome.ACCEPTED
