@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,13 +35,13 @@ HELD_FULL_SECONDS = 2.0  # full this long after both receivers answered throttle
 EXPORTER_TIMEOUT = 20.0  # above the exporter's 5 retries, so the timeout never cuts them short
 
 
-def _config(log_directory: Path) -> dict:
+def _config(log_directory: Path, sync: str) -> dict:
     return {
         "evaluators": [{"module": "tests.integration.evals_fixture:no_tool_errors"}],
         "evaluation": {"workers": 1},
         # Longer than the full spell: the traces of the segment being written keep it held (not rolled) meanwhile.
         "assembly": {"quiet_period": "4s"},
-        "intake": {"wal": {"enabled": True, "path": str(log_directory), "segment_bytes": "256KiB"}},
+        "intake": {"wal": {"enabled": True, "path": str(log_directory), "segment_bytes": "256KiB", "sync": sync}},
     }
 
 
@@ -99,31 +100,36 @@ def _full_spell(daemon: DaemonProcess, full: SmallFilesystem | FileSizeLimit, ac
     return {"full": emptied - filled, "throttled_after": throttled_after, "resumed_after": resumed_after}
 
 
-@pytest.fixture(params=["tmpfs", "rlimit"])
+@pytest.fixture
 def log_directory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """The intake log's directory: a 4 MiB tmpfs (skipped, saying why, where mounting is refused: the `rlimit`
-    case runs there all the same), or a plain directory for the file size limit."""
+    """The intake log's directory and how it is filled: on a 4 MiB tmpfs ("tmpfs"); where mounting is refused (a
+    container), a plain directory filled by the file size limit instead, with a warning saying so ("rlimit")."""
     directory = tmp_path / "intake-log"
-    if request.param == "rlimit":
-        directory.mkdir()
-        yield "rlimit", directory
+    refused = mount_tmpfs(directory, "4m") if request.param == "tmpfs" else "not asked for"
+    if refused is None:
+        try:
+            yield "tmpfs", directory
+        finally:
+            unmount(directory)
         return
-    refused = mount_tmpfs(directory, "4m")
-    if refused is not None:
-        pytest.skip(f"no tmpfs here ({refused}); the rlimit case covers disk full without a mount")
-    try:
-        yield "tmpfs", directory
-    finally:
-        unmount(directory)
+    if request.param == "tmpfs":
+        warnings.warn(f"no tmpfs here ({refused}): the log's disk filled by RLIMIT_FSIZE instead", stacklevel=1)
+    directory.mkdir(exist_ok=True)
+    yield "rlimit", directory
 
 
+# `batch` (the default) writes on the event loop, `always` on the writer thread (and fsyncs before the answer).
+CASES = [("tmpfs", "batch"), ("tmpfs", "always"), ("rlimit", "batch")]
+
+
+@pytest.mark.parametrize(("log_directory", "sync"), CASES, indirect=["log_directory"])
 def test_disk_full_for_the_log_throttles_intake_loses_nothing_acknowledged_and_recovers(
-    tmp_path: Path, log_directory: tuple[str, Path]
+    tmp_path: Path, log_directory: tuple[str, Path], sync: str
 ) -> None:
     method, directory = log_directory
     workdir = tmp_path / "daemon"
     workdir.mkdir()
-    daemon = start_in_own_group(DaemonProcess(workdir, _config(directory), env=project_env()))
+    daemon = start_in_own_group(DaemonProcess(workdir, _config(directory, sync), env=project_env()))
     stop_file = tmp_path / "stop-sending"
     acked = {p: tmp_path / f"acked-{p}.txt" for p in PROTOCOLS}
     stats = {p: tmp_path / f"stats-{p}.json" for p in PROTOCOLS}
@@ -147,6 +153,8 @@ def test_disk_full_for_the_log_throttles_intake_loses_nothing_acknowledged_and_r
         # restarted: what the log kept through the full spell is replayed.
         kill_group(daemon)
         start_in_own_group(daemon)
+        replay_done = lambda: daemon.value("agent_monitor_intake_log_replay_segments") == 0  # noqa: E731
+        assert daemon.wait_for_condition(replay_done, 60), "the replay did not finish"  # (SIGTERM would cut it)
         replayed = daemon.value("agent_monitor_intake_log_records_replayed_total")
         assert daemon.stop(timeout=60) == 0, daemon.output()  # SIGTERM: what is pending is evaluated and stored
         segments_left = len(list(directory.glob("*.wal")))
@@ -164,7 +172,7 @@ def test_disk_full_for_the_log_throttles_intake_loses_nothing_acknowledged_and_r
     lost = set(acknowledged) - set(rows)
     doubled = {t: n for t, n in rows.items() if n > 1}
     print(
-        f"\n{method}: full {spell['full']:.1f} s (throttled after {spell['throttled_after']:.1f} s), "
+        f"\n{method}, sync {sync}: full {spell['full']:.1f} s (throttled after {spell['throttled_after']:.1f} s), "
         f"{failed_writes:.0f} writes failed, throttled answers {answers}, exporters {sent}, intake resumed "
         f"{spell['resumed_after']:.1f} s after space returned; {len(acknowledged)} traces acknowledged, "
         f"{len(lost)} lost, {len(doubled)} stored twice ({replayed:.0f} requests replayed after a SIGKILL)"
