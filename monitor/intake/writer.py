@@ -221,7 +221,7 @@ class SegmentWriter:
         except OSError as exc:
             return exc
         try:
-            self._write_all(fd, data)
+            _write_all(self._write, fd, data)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, self._offset)
@@ -229,12 +229,6 @@ class SegmentWriter:
             return exc
         self._offset += len(data)
         return None
-
-    def _write_all(self, fd: int, data: bytes) -> None:
-        """Write all of `data` (a short write, as at the edge of a full disk, is followed by the rest)."""
-        view = memoryview(data)
-        while view:
-            view = view[self._write(fd, view) :]
 
     def _open(self, segment: int) -> int:
         if self._fd is not None and segment == self._segment:
@@ -245,7 +239,7 @@ class SegmentWriter:
         try:
             size = os.lseek(fd, 0, os.SEEK_END)
             if size == 0:
-                self._write_all(fd, SEGMENT_MAGIC)
+                _write_all(self._write, fd, SEGMENT_MAGIC)
                 size = len(SEGMENT_MAGIC)
                 if self.sync == "always":
                     self._fsync(fd)
@@ -314,6 +308,13 @@ def _by_segment(items: list[Write]) -> list[list[Write]]:
         else:
             groups.append([item])
     return groups
+
+
+def _write_all(write: Callable[[int, bytes | memoryview], int], fd: int, data: bytes) -> None:
+    """Write all of `data` (a short write, as at the edge of a full disk, is followed by the rest)."""
+    view = memoryview(data)
+    while view:
+        view = view[write(fd, view) :]
 
 
 def _fsync_error(fsync: Callable[[int], None], fd: int) -> OSError | None:
