@@ -91,6 +91,7 @@ class FileSizeLimit:
         self.pid = pid
         self.daemon_log = daemon_log
         self._before = resource.prlimit(pid, resource.RLIMIT_FSIZE)
+        self._limited = False
 
     def fill(self) -> int:
         """Limit the main process's files to just past the segment being written; the limit."""
@@ -98,11 +99,15 @@ class FileSizeLimit:
         current = segments[-1].stat().st_size if segments else 0
         limit = max(current + self.OVER, self.FLOOR, self.daemon_log.stat().st_size + self.FLOOR)
         resource.prlimit(self.pid, resource.RLIMIT_FSIZE, (limit, self._before[1]))
+        self._limited = True
         return limit
 
     def top_up(self) -> int:
         return resource.prlimit(self.pid, resource.RLIMIT_FSIZE)[0]
 
     def empty(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            resource.prlimit(self.pid, resource.RLIMIT_FSIZE, self._before)
+        """Lift the limit (once: the process may be gone, its pid another's, afterwards)."""
+        if self._limited:
+            self._limited = False
+            with contextlib.suppress(ProcessLookupError):
+                resource.prlimit(self.pid, resource.RLIMIT_FSIZE, self._before)
