@@ -152,10 +152,18 @@ def run_sink(seconds: float) -> Run:
 
 
 # --- the daemon ---------------------------------------------------------------------------------
-def run_daemon(workdir: Path, overrides: dict[str, Any], seconds: float, quiet_period: float, rate: float = 0.0) -> Run:
+def run_daemon(
+    workdir: Path,
+    overrides: dict[str, Any],
+    seconds: float,
+    quiet_period: float,
+    rate: float = 0.0,
+    make_daemon: Callable[[Path, dict[str, Any]], DaemonProcess] = DaemonProcess,
+) -> Run:
     """Start the daemon with `overrides` (on top of DaemonProcess's), load it (at `rate` traces/s, paced; 0: as
-    fast as it accepts), wait for it to catch up."""
-    daemon = DaemonProcess(workdir, overrides)
+    fast as it accepts), wait for it to catch up. `make_daemon(workdir, overrides)`: which daemon (another tree's,
+    say); by default this tree's, on a config file."""
+    daemon = make_daemon(workdir, overrides)
     try:
         daemon.start(timeout=90)
     except RuntimeError as exc:

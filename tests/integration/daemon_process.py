@@ -19,6 +19,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[2]
+ENV_PREFIX = "AGENT_MONITOR_"
 
 
 _HANDED_OUT: set[int] = set()
@@ -46,10 +47,37 @@ def _merge(base: dict, extra: dict) -> dict:
     return base
 
 
-class DaemonProcess:
-    """Start with `with DaemonProcess(tmp_path, {...overrides}) as daemon:`; stops with SIGTERM."""
+def config_env(config: dict[str, Any], path: tuple[str, ...] = ()) -> dict[str, str]:
+    """`config`'s scalar leaves as AGENT_MONITOR_<SECTION>__<FIELD>... variables (the loader's env overrides)."""
+    found: dict[str, str] = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            found.update(config_env(value, (*path, key)))
+        elif isinstance(value, str | int | float | bool) or value is None:
+            text = value if isinstance(value, str) else yaml.safe_dump(value, default_flow_style=True)
+            found[ENV_PREFIX + "__".join((*path, key)).upper()] = text.removesuffix("\n...\n").strip()
+        else:
+            raise ValueError(f"{'.'.join((*path, key))}: only scalars can be set from the environment")
+    return found
 
-    def __init__(self, workdir: Path, overrides: dict[str, Any] | None = None, env: dict[str, str] | None = None):
+
+class DaemonProcess:
+    """Start with `with DaemonProcess(tmp_path, {...overrides}) as daemon:`; stops with SIGTERM.
+
+    `python`: the interpreter to run (default this one: another tree's venv for an A/B). `config_in_env`: no config
+    file; the daemon reads its embedded default config and the settings here as AGENT_MONITOR_* variables (any
+    such variable inherited from this process is dropped), so trees whose config files differ run alike.
+    """
+
+    def __init__(
+        self,
+        workdir: Path,
+        overrides: dict[str, Any] | None = None,
+        env: dict[str, str] | None = None,
+        *,
+        python: str | Path | None = None,
+        config_in_env: bool = False,
+    ):
         self.workdir = workdir
         self.grpc_port, self.http_port, self.metrics_port = free_port(), free_port(), free_port()
         config = {
@@ -68,8 +96,15 @@ class DaemonProcess:
         self.api_ssl = ssl.create_default_context(cafile=api_tls["cert_file"]) if api_tls.get("cert_file") else None
         self.api_base = f"{'https' if self.api_ssl else 'http'}://127.0.0.1:{self.metrics_port}"
         self.config_path = workdir / "monitor.yaml"
-        self.config_path.write_text(yaml.safe_dump(config))
-        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+        self.python = str(python or sys.executable)
+        self.config_in_env = config_in_env
+        inherited = dict(os.environ)
+        if config_in_env:
+            inherited = {key: value for key, value in inherited.items() if not key.startswith(ENV_PREFIX)}
+            inherited.update(config_env(config))
+        else:
+            self.config_path.write_text(yaml.safe_dump(config))
+        self.env = {**inherited, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.env.pop("GEMINI_API_KEY", None)
         self.env.pop("GOOGLE_API_KEY", None)
         self.log_path = workdir / "daemon.log"
@@ -82,8 +117,11 @@ class DaemonProcess:
     def launch(self) -> DaemonProcess:
         """Start the process without waiting for it (several daemons starting together)."""
         self._log = self.log_path.open("wb")
+        command = [self.python, "-m", "monitor.cli", "run"]
+        if not self.config_in_env:
+            command += ["--config", str(self.config_path)]
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "monitor.cli", "run", "--config", str(self.config_path)],
+            command,
             cwd=self.workdir,
             env=self.env,
             stdout=self._log,
