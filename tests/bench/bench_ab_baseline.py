@@ -118,6 +118,10 @@ def run_line(label: str, figures: Figures) -> str:
     )
 
 
+def _rounds(count: int) -> str:
+    return f"{count} round" + ("" if count == 1 else "s")
+
+
 def summary_lines(baseline_label: str, baseline: list[Figures], current: list[Figures]) -> list[str]:
     """The medians of each side over its runs and their ratios current / baseline, as a small table."""
     base, cur = medians(baseline), medians(current)
@@ -130,7 +134,7 @@ def summary_lines(baseline_label: str, baseline: list[Figures], current: list[Fi
         ("CPU ms per evaluated trace", f"{base.cpu_ms_per_trace:.3f}", f"{cur.cpu_ms_per_trace:.3f}",
          ratio.cpu_ms_per_trace),
     ]  # fmt: skip
-    header = f"  {'medians of ' + str(len(current)) + ' rounds':<30}{baseline_label:>18}{'current':>12}"
+    header = f"  {'medians of ' + _rounds(len(current)):<30}{baseline_label:>18}{'current':>12}"
     lines = [header + f"{'current/baseline':>20}"]
     lines += [f"  {name:<30}{b:>18}{c:>12}{r:>19.2f}x" for name, b, c, r in rows]
     return lines
@@ -164,7 +168,7 @@ def main() -> int:
     baseline = Side(f"baseline {REF}", tree.python, tree.src)
     current = Side("current", Path(sys.executable), ROOT)
     print(f"  baseline {REF} = {tree.sha[:12]}, its own venv ({tree.python.parent.parent.relative_to(ROOT)})")
-    print(f"  current  {_current_label()}; {ROUNDS} rounds of {SECONDS:g} s each, baseline first", flush=True)
+    print(f"  current  {_current_label()}; {_rounds(ROUNDS)} of {SECONDS:g} s each, baseline first", flush=True)
     results: dict[str, list[Figures]] = {baseline.label: [], current.label: []}
     try:
         for side in (baseline, current):
