@@ -72,9 +72,10 @@ def problem(page: Path, target: str) -> str | None:
     destination = (page.parent / path_part).resolve() if path_part else page
     if not destination.exists():
         return f"no such file or folder: {path_part}"
-    if fragment and destination.is_file() and destination.suffix == ".md":
-        if fragment not in anchors(destination.read_text(encoding="utf-8")):
-            return f"{destination.relative_to(ROOT)} has no heading or anchor #{fragment}"
+    if not fragment or destination.suffix != ".md" or not destination.is_file():
+        return None
+    if fragment not in anchors(destination.read_text(encoding="utf-8")):
+        return f"{destination.relative_to(ROOT)} has no heading or anchor #{fragment}"
     return None
 
 
@@ -85,7 +86,7 @@ def test_the_pages_exist_and_link() -> None:
     """README, CONTRIBUTING and the docs are there, and the extraction finds their links (a regex that matched
     nothing would check nothing)."""
     assert all(page.is_file() for page in PAGES), [str(p) for p in PAGES if not p.is_file()]
-    assert len(PAGE_LINKS) >= 300
+    assert len(PAGE_LINKS) >= 200
     assert (README, "docs/configuration.md") in PAGE_LINKS
 
 
@@ -118,11 +119,11 @@ def test_the_check_sees_broken_links() -> None:
     assert slug("5. Gate a rollout: Argo Rollouts") == "5-gate-a-rollout-argo-rollouts"
     assert slug("Spend: recording rules and `AgentSpendOverBudget`") == "spend-recording-rules-and-agentspendoverbudget"
     assert slug("Sizing the judges' limits") == "sizing-the-judges-limits"
-    assert anchors("# A\n## A\n```\n# not a heading\n```\n<a id=\"Custom\"></a>") == {"a", "a-1", "Custom"}
+    assert anchors('# A\n## A\n```\n# not a heading\n```\n<a id="Custom"></a>') == {"a", "a-1", "Custom"}
     doc = ROOT / "docs" / "metrics.md"
     assert problem(doc, "configuration.md#receivers") is None
     assert problem(doc, "configuration.md#no-such-heading") is not None
     assert problem(doc, "no-such-page.md") is not None
     assert problem(doc, "#evaluation-results") is None and problem(doc, "#nothing") is not None
     assert problem(doc, "https://example.com/x.md#y") is None
-    assert links("see [a](x.md) and `[b](y.md)`\n```\n[c](z.md)\n```\n![d](img.png \"t\")") == ["x.md", "img.png"]
+    assert links('see [a](x.md) and `[b](y.md)`\n```\n[c](z.md)\n```\n![d](img.png "t")') == ["x.md", "img.png"]
