@@ -26,6 +26,7 @@ _URL_QUERY = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s?#'\"<>]*)[?#](?!<que
 # `_URL_QUERY` is tried once per "://", from the first start its scheme run offers (`_mask_url_queries`): retried
 # from every word start of a long run ("a." * n + "://") it was quadratic; every start of a run has the same outcome
 _SCHEME_START = re.compile(r"\b[a-zA-Z]")
+_URL_PATH = re.compile(r"[^\s?#'\"<>]*")  # the run `_URL_QUERY` takes after "://" before its "?" or "#"
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 # An e-mail address, tried only where a run of [\w.+-] starts (`_EMAIL`) or where the previous address ends
 # (`_EMAIL_HERE`), past the run's leading punctuation (possessive): linear. `\b[\w.+-]+@...` retried from every
@@ -85,7 +86,8 @@ def mask_message(text: str, limit: int = MAX_TEMPLATE_CHARS) -> str:
 
 def _mask_url_queries(text: str) -> str:
     """`_URL_QUERY.sub(r"\\1?<query>", text)`, each match tried once: from the first start of the scheme before
-    each "://" (a later start of the same run has the same outcome and leaves the same text)."""
+    each "://" (a later start of the same run has the same outcome and leaves the same text); a failed try skips
+    the "://"s of its path run ("a://" * n was quadratic: each try ran to the end of the same run)."""
     parts: list[str] = []
     done = 0
     at = text.find("://")
@@ -98,7 +100,11 @@ def _mask_url_queries(text: str) -> str:
         if match is not None:
             parts += (text[done : match.start()], match.group(1), "?<query>")
             done = match.end()
-        at = text.find("://", max(done, at + 1))
+            at = text.find("://", done)
+        elif first is not None:  # the path run after it ends without a query: so does every "://" inside that run
+            at = text.find("://", _URL_PATH.match(text, at + 3).end())
+        else:
+            at = text.find("://", at + 1)
     return "".join(parts) + text[done:] if parts else text
 
 
