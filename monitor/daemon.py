@@ -30,7 +30,7 @@ from monitor.engine.drain import PendingTraces
 from monitor.engine.evaluator_setup import thresholds_of
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.ingest import Ingestor
-from monitor.engine.judge_setup import judging_of, pairwise_listed, pairwise_of
+from monitor.engine.judge_setup import judge_stages, pairwise_listed
 from monitor.engine.poll_intake import FEED_RECEIVER, DaemonSink
 from monitor.engine.pool import EvaluationPool, EvaluationStartError, WorkerSlot, process_slots, thread_slot
 from monitor.engine.recorder import ResultRecorder
@@ -107,12 +107,8 @@ class Daemon:
         read = self.review.recent_verdicts if self.review is not None else None
         self.window_rebuild = window_rebuild_of(config, telemetry.results, telemetry.rebuild, read, StoreUnavailable)
         self.recorder = ResultRecorder(telemetry.recording, self._apply_tally, telemetry.evaluation.dropped)
-        self.judge_engine, self.judge_stage = judging_of(
-            config, prepared.evaluators, prepared.pairwise_judges, telemetry, self.store, self._apply_tally
-        )
-        self.pairwise = pairwise_of(
-            config, prepared.pairwise_judges, self.judge_engine, telemetry, self.store, self._apply_tally
-        )
+        judging = judge_stages(config, prepared, telemetry, self.store, self._apply_tally)
+        self.judge_engine, self.judge_stage, self.pairwise, self.resumer = judging
         self.pool = EvaluationPool.from_config(
             config.evaluation,
             _slots(config, evaluators, self.store),
@@ -219,6 +215,7 @@ class Daemon:
             *([Part("sessions", self.sessions, Grace(floor=0.5))] if self.sessions is not None else []),
             Part("pool", self.pool, Grace(floor=1.0)),
             Part("judges", Together(self.judge_stage, *([self.pairwise] if self.pairwise is not None else []))),
+            *([Part("judgements_resumed", self.resumer)] if self.resumer is not None else []),
             Part("pending_traces", pending),
             Part("dispatcher", self.dispatcher),
             Part("polling", self.polling, Grace(floor=0.1)),

@@ -64,6 +64,7 @@ class JudgesConfig(Section):
     cache_size: NonNegativeInt = 1024
     redact: bool = True
     max_pending: PositiveInt = 1000
+    pending_max_age: Duration = 3600.0  # a kept judgement older than this at a restart is skipped, not sent
     safety_settings: dict[HarmCategory, Threshold] = Field(default_factory=lambda: dict(DEFAULT_SAFETY_SETTINGS))
 
     @field_validator("model", mode="before")
@@ -78,4 +79,6 @@ class JudgesConfig(Section):
     def settings(self) -> JudgeSettings:
         """The judge engine's settings (evaluators.judges.JudgeSettings: the same fields, the key as `api_key`;
         it forbids unknown fields, so the two cannot drift apart silently)."""
-        return JudgeSettings(api_key=self.gemini_api_key, **self.model_dump(exclude={"gemini_api_key"}))
+        return JudgeSettings(
+            api_key=self.gemini_api_key, **self.model_dump(exclude={"gemini_api_key", "pending_max_age"})
+        )

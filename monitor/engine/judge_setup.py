@@ -16,6 +16,8 @@ from monitor.config.store import StoreConfig
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.judge_stage import JudgeStage
 from monitor.engine.pairwise_stage import PairwiseStage
+from monitor.engine.pending import PendingKeeper
+from monitor.engine.pending_resume import PendingResumer
 from monitor.engine.signing import Signer
 from monitor.metrics import MetricsExporter
 from monitor.metrics.tally import MetricsTally
@@ -23,8 +25,23 @@ from monitor.store.writer import QueuedResultStore
 
 if TYPE_CHECKING:
     from evaluators.judges import PairwiseJudge
+    from monitor.preflight import Prepared
 
 log = logging.getLogger(__name__)
+
+
+def judge_stages(
+    config: MonitorConfig,
+    prepared: Prepared,
+    metrics: MetricsExporter,
+    store: QueuedResultStore | None,
+    apply_tally: Callable[[MetricsTally], None],
+) -> tuple[JudgeEngine, JudgeStage, PairwiseStage | None, PendingResumer | None]:
+    """The daemon's judging: the engine, the judge stage, the pairwise stage (None without `variants.pairwise`)
+    and what resumes the waiting judgements kept in the store at start (None when they are not kept)."""
+    engine, stage = judging_of(config, prepared.evaluators, prepared.pairwise_judges, metrics, store, apply_tally)
+    pairwise = pairwise_of(config, prepared.pairwise_judges, engine, metrics, store, apply_tally, stage.keeper)
+    return engine, stage, pairwise, resumer_of(config, stage, pairwise, metrics)
 
 
 def judging_of(
@@ -49,6 +66,8 @@ def judging_of(
     limits = shared_limits(config.store, metrics.judges.limit_fallback) if client is not None else None
     engine = JudgeEngine(settings, client, observer=metrics.judges, prices=config.pricing.overrides(), limits=limits)
     metrics.judges.observe_waiting(engine)
+    keeps = store is not None and store.pending_tables is not None
+    keeper = PendingKeeper(store, config.store.poll_lease) if keeps and store is not None else None
     stage = JudgeStage(
         judges,
         engine.judge,
@@ -57,6 +76,7 @@ def judging_of(
         max_pending=settings.max_pending,
         signer=Signer(config.signatures.compiled_rules()),
         on_capacity_skip=metrics.judges.capacity_skip,
+        keeper=keeper,
     )
     return engine, stage
 
@@ -81,8 +101,10 @@ def pairwise_of(
     metrics: MetricsExporter,
     store: QueuedResultStore | None,
     apply_tally: Callable[[MetricsTally], None],
+    keeper: PendingKeeper | None = None,
 ) -> PairwiseStage | None:
-    """The stage that pairs the variants' traces for the pairwise judges; None without `variants.pairwise`."""
+    """The stage that pairs the variants' traces for the pairwise judges (its waiting offers kept by `keeper`);
+    None without `variants.pairwise`."""
     entries = config.variants.pairwise
     if not entries:
         return None
@@ -95,7 +117,17 @@ def pairwise_of(
         metrics.pairwise.count,
         max_pending=config.judges.settings().max_pending,
         signer=Signer(config.signatures.compiled_rules()),
+        keeper=keeper,
     )
+
+
+def resumer_of(
+    config: MonitorConfig, stage: JudgeStage, pairwise: PairwiseStage | None, metrics: MetricsExporter
+) -> PendingResumer | None:
+    """What submits again, at start, the waiting judgements earlier runs kept; None when nothing is kept."""
+    if stage.keeper is None:
+        return None
+    return PendingResumer(stage.keeper, stage, pairwise, config.judges.pending_max_age, metrics.judges.resumed)
 
 
 def pairwise_listed(config: MonitorConfig, pairwise_judges: Mapping[str, PairwiseJudge]) -> list[ConfiguredEvaluator]:

@@ -57,6 +57,10 @@ class PairingBook:
     def waiting(self) -> int:
         return len(self._waiting)
 
+    def now(self) -> float:
+        """The book's clock (the windows')."""
+        return self._clock()
+
     def side_of(self, variant: str) -> str | None:
         if variant == self.entry.baseline:
             return "baseline"
@@ -71,9 +75,10 @@ class PairingBook:
     def _key(self, offer: PairOffer) -> str | None:
         return dict(offer.pair_keys).get(self.entry.pair_by)
 
-    def offer(self, offer: PairOffer) -> tuple[Pair | None, list[PairOffer]]:
+    def offer(self, offer: PairOffer, since: float | None = None) -> tuple[Pair | None, list[PairOffer]]:
         """The pair `offer` completes (None when it waits, or is not for this entry), and the traces given up to
-        make room for it (beyond `max_waiting`)."""
+        make room for it (beyond `max_waiting`); `since`: when it arrived on the book's clock (default now: an
+        offer restored after a restart arrived earlier)."""
         side = self.side_of(offer.variant)
         key = self._key(offer)
         if side is None or key is None or offer.trace_id in self._waiting:
@@ -90,7 +95,7 @@ class PairingBook:
         dropped = []
         while len(self._waiting) >= self.entry.max_waiting:
             dropped.append(self._pop_oldest())
-        self._waiting[offer.trace_id] = _Waiting(offer, side, key, self._clock())
+        self._waiting[offer.trace_id] = _Waiting(offer, side, key, self._clock() if since is None else since)
         self._by_key.setdefault((side, key), deque()).append(offer.trace_id)
         return None, dropped
 

@@ -12,6 +12,12 @@ Skips: a trace left unpaired after `window` (or given up beyond `max_waiting`, o
 pair whose judgement fails in either order has that skip. At most `max_pending` pairs are judged at once:
 beyond, a pair is a `judge_unavailable` skip at once. At shutdown, judgements still running after the grace
 period are cancelled, each counted as the same skip.
+
+With a `keeper` (the result store keeps waiting judgements, pending.py) every offer an entry takes is kept, one
+row per (offer, entry), until the result that settles it is written: the pair's result settles both traces' rows,
+a `no_pair` skip its own. At shutdown the unpaired traces and the pairs being judged then stay kept (no skip) and
+`restore` puts them back in their books at the next start with their original offer time, so their `window`
+runs on across the restart and a pair straddling it is still judged.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from monitor.config.judges import JudgesConfig
 from monitor.config.variants import PairwiseConfig
 from monitor.engine.judge_stage import TraceKey, drain_tasks, late_results
 from monitor.engine.pairing import Pair, PairingBook, PairOffer
+from monitor.engine.pending import PendingKeeper
 from monitor.engine.signing import Signer
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
@@ -41,6 +48,7 @@ log = logging.getLogger(__name__)
 ApplyTally = Callable[[MetricsTally], None]
 StoreWrite = Callable[[Sequence[LateResults]], None]
 CountPair = Callable[[str, str, str, str], None]  # (evaluator, baseline, candidate, outcome)
+Done = tuple[PairOffer, ResultRow, tuple[str, ...]]  # a trace's row, and the kept rows it settles
 _DETAILS_JSON = json.JSONEncoder(default=str, ensure_ascii=False)
 
 
@@ -58,9 +66,11 @@ class PairwiseStage:
         clock: Callable[[], float] = time.monotonic,
         sweep_seconds: float = 1.0,
         signer: Signer | None = None,
+        keeper: PendingKeeper | None = None,
     ) -> None:
         """`judges`: a PairwiseJudge per entry's `evaluator`; `judge`: the engine's `judge` coroutine function;
-        `clock`: the monotonic clock of the windows; `sweep_seconds`: how often unpaired traces are given up."""
+        `clock`: the monotonic clock of the windows; `sweep_seconds`: how often unpaired traces are given up;
+        `keeper`: where the offers waiting are kept (None: nowhere)."""
         missing = sorted({e.evaluator for e in entries} - set(judges))
         if missing:
             raise ValueError(f"no pairwise judge for {', '.join(missing)}")
@@ -77,6 +87,8 @@ class PairwiseStage:
         self._sweeper: asyncio.Task[None] | None = None
         self._unavailable = RateLimitedLogger(log, per_minute=1)
         self._closed = False
+        self.keeper = keeper
+        self._kept: dict[tuple[int, str], str] = {}  # (book index, trace id) → its kept row's id
         self.offered = 0
         self.judged = 0
 
@@ -106,25 +118,54 @@ class PairwiseStage:
     # --- offers and pairs ---------------------------------------------------------------------------------
     def submit(self, offers: Iterable[PairOffer]) -> None:
         """Pair the offered traces (on the event loop thread); each pair is judged, sampled out or refused."""
-        done: list[tuple[PairOffer, ResultRow]] = []
+        done: list[Done] = []
+        kept = []
+        now = time.time()
         for offer in offers:
             self.offered += 1
-            for book in self.books:
+            for index, book in enumerate(self.books):
                 if self._closed:
                     if book.accepts(offer):
-                        done.append((offer, _no_pair(book, offer, "shutdown")))
+                        done.append((offer, _no_pair(book, offer, "shutdown"), ()))
                     continue
-                pair, dropped = book.offer(offer)
-                done += [(o, _no_pair(book, o, "overflow")) for o in dropped]
-                if pair is not None:
-                    decided = self._start(book, pair)
-                    if decided is not None:
-                        done.append((pair.candidate, decided))
+                if self.keeper is not None and book.accepts(offer) and (index, offer.trace_id) not in self._kept:
+                    key = self._kept[(index, offer.trace_id)] = self.keeper.new_id()
+                    kept.append(self.keeper.offer_row(offer, entry_key(book), key, now))
+                done += self.place(index, offer)
+        if self.keeper is not None:
+            self.keeper.keep(kept)  # before the results that settle them
         self._record(done)
+
+    def place(self, index: int, offer: PairOffer, since: float | None = None) -> list[Done]:
+        """Offer `offer` to book `index` (arrived `since`, on its clock); the rows decided at once."""
+        book = self.books[index]
+        pair, dropped = book.offer(offer, since)
+        done = [(o, _no_pair(book, o, "overflow"), self.settle(index, o)) for o in dropped]
+        if pair is not None:
+            decided = self._start(book, pair)
+            if decided is not None:
+                done.append((pair.candidate, decided, self.settle(index, *pair)))
+        return done
+
+    def hold(self, index: int, trace_id: str, key: str) -> None:
+        """Book `index`'s offer of `trace_id` is kept as row `key` (restored after a restart)."""
+        self._kept[(index, trace_id)] = key
+
+    def record(self, done: list[Done]) -> None:
+        self._record(done)
+
+    def settle(self, index: int, *offers: PairOffer) -> tuple[str, ...]:
+        """The kept rows of `offers` in book `index`, no longer held (their result is on its way)."""
+        keys = (self._kept.pop((index, o.trace_id), None) for o in offers)
+        return tuple(key for key in keys if key is not None)
 
     def sweep(self) -> int:
         """Give up the traces that waited their entry's `window` without a partner; returns how many."""
-        done = [(o, _no_pair(book, o, "expired")) for book in self.books for o in book.expire()]
+        done = [
+            (o, _no_pair(book, o, "expired"), self.settle(index, o))
+            for index, book in enumerate(self.books)
+            for o in book.expire()
+        ]
         self._record(done)
         return len(done)
 
@@ -151,8 +192,9 @@ class PairwiseStage:
                 name=entry.evaluator,
             )  # fmt: skip
         except asyncio.CancelledError:
-            skip = EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, "cancelled at shutdown")
-            self._record([(candidate, _row(book, pair, skip))])
+            if self.keeper is None:  # else kept for the next start, uncounted
+                skip = EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, "cancelled at shutdown")
+                self._record([(candidate, _row(book, pair, skip), ())])
             raise
         except Exception as exc:  # the engine answers its own failures with skips: this is a bug, not an outage
             log.exception("pairwise judge %s failed on traces %s and %s", entry.evaluator, *(o.trace_id for o in pair))
@@ -168,28 +210,37 @@ class PairwiseStage:
         self.judged += 1
         seconds = time.perf_counter() - started
         signature = self.signer(book.entry.evaluator, "trace", None, result)
-        self._record([(candidate, _row(book, pair, result, seconds, signature))])
+        settled = self.settle(self.books.index(book), *pair)
+        self._record([(candidate, _row(book, pair, result, seconds, signature), settled)])
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
 
-    def _record(self, done: list[tuple[PairOffer, ResultRow]]) -> None:
-        """Count every row on its trace's variant and add it to its trace in the store (sampled-out rows are
-        only counted, as everywhere)."""
+    def _record(self, done: list[Done]) -> None:
+        """Count every row on its trace's variant and add it to its trace in the store with the kept rows it
+        settles (sampled-out rows are only counted, as everywhere: their kept rows are forgotten)."""
         if not done:
             return
         tally = MetricsTally()
         late: dict[TraceKey, list[ResultRow]] = {}
-        for offer, row in done:
+        resolved: dict[TraceKey, list[str]] = {}
+        forgotten: list[str] = []
+        for offer, row, settled in done:
             tally.add_results(offer.service, offer.trace_id, (row,), offer.variant)
+            trace = (offer.trace_id, offer.service, offer.variant, "")
             if row.skip_reason != SkipReason.SAMPLED_OUT:
-                late.setdefault((offer.trace_id, offer.service, offer.variant, ""), []).append(row)
+                late.setdefault(trace, []).append(row)
+                resolved.setdefault(trace, []).extend(settled)
+            else:
+                forgotten.extend(settled)
         try:
             self._apply(tally)
         except Exception:
             log.exception("could not record %d pairwise results", len(done))
         if self._write is not None and late:
-            self._write(late_results(late))
+            self._write(late_results(late, resolved))
+        if self.keeper is not None:
+            self.keeper.forget(forgotten)
 
     # --- shutdown ------------------------------------------------------------------------------------------
     async def drain(self, timeout: float) -> int:
@@ -204,13 +255,22 @@ class PairwiseStage:
             if self._sweeper is not None:
                 self._sweeper.cancel()
                 await asyncio.gather(self._sweeper, return_exceptions=True)
-            done = [(o, _no_pair(book, o, "shutdown")) for book in self.books for o in book.flush()]
-            self._record(done)
+            flushed = [(book, o) for book in self.books for o in book.flush()]
+            if self.keeper is None:  # else kept for the next start, their windows running on
+                self._record([(o, _no_pair(book, o, "shutdown"), ()) for book, o in flushed])
+            elif flushed:
+                log.info("shutdown: %d unpaired trace(s) kept for the next start", len(flushed))
         if await self.drain(grace):
             tasks = set(self._tasks)
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def entry_key(book: PairingBook) -> tuple[str, str, str, str]:
+    """What names a `variants.pairwise` entry in a kept offer: (evaluator, baseline, candidate, pair_by)."""
+    entry = book.entry
+    return entry.evaluator, entry.baseline, entry.candidate, entry.pair_by
 
 
 def _no_pair(book: PairingBook, offer: PairOffer, why: str) -> ResultRow:

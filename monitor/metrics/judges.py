@@ -99,6 +99,13 @@ class JudgeMetrics:
             ["judge", "limit"],
             registry=r,
         )
+        self.resumed_judgements = Counter(
+            "agent_monitor_judge_resumed",
+            "Waiting judgements a start found kept in the result store (kind: judgement or pair_offer), by "
+            "outcome: resumed (submitted again) or expired (older than judges.pending_max_age: skipped).",
+            ["kind", "outcome"],
+            registry=r,
+        )
         self.limit_fallbacks = Counter(
             "agent_monitor_judge_limit_fallbacks",
             "Times this replica applied its own judge limits because the deployment-wide ones (PostgreSQL) could "
@@ -119,6 +126,9 @@ class JudgeMetrics:
 
     def capacity_skip(self, judge: str, limit: str) -> None:
         self.capacity_skips.labels(judge=judge, limit=limit).inc()
+
+    def resumed(self, kind: str, outcome: str, count: int) -> None:
+        self.resumed_judgements.labels(kind=kind, outcome=outcome).inc(count)
 
     def limit_fallback(self, kind: str) -> None:
         self.limit_fallbacks.labels(kind=kind).inc()

@@ -16,6 +16,10 @@ One `sessions` row per evaluated conversation (`pack_session`): its turns as JSO
 schema.SESSION_TURN_FIELDS (the user's message, the answer and the errors masked and cut like a trace's texts),
 and a `results` row per stored session-level result (level "session", the last turn's trace id, `session_id`);
 its completion (id, `completed_at`), whose earlier completions' rows the writer forgets first.
+
+Waiting judgements (`PendingWrite`, rows.PendingRow): one `pending_judgements` row each, its payload as JSON with
+its masked texts masked (whole: a judge prompt is sent again as it is kept); a LateResults' `resolved` ids and a
+PendingWrite's go in the same transaction as the results that settle them.
 """
 
 from __future__ import annotations
@@ -26,12 +30,20 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from evaluators.redaction import redact_texts
-from monitor.store.rows import MAX_TEXT, LateResults, ResultRow, SessionOutcome, TraceDetailRow, TraceOutcome
+from monitor.store.rows import (
+    MAX_TEXT,
+    LateResults,
+    PendingWrite,
+    ResultRow,
+    SessionOutcome,
+    TraceDetailRow,
+    TraceOutcome,
+)
 from monitor.store.signatures import Sighting
 from monitor.store.storable import storable, storable_json, storable_values
 from monitor.store.trace_detail import NAME, STEP_TEXT
 
-Written = TraceOutcome | LateResults | SessionOutcome
+Written = TraceOutcome | LateResults | SessionOutcome | PendingWrite
 
 SAMPLED_OUT = "sampled_out"
 PASSED_FIELDS = ("evaluator", "level", "span_id", "agent", "model", "score", "explanation", "details")
@@ -75,6 +87,8 @@ class Packed(NamedTuple):
     sessions: list[tuple]  # schema.SESSION_COLUMNS
     completions: list[tuple[str, float]]  # (session_id, completed_at) of each session written: earlier ones go
     kept: int = 0  # the results these rows hold (what is lost when they cannot be written)
+    pending: tuple[tuple, ...] = ()  # pending_judgements rows (id, kind, created_at, owner, payload) to keep
+    resolved: tuple[str, ...] = ()  # pending_judgements ids to forget (settled by the results written with them)
 
 
 def pack(outcomes: Sequence[Written], now: float, failing_only: bool) -> Packed:
@@ -94,7 +108,9 @@ def merged(parts: Sequence[Packed]) -> Packed:
         packed.sightings.extend(part.sightings)
         packed.sessions.extend(part.sessions)
         packed.completions.extend(part.completions)
-    return packed
+    pending = tuple(row for part in parts for row in part.pending)
+    resolved = tuple(key for part in parts for key in part.resolved)
+    return packed._replace(pending=pending, resolved=resolved) if pending or resolved else packed
 
 
 def pack_one(o: Written, now: float, failing_only: bool) -> Packed:
@@ -102,6 +118,8 @@ def pack_one(o: Written, now: float, failing_only: bool) -> Packed:
     them `storable`."""
     if isinstance(o, SessionOutcome):
         return pack_session(o, now, failing_only)
+    if isinstance(o, PendingWrite):
+        return pack_pending(o)
     stored: list[ResultRow] = []
     passing: list[ResultRow] = []
     for r in o.results:
@@ -112,6 +130,7 @@ def pack_one(o: Written, now: float, failing_only: bool) -> Packed:
             stored.append(r)
     packed = Packed([], [], [], [], [], [], len(stored) + len(passing))
     if isinstance(o, LateResults):
+        packed = packed._replace(resolved=o.resolved)
         texts = _result_texts(stored + passing)
         masked = iter(mask(texts, [MAX_TEXT] * len(texts)))
         packed.results.extend(_result_row(now, o.trace_id, o.service, r, masked) for r in stored)
@@ -151,8 +170,24 @@ def _trace_agents_and_models(o: TraceOutcome | LateResults) -> tuple[tuple[str, 
     return tuple(a for a in found[: len(agents)] if a), tuple(m for m in found[len(agents) :] if m)
 
 
+def pack_pending(o: PendingWrite) -> Packed:
+    """The `pending_judgements` rows of waiting judgements (their masked texts masked in one scan), and the ids of
+    those settled."""
+    texts = [row.payload.get(key) for row in o.added for key in row.masked]
+    masked = iter(redact_texts(texts) if texts else ())
+    rows = []
+    for row in o.added:
+        payload = dict(row.payload)
+        for key in row.masked:
+            payload[key] = next(masked)
+        rows.append((storable(row.id), row.kind, row.created_at, storable(row.owner), _json(payload)))
+    return Packed([], [], [], [], [], [], 0, tuple(rows), tuple(storable(key) for key in o.resolved))
+
+
 def kept_results(o: Written, failing_only: bool) -> int:
     """How many of `o`'s results the store keeps (`pack_one(o).kept`, without packing)."""
+    if isinstance(o, PendingWrite):
+        return 0
     return sum(1 for r in o.results if ((not failing_only) if r.passed else r.skip_reason != SAMPLED_OUT))
 
 

@@ -170,6 +170,28 @@ class LateResults(NamedTuple):
     results: tuple[ResultRow, ...]
     variant: str = ""  # the trace's variant and version (where its failure signatures were seen)
     version: str = ""
+    resolved: tuple[str, ...] = ()  # the waiting judgements (`pending_judgements` ids) these results settle
+
+
+class PendingRow(NamedTuple):
+    """A judgement still waiting for the judge model, as `pending_judgements` keeps it until its result is written
+    (monitor/engine/pending.py): `payload` is the job's JSON-able fields; `masked` names the texts in it that the
+    store masks before writing (a judge prompt, a trace's input and output)."""
+
+    id: str
+    kind: str  # "judgement" or "pair_offer"
+    created_at: float  # epoch seconds
+    owner: str
+    payload: dict[str, Any]
+    masked: tuple[str, ...] = ()
+
+
+class PendingWrite(NamedTuple):
+    """Waiting judgements to keep (`added`) and to forget (`resolved`: settled without a stored result, e.g. a
+    sampled-out pair), in one write through the store's queue."""
+
+    added: tuple[PendingRow, ...] = ()
+    resolved: tuple[str, ...] = ()
 
 
 class SessionOutcome(NamedTuple):

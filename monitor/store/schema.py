@@ -28,6 +28,11 @@ Version 6 changed PostgreSQL only; version 7: reviewers' verdicts (`reviews`).
 
 Version 8: open conversations (`open_sessions`, `session_turns`: open_sessions_sqlite.py), kept in the file so that
 a restart neither cuts nor splits them (PostgreSQL has had its own since versions 5 and 6).
+
+Version 9: the judgements still waiting for the judge model (`pending_judgements`: an LLM judge's JudgeJob, a
+pairwise offer waiting for its partner or being judged), kept until their result is written so that a restart
+does them (monitor/engine/pending.py), and `pending_owners` (with PostgreSQL: each replica's heartbeat, so a
+replica adopts the waiting judgements of one that is gone).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from monitor.store import open_sessions_sqlite
+from monitor.store.pending_rows import PENDING_TABLES
 
 BUSY_TIMEOUT_SECONDS = 30.0  # how long a writer waits for another process's transaction
 
@@ -314,8 +320,13 @@ def _to_v8(db: sqlite3.Connection) -> None:
     open_sessions_sqlite.create_tables(db)
 
 
+def _to_v9(db: sqlite3.Connection) -> None:
+    for statement in PENDING_TABLES:
+        db.execute(statement)
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
-    _to_v1, _to_v2, _to_v3, _to_v4, _to_v5, _to_v6, _to_v7, _to_v8
+    _to_v1, _to_v2, _to_v3, _to_v4, _to_v5, _to_v6, _to_v7, _to_v8, _to_v9
 )  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from monitor.config.signatures import SignaturesConfig
-from monitor.store import open_sessions_sqlite, retention
+from monitor.store import open_sessions_sqlite, pending_rows, retention
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.packing import PASSED_FIELDS, SAMPLED_OUT, Packed, Written, merged, pack_session
 from monitor.store.rows import SessionOutcome
@@ -77,6 +77,7 @@ class ResultStore(QueuedResultStore):
 
     DATABASE_ERRORS = (sqlite3.Error,)
     open_session_tables = open_sessions_sqlite  # the open conversations, kept in the file
+    pending_tables = pending_rows  # the waiting judgements (engine/pending.py)
     ROW_ERRORS = (
         *QueuedResultStore.ROW_ERRORS,
         sqlite3.IntegrityError,
@@ -249,6 +250,7 @@ def _write_rows(db: sqlite3.Connection, packed: Packed, batches: list[Batch], po
         db.executemany(_APPEND_PASSED, packed.appended)
     if packed.sessions:
         db.executemany(_UPSERT_SESSION, packed.sessions)
+    pending_rows.write_pending(db, packed)
     return upsert(db, batches, policy, "max") if batches else {}
 
 

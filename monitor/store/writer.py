@@ -46,6 +46,8 @@ T = TypeVar("T")
 class QueuedResultStore(ABC):
     # The open conversations' tables of this database (monitor/sessions/shared.py keeps them there), or None.
     open_session_tables: OpenSessionTables | None = None
+    # How this database adopts and heartbeats the waiting judgements (engine/pending.PendingTables), or None.
+    pending_tables: Any = None
 
     def __init__(
         self,

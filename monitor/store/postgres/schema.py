@@ -18,6 +18,7 @@ from typing import Any
 
 import psycopg
 
+from monitor.store.pending_rows import PENDING_TABLES
 from monitor.store.schema import (
     POLL_TABLES,
     REVIEW_TABLES,
@@ -163,8 +164,14 @@ def _to_v8(db: psycopg.Connection[Any]) -> None:
     """Version 8 changed only SQLite's tables (its open conversations: PostgreSQL has had them since 5 and 6)."""
 
 
+def _to_v9(db: psycopg.Connection[Any]) -> None:
+    """Version 9: the waiting judgements and their owners' heartbeats, as on SQLite."""
+    for statement in PENDING_TABLES:
+        db.execute(statement)
+
+
 MIGRATIONS: tuple[Callable[[psycopg.Connection[Any]], None], ...] = (
-    _to_v1, _to_v2, _to_v3, _to_v4, _to_v5, _to_v6, _to_v7, _to_v8
+    _to_v1, _to_v2, _to_v3, _to_v4, _to_v5, _to_v6, _to_v7, _to_v8, _to_v9
 )  # fmt: skip
 assert len(MIGRATIONS) == SCHEMA_VERSION, "a schema version migrates both databases"
 JSON_COLUMNS = frozenset({"passed", "agents", "models", "tools", "detail"})

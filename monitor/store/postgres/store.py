@@ -28,7 +28,8 @@ from monitor.config.signatures import SignaturesConfig
 from monitor.store import writer
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.packing import Packed, merged, pack_session
-from monitor.store.postgres import open_sessions, retention
+from monitor.store.pending_rows import write_pending
+from monitor.store.postgres import open_sessions, pending_owners, retention
 from monitor.store.postgres.connection import (
     CONNECTION_ERRORS,
     Connection,
@@ -71,6 +72,7 @@ class PostgresResultStore(writer.QueuedResultStore):
     DATABASE_ERRORS = (psycopg.Error,)
     ROW_ERRORS = (*writer.QueuedResultStore.ROW_ERRORS, psycopg.DataError, psycopg.IntegrityError)
     open_session_tables = open_sessions  # the open conversations, shared by the replicas (`sessions.shared`)
+    pending_tables = pending_owners  # the waiting judgements, each replica's own (engine/pending.py)
 
     def _lost_reason(self, error: BaseException) -> str:
         if isinstance(error, _TIMEOUTS) or self._cut(error):
@@ -197,6 +199,7 @@ class PostgresResultStore(writer.QueuedResultStore):
                 if rows:
                     db.renew()
                     cursor.executemany(sql, rows)
+        write_pending(db, packed)
         if not batches:
             return {}
         db.renew()

@@ -1,0 +1,145 @@
+"""PendingResumer: at start, the waiting judgements a restart found in the result store (pending.py) submitted
+again, before the receivers open; with PostgreSQL, this replica's heartbeat and the adoption of the judgements of
+replicas that are gone, all along.
+
+"Within their budget": a kept judgement older than `judges.pending_max_age` is not sent: it is recorded as a
+`judge_unavailable` skip ("expired while the daemon was down"), and so is a kept pairwise offer that old; the
+others go through the same stages as new ones (the engine's concurrency, rate and daily token budget apply;
+beyond `judges.max_pending` the usual `rate_limited` skip). Restored pairwise offers keep their offer time: their
+`window` runs on, and those past it are `no_pair` skips at once. Each row stays kept until the result that
+settles it is written, so a judgement is stored once, and counted once, even when the daemon dies again mid-way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+from evaluators.sdk import EvalResult, SkipReason
+from monitor.engine.judge_stage import EXPIRED, JudgeStage
+from monitor.engine.pairwise_stage import Done, PairwiseStage, entry_key
+from monitor.engine.pending import JUDGEMENT, PAIR_OFFER, PendingKeeper, Stored, offer_of
+from monitor.store.rows import result_row
+
+log = logging.getLogger(__name__)
+
+CountResumed = Callable[[str, str, int], None]  # (kind, outcome, how many): JudgeMetrics.resumed
+HEARTBEATS_PER_LEASE = 3
+
+
+class PendingResumer:
+    def __init__(
+        self,
+        keeper: PendingKeeper,
+        judges: JudgeStage,
+        pairwise: PairwiseStage | None,
+        max_age: float,
+        count: CountResumed | None = None,
+    ) -> None:
+        self.keeper = keeper
+        self.judges = judges
+        self.pairwise = pairwise
+        self.max_age = max_age
+        self._count = count
+        self._adopted = False
+        self._loop: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Adopt and submit what earlier runs left; then, with PostgreSQL (or when the store could not be read),
+        heartbeat and adopt every third of the lease."""
+        await self.adopt()
+        if self.keeper.shared or not self._adopted:
+            self._loop = asyncio.get_running_loop().create_task(self._run(), name="pending judgements")
+
+    async def shutdown(self, grace: float) -> None:
+        if self._loop is not None:
+            self._loop.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loop
+
+    async def _run(self) -> None:
+        while self.keeper.shared or not self._adopted:
+            await asyncio.sleep(self.keeper.lease / HEARTBEATS_PER_LEASE)
+            if self.keeper.shared:
+                try:
+                    await asyncio.to_thread(self.keeper.beat)
+                except Exception as exc:
+                    log.warning("could not heartbeat this replica's waiting judgements: %s", exc)
+                    continue
+            await self.adopt()
+
+    async def adopt(self) -> int:
+        """Adopt the rows of runs that are gone and submit them; how many (0 when the store cannot be read)."""
+        try:
+            stored = await asyncio.to_thread(self.keeper.adopt)
+        except Exception as exc:
+            log.warning("could not read the waiting judgements from the result store: %s", exc)
+            return 0
+        self._adopted = True
+        if stored:
+            self.submit(stored)
+        return len(stored)
+
+    def submit(self, stored: Sequence[Stored]) -> None:
+        """Resume the judgements and restore the pairwise offers of `stored` (oldest first), each counted."""
+        now = time.time()
+        judgements = [s for s in stored if s.kind == JUDGEMENT]
+        offers = [s for s in stored if s.kind == PAIR_OFFER]
+        resumed, expired = self.judges.resume(judgements, self.max_age, now)
+        restored, offers_expired = restore_offers(self.pairwise, offers, self.max_age, now, self.keeper)
+        unknown = len(stored) - len(judgements) - len(offers)
+        if unknown:
+            self.keeper.forget(s.id for s in stored if s.kind not in (JUDGEMENT, PAIR_OFFER))
+        log.info(
+            "resumed %d waiting judgement(s) and %d pairwise offer(s) from earlier runs; %d expired "
+            "(judges.pending_max_age)",
+            resumed,
+            restored,
+            expired + offers_expired,
+        )
+        counts = {(JUDGEMENT, "resumed"): resumed, (JUDGEMENT, "expired"): expired,
+                  (PAIR_OFFER, "resumed"): restored, (PAIR_OFFER, "expired"): offers_expired}  # fmt: skip
+        for (kind, outcome), n in counts.items():
+            if n and self._count is not None:
+                self._count(kind, outcome, n)
+
+
+def restore_offers(
+    stage: PairwiseStage | None, stored: Sequence[Stored], max_age: float, now: float, keeper: PendingKeeper
+) -> tuple[int, int]:
+    """Put kept offers back in their books (oldest first, with their offer time), then give up those past their
+    window; an offer older than `max_age` is a `judge_unavailable` skip instead, one for an entry no longer
+    configured is forgotten. (restored, expired)."""
+    if not stored:
+        return 0, 0
+    books = {entry_key(book): index for index, book in enumerate(stage.books)} if stage is not None else {}
+    done: list[Done] = []
+    gone: list[str] = []
+    restored = expired = 0
+    for row in stored:
+        entry, offer = offer_of(row.payload)
+        index = books.get(entry)  # type: ignore[call-overload]
+        if stage is None or index is None:
+            gone.append(row.id)
+            continue
+        if now - row.created_at > max_age:
+            skip = EvalResult.skip(SkipReason.JUDGE_UNAVAILABLE, EXPIRED)
+            row_of = result_row(skip, span_id=None, agent=None, model=None, evaluator=entry[0], level="trace",
+                                seconds=0.0)  # fmt: skip
+            done.append((offer, row_of, (row.id,)))
+            expired += 1
+            continue
+        stage.hold(index, offer.trace_id, row.id)
+        book = stage.books[index]
+        done += stage.place(index, offer, since=book.now() - max(now - row.created_at, 0.0))
+        restored += 1
+    if gone:
+        log.warning("forgot %d kept pairwise offer(s) of entries no longer in variants.pairwise", len(gone))
+        keeper.forget(gone)
+    if stage is not None:
+        stage.record(done)
+        stage.sweep()
+    return restored, expired
