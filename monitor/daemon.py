@@ -214,8 +214,8 @@ class Daemon:
             Part("judge_engine", Closing(self.judge_engine.aclose)),
             *([Part("sessions", self.sessions, Grace(floor=0.5))] if self.sessions is not None else []),
             Part("pool", self.pool, Grace(floor=1.0)),
+            *([Part("judgements_resumed", self.resumer)] if self.resumer is not None else []),  # after the judges
             Part("judges", Together(self.judge_stage, *([self.pairwise] if self.pairwise is not None else []))),
-            *([Part("judgements_resumed", self.resumer)] if self.resumer is not None else []),
             Part("pending_traces", pending),
             Part("dispatcher", self.dispatcher),
             Part("polling", self.polling, Grace(floor=0.1)),

@@ -15,6 +15,7 @@ never taken.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import socket
@@ -50,6 +51,8 @@ class PendingTables(Protocol):
 
     def beat(self, db: Any, owner: str) -> None: ...
 
+    def release(self, db: Any, owner: str) -> None: ...
+
 
 class KeepingStore(Protocol):
     """What the keeper needs of the result store (writer.QueuedResultStore)."""
@@ -59,6 +62,8 @@ class KeepingStore(Protocol):
     def write(self, outcomes: Sequence[Any], wait: float = 0.0) -> None: ...
 
     def transaction(self, work: Any) -> Any: ...
+
+    def flush(self, timeout: float = 30.0) -> None: ...
 
 
 def new_owner() -> str:
@@ -76,14 +81,15 @@ class PendingKeeper:
         self.tables: PendingTables = store.pending_tables
         self.lease = lease
         self.owner = owner if owner is not None else new_owner()
+        self._sequence = itertools.count()
 
     @property
     def shared(self) -> bool:
         return self.tables.SHARED
 
-    @staticmethod
-    def new_id() -> str:
-        return uuid.uuid4().hex
+    def new_id(self) -> str:
+        """A row id: unique, and in submission order within this run (rows kept at once have one `created_at`)."""
+        return f"{next(self._sequence):012x}{uuid.uuid4().hex[:20]}"
 
     def keep(self, rows: Sequence[PendingRow]) -> None:
         """Queue `rows` for the store's writer (a full queue drops them, counted by the store: not kept)."""
@@ -106,6 +112,12 @@ class PendingKeeper:
     def beat(self) -> None:
         """Tell the other replicas this run is alive (blocking). Raises when the store cannot be written."""
         self.store.transaction(lambda db: self.tables.beat(db, self.owner))
+
+    def release(self, flush_seconds: float) -> None:
+        """This run stops: once what it queued is written (`flush_seconds` at most), the rows it still holds may
+        be adopted at once (blocking). Raises when the store cannot be written."""
+        self.store.flush(flush_seconds)
+        self.store.transaction(lambda db: self.tables.release(db, self.owner))
 
     # --- rows ---------------------------------------------------------------------------------
     def job_row(self, job: JudgeJob, key: str, now: float) -> PendingRow:

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 CountResumed = Callable[[str, str, int], None]  # (kind, outcome, how many): JudgeMetrics.resumed
 HEARTBEATS_PER_LEASE = 3
+RELEASE_FLUSH_SECONDS = 5.0  # the least a stopping replica waits for its writes before it gives its rows up
 
 
 class PendingResumer:
@@ -55,10 +56,19 @@ class PendingResumer:
             self._loop = asyncio.get_running_loop().create_task(self._run(), name="pending judgements")
 
     async def shutdown(self, grace: float) -> None:
+        """Stop heartbeating; with PostgreSQL give this run's rows up (after the judge stages stopped: the daemon
+        lists this part before them), so that the next start adopts them at once."""
         if self._loop is not None:
             self._loop.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loop
+            self._loop = None
+        if self.keeper.shared and self._adopted:
+            self._adopted = False
+            try:
+                await asyncio.to_thread(self.keeper.release, max(grace, RELEASE_FLUSH_SECONDS))
+            except Exception as exc:
+                log.warning("could not give up this replica's waiting judgements (adopted after the lease): %s", exc)
 
     async def _run(self) -> None:
         while self.keeper.shared or not self._adopted:

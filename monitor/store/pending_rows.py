@@ -61,3 +61,7 @@ def adopt(db: Any, owner: str, lease: float) -> list[tuple]:
 
 def beat(db: Any, owner: str) -> None:
     """Nothing to tell: no other replica shares a SQLite file."""
+
+
+def release(db: Any, owner: str) -> None:
+    """Nothing to release: the next run adopts every row another run left."""

@@ -45,6 +45,7 @@ DAEMON_PARTS = [
     "judge_engine",
     "sessions",
     "pool",
+    "judgements_resumed",  # the judgements earlier runs kept, submitted again; gives this run's up after the judges
     "judges",
     "pending_traces",
     "dispatcher",

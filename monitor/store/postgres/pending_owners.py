@@ -4,7 +4,8 @@ the lease (`adopt`). Adoptions are serialised by a transaction-level advisory lo
 adopter in the same transaction, so the next adopter (whose statements run after that commit) sees it alive: two
 replicas never adopt the same row, and a live replica's rows are never taken. A replica stuck for longer than the
 lease (its heartbeat stopped) may have its rows adopted while it still holds them: such a judgement may then be
-made twice (the poll leases have the same bound, leases.py)."""
+made twice (the poll leases have the same bound, leases.py). A replica that stops gracefully `release`s its rows
+(once its writes are flushed): the next start adopts them at once; after a SIGKILL they wait for the lease."""
 
 from __future__ import annotations
 
@@ -36,3 +37,8 @@ def adopt(db: Any, owner: str, lease: float) -> list[tuple]:
 def beat(db: Any, owner: str) -> None:
     """`owner` is alive (its `seen_at` now, by the database's clock)."""
     db.execute(_BEAT, (owner,))
+
+
+def release(db: Any, owner: str) -> None:
+    """`owner` stops (a graceful shutdown): its rows may be adopted at once, by the next start among others."""
+    db.execute("DELETE FROM pending_owners WHERE owner = ?", (owner,))
