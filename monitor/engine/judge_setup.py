@@ -25,22 +25,22 @@ from monitor.store.writer import QueuedResultStore
 
 if TYPE_CHECKING:
     from evaluators.judges import PairwiseJudge
-    from monitor.preflight import Prepared
 
 log = logging.getLogger(__name__)
 
 
 def judge_stages(
     config: MonitorConfig,
-    prepared: Prepared,
+    evaluators: Sequence[ConfiguredEvaluator],
+    pairwise_judges: Mapping[str, PairwiseJudge],
     metrics: MetricsExporter,
     store: QueuedResultStore | None,
     apply_tally: Callable[[MetricsTally], None],
 ) -> tuple[JudgeEngine, JudgeStage, PairwiseStage | None, PendingResumer | None]:
     """The daemon's judging: the engine, the judge stage, the pairwise stage (None without `variants.pairwise`)
     and what resumes the waiting judgements kept in the store at start (None when they are not kept)."""
-    engine, stage = judging_of(config, prepared.evaluators, prepared.pairwise_judges, metrics, store, apply_tally)
-    pairwise = pairwise_of(config, prepared.pairwise_judges, engine, metrics, store, apply_tally, stage.keeper)
+    engine, stage = judging_of(config, evaluators, pairwise_judges, metrics, store, apply_tally)
+    pairwise = pairwise_of(config, pairwise_judges, engine, metrics, store, apply_tally, stage.keeper)
     return engine, stage, pairwise, resumer_of(config, stage, pairwise, metrics)
 
 
