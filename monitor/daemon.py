@@ -30,7 +30,7 @@ from monitor.engine.drain import PendingTraces
 from monitor.engine.evaluator_setup import thresholds_of
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.ingest import Ingestor
-from monitor.engine.judge_setup import judge_stages, pairwise_listed
+from monitor.engine.judge_setup import judge_stages, pairwise_listed, resumer_of
 from monitor.engine.poll_intake import FEED_RECEIVER, DaemonSink
 from monitor.engine.pool import EvaluationPool, EvaluationStartError, WorkerSlot, process_slots, thread_slot
 from monitor.engine.recorder import ResultRecorder
@@ -109,7 +109,7 @@ class Daemon:
         self.recorder = ResultRecorder(telemetry.recording, self._apply_tally, telemetry.evaluation.dropped)
         judges = prepared.pairwise_judges
         judging = judge_stages(config, evaluators, judges, telemetry, self.store, self._apply_tally)
-        self.judge_engine, self.judge_stage, self.pairwise, self.resumer = judging
+        self.judge_engine, self.judge_stage, self.pairwise = judging
         self.pool = EvaluationPool.from_config(
             config.evaluation,
             _slots(config, evaluators, self.store),
@@ -120,9 +120,9 @@ class Daemon:
             on_new_signatures=telemetry.signatures.new,
             cores=usable_cpus(),
         )
-        self.sessions = tracker_of(
-            config, evaluators, telemetry.sessions, self._apply_tally, self.judge_engine.judge, self.store
-        )
+        keeper, judge = self.judge_stage.keeper, self.judge_engine.judge  # keeper: where waiting judgements are kept
+        self.sessions = tracker_of(config, evaluators, telemetry.sessions, self._apply_tally, judge, self.store, keeper)
+        self.resumer = resumer_of(config, self.judge_stage, self.pairwise, telemetry, self.sessions)
         self.dispatcher = DueTraceDispatcher(self.assembler, self.pool)
         _observe(telemetry, self)
         self.admission = Admission(self.assembler, self.pool, quiet_period=assembly.quiet_period)

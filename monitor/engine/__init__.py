@@ -18,6 +18,7 @@ __all__ = [
     "judge_setup",
     "judge_stage",
     "pairwise_stage",
+    "pending",
     "poll_intake",
     "pool",
     "recorder",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evaluators.judges import LLMJudge
 from evaluators.judges.client import JudgeClient
@@ -29,6 +29,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+class JudgingTracker(Protocol):
+    """The conversation tracker (monitor.sessions.tracker.SessionTracker), as the resumer needs it."""
+
+    judge_sessions: Any  # its session-level judges' hook (SessionJudging), or None
+    evaluation: Any  # its SessionEvaluation: `judges`, the session-level LLM judges configured
+
+
 def judge_stages(
     config: MonitorConfig,
     evaluators: Sequence[ConfiguredEvaluator],
@@ -36,12 +43,12 @@ def judge_stages(
     metrics: MetricsExporter,
     store: QueuedResultStore | None,
     apply_tally: Callable[[MetricsTally], None],
-) -> tuple[JudgeEngine, JudgeStage, PairwiseStage | None, PendingResumer | None]:
-    """The daemon's judging: the engine, the judge stage, the pairwise stage (None without `variants.pairwise`)
-    and what resumes the waiting judgements kept in the store at start (None when they are not kept)."""
+) -> tuple[JudgeEngine, JudgeStage, PairwiseStage | None]:
+    """The daemon's judging: the engine, the judge stage and the pairwise stage (None without
+    `variants.pairwise`)."""
     engine, stage = judging_of(config, evaluators, pairwise_judges, metrics, store, apply_tally)
     pairwise = pairwise_of(config, pairwise_judges, engine, metrics, store, apply_tally, stage.keeper)
-    return engine, stage, pairwise, resumer_of(config, stage, pairwise, metrics)
+    return engine, stage, pairwise
 
 
 def judging_of(
@@ -122,12 +129,20 @@ def pairwise_of(
 
 
 def resumer_of(
-    config: MonitorConfig, stage: JudgeStage, pairwise: PairwiseStage | None, metrics: MetricsExporter
+    config: MonitorConfig,
+    stage: JudgeStage,
+    pairwise: PairwiseStage | None,
+    metrics: MetricsExporter,
+    sessions: JudgingTracker | None,
 ) -> PendingResumer | None:
-    """What submits again, at start, the waiting judgements earlier runs kept; None when nothing is kept."""
+    """What submits again, at start, the waiting judgements earlier runs kept (the sessions' with the tracker's
+    judge hook); None when nothing is kept."""
     if stage.keeper is None:
         return None
-    return PendingResumer(stage.keeper, stage, pairwise, config.judges.pending_max_age, metrics.judges.resumed)
+    hook = sessions.judge_sessions if sessions is not None else None
+    judged = (hook, {c.label: c.evaluator for c in sessions.evaluation.judges}) if hook and sessions else None
+    max_age = config.judges.pending_max_age
+    return PendingResumer(stage.keeper, stage, pairwise, max_age, metrics.judges.resumed, judged)
 
 
 def pairwise_listed(config: MonitorConfig, pairwise_judges: Mapping[str, PairwiseJudge]) -> list[ConfiguredEvaluator]:

@@ -28,7 +28,7 @@ from evaluators.judges import JudgeCall, LLMJudge
 from evaluators.sdk import EvalResult, SkipReason
 from evaluators.signatures import FailureSignature
 from monitor.config.judges import JudgesConfig
-from monitor.engine.pending import PendingKeeper, Stored, job_of
+from monitor.engine.pending import EXPIRED, PendingKeeper, Stored, job_of
 from monitor.engine.signing import Signer
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
@@ -42,7 +42,6 @@ CapacitySkip = Callable[[str, str], None]  # (judge, limit): JudgeObserver.capac
 BACKLOG_LIMIT = "judges.max_pending"
 BACKLOG_FULL = "judge backlog full"
 TraceKey = tuple[str, str, str, str]  # (trace id, service, variant, version)
-EXPIRED = "expired while the daemon was down"
 Done = tuple[JudgeJob, EvalResult, str | None]  # a job, its result, and its kept row's id (None: not kept)
 
 

@@ -24,11 +24,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from evaluators.judges import JudgeRequest
+from evaluators.sessions import Session, Turn, TurnError
 from monitor.engine.pairing import PairOffer
 from monitor.store.rows import JudgeJob, PendingRow, PendingWrite
 
 JUDGEMENT = "judgement"
 PAIR_OFFER = "pair_offer"
+SESSION = "session"  # a completed conversation's session-level LLM judgements (monitor/sessions/judging.py)
+EXPIRED = "expired while the daemon was down"  # the skip of a kept judgement older than judges.pending_max_age
 _JOB_FIELDS = ("trace_id", "service", "evaluator", "level", "span_id", "agent", "model", "variant", "version")
 _OFFER_FIELDS = ("trace_id", "service", "variant", "input", "output")
 
@@ -131,6 +134,36 @@ class PendingKeeper:
         payload: dict[str, Any] = {name: getattr(offer, name) for name in _OFFER_FIELDS}
         payload.update(pair_keys=[list(k) for k in offer.pair_keys], entry=list(entry))
         return PendingRow(key, PAIR_OFFER, now, self.owner, payload, ("input", "output"))
+
+    def session_row(self, session: Session, labels: Sequence[str], key: str, now: float) -> PendingRow:
+        """A completed session waiting for its session-level judges `labels`: its turns, their texts apart
+        (masked)."""
+        turns, texts = [], []
+        for t in session.turns:
+            errors = [[e.kind, None, None, e.error_type] for e in t.errors]
+            turns.append([t.trace_id, t.start_ns, t.end_ns, None, None, list(t.tool_calls), errors, list(t.agents),
+                          t.input_tokens, t.output_tokens, t.cost_usd, t.service])  # fmt: skip
+            texts += [t.user_message, t.answer, *(text for e in t.errors for text in (e.name, e.message))]
+        payload = {"session_id": session.session_id, "source": session.source, "ended": session.ended,
+                   "turns_cut": session.turns_cut, "completed_at": session.completed_at, "labels": list(labels),
+                   "turns": turns, "texts": texts}  # fmt: skip
+        return PendingRow(key, SESSION, now, self.owner, payload, ("texts",))
+
+
+def session_of(payload: dict[str, Any]) -> tuple[Session, list[str]]:
+    """The Session of a kept session judgement (`PendingKeeper.session_row`) and its judges' labels."""
+    texts = iter(payload["texts"])
+    turns = []
+    for trace_id, start, end, _, _, tools, errors, agents, tokens_in, tokens_out, cost, service in payload["turns"]:
+        user, answer = next(texts), next(texts)
+        kept_errors = tuple(
+            TurnError(kind, next(texts) or "", next(texts) or "", etype) for kind, _, _, etype in errors
+        )
+        figures = {"input_tokens": tokens_in, "output_tokens": tokens_out, "cost_usd": cost, "service": service}
+        turns.append(Turn(trace_id, start, end, user, answer, tuple(tools), kept_errors, tuple(agents), **figures))
+    session = Session(payload["session_id"], turns, payload["source"], payload["ended"], payload["turns_cut"])
+    session.completed_at = payload["completed_at"]
+    return session, list(payload["labels"])
 
 
 def job_of(payload: dict[str, Any]) -> JudgeJob:

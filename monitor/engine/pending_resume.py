@@ -16,18 +16,29 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 from evaluators.sdk import EvalResult, SkipReason
-from monitor.engine.judge_stage import EXPIRED, JudgeStage
+from monitor.engine.judge_stage import JudgeStage
 from monitor.engine.pairwise_stage import Done, PairwiseStage, entry_key
-from monitor.engine.pending import JUDGEMENT, PAIR_OFFER, PendingKeeper, Stored, offer_of
+from monitor.engine.pending import EXPIRED, JUDGEMENT, PAIR_OFFER, SESSION, PendingKeeper, Stored, offer_of
 from monitor.store.rows import result_row
 
 log = logging.getLogger(__name__)
 
 CountResumed = Callable[[str, str, int], None]  # (kind, outcome, how many): JudgeMetrics.resumed
 HEARTBEATS_PER_LEASE = 3
+
+
+class SessionJudges(Protocol):
+    """The session tracker's judge hook (monitor.sessions.judging.SessionJudging)."""
+
+    def resume(
+        self, stored: Sequence[Stored], judges: Mapping[str, Any], max_age: float, now: float
+    ) -> tuple[int, int]: ...
+
+
 RELEASE_FLUSH_SECONDS = 5.0  # the least a stopping replica waits for its writes before it gives its rows up
 
 
@@ -39,10 +50,13 @@ class PendingResumer:
         pairwise: PairwiseStage | None,
         max_age: float,
         count: CountResumed | None = None,
+        sessions: tuple[SessionJudges, Mapping[str, Any]] | None = None,
     ) -> None:
+        """`sessions`: the session tracker's judge hook and its session-level LLM judges by label, if any."""
         self.keeper = keeper
         self.judges = judges
         self.pairwise = pairwise
+        self.sessions = sessions
         self.max_age = max_age
         self._count = count
         self._adopted = False
@@ -96,25 +110,26 @@ class PendingResumer:
     def submit(self, stored: Sequence[Stored]) -> None:
         """Resume the judgements and restore the pairwise offers of `stored` (oldest first), each counted."""
         now = time.time()
-        judgements = [s for s in stored if s.kind == JUDGEMENT]
-        offers = [s for s in stored if s.kind == PAIR_OFFER]
-        resumed, expired = self.judges.resume(judgements, self.max_age, now)
-        restored, offers_expired = restore_offers(self.pairwise, offers, self.max_age, now, self.keeper)
-        unknown = len(stored) - len(judgements) - len(offers)
-        if unknown:
-            self.keeper.forget(s.id for s in stored if s.kind not in (JUDGEMENT, PAIR_OFFER))
+        by_kind: dict[str, list[Stored]] = {JUDGEMENT: [], PAIR_OFFER: [], SESSION: []}
+        for row in stored:
+            by_kind.setdefault(row.kind, []).append(row)
+        counts: dict[str, tuple[int, int]] = {
+            JUDGEMENT: self.judges.resume(by_kind[JUDGEMENT], self.max_age, now),
+            PAIR_OFFER: restore_offers(self.pairwise, by_kind[PAIR_OFFER], self.max_age, now, self.keeper),
+        }
+        if self.sessions is not None:
+            hook, judges = self.sessions
+            counts[SESSION] = hook.resume(by_kind[SESSION], judges, self.max_age, now)
+        left = [row.id for kind, rows in by_kind.items() if kind not in counts for row in rows]
+        self.keeper.forget(left)  # kinds nothing here takes (no session judges configured now)
         log.info(
-            "resumed %d waiting judgement(s) and %d pairwise offer(s) from earlier runs; %d expired "
-            "(judges.pending_max_age)",
-            resumed,
-            restored,
-            expired + offers_expired,
+            "resumed waiting judgements from earlier runs (judges.pending_max_age expired the others): %s",
+            ", ".join(f"{kind} {resumed} resumed, {expired} expired" for kind, (resumed, expired) in counts.items()),
         )
-        counts = {(JUDGEMENT, "resumed"): resumed, (JUDGEMENT, "expired"): expired,
-                  (PAIR_OFFER, "resumed"): restored, (PAIR_OFFER, "expired"): offers_expired}  # fmt: skip
-        for (kind, outcome), n in counts.items():
-            if n and self._count is not None:
-                self._count(kind, outcome, n)
+        for kind, (resumed, expired) in counts.items():
+            for outcome, n in (("resumed", resumed), ("expired", expired)):
+                if n and self._count is not None:
+                    self._count(kind, outcome, n)
 
 
 def restore_offers(

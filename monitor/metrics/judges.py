@@ -101,7 +101,7 @@ class JudgeMetrics:
         )
         self.resumed_judgements = Counter(
             "agent_monitor_judge_resumed",
-            "Waiting judgements a start found kept in the result store (kind: judgement or pair_offer), by "
+            "Waiting judgements a start found kept in the result store (kind: judgement, pair_offer, session), by "
             "outcome: resumed (submitted again) or expired (older than judges.pending_max_age: skipped).",
             ["kind", "outcome"],
             registry=r,

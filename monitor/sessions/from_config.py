@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from evaluators.judges import JudgeCall
 from monitor.config.models import MonitorConfig
 from monitor.engine.configured import ConfiguredEvaluator
+from monitor.engine.pending import PendingKeeper
 from monitor.engine.signing import Signer
 from monitor.metrics.sessions import SessionMetrics
 from monitor.metrics.tally import MetricsTally
@@ -31,13 +32,15 @@ def tracker_of(
     apply_tally: Callable[[MetricsTally], None],
     judge_call: JudgeCall | None = None,
     store: QueuedResultStore | None = None,
+    keeper: PendingKeeper | None = None,
 ) -> SessionTracker | None:
     """The daemon's tracker: `sessions:` and the session-level evaluators of `evaluators` (their timeout and
-    failure signatures as at the other levels); None when `sessions.enabled` is off. Session-level LLM judges go
-    through `judge_call` (the daemon's judge engine) via `SessionJudging`; evaluated sessions and their results
-    (the rules' and the judges') to the result `store`. With a store, the open sessions live in it (a restart
-    neither cuts nor splits them); with PostgreSQL (and `sessions.shared`) shared by every replica, each evaluated
-    by the one that claims it. Without a store they are held in memory and cut at shutdown."""
+        failure signatures as at the other levels); None when `sessions.enabled` is off. Session-level LLM judges go
+        through `judge_call` (the daemon's judge engine) via `SessionJudging`; evaluated sessions and their results
+        (the rules' and the judges') to the result `store`. With a store, the open sessions live in it (a restart
+        neither cuts nor splits them); with PostgreSQL (and `sessions.shared`) shared by every replica, each evaluated
+        by the one that claims it. Without a store they are held in memory and cut at shutdown. `keeper`: where the
+    sessions waiting for their LLM judges are kept (monitor/engine/pending.py)."""
     if not config.sessions.enabled:
         if any(is_session_level(c) for c in evaluators):
             log.warning("session-level evaluators configured but sessions.enabled is false: they are not run")
@@ -47,7 +50,7 @@ def tracker_of(
     )
     stored = session_writer(store.write) if store is not None else None
     judging = (
-        SessionJudging(judge_call, apply_tally, evaluation.signer, on_judged=stored)
+        SessionJudging(judge_call, apply_tally, evaluation.signer, on_judged=stored, keeper=keeper)
         if judge_call and evaluation.judges
         else None
     )

@@ -14,13 +14,13 @@ from evaluators.sessions import Session
 from monitor.store.rows import ResultRow, SessionOutcome
 
 StoreWrite = Callable[[Sequence[SessionOutcome]], None]
-OnEvaluated = Callable[[Session, Sequence[ResultRow]], None]
+OnEvaluated = Callable[..., None]  # (session, rows[, the kept judgements they settle])
 
 
 def session_writer(write: StoreWrite) -> OnEvaluated:
     """`on_evaluated(session, rows)` writing through `write` (the store's `write`)."""
 
-    def written(session: Session, rows: Sequence[ResultRow]) -> None:
-        write([SessionOutcome(session, tuple(rows))])
+    def written(session: Session, rows: Sequence[ResultRow], resolved: Sequence[str] = ()) -> None:
+        write([SessionOutcome(session, tuple(rows), tuple(resolved))])
 
     return written

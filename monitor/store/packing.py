@@ -117,7 +117,8 @@ def pack_one(o: Written, now: float, failing_only: bool) -> Packed:
     """One evaluated trace's rows (or one trace's late results, or one evaluated session's rows), every text in
     them `storable`."""
     if isinstance(o, SessionOutcome):
-        return pack_session(o, now, failing_only)
+        packed = pack_session(o, now, failing_only)
+        return packed._replace(resolved=o.resolved) if o.resolved else packed
     if isinstance(o, PendingWrite):
         return pack_pending(o)
     stored: list[ResultRow] = []
@@ -173,15 +174,21 @@ def _trace_agents_and_models(o: TraceOutcome | LateResults) -> tuple[tuple[str, 
 def pack_pending(o: PendingWrite) -> Packed:
     """The `pending_judgements` rows of waiting judgements (their masked texts masked in one scan), and the ids of
     those settled."""
-    texts = [row.payload.get(key) for row in o.added for key in row.masked]
+    texts = [text for row in o.added for key in row.masked for text in _texts(row.payload.get(key))]
     masked = iter(redact_texts(texts) if texts else ())
     rows = []
     for row in o.added:
         payload = dict(row.payload)
         for key in row.masked:
-            payload[key] = next(masked)
+            value = payload.get(key)
+            payload[key] = [next(masked) for _ in value] if isinstance(value, list) else next(masked)
         rows.append((storable(row.id), row.kind, row.created_at, storable(row.owner), _json(payload)))
     return Packed([], [], [], [], [], [], 0, tuple(rows), tuple(storable(key) for key in o.resolved))
+
+
+def _texts(value: str | list[str | None] | None) -> list[str | None]:
+    """A masked payload value's texts: a text, or a list of texts."""
+    return value if isinstance(value, list) else [value]
 
 
 def kept_results(o: Written, failing_only: bool) -> int:

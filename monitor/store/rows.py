@@ -201,6 +201,7 @@ class SessionOutcome(NamedTuple):
 
     session: Session
     results: tuple[ResultRow, ...]
+    resolved: tuple[str, ...] = ()  # the waiting judgements (`pending_judgements` ids) these results settle
 
 
 class TraceFailure(NamedTuple):
