@@ -13,7 +13,9 @@ cancelled: with a `keeper` (the result store keeps the waiting judgements, pendi
 start, uncounted; without one each is counted as a `judge_unavailable` skip.
 
 With a keeper every accepted job is kept in the store when it is submitted (a refused one is not) and forgotten
-in the transaction that writes its result (`LateResults.resolved`); `resume` submits the ones a restart found.
+in the transaction that writes its result (`LateResults.resolved`); `resume` submits the ones a restart found, and
+the same judgement submitted again in that run (its trace evaluated again by the intake log's replay, with
+`store.results: failing`) is left to the resumed one.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class JudgeStage:
         self.max_pending = max_pending
         self._on_capacity_skip = on_capacity_skip
         self.keeper = keeper
+        self._resumed: set[tuple[str, str, str, str]] = set()  # the judgements resumed in this run (`_identity`)
         self._tasks: set[asyncio.Task[None]] = set()
         self._unavailable = RateLimitedLogger(log, per_minute=1)  # an outage is one line a minute, not one a trace
         self._closed = False
@@ -89,13 +92,16 @@ class JudgeStage:
         kept = []
         refused: list[Done] = []
         for job in jobs:
+            if self._resumed and _identity(job) in self._resumed:
+                continue  # asked again (a trace the intake log's replay evaluated again): the resumed one answers
             self.submitted += 1
             reason = self._refusal(job)
             if reason is not None:
                 refused.append((job, self._refused(job, reason), None))
                 continue
-            key = keeper.new_id() if keeper is not None else None
-            if keeper is not None and key is not None:
+            key = None
+            if keeper is not None:
+                key = keeper.new_id()
                 kept.append(keeper.job_row(job, key, now))
             self._start(job, key)
         if keeper is not None:
@@ -113,6 +119,7 @@ class JudgeStage:
         for row in stored:
             self.submitted += 1
             job = job_of(row.payload)
+            self._resumed.add(_identity(job))
             reason = EXPIRED if now - row.created_at > max_age else self._refusal(job)
             expired += reason == EXPIRED
             if reason is None:
@@ -200,6 +207,11 @@ class JudgeStage:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _identity(job: JudgeJob) -> tuple[str, str, str, str]:
+    """What a judgement is about: the same judge on the same dispatch unit of the same trace."""
+    return job.trace_id, job.evaluator, job.level, job.span_id or ""
 
 
 def late_results(

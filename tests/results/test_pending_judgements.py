@@ -198,3 +198,30 @@ def test_postgres_replicas_never_adopt_a_live_replicas_judgements_and_adopt_a_go
     assert [len(keeper.adopt()) for keeper in others] == [0, 0]  # the adopter is alive now
     for store in stores:
         store.close()
+
+
+def test_a_resumed_judgement_asked_again_in_the_same_run_is_judged_and_stored_once(backend: Backend) -> None:
+    """The intake log's replay may evaluate a trace again (with `results: failing` a passing trace is not stored, so
+    the replay does not know it): its judgement, resumed already, is not asked for twice."""
+    store = opened(backend)
+    first = Run(store, Model(hold=True))
+
+    async def stopped() -> None:
+        first.stage.submit([job(1)])
+        await first.stage.shutdown(0.05)
+
+    asyncio.run(stopped())
+    model = Model()
+    second = Run(store, model)
+
+    async def resumed() -> None:
+        await second.resumer().adopt()
+        second.stage.submit([job(1), job(2)])  # the replay's evaluation of trace 1 again, and a new trace
+        assert await second.stage.drain(5) == 0
+
+    asyncio.run(resumed())
+    store.flush()
+    assert sorted(r.prompt.split(",")[0] for r in model.requests) == ["judge answer 1", "judge answer 2"]
+    assert [row[0] for row in backend.rows(JUDGED)] == [f"{1:032x}", f"{2:032x}"] and second.counted() == 2
+    assert backend.rows(PENDING) == []
+    store.close()
