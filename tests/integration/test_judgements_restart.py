@@ -56,13 +56,13 @@ def wait_until(daemon: DaemonProcess, condition, what: str, timeout: float = 30.
 class Runs:
     """Daemons started one after another on one work directory (one store file), judged by one fake Gemini."""
 
-    def __init__(self, tmp_path: Path, fake: FakeGemini) -> None:
+    def __init__(self, tmp_path: Path, fake: FakeGemini, **overrides) -> None:
         self.workdir = tmp_path / "daemon"
         self.workdir.mkdir()
         self.store = self.workdir / "results.db"
         judges = {"gemini_api_key": "test-key", "base_url": fake.url, "retry": FAST_RETRY}
         self.config = {"evaluators": [JUDGE], "judges": judges, "evaluation": {"workers": 1},
-                       "shutdown": {"grace_period": "2s"}}  # fmt: skip
+                       "shutdown": {"grace_period": "2s"}, **overrides}  # fmt: skip
         self.started: list[DaemonProcess] = []
 
     def start(self) -> DaemonProcess:
@@ -97,6 +97,7 @@ def assert_judged_once_after_the_restart(runs: Runs, fake: FakeGemini, held: Hel
     assert counted() == 1  # counted once: no judge_unavailable skip for the run that stopped
     assert second.value("agent_monitor_judge_resumed_total", kind="judgement", outcome="resumed") == 1
     assert second.value("agent_monitor_judge_requests_total", judge="answer_quality", status="ok") == 1
+    assert second.value("agent_monitor_traces_evaluated_total") == 0  # the trace was stored: not evaluated again
     assert second.stop() == 0
 
     third = runs.start()  # nothing left: the next start sends nothing again, stores nothing twice
@@ -105,9 +106,10 @@ def assert_judged_once_after_the_restart(runs: Runs, fake: FakeGemini, held: Hel
 
 
 def test_a_judgement_waiting_at_a_sigkill_is_done_once_after_the_restart(tmp_path: Path) -> None:
+    """With the intake log on: its replay neither evaluates the stored trace again nor asks its judge twice."""
     held = HeldJudge()
     with FakeGemini(held) as fake:
-        runs = Runs(tmp_path, fake)
+        runs = Runs(tmp_path, fake, intake={"wal": {"enabled": True}})
         try:
             first = judgement_waiting(runs, fake)
             assert first.process is not None
