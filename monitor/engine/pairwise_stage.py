@@ -15,9 +15,9 @@ period are cancelled, each counted as the same skip.
 
 With a `keeper` (the result store keeps waiting judgements, pending.py) every offer an entry takes is kept, one
 row per (offer, entry), until the result that settles it is written: the pair's result settles both traces' rows,
-a `no_pair` skip its own. At shutdown the unpaired traces and the pairs being judged then stay kept (no skip) and
-`restore` puts them back in their books at the next start with their original offer time, so their `window`
-runs on across the restart and a pair straddling it is still judged.
+a `no_pair` skip its own. At shutdown the unpaired traces and the pairs being judged then stay kept (no skip), and
+the next start puts them back in their books with their original offer time (pending_resume.restore_offers: `hold`
+and `place`), so their `window` runs on across the restart and a pair straddling it is still judged.
 """
 
 from __future__ import annotations

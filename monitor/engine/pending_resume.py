@@ -22,7 +22,17 @@ from typing import Any, Protocol
 from evaluators.sdk import EvalResult, SkipReason
 from monitor.engine.judge_stage import JudgeStage
 from monitor.engine.pairwise_stage import Done, PairwiseStage, entry_key
-from monitor.engine.pending import EXPIRED, JUDGEMENT, PAIR_OFFER, SESSION, PendingKeeper, Stored, offer_of
+from monitor.engine.pending import (
+    EXPIRED,
+    JUDGEMENT,
+    PAIR_OFFER,
+    SESSION,
+    PendingKeeper,
+    Stored,
+    job_of,
+    offer_of,
+    session_of,
+)
 from monitor.store.rows import result_row
 
 log = logging.getLogger(__name__)
@@ -103,12 +113,20 @@ class PendingResumer:
             log.warning("could not read the waiting judgements from the result store: %s", exc)
             return 0
         self._adopted = True
-        if stored:
-            self.submit(stored)
-        return len(stored)
+        readable = [row for row in stored if _readable(row)]
+        if len(readable) < len(stored):
+            log.warning("forgot %d kept judgement(s) that could not be read back", len(stored) - len(readable))
+            self.keeper.forget(row.id for row in stored if row not in readable)
+        try:
+            self.submit(readable)
+        except Exception:  # a bug here must not stop the start: what was not submitted stays kept
+            log.exception("could not resume the waiting judgements kept by earlier runs")
+        return len(readable)
 
     def submit(self, stored: Sequence[Stored]) -> None:
         """Resume the judgements and restore the pairwise offers of `stored` (oldest first), each counted."""
+        if not stored:
+            return
         now = time.time()
         by_kind: dict[str, list[Stored]] = {JUDGEMENT: [], PAIR_OFFER: [], SESSION: []}
         for row in stored:
@@ -130,6 +148,18 @@ class PendingResumer:
             for outcome, n in (("resumed", resumed), ("expired", expired)):
                 if n and self._count is not None:
                     self._count(kind, outcome, n)
+
+
+_READERS: dict[str, Callable[[dict[str, Any]], object]] = {JUDGEMENT: job_of, PAIR_OFFER: offer_of, SESSION: session_of}
+
+
+def _readable(row: Stored) -> bool:
+    """Whether a kept row reads back as its kind's job (one another release wrote differently does not)."""
+    read = _READERS.get(row.kind)
+    try:
+        return read is not None and read(row.payload) is not None
+    except (KeyError, TypeError, ValueError):
+        return False
 
 
 def restore_offers(

@@ -225,3 +225,30 @@ def test_a_resumed_judgement_asked_again_in_the_same_run_is_judged_and_stored_on
     assert [row[0] for row in backend.rows(JUDGED)] == [f"{1:032x}", f"{2:032x}"] and second.counted() == 2
     assert backend.rows(PENDING) == []
     store.close()
+
+
+def test_a_kept_row_that_does_not_read_back_is_forgotten_and_the_others_resumed(backend: Backend) -> None:
+    store = opened(backend)
+    first = Run(store, Model(hold=True))
+
+    async def stopped() -> None:
+        first.stage.submit([job(1)])
+        await first.stage.shutdown(0.05)
+
+    asyncio.run(stopped())
+    store.flush()
+    insert = "INSERT INTO pending_judgements (id, kind, created_at, owner, payload) VALUES (?, ?, ?, ?, ?)"
+    backend.execute(insert, ("broken", "judgement", time.time(), "gone", '{"trace_id": "x"}'))
+    backend.execute(insert, ("unknown", "a_later_kind", time.time(), "gone", "{}"))
+    model = Model()
+    second = Run(store, model)
+
+    async def resumed() -> None:
+        assert await second.resumer().adopt() == 1
+        assert await second.stage.drain(5) == 0
+
+    asyncio.run(resumed())
+    store.flush()
+    assert len(model.requests) == 1 and [row[0] for row in backend.rows(JUDGED)] == [f"{1:032x}"]
+    assert backend.rows(PENDING) == []
+    store.close()
