@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 CountResumed = Callable[[str, str, int], None]  # (kind, outcome, how many): JudgeMetrics.resumed
 HEARTBEATS_PER_LEASE = 3
+RELEASE_FLUSH_SECONDS = 5.0  # the least a stopping replica waits for its writes before it gives its rows up
 
 
 class SessionJudges(Protocol):
@@ -49,10 +50,9 @@ class SessionJudges(Protocol):
     ) -> tuple[int, int]: ...
 
 
-RELEASE_FLUSH_SECONDS = 5.0  # the least a stopping replica waits for its writes before it gives its rows up
-
-
 class PendingResumer:
+    """The daemon part that resumes the kept judgements at start (see the module docstring)."""
+
     def __init__(
         self,
         keeper: PendingKeeper,
