@@ -82,6 +82,11 @@ class JudgeStage:
     def pending(self) -> int:
         return len(self._tasks)
 
+    @property
+    def closed(self) -> bool:
+        """Shutting down: no more jobs."""
+        return self._closed
+
     async def start(self) -> None:
         """Nothing to start: tasks are created as jobs arrive."""
 

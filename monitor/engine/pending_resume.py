@@ -106,13 +106,18 @@ class PendingResumer:
             await self.adopt()
 
     async def adopt(self) -> int:
-        """Adopt the rows of runs that are gone and submit them; how many (0 when the store cannot be read)."""
+        """Adopt the rows of runs that are gone and submit them; how many (0 when the store cannot be read, or
+        once the judge stage is shutting down: rows adopted then stay kept, and are given up with this run's)."""
+        if self.judges.closed:
+            return 0
         try:
             stored = await asyncio.to_thread(self.keeper.adopt)
         except Exception as exc:
             log.warning("could not read the waiting judgements from the result store: %s", exc)
             return 0
         self._adopted = True
+        if self.judges.closed:
+            return 0
         readable = [row for row in stored if _readable(row)]
         if len(readable) < len(stored):
             log.warning("forgot %d kept judgement(s) that could not be read back", len(stored) - len(readable))

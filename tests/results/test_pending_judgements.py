@@ -252,3 +252,27 @@ def test_a_kept_row_that_does_not_read_back_is_forgotten_and_the_others_resumed(
     assert len(model.requests) == 1 and [row[0] for row in backend.rows(JUDGED)] == [f"{1:032x}"]
     assert backend.rows(PENDING) == []
     store.close()
+
+
+def test_rows_adopted_while_the_stage_shuts_down_stay_kept_not_skipped(backend: Backend) -> None:
+    """A replica's heartbeat may adopt a gone replica's rows while its own judge stage is stopping: they are not
+    refused as "shutting down" skips, they stay kept for whoever starts next."""
+    store = opened(backend)
+    first = Run(store, Model(hold=True))
+
+    async def stopped() -> None:
+        first.stage.submit([job(1)])
+        await first.stage.shutdown(0.05)
+
+    asyncio.run(stopped())
+    store.flush()
+    second = Run(store, Model())
+
+    async def stopping() -> int:
+        await second.stage.shutdown(0)
+        return await second.resumer().adopt()
+
+    assert asyncio.run(stopping()) == 0
+    store.flush()
+    assert second.counted() == 0 and backend.rows(JUDGED) == [] and len(backend.rows(PENDING)) == 1
+    store.close()
