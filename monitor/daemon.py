@@ -359,6 +359,8 @@ def _result_store(
     if not config.store.enabled:
         return None, None
     store = open_result_store(config.store, health=health, signatures=config.signatures)
+    if config.intake.wal.enabled and config.evaluation.worker_count() <= 1:  # it writes the evaluated traces
+        store.hold_unwritten()
     return store, reader_of(store)
 
 
@@ -369,7 +371,8 @@ def _slots(
     workers = config.evaluation.worker_count()
     if workers > 1:
         return process_slots(config, workers)
-    return thread_slot(TraceEvaluator.from_config(evaluators, config), store.write if store is not None else None)
+    evaluator, wal = TraceEvaluator.from_config(evaluators, config), config.intake.wal.enabled
+    return thread_slot(evaluator, store.write, store.settlement if wal else None) if store else thread_slot(evaluator)
 
 
 def _receivers(

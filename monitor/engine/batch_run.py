@@ -29,6 +29,8 @@ from monitor.store.rows import TraceFailure, TraceOutcome
 from monitor.store.signatures import NewCounts
 
 StoreWrite = Callable[[Sequence[TraceOutcome]], None]
+# (of these trace ids, those whose rows still wait to be written; every trace id settled since the last call)
+Settlement = Callable[[Sequence[str]], tuple[list[str], list[str]]]
 log = logging.getLogger(__name__)
 
 
@@ -39,6 +41,10 @@ class BatchResult(NamedTuple):
     store: StoreReport | None  # the worker store's health report since its last batch; None: not stored there
     seconds: float  # what the batch took, store included
     new_signatures: NewCounts | None = None  # (evaluator, service) → signatures the worker's store counted new
+    # With the intake log on (the store's `settlement`): the batch's traces whose rows still wait to be written,
+    # and every trace whose rows were written (or lost for good) since the last result. None: nothing waits.
+    unwritten: tuple[str, ...] | None = None
+    settled: tuple[str, ...] = ()
 
 
 def tally_of(outcomes: Iterable[TraceOutcome | TraceFailure]) -> MetricsTally:
@@ -72,24 +78,26 @@ class BatchRun:
         write: StoreWrite | None = None,
         store_report: Callable[[], StoreReport] | None = None,
         new_signatures: Callable[[], NewCounts] | None = None,
+        settlement: Settlement | None = None,
     ) -> None:
-        """`new_signatures`: the worker store's `SignatureNews.take` (the signatures it counted new since)."""
+        """`new_signatures`: the worker store's `SignatureNews.take` (the signatures it counted new since);
+        `settlement`: the store's (`QueuedResultStore.settlement`), with the intake log on."""
         self.evaluator = evaluator
         self.write = write
         self.store_report = store_report
         self.new_signatures = new_signatures
+        self.settlement = settlement
         self._problems = RateLimitedLogger(log, per_minute=1)  # per key: store failures, too-deep attributes
 
     def __call__(self, batch: Iterable[CompletedTrace]) -> BatchResult:
         started = time.perf_counter()
         outcomes = self.evaluator.evaluate_batch(batch)
-        if self.write is not None:
-            evaluated = [o for o in outcomes if isinstance(o, TraceOutcome)]
-            if evaluated:
-                try:
-                    self.write(evaluated)
-                except Exception as exc:  # the store reports its own failures: this would be a bug, not a full disk
-                    self._problems.warning("store", "storing %d evaluated traces failed: %r", len(evaluated), exc)
+        evaluated = [o for o in outcomes if isinstance(o, TraceOutcome)]
+        if self.write is not None and evaluated:
+            try:
+                self.write(evaluated)
+            except Exception as exc:  # the store reports its own failures: this would be a bug, not a full disk
+                self._problems.warning("store", "storing %d evaluated traces failed: %r", len(evaluated), exc)
         tally = tally_of(outcomes)
         tally.normalizer_errors = NORMALIZER_ERRORS.take()  # this process's, since its last batch
         tally.attributes_dropped = DEEP_ATTRIBUTES.take()  # left out of raw spans decoded here
@@ -100,6 +108,17 @@ class BatchRun:
                 tally.attributes_dropped,
                 MAX_VALUE_DEPTH,
             )
+        return self._result(tally.wire(), time.perf_counter() - started, [o.trace_id for o in evaluated])
+
+    def report(self) -> BatchResult:
+        """The store's side alone (no batch): its health report, the signatures it counted new, the traces it
+        settled since the last result (asked for while evaluated traces wait for their rows)."""
+        return self._result((), 0.0, [])
+
+    def _result(self, tally: tuple, seconds: float, evaluated: list[str]) -> BatchResult:
         report = self.store_report() if self.store_report is not None else None
         new = self.new_signatures() if self.new_signatures is not None else None
-        return BatchResult(tally.wire(), report, time.perf_counter() - started, new or None)
+        if self.settlement is None or self.write is None:
+            return BatchResult(tally, report, seconds, new or None)
+        unwritten, settled = self.settlement(evaluated)
+        return BatchResult(tally, report, seconds, new or None, tuple(unwritten), tuple(settled))

@@ -15,6 +15,9 @@ loop thread, and the worker store's health report that comes back beside it (bat
 `on_store_report` (the daemon's `StoreHealth.apply_report`), the failure signatures that store counted new to
 `on_new_signatures` (the signature metrics).
 
+With the intake log on, the traces of a batch whose rows still wait to be written are told to `on_finished` only
+once their rows are (rows_waits.py).
+
 A worker process that returns no batch for `stall_seconds` while it has one (an evaluator that never returns:
 an endless loop, a regular expression that backtracks for hours) is killed by `check_stalled`, which the
 dispatcher calls every tick: its in-flight traces are counted as dropped (`worker_stalled`) and it is
@@ -37,6 +40,7 @@ from concurrent.futures import BrokenExecutor, Executor, Future
 from monitor.config.models import EvaluationConfig
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.batch_run import BatchResult
+from monitor.engine.rows_waits import OnNewSignatures, OnStoreReport, RowWaits, store_side, tell_finished
 from monitor.engine.worker_slots import (
     EvaluationStartError,
     WorkerSlot,
@@ -48,7 +52,6 @@ from monitor.engine.worker_slots import (
     thread_slot,
 )
 from monitor.metrics.tally import MetricsTally
-from monitor.store.health import StoreReport
 
 __all__ = [
     "EvaluationPool",
@@ -78,8 +81,6 @@ def stall_limit(evaluation_timeout: float) -> float:
 
 Record = Callable[[MetricsTally], None]
 CountDropped = Callable[[str, int], None]
-OnStoreReport = Callable[[StoreReport], None]
-OnNewSignatures = Callable[[str, str, int], None]  # (evaluator, service, signatures counted new)
 
 
 class EvaluationPool:
@@ -120,8 +121,9 @@ class EvaluationPool:
         self.cores = cores if cores is not None else len(os.sched_getaffinity(0))
         self.evaluated = 0
         self.restarts = 0
-        # Told each batch the pool is done with (evaluated, or dropped for good): the intake log's `done`.
-        self.on_finished: Callable[[list[CompletedTrace]], None] | None = None
+        # Told the trace ids done with (evaluated and their rows written, or dropped for good): the log's `done`.
+        self.on_finished: Callable[[list[str]], None] | None = None
+        self.rows = RowWaits(self)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._emptied = asyncio.Event()
         self._emptied.set()
@@ -177,7 +179,7 @@ class EvaluationPool:
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
         """Start every worker and wait until each has answered (its evaluators built), then calibrate them."""
-        self._loop = asyncio.get_running_loop()
+        self._loop = self.rows.loop = asyncio.get_running_loop()
         await start_workers(self.slots)
         await calibrate_workers(self.slots)
         calibrated = [slot.calibrated for slot in self.slots if slot.calibrated > 0]
@@ -185,22 +187,21 @@ class EvaluationPool:
             # Measured alone on an idle daemon; under load the workers share the cores with ingest.
             share = min(1.0, max(self.cores - MAIN_PROCESS_CORES, MAIN_PROCESS_CORES) / len(self.slots))
             self.capacity = min(calibrated) * len(self.slots) * share
-        log.info(
-            "evaluation: %d worker%s, first capacity estimate %.0f spans/s",
-            self.workers,
-            "s" if self.workers != 1 else "",
-            self.capacity,
-        )
+        log.info("evaluation: %d worker%s, first capacity estimate %.0f spans/s",
+                 self.workers, "s" if self.workers != 1 else "", self.capacity)  # fmt: skip
 
     async def drain(self, timeout: float) -> int:
-        """Wait until every held trace is evaluated, up to `timeout`; returns how many were not."""
+        """Wait until every held trace is evaluated, up to `timeout`, then, within it, until their rows are written
+        (RowWaits.drain); returns how many were not evaluated."""
+        deadline = self.clock() + max(timeout, 0.0)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._emptied.wait(), timeout=max(timeout, 0.0))
+        await self.rows.drain(self.slots, deadline - self.clock())
         return self.held
 
     async def shutdown(self, grace: float) -> None:
         """Stop taking results and stop every worker (waiting up to `grace` for a running batch). Idempotent."""
-        self._closed = True
+        self._closed = self.rows.closed = True
         await stop_workers(self.slots, grace)
         for slot in self.slots:
             slot.queued.clear()
@@ -252,6 +253,7 @@ class EvaluationPool:
         spans = sum(len(c.spans) for c in batch)
         self.spans_held -= spans
         error = future.exception() if not future.cancelled() else BrokenExecutorCancelled()
+        finished = [completed.trace_id for completed in batch]
         if error is None:
             slot.crashes_in_a_row = 0
             result: BatchResult = future.result()
@@ -262,8 +264,10 @@ class EvaluationPool:
             self._measure(slot, spans, busy_seconds)
             slot.back_to_back_since = now if slot.in_flight > 0 else None
             self._deliver(result, len(batch))
+            finished = self.rows.finished(slot, result, finished)
         elif isinstance(error, BrokenExecutor | BrokenExecutorCancelled):
             self.count_dropped("worker_stalled" if executor is slot.stalled else "worker_crash", len(batch))
+            finished.extend(self.rows.lost(slot))
             self._restart(slot, executor, error)
         else:
             log.error("evaluation batch of %d traces failed: %r", len(batch), error)
@@ -271,7 +275,7 @@ class EvaluationPool:
         for completed in batch:
             if completed.on_done is not None:
                 completed.on_done()
-        _tell_finished(self.on_finished, batch)
+        tell_finished(self.on_finished, finished)
         if self.held == 0:
             self._emptied.set()
         self._pump(slot)
@@ -285,7 +289,7 @@ class EvaluationPool:
             self.record(tally)
         except Exception:
             log.exception("could not record the results of %d traces", traces)
-        _store_side(result, self.on_store_report, self.on_new_signatures)
+        store_side(result, self.on_store_report, self.on_new_signatures)
 
     def _measure(self, slot: WorkerSlot, spans: int, busy_seconds: float) -> None:
         """Capacity from the batches themselves: each worker's rate (`WorkerSlot.measure`) summed over the workers.
@@ -312,13 +316,8 @@ class EvaluationPool:
         self.restarts += 1
         self.count_restart()
         delay = slot.restart_delay()
-        log.error(
-            "evaluation worker %d died (%s); %d traces queued for it; restarting%s",
-            slot.index,
-            type(error).__name__,
-            len(slot.queued),
-            f" in {delay:.0f}s" if delay else "",
-        )
+        log.error("evaluation worker %d died (%s); %d traces queued for it; restarting%s", slot.index,
+                  type(error).__name__, len(slot.queued), f" in {delay:.0f}s" if delay else "")  # fmt: skip
         slot.stop(wait=False)
         slot.stall_logged = False
         slot.paused = True
@@ -333,21 +332,6 @@ class EvaluationPool:
         self._pump(slot)
 
 
-def _store_side(result: BatchResult, on_report: OnStoreReport | None, on_new: OnNewSignatures | None) -> None:
-    """A batch's worker store report to `on_report`, the signatures that store counted new to `on_new`."""
-    if result.store is not None and on_report is not None:
-        try:
-            on_report(result.store)
-        except Exception:
-            log.exception("could not apply an evaluation worker's result store report")
-    if result.new_signatures and on_new is not None:
-        try:
-            for (evaluator, service), count in result.new_signatures.items():
-                on_new(evaluator, service, count)
-        except Exception:
-            log.exception("could not count the failure signatures an evaluation worker's store counted new")
-
-
 class BrokenExecutorCancelled(Exception):
     """A batch future cancelled because its worker was replaced."""
 
@@ -360,13 +344,3 @@ def route(trace_id: str, slots: int) -> int:
         return int(trace_id[-8:], 16) % slots
     except ValueError:
         return sum(trace_id.encode()) % slots
-
-
-def _tell_finished(on_finished: Callable[[list[CompletedTrace]], None] | None, batch: list[CompletedTrace]) -> None:
-    """Tell `on_finished` (the intake log's release) of a batch the pool is done with; its failure is logged."""
-    if on_finished is None:
-        return
-    try:
-        on_finished(batch)
-    except Exception:
-        log.exception("could not release the intake log's hold on %d traces", len(batch))

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from multiprocessing import util
 
 from monitor.config import MonitorConfig
-from monitor.engine.batch_run import BatchResult, BatchRun
+from monitor.engine.batch_run import BatchResult, BatchRun, Settlement
 from monitor.engine.calibration import spans_per_second
 from monitor.engine.evaluator_setup import build_evaluators
 from monitor.engine.gc_tuning import tune_gc
@@ -57,24 +57,30 @@ def initialize(config: MonitorConfig, parent_pid: int) -> None:
 
 def _store_writer(
     config: MonitorConfig,
-) -> tuple[Callable | None, Callable[[], StoreReport] | None, Callable[[], NewCounts] | None]:
+) -> tuple[Callable | None, Callable[[], StoreReport] | None, Callable[[], NewCounts] | None, Settlement | None]:
     """This worker's connection to the result store: its `write` (through the store's bounded queue and writer
     thread, waiting WRITE_WAIT_SECONDS at most; the main process keeps the retention), its health report and the
     failure signatures it counted new, for the tallies (the rows written after their batch went back are
-    reported with the next batch). A store that cannot be opened here is reported through them, and retried,
-    like any store failure: the worker evaluates all the same."""
+    reported with the next batch or `report`), and with the intake log on its `settlement` (which evaluated
+    traces still wait for their rows: the log keeps them until they do not). A store that cannot be opened here
+    is reported through them, and retried, like any store failure: the worker evaluates all the same."""
     store = config.store
     if not store.enabled:
-        return None, None, None
+        return None, None, None, None
     health = StoreHealth(quiet=True)  # the daemon logs what the reports say
     try:
         writer = open_result_store(store, health=health, prune=False, pool_size=1, signatures=config.signatures)
     except StoreSchemaError as exc:  # preflight refuses such a database: it changed since
         health.failed("open", exc)
-        return None, health.take_report, None
+        return None, health.take_report, None, None
+    settlement = None
+    if config.intake.wal.enabled:
+        writer.hold_unwritten()
+        settlement = writer.settlement
     writer.start_writer()
     util.Finalize(None, writer.close, kwargs={"timeout": EXIT_WRITE_SECONDS}, exitpriority=10)  # at worker exit
-    return functools.partial(writer.write, wait=WRITE_WAIT_SECONDS), health.take_report, writer.news.take
+    write = functools.partial(writer.write, wait=WRITE_WAIT_SECONDS)
+    return write, health.take_report, writer.news.take, settlement
 
 
 def evaluate_batch(wire: list[WireTrace]) -> BatchResult:
@@ -85,6 +91,13 @@ def evaluate_batch(wire: list[WireTrace]) -> BatchResult:
     started = time.perf_counter()
     batch = traces_from_wire(wire)
     return _run(batch)._replace(seconds=time.perf_counter() - started)
+
+
+def report() -> BatchResult:
+    """This worker store's side alone, between batches (`BatchRun.report`)."""
+    if _run is None:
+        raise RuntimeError("evaluation worker not initialized")
+    return _run.report()
 
 
 def ping() -> int:

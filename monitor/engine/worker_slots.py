@@ -24,7 +24,7 @@ from typing import Any, ParamSpec
 from monitor.config import MonitorConfig
 from monitor.engine import worker_process
 from monitor.engine.assembler import CompletedTrace
-from monitor.engine.batch_run import BatchRun, StoreWrite
+from monitor.engine.batch_run import BatchRun, Settlement, StoreWrite
 from monitor.engine.calibration import spans_per_second
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.engine.trace_wire import traces_to_wire
@@ -52,13 +52,19 @@ class WorkerSlot:
         ping: Callable,
         calibrate: Callable[[], float],
         encode: Callable[[list[CompletedTrace]], Any] = list,
+        report: Callable | None = None,
     ) -> None:
+        """`report`: the worker store's side alone (`BatchRun.report`), asked for between batches while
+        evaluated traces wait for their rows."""
         self.index = index
         self.encode = encode  # a batch → what `run_batch` takes
         self._make_executor = make_executor
         self._run_batch = run_batch
         self._ping = ping
         self._calibrate = calibrate
+        self._report = report
+        self.unwritten: set[str] = set()  # traces evaluated here whose rows still wait to be written
+        self.reporting = False  # a `report` asked for and not back yet (or one scheduled)
         self.executor: Executor | None = None
         self.pid: int | None = None  # the worker's process id once it has answered (this process for a thread)
         self.calibrated = 0.0  # spans/s the worker evaluated at start (calibration.py)
@@ -93,6 +99,12 @@ class WorkerSlot:
     def submit(self, batch: list[CompletedTrace]) -> Future:
         assert self.executor is not None
         return self.executor.submit(self._run_batch, self.encode(batch))
+
+    def submit_report(self) -> Future | None:
+        """Ask the worker for its store's side alone (None without a `report`, or no worker)."""
+        if self._report is None or self.executor is None:
+            return None
+        return self.executor.submit(self._report)
 
     def measure(self, spans: int, seconds: float, weight: float) -> None:
         """Take a batch of `spans` that kept the worker busy `seconds` into its rate: its spans over its batch
@@ -162,20 +174,23 @@ def process_slots(config: MonitorConfig, count: int) -> list[WorkerSlot]:
             worker_process.ping,
             worker_process.calibrate,
             encode=traces_to_wire,
+            report=worker_process.report,
         )
         for i in range(count)
     ]
 
 
-def thread_slot(evaluator: TraceEvaluator, write: StoreWrite | None = None) -> list[WorkerSlot]:
+def thread_slot(
+    evaluator: TraceEvaluator, write: StoreWrite | None = None, settlement: Settlement | None = None
+) -> list[WorkerSlot]:
     """One in-process worker thread (`evaluation.workers` 0 or 1: tests and small installs); `write` stores
-    the evaluated traces (the daemon's result store)."""
+    the evaluated traces (the daemon's result store), `settlement` is that store's with the intake log on."""
 
     def make() -> Executor:
         return ThreadPoolExecutor(max_workers=1, thread_name_prefix=THREAD_PREFIX)
 
-    run = BatchRun(evaluator, write)
-    return [WorkerSlot(0, make, run, os.getpid, lambda: spans_per_second(evaluator))]
+    run = BatchRun(evaluator, write, settlement=settlement)
+    return [WorkerSlot(0, make, run, os.getpid, lambda: spans_per_second(evaluator), report=run.report)]
 
 
 async def start_workers(slots: Sequence[WorkerSlot]) -> None:

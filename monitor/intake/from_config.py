@@ -1,5 +1,6 @@
 """The daemon's intake log from the config: the log, the receivers' consumer in front of the ingestor, the
-start-up replay, and the pool's report of finished traces wired to the log's `done`."""
+start-up replay, and the pool's report of finished traces (evaluated and their rows written, or dropped for good:
+pool.py, rows_waits.py) wired to the log's `done`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Protocol
 
 from monitor.config import MonitorConfig
 from monitor.consumer import TraceConsumer
-from monitor.engine.assembler import CompletedTrace, TraceAssembler
+from monitor.engine.assembler import TraceAssembler
 from monitor.engine.ingest import Ingestor
 from monitor.engine.pool import EvaluationPool
 from monitor.intake.consumer import LoggedConsumer
@@ -17,7 +18,7 @@ from monitor.intake.replay import IntakeReplay
 from monitor.metrics.intake_log import IntakeLogMetrics
 from monitor.store.writer import QueuedResultStore
 
-BARRIER_SECONDS = 10.0  # the longest a release waits for the store's writer to catch up
+BARRIER_SECONDS = 10.0  # the longest a release waits for the turns to be kept (then it tries again later)
 
 
 @dataclass(slots=True)
@@ -49,25 +50,21 @@ class Stages(Protocol):
 
 
 def intake_of(config: MonitorConfig, stages: Stages, metrics: IntakeLogMetrics) -> Intake:
-    """The ingestor alone when `intake.wal.enabled` is false. A segment is released once the store's writer has
-    written its traces and the conversation tracker their turns (a turn reaches it only after its trace is stored,
-    so a turn lost after the release could not be replayed: its trace is in the store)."""
-    ingestor, assembler, store, sessions = stages.ingestor, stages.assembler, stages.store, stages.sessions
+    """The ingestor alone when `intake.wal.enabled` is false. A trace is done once the pool has its rows written
+    (the stores keep what they could not write and try again: `hold_unwritten`), and a segment is deleted once
+    the conversation tracker has kept the turns added before (a turn reaches it only after its trace is stored,
+    so a turn lost after the release could not be replayed: its trace is in the store); until it has, the
+    release waits and is tried again."""
+    ingestor, assembler, sessions = stages.ingestor, stages.assembler, stages.sessions
+    store = stages.store
     wal = config.intake.wal
     if not wal.enabled:
         return Intake(ingestor)
 
-    def barrier() -> None:
-        if store is not None:
-            store.flush(BARRIER_SECONDS)
-        if sessions is not None:
-            sessions.flush_turns(BARRIER_SECONDS)
+    def barrier() -> bool:
+        return sessions is None or sessions.flush_turns(BARRIER_SECONDS)
 
     log = IntakeLog(wal, wal.directory(config.store.path), metrics, barrier=barrier)
-
-    def finished(batch: list[CompletedTrace]) -> None:
-        log.done(completed.trace_id for completed in batch)
-
-    stages.pool.on_finished = finished
+    stages.pool.on_finished = log.done
     stored = store.stored_trace_ids if store is not None else None
     return Intake(LoggedConsumer(ingestor, log, assembler), log, IntakeReplay(log, ingestor, assembler, stored))

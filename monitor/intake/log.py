@@ -47,13 +47,14 @@ class IntakeLog:
         directory: Path,
         metrics: IntakeLogMetrics | None = None,
         *,
-        barrier: Callable[[], None] = lambda: None,
+        barrier: Callable[[], bool] = lambda: True,
         write: Callable[[int, bytes | memoryview], int] = os.write,
         fsync: Callable[[int], None] = os.fsync,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """`barrier()`: blocks until the result store has written what it was handed (run before a segment is
-        deleted); `write`/`fsync`: injected by tests to fail."""
+        """`barrier()`: whether what must outlive the segments released is kept (the conversations' turns; it may
+        block a while), run before they are deleted: when False they are tried again later; `write`/`fsync`:
+        injected by tests to fail."""
         self.config = config
         self.directory = directory
         self.metrics = metrics if metrics is not None else IntakeLogMetrics(CollectorRegistry())
@@ -192,7 +193,8 @@ class IntakeLog:
         return trace_id in self._traces
 
     def done(self, trace_ids: Iterable[str]) -> None:
-        """The traces are evaluated and stored (or dropped for good): their segments no longer wait for them."""
+        """The traces are evaluated and their rows written (or dropped for good): their segments no longer wait for
+        them."""
         for trace_id in trace_ids:
             for segment in self._traces.pop(trace_id, ()):
                 held = self._segments.get(segment)

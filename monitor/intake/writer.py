@@ -3,8 +3,9 @@ framed and written (os.write: in the page cache, so it survives a kill of the pr
 before the answer; with `batch` a sync thread fsyncs what was written at most every `sync_interval`, off the
 answer's path. With `always` a writer thread writes and fsyncs, then reports which writes are durable (the loop
 answers those requests): group commit, every write queued while an fsync runs shares the next one. Released
-segments are deleted by a release thread, after `barrier()` (the result store has written what it was handed), so
-a slow store never holds up the writes."""
+segments are deleted by a release thread, after `barrier()` (what must outlive them is kept: the conversations'
+turns), so a slow store never holds up the writes; while it says no they wait, tried again every
+BARRIER_RETRY_SECONDS (at stop they stay on disk, replayed at the next start)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from monitor.intake.records import SEGMENT_MAGIC, Record, encode, segment_name
+
+BARRIER_RETRY_SECONDS = 1.0  # after a barrier that said no, before the releases waiting try it again
 
 
 @dataclass(slots=True)
@@ -41,7 +44,7 @@ class SegmentWriter:
         sync_interval: float,
         report: Report,
         *,
-        barrier: Callable[[], None] = lambda: None,
+        barrier: Callable[[], bool] = lambda: True,
         on_released: Callable[[int], None] = lambda segment: None,
         write: Callable[[int, bytes | memoryview], int] = os.write,
         fsync: Callable[[int], None] = os.fsync,
@@ -270,19 +273,33 @@ class SegmentWriter:
 
     # --- the release thread ---------------------------------------------------------------------
     def _release_loop(self) -> None:
-        while True:
-            segment = self._releases.get()
-            if segment is None:
-                return
-            batch = _with_queued(segment, self._releases)  # every release waiting shares one barrier
-            with contextlib.suppress(Exception):  # the store's flush never raises; nor must this stop the releases
-                self._barrier()
+        waiting: list[int] = []  # released, held back by a barrier that said no
+        while _more_releases(self._releases, waiting):  # at stop, those waiting stay on disk (replayed)
+            passed = False
+            with contextlib.suppress(Exception):  # the barrier never raises; nor must this stop the releases
+                passed = self._barrier()  # every release waiting shares one
+            if not passed:
+                continue
+            batch, waiting = waiting, []
             for released in batch:
                 try:
                     (self.directory / segment_name(released)).unlink()
                 except OSError:  # gone already (or undeletable: it is replayed, deduplicated, at the next start)
                     continue
                 self._on_released(released)
+
+
+def _more_releases(releases: queue.Queue[int | None], waiting: list[int]) -> bool:
+    """Add the next releases to `waiting` (or, after BARRIER_RETRY_SECONDS with those waiting, none); False at
+    the stop mark."""
+    try:
+        segment = releases.get(timeout=BARRIER_RETRY_SECONDS if waiting else None)
+    except queue.Empty:
+        return True
+    if segment is None:
+        return False
+    waiting.extend(_with_queued(segment, releases))
+    return True
 
 
 def _with_queued(first: int, releases: queue.Queue[int | None]) -> list[int]:

@@ -6,7 +6,9 @@ The queue and its thread are write_queue.py's: bounded (MAX_QUEUED_TRACES), so b
 hangs what does not fit is dropped and counted, and neither the event loop nor an evaluation worker
 (`write(wait=...)`) is ever held by it. How a write fails is degrade.py's: a batch that fails because the database
 refuses a row is written again in halves, so that row costs only itself; what is lost is counted per result and by
-reason (StoreHealth.lost).
+reason (StoreHealth.lost). With `hold_unwritten` (the intake log is on) a batch the database fails as a whole is kept
+and tried again (degrade.py, write_queue.py), and `settlement` tells which evaluated traces are still waiting for
+their rows to be written: the log keeps their requests until they are not.
 
 A subclass (store.ResultStore: SQLite; postgres.store.PostgresResultStore) gives the database side: `_store`
 (one transaction of packed rows), `_ensure_open` (reopen when due), `prune`, `enforce_size`, `_fetch`
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -25,13 +28,13 @@ from typing import Any, TypeVar
 
 from monitor.config.signatures import SignaturesConfig
 from monitor.config.store import StoreConfig
-from monitor.store.degrade import DegradingWrite
+from monitor.store.degrade import DegradingWrite, Item
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.open_session_rows import OpenSessionTables
 from monitor.store.packing import PASSED_FIELDS, Packed, Written, mask
-from monitor.store.rows import MAX_TEXT, SessionOutcome
+from monitor.store.rows import MAX_TEXT, SessionOutcome, TraceOutcome
 from monitor.store.signatures import Batch, NewCounts, Policy, SignatureNews, batched
-from monitor.store.write_queue import WriteQueue
+from monitor.store.write_queue import MAX_KEPT_TRACES, WriteQueue
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +84,38 @@ class QueuedResultStore(ABC):
         )
         self._queue = WriteQueue(self._write_all, self._maintain, idle_seconds=SIZE_CHECK_EVERY_SECONDS)
         self._closed = False
+        self._holding = False  # hold_unwritten: evaluated traces tracked until their rows are written
+        self._settle_lock = threading.Lock()
+        self._unsettled: set[str] = set()  # trace ids handed to `write` whose rows are not written (nor lost)
+        self._settled: list[str] = []  # trace ids settled since the last `settlement`
+
+    def hold_unwritten(self) -> None:
+        """The intake log is on: keep the traces of a write the database failed as a whole and try them again
+        (MAX_KEPT_TRACES at most, queued ones included; past it they are dropped, counted and settled), and track
+        which evaluated traces wait for their rows (`settlement`). Call before the first write."""
+        self._holding = True
+        self._write_all.keep = True
+        self._write_all.on_settled = self._settle
+        self._write_all.stored = self._stored_now
+        self._queue.limit = MAX_KEPT_TRACES
+
+    def settlement(self, trace_ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        """(those of `trace_ids` whose rows are still waiting to be written, every trace id settled since the
+        last call: its rows written, or lost for good). With `hold_unwritten` only."""
+        with self._settle_lock:
+            settled, self._settled = self._settled, []
+            return [t for t in trace_ids if t in self._unsettled], settled
+
+    def _settle(self, trace_ids: list[str]) -> None:
+        if trace_ids:
+            with self._settle_lock:
+                self._unsettled.difference_update(trace_ids)
+                self._settled.extend(trace_ids)
+
+    def _stored_now(self, trace_ids: list[str]) -> set[str]:
+        """`stored_trace_ids` through the writer's connection, its failure raised uncounted (the write that would
+        follow is what fails and is reported)."""
+        return _stored_in(trace_ids, self._fetch)
 
     @property
     def available(self) -> bool:
@@ -184,6 +219,13 @@ class QueuedResultStore(ABC):
         self._closed = True
         self._close_database()
 
+    def _insert(self, outcomes: Sequence[Item]) -> None:
+        """Write now, on this thread, then the retention when due; what could not be written is lost."""
+        if outcomes:
+            kept = self._write_all(outcomes)
+            self._write_all.dropped(kept, "unavailable", "the store could not write them before the writer stopped")
+        self._maintain()
+
     # --- writing --------------------------------------------------------------------------------
     def write(self, outcomes: Sequence[Written], wait: float = 0.0) -> None:
         """Queue evaluated traces for the writer thread (written at once when it is not running). Never raises:
@@ -193,6 +235,9 @@ class QueuedResultStore(ABC):
         writer has caught up, once it took longer."""
         if not outcomes or self._closed:
             return
+        if self._holding:
+            with self._settle_lock:
+                self._unsettled.update(o.trace_id for o in outcomes if isinstance(o, TraceOutcome))
         if not self._queue.running:
             self._insert(outcomes)
         elif not self._queue.put(outcomes, wait):
@@ -201,12 +246,6 @@ class QueuedResultStore(ABC):
     def flush(self, timeout: float = 30.0) -> None:
         """Block until everything queued so far is written (tests, shutdown)."""
         self._queue.flush(timeout)
-
-    def _insert(self, outcomes: Sequence[Written]) -> None:
-        """Write now, on this thread, then the retention when due."""
-        if outcomes:
-            self._write_all(outcomes)
-        self._maintain()
 
     # --- retention ------------------------------------------------------------------------------
     def _maintain(self) -> None:
@@ -245,16 +284,19 @@ class QueuedResultStore(ABC):
     def stored_trace_ids(self, trace_ids: Sequence[str]) -> set[str]:
         """Those of `trace_ids` the store has a trace row for (by the primary key, in chunks); raises when the
         store cannot be read (the intake log's replay then leaves nothing out)."""
-        found: set[str] = set()
-        ids = list(dict.fromkeys(trace_ids))
-        for start in range(0, len(ids), STORED_IDS_CHUNK):
-            chunk = ids[start : start + STORED_IDS_CHUNK]
-            marks = ", ".join("?" * len(chunk))
-            rows = self._read(f"SELECT trace_id FROM traces WHERE trace_id IN ({marks})", chunk)
-            found.update(row[0] for row in rows)
-        return found
+        return _stored_in(list(dict.fromkeys(trace_ids)), self._read)
 
     def count(self, table: str = "results") -> int:
         if table not in ("results", "traces"):
             raise ValueError(table)
         return int(self._read(f"SELECT COUNT(*) FROM {table}")[0][0])
+
+
+def _stored_in(trace_ids: list[str], fetch: Callable[[str, Sequence[Any]], list[tuple]]) -> set[str]:
+    """Those of `trace_ids` with a trace row, by the primary key, STORED_IDS_CHUNK per query."""
+    found: set[str] = set()
+    for start in range(0, len(trace_ids), STORED_IDS_CHUNK):
+        chunk = trace_ids[start : start + STORED_IDS_CHUNK]
+        rows = fetch(f"SELECT trace_id FROM traces WHERE trace_id IN ({', '.join('?' * len(chunk))})", chunk)
+        found.update(row[0] for row in rows)
+    return found
