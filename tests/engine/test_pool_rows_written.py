@@ -1,0 +1,82 @@
+"""With the intake log on, the pool tells a trace finished (the log's `done`) only once its rows are written: while
+another process holds the SQLite database locked, batches still come back (evaluation never waits past the
+worker's 2 s for the database) but their traces are not finished; once the lock is released their rows are
+written and the pool finishes them, asking the idle workers for their stores' reports. In worker processes (their
+own connections to the store) and on the in-process thread (the daemon's store)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from monitor.config import MonitorConfig
+from monitor.engine.pool import EvaluationPool, WorkerSlot, process_slots, thread_slot
+from monitor.engine.trace_evaluation import TraceEvaluator
+from monitor.preflight import preflight
+from monitor.store.sqlite import ResultStore
+from tests.engine.helpers import synthetic_traces
+from tests.engine.test_pool import stored_trace_ids
+
+TRACES = 40
+
+
+def logged_config(path: Path) -> MonitorConfig:
+    return MonitorConfig.model_validate({"store": {"path": str(path)}, "intake": {"wal": {"enabled": True}}})
+
+
+async def wait_until(condition, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.parametrize("workers", ["processes", "thread"])
+def test_traces_are_finished_only_once_their_rows_are_written(tmp_path: Path, workers: str) -> None:
+    path = tmp_path / "results.db"
+    config = logged_config(path)
+    store: ResultStore | None = None
+    slots: list[WorkerSlot]
+    if workers == "processes":
+        slots = process_slots(config, 2)
+    else:
+        store = ResultStore(path, prune=False)
+        store.hold_unwritten()  # as the daemon's store is with the log on and one in-process worker
+        slots = thread_slot(TraceEvaluator(preflight(config).evaluators), store.write, store.settlement)
+    finished: list[str] = []
+    traces = synthetic_traces(TRACES)
+    expected = {completed.trace_id for completed in traces}
+
+    async def scenario() -> None:
+        pool = EvaluationPool(slots, lambda tally: None, lambda reason, n: None, queue_size=10_000)
+        pool.on_finished = finished.extend
+        if store is not None:
+            await store.start()
+        await pool.start()
+        holder = sqlite3.connect(path, isolation_level=None)
+        try:
+            holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock: every write waits
+            for completed in traces:
+                assert pool.submit(completed)
+            await wait_until(lambda: pool.evaluated == TRACES, 60, "the batches did not come back")
+            await asyncio.sleep(1.0)  # the idle workers are asked for their reports meanwhile
+            assert finished == []  # evaluated, not written: none finished
+            assert stored_trace_ids(path) == set()
+            holder.execute("COMMIT")
+            await wait_until(lambda: set(finished) == expected, 60, "the traces were not finished once written")
+            assert stored_trace_ids(path) == expected
+            assert len(finished) == TRACES  # each told once
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                holder.execute("ROLLBACK")
+            holder.close()
+            await pool.shutdown(5.0)
+            if store is not None:
+                await store.shutdown(5.0)
+
+    asyncio.run(scenario())
