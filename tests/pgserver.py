@@ -67,9 +67,12 @@ class PostgresServer:
             shutil.rmtree(self.data, ignore_errors=True)
 
     def start(self, timeout: float = 30.0) -> PostgresServer:
-        log = self.home / "postgres.log"
         self._initdb()
-        with log.open("wb") as stderr:  # the child keeps its own descriptor
+        return self._launch(timeout)
+
+    def _launch(self, timeout: float) -> PostgresServer:
+        log = self.home / "postgres.log"
+        with log.open("ab") as stderr:  # the child keeps its own descriptor
             self.process = subprocess.Popen(
                 [str(self.bin / "postgres"), "-D", str(self.data), "-p", str(self.port),
                  "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={self.home}", "-c", "fsync=off",
@@ -86,6 +89,17 @@ class PostgresServer:
             except psycopg.OperationalError:
                 time.sleep(0.1)
         raise RuntimeError("postgres did not accept connections:\n" + log.read_text(errors="replace")[-4000:])
+
+    def halt(self) -> None:
+        """Stop the server (fast shutdown: the clients connected are cut off, a transaction running is rolled
+        back), its data kept: `resume` starts it again on the same port."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGINT)
+        self.process.wait(30)
+
+    def resume(self, timeout: float = 30.0) -> PostgresServer:
+        """Start the server `halt` stopped, on its data and port."""
+        return self._launch(timeout)
 
     def url(self, database: str) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"

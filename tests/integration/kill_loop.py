@@ -1,7 +1,8 @@
-"""The SIGKILL loop of issue 39 (used by tests/integration/test_intake_kill.py and tests/bench/bench_intake_kill.py):
-the real daemon (its worker processes too) under sustained load from the real OTel SDK exporter
-(tests/integration/ack_sender.py), SIGKILLed at random moments and restarted on the same data directory; at
-the end, stopped with SIGTERM, the failing results it stored counted by trace id."""
+"""The SIGKILL loop of issue 39 (used by tests/integration/test_intake_kill.py, test_intake_postgres.py and
+tests/bench/bench_intake_kill.py): the real daemon (its worker processes too) under sustained load from the real
+OTel SDK exporter (tests/integration/ack_sender.py), SIGKILLed at random moments and restarted on the same data
+directory (or, `meanwhile`, put through something else under that load); at the end, stopped with SIGTERM, the
+failing results it stored counted by trace id (SQLite's file, or `stored` for another store)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +65,12 @@ def start_in_own_group(daemon: DaemonProcess, timeout: float = 60) -> DaemonProc
     return daemon.wait_ready(timeout)
 
 
+def sqlite_rows(workdir: Path) -> Counter[str]:
+    """The failing `no_tool_errors` results in the daemon's SQLite file, counted by trace id."""
+    with sqlite3.connect(f"{(workdir / 'results.db').as_uri()}?mode=ro", uri=True) as db:
+        return Counter(t for (t,) in db.execute("SELECT trace_id FROM results WHERE evaluator = 'no_tool_errors'"))
+
+
 def run_kill_loop(
     workdir: Path,
     traces: int,
@@ -72,10 +80,13 @@ def run_kill_loop(
     final_kill: bool = False,
     overrides: dict | None = None,
     protocol: str = "grpc",
+    stored: Callable[[Path], Counter[str]] = sqlite_rows,
+    meanwhile: Callable[[DaemonProcess], None] | None = None,
 ) -> KillLoop:
     """Send traces while the daemon is SIGKILLed `kills` times, `up` seconds (uniform) after each start (then
-    the sender stops), at most `traces` (with no kills: exactly); `final_kill`: SIGKILLed once more right after the
-    last acknowledgement (and started again)."""
+    the sender stops), at most `traces` (with no kills nor `meanwhile`: exactly); `final_kill`: SIGKILLed once
+    more right after the last acknowledgement (and started again); `meanwhile(daemon)`: run under the load after
+    the kills (then the sender stops)."""
     rng = random.Random(seed)
     acked_file, stop_file = workdir / "acked.txt", workdir / "stop-sending"
     daemon = DaemonProcess(workdir, {**CONFIG, **(overrides or {})}, env=project_env())
@@ -85,7 +96,7 @@ def run_kill_loop(
     sender = subprocess.Popen(
         [sys.executable, str(ROOT / "tests" / "integration" / "ack_sender.py"), "--endpoint",
          endpoint, "--protocol", protocol, "--traces", str(traces), "--acked", str(acked_file),
-         *(["--stop-file", str(stop_file)] if kills else [])],
+         *(["--stop-file", str(stop_file)] if kills or meanwhile else [])],
         env={**os.environ, **project_env()}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
@@ -95,6 +106,8 @@ def run_kill_loop(
             kill_group(daemon)
             done += 1
             start_in_own_group(daemon)
+        if meanwhile is not None:
+            meanwhile(daemon)
         stop_file.touch()
         output, _ = sender.communicate(timeout=600)
         assert sender.returncode == 0, output
@@ -109,7 +122,5 @@ def run_kill_loop(
             sender.kill()
         daemon.stop(timeout=60)  # SIGTERM: whatever is pending is evaluated and stored
     acked = acked_file.read_text().split()
-    with sqlite3.connect(f"{(workdir / 'results.db').as_uri()}?mode=ro", uri=True) as db:
-        rows = Counter(t for (t,) in db.execute("SELECT trace_id FROM results WHERE evaluator = 'no_tool_errors'"))
     left = len(list((workdir / "intake").glob("*.wal")))
-    return KillLoop(acked, rows, done, time.monotonic() - started, left)
+    return KillLoop(acked, stored(workdir), done, time.monotonic() - started, left)
