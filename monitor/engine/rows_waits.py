@@ -6,6 +6,10 @@ waiting are told finished (the intake log's `done`) only once a later result say
 batch's, or, while the worker is idle, a `report` asked for every REPORT_SECONDS. A worker that dies takes the rows
 it held with it: those traces are told finished then, and logged, so that the log is not held until the next start
 by rows nobody will write.
+
+A worker's store keeps MAX_KEPT_TRACES at most (write_queue.py; past it, rows are lost for good): once a worker
+holds UNWRITTEN_LIMIT of them (`behind`), the intake log answers new requests throttled, so that the traces
+already on their way (assembling, queued) still fit.
 """
 
 from __future__ import annotations
@@ -22,11 +26,13 @@ from typing import Protocol
 from monitor.engine.batch_run import BatchResult
 from monitor.engine.worker_slots import WorkerSlot
 from monitor.store.health import StoreReport
+from monitor.store.write_queue import MAX_KEPT_TRACES
 
 log = logging.getLogger(__name__)
 
 REPORT_SECONDS = 0.25  # between two asks of an idle worker whose evaluated traces wait for their rows
 DRAIN_SECONDS = 5.0  # at drain, how long the rows of evaluated traces may still take to be written
+UNWRITTEN_LIMIT = MAX_KEPT_TRACES // 2  # evaluated traces waiting for their rows in one worker: intake throttled
 
 
 OnStoreReport = Callable[[StoreReport], None]
@@ -46,6 +52,10 @@ class RowWaits:
         self.owner = owner
         self.loop: asyncio.AbstractEventLoop | None = None  # set by the pool at start
         self.closed = False
+
+    def behind(self, slots: list[WorkerSlot]) -> bool:
+        """Whether a worker holds UNWRITTEN_LIMIT evaluated traces waiting for their rows (the store is down)."""
+        return any(len(slot.unwritten) >= UNWRITTEN_LIMIT for slot in slots)
 
     async def drain(self, slots: list[WorkerSlot], timeout: float) -> None:
         """Wait, `timeout` and DRAIN_SECONDS at most, until no evaluated trace waits for its rows; those still

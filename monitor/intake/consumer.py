@@ -1,11 +1,13 @@
 """LoggedConsumer: the receivers' TraceConsumer with the intake log in front of the ingestor. A request the log
-cannot take (full, or failing to write) is answered throttled before it is decoded; an accepted one is appended to
+cannot take (full, failing to write, or the store so far behind that the evaluated traces waiting for their rows
+reach their bound: `store_behind`) is answered throttled before it is decoded; an accepted one is appended to
 the log with the traces it holds before the answer: written on the caller's thread (`sync: batch`, `none`), or,
 with `sync: always`, the answer waits for the writer thread's fsync (`IngestOutcome.durable`, `settled`)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from monitor.consumer import IngestOutcome, Outcome, unwritten
 from monitor.engine.assembler import TraceAssembler
@@ -18,16 +20,23 @@ FAILING_RETRY_SECONDS = 1.0
 
 
 class LoggedConsumer:
-    def __init__(self, inner: Ingestor, log: IntakeLog, assembler: TraceAssembler) -> None:
+    def __init__(
+        self,
+        inner: Ingestor,
+        log: IntakeLog,
+        assembler: TraceAssembler,
+        store_behind: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.inner = inner
         inner.record_trace_ids = True  # each record is held by the traces it has spans of
         self.log = log
         self.assembler = assembler
+        self.store_behind = store_behind
 
     def ingest(self, payload: bytes, *, receiver: str, encoding: str, signal: str = "traces") -> IngestOutcome:
         if not self.log.running:
             return self.inner.ingest(payload, receiver=receiver, encoding=encoding, signal=signal)
-        refusal = self.log.refusal(len(payload))
+        refusal = self.log.refusal(len(payload)) or ("behind" if self.store_behind() else None)
         if refusal is not None and self.inner.accepting:
             return self._refused(refusal, payload, encoding, signal)
         outcome = self.inner.ingest(payload, receiver=receiver, encoding=encoding, signal=signal)
@@ -48,6 +57,8 @@ class LoggedConsumer:
         if refusal == "full":
             self.log.metrics.full.inc()
             message, retry = "the intake log is full (intake.wal.max_bytes); retry later", FULL_RETRY_SECONDS
+        elif refusal == "behind":
+            message, retry = "the result store is behind (rows wait to be written); retry later", FULL_RETRY_SECONDS
         else:
             message, retry = "the intake log cannot be written; retry later", FAILING_RETRY_SECONDS
         return IngestOutcome(

@@ -67,4 +67,6 @@ def intake_of(config: MonitorConfig, stages: Stages, metrics: IntakeLogMetrics) 
     log = IntakeLog(wal, wal.directory(config.store.path), metrics, barrier=barrier)
     stages.pool.on_finished = log.done
     stored = store.stored_trace_ids if store is not None else None
-    return Intake(LoggedConsumer(ingestor, log, assembler), log, IntakeReplay(log, ingestor, assembler, stored))
+    pool = stages.pool
+    consumer = LoggedConsumer(ingestor, log, assembler, store_behind=lambda: pool.rows.behind(pool.slots))
+    return Intake(consumer, log, IntakeReplay(log, ingestor, assembler, stored))

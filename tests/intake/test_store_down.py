@@ -1,8 +1,9 @@
 """The intake log while the result store cannot write (issue 39): the daemon (in-process evaluation, its SQLite
 store made read-only with `PRAGMA query_only=ON` on its own connection: SQLITE_READONLY on every write) goes on
 evaluating, but no segment is released for traces whose rows were not written; the log fills up to `max_bytes`
-and intake is answered throttled, nothing acknowledged dropped, nothing counted lost. Once the store writes again,
-the held traces are written, each once, the segments released, and intake accepted again."""
+(or the evaluated traces waiting for their rows reach their bound, rows_waits.UNWRITTEN_LIMIT) and intake is
+answered throttled, nothing acknowledged dropped, nothing counted lost. Once the store writes again, the held
+traces are written, each once, the segments released, and intake accepted again."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ import sqlite3
 import time
 from pathlib import Path
 
+import pytest
+
 from monitor.config import MonitorConfig
 from monitor.consumer import Outcome
 from monitor.daemon import Daemon
+from monitor.engine import rows_waits
 from monitor.engine.ingest import Ingestor, trace_ids_of
 from tests.engine.helpers import synthetic_requests
 from tests.results.test_degrade import set_pragma
@@ -35,7 +39,17 @@ async def wait_until(condition, timeout: float, what: str) -> None:  # type: ign
         await asyncio.sleep(0.05)
 
 
-def test_a_store_that_cannot_write_holds_the_log_until_it_can_and_nothing_acknowledged_is_lost(tmp_path: Path) -> None:
+@pytest.mark.parametrize("bound", ["max_bytes", "unwritten"])
+def test_a_store_that_cannot_write_holds_the_log_until_it_can_and_nothing_acknowledged_is_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bound: str
+) -> None:
+    wal: dict = {"enabled": True, "segment_bytes": "64KiB"}
+    if bound == "max_bytes":
+        wal["max_bytes"] = "1MiB"
+        refusal = "intake log is full"
+    else:
+        monkeypatch.setattr(rows_waits, "UNWRITTEN_LIMIT", 60)
+        refusal = "result store is behind"
     path = tmp_path / "results.db"
     config = MonitorConfig.model_validate(
         {
@@ -44,7 +58,7 @@ def test_a_store_that_cannot_write_holds_the_log_until_it_can_and_nothing_acknow
             "store": {"path": str(path)},
             "assembly": {"quiet_period": "0.2s"},
             "evaluation": {"workers": 0},
-            "intake": {"wal": {"enabled": True, "segment_bytes": "64KiB", "max_bytes": "1MiB"}},
+            "intake": {"wal": wal},
         }
     )
     d = Daemon(config)
@@ -74,13 +88,13 @@ def test_a_store_that_cannot_write_holds_the_log_until_it_can_and_nothing_acknow
                     if answer.outcome is Outcome.ACCEPTED:
                         accepted += trace_ids_of(Ingestor.decode(payload, "protobuf", "traces", "grpc"))
                         break
-                    full = "intake log is full" in answer.message
+                    full = refusal in answer.message
                     await asyncio.sleep(0.05)  # throttled (evaluation is behind): retry
                 if full:
                     break
                 await asyncio.sleep(0.01)
-            assert full, "the log never filled while the store could not write"
-            assert value("agent_monitor_intake_log_full_total") >= 1
+            assert full, "intake was never throttled while the store could not write"
+            assert value("agent_monitor_intake_log_full_total") >= (1 if bound == "max_bytes" else 0)
             await wait_until(lambda: d.pool.evaluated == len(accepted), 30, "the accepted traces were not evaluated")
             await asyncio.sleep(1.5)  # past the idle release, and several reports of the worker's store
             assert value("agent_monitor_intake_log_segments_released_total") == 0  # every segment held
