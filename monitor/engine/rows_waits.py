@@ -26,7 +26,7 @@ from typing import Protocol
 from monitor.engine.batch_run import BatchResult
 from monitor.engine.worker_slots import WorkerSlot
 from monitor.store.health import StoreReport
-from monitor.store.write_queue import MAX_KEPT_TRACES
+from monitor.store.writer import MAX_KEPT_TRACES
 
 log = logging.getLogger(__name__)
 

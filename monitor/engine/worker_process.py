@@ -31,7 +31,8 @@ from monitor.store.signatures import NewCounts
 PARENT_POLL_SECONDS = 1.0
 # How long a batch waits for its rows to be written before its result goes back (so they are there when it is
 # counted); past it, batches stop waiting until the store's writer thread has caught up: a database that is slow
-# or hangs never holds evaluation up (nor trips the worker stall limit).
+# or hangs never holds evaluation up (nor trips the worker stall limit). With the intake log on, the result lists
+# the traces still waiting for their rows: the log keeps them until a later result says they are written.
 WRITE_WAIT_SECONDS = 2.0
 EXIT_WRITE_SECONDS = 5.0  # at exit, how long the rows still queued may take to be written
 
