@@ -83,6 +83,42 @@ def test_segments_roll_and_each_is_released_only_once_every_trace_in_it_is_done(
     asyncio.run(scenario())
 
 
+def test_a_release_waits_while_the_barrier_says_no_and_a_shutdown_leaves_it_for_the_next_start(tmp_path: Path) -> None:
+    """The barrier (the conversations' turns kept) said no: the segment stays on disk, tried again every second;
+    once it says yes the segment is deleted. At a shutdown while it still says no, the segment stays (replayed)."""
+    kept = [False]
+    asked = []
+
+    def barrier() -> bool:
+        asked.append(kept[0])
+        return kept[0]
+
+    async def scenario() -> None:
+        log = IntakeLog(_config(), tmp_path, barrier=barrier)
+        await log.start()
+        big = b"x" * (SEGMENT // 2)
+        assert await log.append(_record(big), ["t1"])  # segment 1
+        assert await log.append(_record(big), ["t2"])  # segment 2
+        assert await log.append(_record(big), ["t3"])  # segment 3, being written
+        log.done(["t1"])
+        await asyncio.sleep(2.5)
+        assert [s for s, _ in segments_in(tmp_path)] == [1, 2, 3]  # not deleted: the barrier said no
+        assert len(asked) >= 2  # asked again
+        kept[0] = True
+        for _ in range(200):  # tried again within a second or so: bounded at 10 s
+            if [s for s, _ in segments_in(tmp_path)] == [2, 3]:
+                break
+            await asyncio.sleep(0.05)
+        assert [s for s, _ in segments_in(tmp_path)] == [2, 3]
+        kept[0] = False
+        log.done(["t2"])
+        await asyncio.sleep(0.2)
+        await log.shutdown(1)
+        assert [s for s, _ in segments_in(tmp_path)] == [2, 3]  # left for the next start
+
+    asyncio.run(scenario())
+
+
 def test_the_segment_being_written_is_released_once_idle_and_done(tmp_path: Path) -> None:
     now = [0.0]
 
