@@ -267,7 +267,6 @@ class EvaluationPool:
             finished = self.rows.finished(slot, result, finished)
         elif isinstance(error, BrokenExecutor | BrokenExecutorCancelled):
             self.count_dropped("worker_stalled" if executor is slot.stalled else "worker_crash", len(batch))
-            finished.extend(self.rows.lost(slot))
             self._restart(slot, executor, error)
         else:
             log.error("evaluation batch of %d traces failed: %r", len(batch), error)
@@ -312,6 +311,7 @@ class EvaluationPool:
         """Replace the slot's worker unless that already happened (several batches fail with one crash)."""
         if slot.executor is not broken or self._closed:
             return
+        tell_finished(self.on_finished, self.rows.lost(slot))  # the rows it still held died with it
         slot.crashes_in_a_row += 1
         self.restarts += 1
         self.count_restart()

@@ -20,7 +20,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor, Future
+from concurrent.futures import BrokenExecutor, Executor, Future
 from typing import Protocol
 
 from monitor.engine.batch_run import BatchResult
@@ -103,7 +103,12 @@ class RowWaits:
         if slot.in_flight:
             self._ask_later(slot)
             return
-        executor, future = slot.executor, slot.submit_report()
+        executor = slot.executor
+        try:
+            future = slot.submit_report()
+        except (BrokenExecutor, RuntimeError):  # the worker died while idle: the pool replaces it at its next batch
+            tell_finished(self.owner.on_finished, self.lost(slot))
+            return
         if future is None:
             return
         slot.reporting = True
@@ -117,8 +122,16 @@ class RowWaits:
 
     def _reported(self, slot: WorkerSlot, executor: Executor | None, future: Future) -> None:
         slot.reporting = False
-        if self.closed or executor is not slot.executor or future.cancelled() or future.exception() is not None:
-            return  # a worker that died: its batches' failure handled what it held
+        if self.closed or executor is not slot.executor or future.cancelled():
+            return  # a worker replaced: what it held was let go then
+        error = future.exception()
+        if isinstance(error, BrokenExecutor):  # it died while idle
+            tell_finished(self.owner.on_finished, self.lost(slot))
+            return
+        if error is not None:
+            log.warning("evaluation worker %d could not report its store's writes: %r", slot.index, error)
+            self._ask_later(slot)
+            return
         result: BatchResult = future.result()
         owner = self.owner
         store_side(result, owner.on_store_report, owner.on_new_signatures)

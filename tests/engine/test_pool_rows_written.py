@@ -2,12 +2,15 @@
 another process holds the SQLite database locked, batches still come back (evaluation never waits past the
 worker's 2 s for the database) but their traces are not finished; once the lock is released their rows are
 written and the pool finishes them, asking the idle workers for their stores' reports. In worker processes (their
-own connections to the store) and on the in-process thread (the daemon's store)."""
+own connections to the store) and on the in-process thread (the daemon's store). A worker that dies meanwhile
+takes its rows with it: its traces are let go."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 import sqlite3
 import time
 from pathlib import Path
@@ -15,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from monitor.config import MonitorConfig
-from monitor.engine.pool import EvaluationPool, WorkerSlot, process_slots, thread_slot
+from monitor.engine.pool import EvaluationPool, WorkerSlot, process_slots, route, thread_slot
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.preflight import preflight
 from monitor.store.sqlite import ResultStore
@@ -80,3 +83,43 @@ def test_traces_are_finished_only_once_their_rows_are_written(tmp_path: Path, wo
                 await store.shutdown(5.0)
 
     asyncio.run(scenario())
+
+
+def test_a_worker_that_dies_holding_unwritten_rows_lets_its_traces_go_and_the_others_wait(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its rows died with it: nothing will write them in this run, so its traces are finished (logged), not held
+    until a restart; the other worker's traces still wait for their rows."""
+    path = tmp_path / "results.db"
+    slots = process_slots(logged_config(path), 2)
+    finished: list[str] = []
+    traces = synthetic_traces(TRACES)
+    by_slot = [{c.trace_id for c in traces if route(c.trace_id, 2) == n} for n in (0, 1)]
+
+    async def scenario() -> None:
+        pool = EvaluationPool(slots, lambda tally: None, lambda reason, n: None, queue_size=10_000)
+        pool.on_finished = finished.extend
+        await pool.start()
+        holder = sqlite3.connect(path, isolation_level=None)
+        try:
+            holder.execute("BEGIN IMMEDIATE")
+            for completed in traces:
+                assert pool.submit(completed)
+            await wait_until(lambda: pool.evaluated == TRACES, 60, "the batches did not come back")
+            assert finished == []
+            assert pool.slots[0].pid is not None
+            os.kill(pool.slots[0].pid, signal.SIGKILL)  # idle, its traces' rows queued in it
+            await wait_until(lambda: set(finished) == by_slot[0], 30, "the dead worker's traces were not let go")
+            await asyncio.sleep(1.0)
+            assert set(finished) == by_slot[0]  # the other worker's traces still wait
+            holder.execute("COMMIT")
+            await wait_until(lambda: set(finished) == by_slot[0] | by_slot[1], 60, "the others were not finished")
+            assert stored_trace_ids(path) == by_slot[1]  # the dead worker's rows were lost with it
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                holder.execute("ROLLBACK")
+            holder.close()
+            await pool.shutdown(5.0)
+
+    asyncio.run(scenario())
+    assert any("died with the rows of" in r.getMessage() for r in caplog.records)

@@ -20,6 +20,7 @@ from monitor.daemon import Daemon
 from monitor.engine import rows_waits
 from monitor.engine.ingest import Ingestor, trace_ids_of
 from tests.engine.helpers import synthetic_requests
+from tests.engine.test_pool_rows_written import wait_until
 from tests.results.test_degrade import set_pragma
 
 
@@ -30,13 +31,6 @@ def stored_per_trace(path: Path) -> dict[str, int]:
 
 def segment_files(directory: Path) -> int:
     return len(list(directory.glob("*.wal")))
-
-
-async def wait_until(condition, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        await asyncio.sleep(0.05)
 
 
 @pytest.mark.parametrize("bound", ["max_bytes", "unwritten"])
