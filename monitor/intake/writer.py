@@ -275,10 +275,7 @@ class SegmentWriter:
     def _release_loop(self) -> None:
         waiting: list[int] = []  # released, held back by a barrier that said no
         while _more_releases(self._releases, waiting):  # at stop, those waiting stay on disk (replayed)
-            passed = False
-            with contextlib.suppress(Exception):  # the barrier never raises; nor must this stop the releases
-                passed = self._barrier()  # every release waiting shares one
-            if not passed:
+            if not _passes(self._barrier):  # every release waiting shares one
                 continue
             batch, waiting = waiting, []
             for released in batch:
@@ -287,6 +284,14 @@ class SegmentWriter:
                 except OSError:  # gone already (or undeletable: it is replayed, deduplicated, at the next start)
                     continue
                 self._on_released(released)
+
+
+def _passes(barrier: Callable[[], bool]) -> bool:
+    """The barrier's answer; no when it raises (it never should; nor must that stop the releases)."""
+    try:
+        return bool(barrier())
+    except Exception:
+        return False
 
 
 def _more_releases(releases: queue.Queue[int | None], waiting: list[int]) -> bool:
