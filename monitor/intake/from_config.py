@@ -18,7 +18,7 @@ from monitor.intake.replay import IntakeReplay
 from monitor.metrics.intake_log import IntakeLogMetrics
 from monitor.store.writer import QueuedResultStore
 
-BARRIER_SECONDS = 10.0  # the longest a release waits for the turns to be kept (then it tries again later)
+BARRIER_SECONDS = 10.0  # the longest a release waits for the store's writer, the turns (then it tries again later)
 
 
 @dataclass(slots=True)
@@ -52,17 +52,18 @@ class Stages(Protocol):
 def intake_of(config: MonitorConfig, stages: Stages, metrics: IntakeLogMetrics) -> Intake:
     """The ingestor alone when `intake.wal.enabled` is false. A trace is done once the pool has its rows written
     (the stores keep what they could not write and try again: `hold_unwritten`), and a segment is deleted once
-    the conversation tracker has kept the turns added before (a turn reaches it only after its trace is stored,
-    so a turn lost after the release could not be replayed: its trace is in the store); until it has, the
-    release waits and is tried again."""
-    ingestor, assembler, sessions = stages.ingestor, stages.assembler, stages.sessions
-    store = stages.store
+    the daemon's own store writer has handled what it was handed before (the waiting judgements kept from the
+    batches' reports) and the conversation tracker has kept the turns added before (a turn reaches it only after
+    its trace is stored, so a turn lost after the release could not be replayed: its trace is in the store);
+    until both have, the release waits and is tried again."""
+    ingestor, assembler, store, sessions = stages.ingestor, stages.assembler, stages.store, stages.sessions
     wal = config.intake.wal
     if not wal.enabled:
         return Intake(ingestor)
 
     def barrier() -> bool:
-        return sessions is None or sessions.flush_turns(BARRIER_SECONDS)
+        flushed = store is None or store.flush(BARRIER_SECONDS)
+        return flushed and (sessions is None or sessions.flush_turns(BARRIER_SECONDS))
 
     log = IntakeLog(wal, wal.directory(config.store.path), metrics, barrier=barrier)
     stages.pool.on_finished = log.done

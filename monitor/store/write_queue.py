@@ -97,13 +97,14 @@ class WriteQueue:
             self._behind = True
         return True
 
-    def flush(self, timeout: float = 30.0) -> None:
-        """Block until everything queued so far is written (tests, shutdown)."""
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Block until everything queued so far is written (or failed, or kept for a retry); False when the writer
+        did not get there within `timeout`."""
         if self._thread is None:
-            return
+            return True
         done = threading.Event()
         self._queue.put([_FlushMarker(done)])
-        done.wait(timeout)
+        return done.wait(timeout)
 
     def take(self) -> list[Item]:
         """Everything still queued or kept, taken out of the queue (its waiters released)."""

@@ -243,9 +243,10 @@ class QueuedResultStore(ABC):
         elif not self._queue.put(outcomes, wait):
             self._write_all.dropped(outcomes, "queue_full", "the writer is behind (the database is slow or hangs)")
 
-    def flush(self, timeout: float = 30.0) -> None:
-        """Block until everything queued so far is written (tests, shutdown)."""
-        self._queue.flush(timeout)
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Block until everything queued so far is written (tests, shutdown; failed or kept for a retry counts);
+        False when the writer did not get there within `timeout` (the database hangs)."""
+        return self._queue.flush(timeout)
 
     # --- retention ------------------------------------------------------------------------------
     def _maintain(self) -> None:
