@@ -102,7 +102,8 @@ def _mask_url_queries(text: str) -> str:
             done = match.end()
             at = text.find("://", done)
         elif first is not None:  # the path run after it ends without a query: so does every "://" inside that run
-            at = text.find("://", _URL_PATH.match(text, at + 3).end())
+            path = _URL_PATH.match(text, at + 3)  # `[...]*`: matches everywhere, empty at worst
+            at = text.find("://", path.end() if path is not None else at + 3)
         else:
             at = text.find("://", at + 1)
     return "".join(parts) + text[done:] if parts else text

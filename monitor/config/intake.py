@@ -20,7 +20,7 @@ class WalConfig(Section):
     before the answer, never fsynced). `segment_bytes`: the size of one file; `max_bytes`: the log's bound, past
     it requests are answered throttled (retry later), never dropped."""
 
-    enabled: bool = False  # off until its cost meets issue 39's bound (see docs/durability.md, "Cost")
+    enabled: bool = True  # acknowledged means kept (docs/durability.md; its cost: "Cost" there)
     path: str = ""
     sync: Literal["batch", "always", "none"] = "batch"
     sync_interval: Annotated[NonNegativeDuration, Field(le=1.0)] = 0.1

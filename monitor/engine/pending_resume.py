@@ -181,7 +181,7 @@ def restore_offers(
     restored = expired = 0
     for row in stored:
         entry, offer = offer_of(row.payload)
-        index = books.get(entry)  # type: ignore[call-overload]
+        index = books.get(entry) if len(entry) == 4 else None
         if stage is None or index is None:
             gone.append(row.id)
             continue

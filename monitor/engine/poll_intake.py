@@ -27,7 +27,7 @@ class DaemonSink:
         pool: EvaluationPool,
         telemetry: ReceiverTelemetry,
         room: Callable[[int], bool] = lambda spans: True,
-        stored: Callable[[], None] = lambda: None,
+        stored: Callable[[], object] = lambda: None,
     ) -> None:
         """`telemetry`: the span feed's (`IntakeMetrics.receiver(FEED_RECEIVER)`: it counts like a receiver);
         `room(spans)`: whether a polled trace of that many spans may go to the pool now (Admission.poll_room:
