@@ -162,6 +162,9 @@ class DaemonProcess:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def __enter__(self) -> DaemonProcess:
+        """Start it, unless it runs already (`with daemon.start(timeout=60):` must not start a second one)."""
+        if self.process is not None and self.process.poll() is None:
+            return self
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

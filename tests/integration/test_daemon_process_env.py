@@ -46,7 +46,8 @@ def test_daemon_on_its_embedded_default_config_from_the_environment(
     daemon = DaemonProcess(workdir, {}, project_env(), python=wrapper, config_in_env=True)
     assert "AGENT_MONITOR_CONFIG" not in daemon.env
     assert daemon.env["AGENT_MONITOR_METRICS__PORT"] == str(daemon.metrics_port)
-    with daemon.start(timeout=60):
+    daemon.start(timeout=60)  # (`with daemon.start():` would start a second daemon in __enter__ and leak the first)
+    try:
         assert marker.exists(), "the daemon was not started by the interpreter given"
         assert not daemon.config_path.exists(), "a config file was written"
         body = request([span(TRACE, "00f067aa0ba902b8", error=True)]).SerializeToString()
@@ -54,5 +55,7 @@ def test_daemon_on_its_embedded_default_config_from_the_environment(
         # The embedded default's evaluators ran it (quiet_period 1s from the environment), stored at store.path.
         assert daemon.wait_for("agent_monitor_traces_evaluated_total", 1, timeout=30) == 1
         assert daemon.value("agent_monitor_evaluation_seconds_count") > 1
+    finally:
+        daemon.stop()
     assert (workdir / "results.db").exists()
     assert os.environ["AGENT_MONITOR_METRICS__PORT"] == "1", "the test's environment was changed"
