@@ -16,6 +16,24 @@ def corpus_scenarios() -> list[Path]:
     return sorted(p for p in CORPUS.iterdir() if (p / "expected.json").is_file())
 
 
+@pytest.fixture(autouse=True)
+def _intake_log_per_test(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The intake log is on by default, next to `store.path`: an in-process daemon left on the default relative
+    path (`data/results.db`: a PostgreSQL or disabled store) would log into the checkout's `data/intake/`, and the
+    next such test would replay what it left. Here each test's default directory is its own."""
+    from monitor.config.intake import WalConfig
+
+    resolve = WalConfig.directory
+    own = tmp_path_factory.mktemp("intake")
+
+    def directory(self: WalConfig, store_path: str) -> Path:
+        if not self.path and not Path(store_path).is_absolute():
+            return own
+        return resolve(self, store_path)
+
+    monkeypatch.setattr(WalConfig, "directory", directory)
+
+
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
     if not CORPUS.is_dir():

@@ -75,6 +75,7 @@ def test_a_hung_postgresql_never_stops_evaluation_and_the_store_recovers_after_i
                     **{"statement_timeout": "1s", "connect_timeout": "1s", "lock_timeout": "1s"},
                     "reopen_interval": "3s",  # the default 30 s would make this test wait for it
                 },
+                "intake": {"wal": {"enabled": False}},  # the degrade without the log (with it: test_kept_writes)
                 "evaluation": {"workers": 2, "timeout": "5s"},
             }
         )
