@@ -219,19 +219,25 @@ def test_batch_and_none_write_on_the_caller_and_only_batch_syncs(tmp_path: Path,
     asyncio.run(scenario())
 
 
-def test_replay_feeds_what_was_left_in_order_without_the_stored_traces_then_releases(tmp_path: Path) -> None:
-    requests = synthetic_requests(30, per_request=10)  # traces 1..30, three requests
+def _logged_run(tmp_path: Path, requests: list[bytes], receiver: str = "grpc") -> None:
+    """A first run that logs `requests` and is stopped with nothing done (a kill leaves the same files)."""
 
-    async def first_run() -> None:
+    async def run() -> None:
         log = IntakeLog(_config(), tmp_path)
         await log.start()
         assembler = TraceAssembler(quiet_period=60)
         consumer = LoggedConsumer(Ingestor(assembler), log, assembler)
         for request in requests:
-            assert (await settled(consumer.ingest(request, receiver="grpc", encoding="protobuf"))).accepted
+            assert (await settled(consumer.ingest(request, receiver=receiver, encoding="protobuf"))).accepted
         await log.shutdown(1)  # a kill would leave the same files: nothing was released
 
-    asyncio.run(first_run())
+    asyncio.run(run())
+
+
+def test_replay_feeds_what_was_left_in_order_without_the_stored_traces_then_releases(tmp_path: Path) -> None:
+    requests = synthetic_requests(30, per_request=10)  # traces 1..30, three requests
+
+    _logged_run(tmp_path, requests)
     segment = segments_in(tmp_path)[0][1]
     segment.write_bytes(segment.read_bytes() + b"\x07torn tail")  # a crash mid-write
     stored = {_trace_id(n) for n in range(1, 16)}  # evaluated and stored before the crash
@@ -266,15 +272,6 @@ def test_without_a_store_replay_feeds_every_trace_again(tmp_path: Path) -> None:
     """`store.enabled: false`: nothing says what was evaluated before the restart: at least once."""
     requests = synthetic_requests(10, per_request=5)
 
-    async def first_run() -> None:
-        log = IntakeLog(_config(), tmp_path)
-        await log.start()
-        assembler = TraceAssembler(quiet_period=60)
-        consumer = LoggedConsumer(Ingestor(assembler), log, assembler)
-        for request in requests:
-            assert (await settled(consumer.ingest(request, receiver="http", encoding="protobuf"))).accepted
-        await log.shutdown(1)
-
     async def second_run() -> list[str]:
         log = IntakeLog(_config(), tmp_path)
         await log.start()
@@ -285,23 +282,8 @@ def test_without_a_store_replay_feeds_every_trace_again(tmp_path: Path) -> None:
         await log.shutdown(1)
         return list(assembler._pending)
 
-    asyncio.run(first_run())
+    _logged_run(tmp_path, requests, receiver="http")
     assert asyncio.run(second_run()) == [_trace_id(n) for n in range(1, 11)]
-
-
-def _logged_run(tmp_path: Path, requests: list[bytes]) -> None:
-    """A first run that logs `requests` and is stopped with nothing done (a kill leaves the same files)."""
-
-    async def run() -> None:
-        log = IntakeLog(_config(), tmp_path)
-        await log.start()
-        assembler = TraceAssembler(quiet_period=60)
-        consumer = LoggedConsumer(Ingestor(assembler), log, assembler)
-        for request in requests:
-            assert (await settled(consumer.ingest(request, receiver="grpc", encoding="protobuf"))).accepted
-        await log.shutdown(1)
-
-    asyncio.run(run())
 
 
 class _FinishingIngestor(Ingestor):
