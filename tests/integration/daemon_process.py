@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sqlite3
 import ssl
 import subprocess
 import sys
@@ -59,6 +60,17 @@ def config_env(config: dict[str, Any], path: tuple[str, ...] = ()) -> dict[str, 
         else:
             raise ValueError(f"{'.'.join((*path, key))}: only scalars can be set from the environment")
     return found
+
+
+def read_store(path: Path, sql: str, params: tuple = ()) -> list[tuple]:
+    """Rows of a read-only query on a daemon's SQLite store; none while it is not there or not set up yet."""
+    if not path.exists():
+        return []
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        try:
+            return db.execute(sql, params).fetchall()
+        except sqlite3.OperationalError:  # not set up yet
+            return []
 
 
 class DaemonProcess:
@@ -199,6 +211,13 @@ class DaemonProcess:
         while not condition() and time.monotonic() < deadline:
             time.sleep(0.2)
         return condition()
+
+    def wait_until(self, condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+        """Poll `condition` until it holds; past `timeout`, fail saying `what` did not happen, with the log's tail."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert time.monotonic() < deadline, f"{what}: not within {timeout}s\n{self.output()[-4000:]}"
+            time.sleep(0.1)
 
     def wait_for(self, name: str, expected: float, timeout: float = 30.0, **labels: str) -> float:
         deadline = time.monotonic() + timeout

@@ -6,15 +6,13 @@ counted once in agent_eval_results_total, and nothing is left waiting."""
 
 from __future__ import annotations
 
-import sqlite3
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.integration.conftest import CORPUS, project_env, send
-from tests.integration.daemon_process import DaemonProcess
+from tests.integration.daemon_process import DaemonProcess, read_store
 from tests.judges.fake_gemini import FakeGemini, FakeRequest, ok
 
 pytestmark = pytest.mark.integration
@@ -36,21 +34,6 @@ class HeldJudge:
     def __call__(self, request: FakeRequest):
         self.answering.wait(60)
         return ok(VERDICT, prompt_tokens=50, output_tokens=10)
-
-
-def read(path: Path, sql: str) -> list[tuple]:
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-        try:
-            return db.execute(sql).fetchall()
-        except sqlite3.OperationalError:  # not set up yet
-            return []
-
-
-def wait_until(daemon: DaemonProcess, condition, what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what}: not within {timeout}s\n{daemon.output()[-4000:]}"
-        time.sleep(0.1)
 
 
 class Runs:
@@ -80,19 +63,19 @@ def judgement_waiting(runs: Runs, fake: FakeGemini) -> DaemonProcess:
     """The first run: one trace sent, its judgement sent to the judge (who holds it) and kept in the store."""
     first = runs.start()
     send("grpc", f"127.0.0.1:{first.grpc_port}", "corpus", str(CORPUS / SCENARIO))
-    wait_until(first, lambda: len(fake.requests) == 1, "the judgement sent")
-    wait_until(first, lambda: len(read(runs.store, PENDING)) == 1, "the waiting judgement kept")
+    first.wait_until(lambda: len(fake.requests) == 1, "the judgement sent")
+    first.wait_until(lambda: len(read_store(runs.store, PENDING)) == 1, "the waiting judgement kept")
     return first
 
 
 def assert_judged_once_after_the_restart(runs: Runs, fake: FakeGemini, held: HeldJudge) -> None:
-    [(trace_id,)] = read(runs.store, "SELECT trace_id FROM traces")
+    [(trace_id,)] = read_store(runs.store, "SELECT trace_id FROM traces")
     held.answering.set()
     second = runs.start()
     counted = lambda: second.value("agent_eval_results_total", evaluator="answer_quality")  # noqa: E731
-    wait_until(second, lambda: counted() >= 1, "the resumed judgement counted")
-    wait_until(second, lambda: read(runs.store, PENDING) == [], "the waiting judgement forgotten")
-    assert read(runs.store, JUDGED) == [(trace_id, 0, "judged after the restart")]  # stored once
+    second.wait_until(lambda: counted() >= 1, "the resumed judgement counted")
+    second.wait_until(lambda: read_store(runs.store, PENDING) == [], "the waiting judgement forgotten")
+    assert read_store(runs.store, JUDGED) == [(trace_id, 0, "judged after the restart")]  # stored once
     assert second.value("agent_eval_results_total", evaluator="answer_quality", outcome="fail") == 1
     assert counted() == 1  # counted once: no judge_unavailable skip for the run that stopped
     assert second.value("agent_monitor_judge_resumed_total", kind="judgement", outcome="resumed") == 1
@@ -102,7 +85,7 @@ def assert_judged_once_after_the_restart(runs: Runs, fake: FakeGemini, held: Hel
 
     third = runs.start()  # nothing left: the next start sends nothing again, stores nothing twice
     assert third.value("agent_monitor_judge_resumed_total", kind="judgement", outcome="resumed") == 0
-    assert len(read(runs.store, JUDGED)) == 1
+    assert len(read_store(runs.store, JUDGED)) == 1
 
 
 def test_a_judgement_waiting_at_a_sigkill_is_done_once_after_the_restart(tmp_path: Path) -> None:
@@ -116,7 +99,7 @@ def test_a_judgement_waiting_at_a_sigkill_is_done_once_after_the_restart(tmp_pat
             first.process.kill()  # SIGKILL: no shutdown at all
             first.process.wait(timeout=10)
             first.stop()
-            assert read(runs.store, JUDGED) == [] and len(read(runs.store, PENDING)) == 1
+            assert read_store(runs.store, JUDGED) == [] and len(read_store(runs.store, PENDING)) == 1
             assert_judged_once_after_the_restart(runs, fake, held)
         finally:
             held.answering.set()
@@ -131,8 +114,8 @@ def test_a_judgement_waiting_past_the_sigterm_grace_is_kept_and_done_once_after_
             first = judgement_waiting(runs, fake)
             assert first.stop() == 0  # SIGTERM: the judgement still waits after the grace period
             assert "kept for the next start" in first.output()
-            assert read(runs.store, JUDGED) == []  # not a judge_unavailable skip
-            assert len(read(runs.store, PENDING)) == 1
+            assert read_store(runs.store, JUDGED) == []  # not a judge_unavailable skip
+            assert len(read_store(runs.store, PENDING)) == 1
             assert_judged_once_after_the_restart(runs, fake, held)
         finally:
             held.answering.set()

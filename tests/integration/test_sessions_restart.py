@@ -8,14 +8,12 @@ evaluated at a SIGKILL is the intake log's business, not this test's)."""
 from __future__ import annotations
 
 import json
-import sqlite3
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.integration.conftest import project_env, send
-from tests.integration.daemon_process import DaemonProcess
+from tests.integration.daemon_process import DaemonProcess, read_store
 from tests.integration.test_sessions_store import SUPPORT
 from tests.sources.otlp_json import corpus_traces, otlp_document
 
@@ -41,23 +39,8 @@ def turn_directories(tmp_path: Path) -> list[Path]:
     return directories
 
 
-def read(path: Path, sql: str) -> list[tuple]:
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-        try:
-            return db.execute(sql).fetchall()
-        except sqlite3.OperationalError:  # not set up yet
-            return []
-
-
-def wait_until(daemon: DaemonProcess, condition, what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what}: not within {timeout}s\n{daemon.output()[-4000:]}"
-        time.sleep(0.2)
-
-
 def kept_turns(store: Path) -> int:
-    return len(read(store, "SELECT trace_id FROM session_turns"))
+    return len(read_store(store, "SELECT trace_id FROM session_turns"))
 
 
 class Runs:
@@ -80,7 +63,7 @@ class Runs:
     def send_turn(self, daemon: DaemonProcess, directory: Path, kept: int) -> None:
         """Send one turn; wait until the store keeps `kept` turns of the open conversation."""
         send("grpc", f"127.0.0.1:{daemon.grpc_port}", "corpus", str(directory))
-        wait_until(daemon, lambda: kept_turns(self.store) == kept, f"{kept} turns kept")
+        daemon.wait_until(lambda: kept_turns(self.store) == kept, f"{kept} turns kept", timeout=60)
 
     def stop_all(self) -> None:
         for daemon in self.started:
@@ -96,22 +79,22 @@ def kill(daemon: DaemonProcess) -> None:
 
 def assert_one_conversation_with_all_its_turns(runs: Runs, daemon: DaemonProcess) -> None:
     want = expected()
-    wait_until(daemon, lambda: len(read(runs.store, SESSIONS)) >= 1, "the conversation completed")
-    [(session_id, ended, turn_count, turns)] = read(runs.store, SESSIONS)
+    daemon.wait_until(lambda: len(read_store(runs.store, SESSIONS)) >= 1, "the conversation completed", timeout=60)
+    [(session_id, ended, turn_count, turns)] = read_store(runs.store, SESSIONS)
     assert (session_id, ended, turn_count) == (want["session_id"], "idle", 3)
     assert [t[0] for t in json.loads(turns)] == want["trace_ids"]
-    wait_until(daemon, lambda: daemon.value("agent_eval_results_total", level="session") >= 1, "evaluated")
-    results = read(runs.store, "SELECT session_id, trace_id, passed FROM results WHERE evaluator = 'no_handoff'")
+    daemon.wait_until(lambda: daemon.value("agent_eval_results_total", level="session") >= 1, "evaluated", timeout=60)
+    results = read_store(runs.store, "SELECT session_id, trace_id, passed FROM results WHERE evaluator = 'no_handoff'")
     assert results == [(want["session_id"], want["trace_ids"][-1], 0)]  # once, the handoff found in the last turn
     assert daemon.value("agent_sessions_completed_total") == 1
     assert daemon.value("agent_eval_results_total", evaluator="no_handoff", level="session", outcome="fail") == 1
-    assert read(runs.store, "SELECT count(*) FROM session_turns") == [(0,)]
+    assert read_store(runs.store, "SELECT count(*) FROM session_turns") == [(0,)]
 
 
 def assert_left_open(runs: Runs, turns: int) -> None:
     """After a stop: the conversation neither cut nor stored, its turns kept open in the store."""
-    assert read(runs.store, SESSIONS) == []
-    assert read(runs.store, "SELECT turns, completed_at FROM open_sessions") == [(turns, None)]
+    assert read_store(runs.store, SESSIONS) == []
+    assert read_store(runs.store, "SELECT turns, completed_at FROM open_sessions") == [(turns, None)]
 
 
 def test_a_conversation_straddling_a_sigterm_is_one_conversation_of_3_turns_evaluated_once(tmp_path: Path) -> None:
@@ -127,7 +110,7 @@ def test_a_conversation_straddling_a_sigterm_is_one_conversation_of_3_turns_eval
 
         second = runs.start()
         opened = lambda: second.value("agent_monitor_sessions_open") == 1  # noqa: E731
-        wait_until(second, opened, "the open conversation read from the store")
+        second.wait_until(opened, "the open conversation read from the store", timeout=60)
         runs.send_turn(second, third_turn, 3)
         assert_one_conversation_with_all_its_turns(runs, second)
     finally:

@@ -7,13 +7,13 @@ session judges' answered by the fake Gemini server (`results: failing`: the frus
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.integration.conftest import send
+from tests.integration.daemon_process import read_store
 
 pytestmark = pytest.mark.integration
 
@@ -34,25 +34,15 @@ def expected_sessions_support() -> str:
     return json.loads((SUPPORT / "expected.json").read_text())["sessions"][0]["session_id"]
 
 
-def read(path: Path, sql: str, params: tuple = ()) -> list[tuple]:
-    if not path.exists():
-        return []
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-        try:
-            return db.execute(sql, params).fetchall()
-        except sqlite3.OperationalError:  # not set up yet
-            return []
-
-
 def wait_rows(daemon, path: Path, sql: str, count: int, timeout: float = 60.0) -> list[tuple]:
     """The rows of `sql` once there are `count` of them (a bounded poll)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        rows = read(path, sql)
+        rows = read_store(path, sql)
         if len(rows) >= count:
             return rows
         time.sleep(0.2)
-    raise AssertionError(f"{len(read(path, sql))} rows of {sql!r}, not {count}\n{daemon.output()}")
+    raise AssertionError(f"{len(read_store(path, sql))} rows of {sql!r}, not {count}\n{daemon.output()}")
 
 
 SESSIONS = "SELECT session_id, source, ended, turn_count, failed, completed_at, turns FROM sessions ORDER BY session_id"
@@ -81,8 +71,8 @@ def test_completed_conversations_are_stored_with_their_turns_and_rule_results(da
     )
     assert all(row[1] == expected[row[0]]["trace_ids"][-1] for row in results)  # on the last turn's trace
     assert sorted(row[2] for row in results) == [0, 1, 1]
-    assert read(store, "SELECT COUNT(*) FROM results WHERE level = 'session' AND session_id IS NULL") == [(0,)]
-    assert read(store, "SELECT COUNT(*) FROM results WHERE level = 'trace' AND session_id IS NOT NULL") == [(0,)]
+    assert read_store(store, "SELECT COUNT(*) FROM results WHERE level = 'session' AND session_id IS NULL") == [(0,)]
+    assert read_store(store, "SELECT COUNT(*) FROM results WHERE level = 'trace' AND session_id IS NOT NULL") == [(0,)]
 
 
 def test_session_judges_verdicts_are_stored_with_their_session(daemon_factory) -> None:
@@ -112,8 +102,8 @@ def test_session_judges_verdicts_are_stored_with_their_session(daemon_factory) -
         daemon.stop()  # everything queued is written at shutdown
     support = expected_sessions()[expected_sessions_support()]
     assert (session_id, turn_count, failed) == (support["session_id"], 3, 1)
-    assert read(store, "SELECT COUNT(*) FROM sessions") == [(1,)]
-    [(trace_id, level, passed, details)] = read(
+    assert read_store(store, "SELECT COUNT(*) FROM sessions") == [(1,)]
+    [(trace_id, level, passed, details)] = read_store(
         store, "SELECT trace_id, level, passed, details FROM results WHERE session_id = ?", (session_id,)
     )
     assert (trace_id, level, passed) == (support["trace_ids"][-1], "session", 0)
