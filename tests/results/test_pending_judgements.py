@@ -77,6 +77,18 @@ def opened(backend: Backend) -> QueuedResultStore:
     return store
 
 
+def stopped_run(store: QueuedResultStore, *jobs: JudgeJob) -> Run:
+    """A run whose judge model never answers, given `jobs` and shut down: they stay kept, none counted."""
+    run = Run(store, Model(hold=True))
+
+    async def stopped() -> None:
+        run.stage.submit(list(jobs))
+        await run.stage.shutdown(0.05)
+
+    asyncio.run(stopped())
+    return run
+
+
 def test_a_judgement_is_kept_until_its_result_is_written_masked_and_a_refused_one_is_not(backend: Backend) -> None:
     store = opened(backend)
     model = Model(hold=True)
@@ -104,13 +116,7 @@ def test_a_judgement_is_kept_until_its_result_is_written_masked_and_a_refused_on
 
 def test_a_shutdown_keeps_what_it_did_not_finish_and_the_next_run_does_it_once(backend: Backend) -> None:
     store = opened(backend)
-    first = Run(store, Model(hold=True))
-
-    async def stopped() -> None:
-        first.stage.submit([job(1), job(2)])
-        await first.stage.shutdown(0.05)
-
-    asyncio.run(stopped())
+    first = stopped_run(store, job(1), job(2))
     store.close()
     assert first.counted() == 0  # not a judge_unavailable skip: kept for the next start
     kept = backend.rows(PENDING)
@@ -141,13 +147,7 @@ def test_a_shutdown_keeps_what_it_did_not_finish_and_the_next_run_does_it_once(b
 
 def test_a_kept_judgement_too_old_is_an_expired_skip_and_beyond_max_pending_the_backlog_skip(backend: Backend) -> None:
     store = opened(backend)
-    first = Run(store, Model(hold=True))
-
-    async def stopped() -> None:
-        first.stage.submit([job(1), job(2), job(3)])
-        await first.stage.shutdown(0.05)
-
-    asyncio.run(stopped())
+    stopped_run(store, job(1), job(2), job(3))
     store.flush()
     backend.execute(
         "UPDATE pending_judgements SET created_at = ? WHERE payload LIKE ?", (time.time() - 7200, "%answer 1%")
@@ -204,13 +204,7 @@ def test_a_resumed_judgement_asked_again_in_the_same_run_is_judged_and_stored_on
     """The intake log's replay may evaluate a trace again (with `results: failing` a passing trace is not stored, so
     the replay does not know it): its judgement, resumed already, is not asked for twice."""
     store = opened(backend)
-    first = Run(store, Model(hold=True))
-
-    async def stopped() -> None:
-        first.stage.submit([job(1)])
-        await first.stage.shutdown(0.05)
-
-    asyncio.run(stopped())
+    stopped_run(store, job(1))
     model = Model()
     second = Run(store, model)
 
@@ -229,13 +223,7 @@ def test_a_resumed_judgement_asked_again_in_the_same_run_is_judged_and_stored_on
 
 def test_a_kept_row_that_does_not_read_back_is_forgotten_and_the_others_resumed(backend: Backend) -> None:
     store = opened(backend)
-    first = Run(store, Model(hold=True))
-
-    async def stopped() -> None:
-        first.stage.submit([job(1)])
-        await first.stage.shutdown(0.05)
-
-    asyncio.run(stopped())
+    stopped_run(store, job(1))
     store.flush()
     insert = "INSERT INTO pending_judgements (id, kind, created_at, owner, payload) VALUES (?, ?, ?, ?, ?)"
     backend.execute(insert, ("broken", "judgement", time.time(), "gone", '{"trace_id": "x"}'))
@@ -258,13 +246,7 @@ def test_rows_adopted_while_the_stage_shuts_down_stay_kept_not_skipped(backend: 
     """A replica's heartbeat may adopt a gone replica's rows while its own judge stage is stopping: they are not
     refused as "shutting down" skips, they stay kept for whoever starts next."""
     store = opened(backend)
-    first = Run(store, Model(hold=True))
-
-    async def stopped() -> None:
-        first.stage.submit([job(1)])
-        await first.stage.shutdown(0.05)
-
-    asyncio.run(stopped())
+    stopped_run(store, job(1))
     store.flush()
     second = Run(store, Model())
 
