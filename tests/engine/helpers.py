@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from evaluators.traces import read_paths
 from evaluators.traces.otlp_proto import decode_traces_protobuf
@@ -44,3 +45,13 @@ def synthetic_requests(traces: int, per_request: int = 50, first: int = 1) -> li
 def synthetic_traces(traces: int) -> list[CompletedTrace]:
     spans = [s for r in synthetic_requests(traces) for s in decode_traces_protobuf(r).spans]
     return completed_from_batch(spans)
+
+
+def metric_total(daemon: Any, name: str, **labels: str) -> float:
+    """The sum of an in-process daemon's samples of `name` with these labels (any others)."""
+    return sum(
+        s.value
+        for family in daemon.metrics.registry.collect()
+        for s in family.samples
+        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
+    )

@@ -18,7 +18,7 @@ from monitor.engine.recorder import ResultRecorder
 from monitor.metrics import MetricsExporter
 from monitor.review.models import ResultFilter
 from monitor.store.health import StoreHealth
-from tests.engine.helpers import synthetic_traces
+from tests.engine.helpers import metric_total, synthetic_traces
 
 
 def daemon(store_path: Path, workers: int = 1) -> Daemon:
@@ -36,16 +36,6 @@ def daemon(store_path: Path, workers: int = 1) -> Daemon:
 
 def sample(d: Daemon, name: str, **labels: str) -> float | None:
     return d.metrics.registry.get_sample_value(name, labels)
-
-
-def total(d: Daemon, name: str, **labels: str) -> float:
-    """The sum of the samples of `name` with these labels (any others)."""
-    return sum(
-        s.value
-        for family in d.metrics.registry.collect()
-        for s in family.samples
-        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
-    )
 
 
 async def evaluate(d: Daemon, traces: list) -> None:
@@ -82,7 +72,7 @@ def test_a_store_made_read_only_mid_run_is_counted_and_recovers(tmp_path: Path) 
             await evaluate(d, traces[10:20])
             await evaluate(d, traces[20:30])
             assert sample(d, "agent_monitor_traces_evaluated_total") == 30  # evaluation went on
-            assert total(d, "agent_eval_results_total", evaluator="latency") == 30
+            assert metric_total(d, "agent_eval_results_total", evaluator="latency") == 30
             assert (sample(d, "agent_monitor_store_errors_total", operation="write") or 0) >= 2
             assert sample(d, "agent_monitor_review_available") == 0
             set_query_only(d, False)

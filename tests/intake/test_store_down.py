@@ -19,9 +19,11 @@ from monitor.consumer import Outcome
 from monitor.daemon import Daemon
 from monitor.engine import rows_waits
 from monitor.engine.ingest import Ingestor, trace_ids_of
-from tests.engine.helpers import synthetic_requests
+from tests.engine.helpers import metric_total, synthetic_requests
 from tests.engine.test_pool_rows_written import wait_until
 from tests.results.test_degrade import set_pragma
+
+LOST = "agent_monitor_store_results_lost_total"  # results the store could not write, for good
 
 
 def stored_per_trace(path: Path) -> dict[str, int]:
@@ -60,14 +62,6 @@ def test_a_store_that_cannot_write_holds_the_log_until_it_can_and_nothing_acknow
     requests = synthetic_requests(400, per_request=4)
     directory = tmp_path / "intake"
 
-    def lost() -> float:
-        return sum(
-            s.value
-            for family in d.metrics.registry.collect()
-            for s in family.samples
-            if s.name == "agent_monitor_store_results_lost_total"
-        )
-
     async def scenario() -> None:
         await d.start()
         try:
@@ -93,12 +87,12 @@ def test_a_store_that_cannot_write_holds_the_log_until_it_can_and_nothing_acknow
             await asyncio.sleep(1.5)  # past the idle release, and several reports of the worker's store
             assert value("agent_monitor_intake_log_segments_released_total") == 0  # every segment held
             assert segment_files(directory) >= 2 and stored_per_trace(path) == {}
-            assert lost() == 0 and not d.store.available  # kept, not lost; the store reported failing
+            assert metric_total(d, LOST) == 0 and not d.store.available  # kept, not lost; the store reported failing
             set_pragma(d.store, "query_only=OFF")  # the store writes again
             await wait_until(lambda: len(stored_per_trace(path)) == len(accepted), 30, "the held traces not written")
             await wait_until(lambda: segment_files(directory) == 0, 30, "the segments were not released")
             assert stored_per_trace(path) == dict.fromkeys(accepted, 1)  # every acknowledged trace, once
-            assert lost() == 0 and d.store.available
+            assert metric_total(d, LOST) == 0 and d.store.available
             answer = d.intake.consumer.ingest(requests[-1], receiver="grpc", encoding="protobuf")
             assert answer.outcome is Outcome.ACCEPTED  # intake resumed
         finally:

@@ -20,13 +20,15 @@ from monitor.config import MonitorConfig
 from monitor.daemon import Daemon
 from monitor.review.models import ResultFilter
 from monitor.store.health import StoreUnavailable
-from tests.engine.helpers import synthetic_traces
+from tests.engine.helpers import metric_total, synthetic_traces
 from tests.pgserver import PostgresServer, running_server
 
 pytestmark = pytest.mark.integration
 
 STOPPED_SECONDS = 15.0  # past the client-side deadline (statement_timeout 1 s + 5 s) more than twice
 BATCH_SECONDS = 10.0  # what a batch of traces may take to be evaluated while the server hangs
+
+LOST = "agent_monitor_store_results_lost_total"  # results the store could not write, for good
 
 
 def server_processes(server: PostgresServer) -> list[int]:
@@ -83,14 +85,6 @@ def test_a_hung_postgresql_never_stops_evaluation_and_the_store_recovers_after_i
         traces = synthetic_traces(300)
         value = d.metrics.registry.get_sample_value
 
-        def lost() -> float:
-            return sum(
-                s.value
-                for family in d.metrics.registry.collect()
-                for s in family.samples
-                if s.name == "agent_monitor_store_results_lost_total"
-            )
-
         async def evaluate(batch: list, within: float) -> None:
             assert batch, "more traces needed"
             target = d.evaluated + len(batch)
@@ -125,7 +119,7 @@ def test_a_hung_postgresql_never_stops_evaluation_and_the_store_recovers_after_i
                     assert time.monotonic() - read_started < STOPPED_SECONDS
                     await evaluate(traces[sent : sent + 10], BATCH_SECONDS)  # the last reports come back
                     sent += 10
-                    assert lost() > 0  # what could not be written is counted
+                    assert metric_total(d, LOST) > 0  # what could not be written is counted
                     assert value("agent_monitor_review_available") == 0
                 # Continued: the stores reopen (every `reopen_interval` at most) and new traces are stored again.
                 before = stored_traces(url)
