@@ -107,8 +107,8 @@ class Daemon:
         read = self.review.recent_verdicts if self.review is not None else None
         self.window_rebuild = window_rebuild_of(config, telemetry.results, telemetry.rebuild, read, StoreUnavailable)
         self.recorder = ResultRecorder(telemetry.recording, self._apply_tally, telemetry.evaluation.dropped)
-        judges = prepared.pairwise_judges
-        judging = judge_stages(config, evaluators, judges, telemetry, self.store, self._apply_tally)
+        pairwise_judges = prepared.pairwise_judges
+        judging = judge_stages(config, evaluators, pairwise_judges, telemetry, self.store, self._apply_tally)
         self.judge_engine, self.judge_stage, self.pairwise = judging
         self.pool = EvaluationPool.from_config(
             config.evaluation,
