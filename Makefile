@@ -9,7 +9,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench lint venv clean system-deps rules phoenix-venv
+.PHONY: run test check bench lint venv clean system-deps rules phoenix-venv
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,10 +47,21 @@ phoenix-venv:
 	  $(PHOENIX_VENV)/bin/pip install --quiet --upgrade pip && \
 	  $(PHOENIX_VENV)/bin/pip install --quiet 'arize-phoenix==20.26.1'; }
 
+# The suite in parallel: most tests wait on a server or a daemon, so a worker per core and a half keeps both cores
+# busy; work stealing spreads the slow end-to-end tests instead of leaving one worker with all of them.
+PYTEST_PARALLEL := -n 3 --dist worksteal
+
 test: $(DEV_STAMP) system-deps phoenix-venv
 	$(VENV)/bin/ruff check evaluators monitor tests
 	$(VENV)/bin/mypy evaluators monitor
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_PARALLEL) --durations=25
+
+# The quick loop: lint, types and every test not marked integration (no process, server or browser started).
+check: $(DEV_STAMP)
+	$(VENV)/bin/ruff check evaluators monitor tests
+	$(VENV)/bin/ruff format --check evaluators monitor tests
+	$(VENV)/bin/mypy evaluators monitor
+	$(PY) -m pytest -m "not integration" $(PYTEST_PARALLEL) --durations=10
 
 # The Prometheus rules generated from deploy/monitor.yaml (tests/alerting checks that they are up to date).
 rules: $(STAMP)

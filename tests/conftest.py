@@ -6,6 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.markers import (  # noqa: F401  (hooks: the derived, enforced integration marker)
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_runtest_setup,
+    pytest_runtest_teardown,
+)
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CORPUS = PROJECT_ROOT / "tests" / "fixtures" / "corpus"
 

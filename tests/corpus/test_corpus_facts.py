@@ -117,6 +117,7 @@ def test_protobuf_and_json_files_give_the_same_views(encoding: str, tmp_path: Pa
     assert "weather in Paris" in views[0]["input"]
 
 
+@pytest.mark.integration
 def test_inspect_console_script_prints_a_tree():
     scenario = CORPUS / "oi_adk__handoff"
     result = subprocess.run(
@@ -132,6 +133,7 @@ def test_inspect_console_script_prints_a_tree():
     assert "tokens=1408→68" in result.stdout
 
 
+@pytest.mark.integration
 def test_inspect_reports_bad_files_clearly(tmp_path: Path):
     bad = tmp_path / "broken.json"
     bad.write_text('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": 5}]}]}]}')

@@ -25,6 +25,8 @@ from monitor.receivers.grpc_receiver import GrpcReceiver
 from monitor.receivers.inflight import InflightBytes
 from tests.receivers.sink import TracesSink
 
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 TOKEN = "s3cret"
 AUTH = (("authorization", f"Bearer {TOKEN}"),)

@@ -17,6 +17,8 @@ import pytest
 from monitor.config import load_config
 from monitor.daemon import Daemon
 
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 TIMEOUT = 0.5
 CONFIG = f"""\
 receivers:

@@ -27,6 +27,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from monitor.config import load_config
 from monitor.daemon import Daemon
 
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 IDLE = 4
 METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 HEAD = (

@@ -144,6 +144,7 @@ def receiver() -> Iterator[Receiver]:
         yield server
 
 
+@pytest.mark.integration
 def test_keep_alive_serves_several_exports_on_one_connection(receiver):
     conn = receiver.connection()
     try:
@@ -160,6 +161,7 @@ def test_keep_alive_serves_several_exports_on_one_connection(receiver):
     assert receiver.received() == 6
 
 
+@pytest.mark.integration
 def test_chunked_upload_is_reassembled(receiver):
     body = payload(3)
     conn = receiver.connection()
@@ -172,6 +174,7 @@ def test_chunked_upload_is_reassembled(receiver):
     assert receiver.received() == 3
 
 
+@pytest.mark.integration
 def test_413_before_the_body_is_readable_by_a_client_that_writes_the_whole_body_first(receiver):
     # http.client sends headers and the whole 4 MiB body, then reads: it must see the 413, not a reset.
     status, body, _ = receiver.post(b"\0" * (4 * LIMIT))
@@ -181,6 +184,7 @@ def test_413_before_the_body_is_readable_by_a_client_that_writes_the_whole_body_
     assert receiver.post(payload())[0] == 200  # and the receiver goes on serving
 
 
+@pytest.mark.integration
 def test_chunked_body_over_the_limit_gets_413(receiver):
     conn = receiver.connection()
     try:
@@ -192,6 +196,7 @@ def test_chunked_body_over_the_limit_gets_413(receiver):
     assert receiver.refused("too_large") == 1
 
 
+@pytest.mark.integration
 def test_malformed_bodies_get_400_with_a_status(receiver):
     status, body, _ = receiver.post(b"\xff" * 50)
     assert status == 400 and status_pb2.Status.FromString(body).message
@@ -202,6 +207,7 @@ def test_malformed_bodies_get_400_with_a_status(receiver):
     assert receiver.requests("INVALID_ARGUMENT") == 3
 
 
+@pytest.mark.integration
 def test_malformed_http_gets_400_without_an_error_traceback_in_the_log(receiver, caplog):
     caplog.set_level(logging.DEBUG)
     bad_chunk = HEAD + b"Transfer-Encoding: chunked\r\n\r\n"
@@ -214,12 +220,14 @@ def test_malformed_http_gets_400_without_an_error_traceback_in_the_log(receiver,
     assert receiver.post(payload())[0] == 200
 
 
+@pytest.mark.integration
 def test_unsupported_content_type_or_encoding_gets_415(receiver):
     assert receiver.post(payload(), {"Content-Type": "text/plain"})[0] == 415
     assert receiver.post(payload(), {"Content-Encoding": "br"})[0] == 415
     assert receiver.refused("malformed") == 2 and receiver.requests("INVALID_ARGUMENT") == 2
 
 
+@pytest.mark.integration
 def test_gzip_is_accepted_and_a_gzip_bomb_gets_413(receiver):
     assert receiver.post(gzip.compress(payload(2)), {"Content-Encoding": "gzip"})[0] == 200
     bomb = gzip.compress(b"\0" * (4 * LIMIT))
@@ -228,6 +236,7 @@ def test_gzip_is_accepted_and_a_gzip_bomb_gets_413(receiver):
     assert receiver.received() == 2
 
 
+@pytest.mark.integration
 def test_json_export_gets_a_json_answer(receiver):
     body = b'{"resourceSpans": []}'
     status, answer, response = receiver.post(body, {"Content-Type": "application/json"})
@@ -235,6 +244,7 @@ def test_json_export_gets_a_json_answer(receiver):
     assert answer.startswith(b"{")
 
 
+@pytest.mark.integration
 def test_unknown_path_and_method(receiver):
     conn = receiver.connection()
     try:
@@ -249,6 +259,7 @@ def test_unknown_path_and_method(receiver):
     assert receiver.requests("UNIMPLEMENTED") == 2
 
 
+@pytest.mark.integration
 def test_token_is_checked_before_the_body_is_read():
     with Receiver(token=TOKEN) as receiver:
         # Headers announce 16 MiB; not a byte of body is sent: the answer must not wait for it.
@@ -261,6 +272,7 @@ def test_token_is_checked_before_the_body_is_read():
         assert receiver.post(payload(), {"Authorization": "Bearer wrong"})[0] == 401
 
 
+@pytest.mark.integration
 def test_100_continue_only_after_the_checks():
     with Receiver(token=TOKEN) as receiver:
         body = payload()
@@ -277,6 +289,7 @@ def test_100_continue_only_after_the_checks():
             sock.close()
 
 
+@pytest.mark.integration
 def test_declared_length_over_the_limit_is_refused_before_the_body():
     with Receiver() as receiver:
         sock, data = receiver.raw(HEAD + b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % (LIMIT + 1))
@@ -291,6 +304,7 @@ def wait_for(condition, seconds: float = 5.0) -> bool:
     return condition()
 
 
+@pytest.mark.integration
 def test_body_bytes_are_reserved_as_they_arrive_and_refused_past_the_budget():
     inflight = InflightBytes(LIMIT)
     with Receiver(inflight=inflight) as receiver:
@@ -328,6 +342,7 @@ def test_body_bytes_are_reserved_as_they_arrive_and_refused_past_the_budget():
         assert inflight.in_use == 0
 
 
+@pytest.mark.integration
 def test_a_body_that_stalls_is_cut_with_408_and_the_connection_closed():
     inflight = InflightBytes(LIMIT)
     with Receiver(inflight=inflight, idle_timeout=0.3) as receiver:
@@ -343,6 +358,7 @@ def test_a_body_that_stalls_is_cut_with_408_and_the_connection_closed():
         assert receiver.post(payload())[0] == 200
 
 
+@pytest.mark.integration
 def test_a_body_that_trickles_is_cut_after_the_read_timeout():
     with Receiver(inflight=InflightBytes(LIMIT), read_timeout=0.5, idle_timeout=5) as receiver:
         sock = socket.create_connection(("127.0.0.1", receiver.port), timeout=5)

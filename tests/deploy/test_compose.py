@@ -85,11 +85,13 @@ def collector_config() -> dict[str, Any]:
 # --- the compose file ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_compose_file_validates_against_the_compose_spec_schema() -> None:
     result = run(tool("check-jsonschema"), "--builtin-schema", "vendor.compose-spec", COMPOSE)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.integration
 def test_schema_check_rejects_a_broken_compose_file(tmp_path: Path) -> None:
     broken = tmp_path / "compose.yaml"
     broken.write_text(COMPOSE.read_text().replace("    stop_grace_period:", "    stop_grace_periods:"))
@@ -203,6 +205,7 @@ def test_prometheus_rule_files_resolve_to_the_mounted_rules_directory() -> None:
         assert PurePosixPath("agent-monitor.rules.yml").match(PurePosixPath(pattern).name)
 
 
+@pytest.mark.integration
 def test_promtool_accepts_the_config_and_its_rules(tmp_path: Path) -> None:
     """promtool resolves rule_files relative to the config, as Prometheus does in the container."""
     shutil.copy(COMPOSE_DIR / "prometheus.yml", tmp_path / "prometheus.yml")
@@ -212,6 +215,7 @@ def test_promtool_accepts_the_config_and_its_rules(tmp_path: Path) -> None:
     assert re.search(r"SUCCESS: [1-9]\d* rule files found", result.stdout), result.stdout
 
 
+@pytest.mark.integration
 def test_amtool_accepts_the_alertmanager_config() -> None:
     result = run(tool("amtool"), "check-config", COMPOSE_DIR / "alertmanager.yml")
     assert result.returncode == 0, result.stdout + result.stderr

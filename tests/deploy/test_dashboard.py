@@ -665,6 +665,10 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
         wait_until(scraped("sum(agent_monitor_spans_refused_total)", 1), "the refused export")
         wait_until(scraped("sum(agent_monitor_worker_restarts_total)", 1), "the worker restart")
 
+        # Every panel is queried at the time of one scrape that succeeded: on a busy host a later scrape can time
+        # out (1 s), and an instant query after it would find the daemon's series stale.
+        wait_until(scraped('up{job="agent-monitor"}', 1), "a successful scrape")
+        at = float(query(port, 'timestamp(up{job="agent-monitor"} == 1)')[0]["value"][1])  # that scrape's time
         names = set(prometheus_get(port, "/api/v1/label/__name__/values"))
         label_names: dict[str, set[str]] = {}
 
@@ -675,7 +679,7 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
 
         results: dict[str, list[dict[str, Any]]] = {}
         for where, expr in queries(dashboard):
-            results[where] = query(port, substitute(expr))  # fails on a query error
+            results[where] = query(port, substitute(expr), at)  # fails on a query error
             selectors, groupings = analyze(expr)
             for s in selectors:
                 if s.metric in RULE_SERIES or (s.metric in UNTIL_REVIEWED and s.metric not in names):
@@ -699,13 +703,13 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
         # A ratio has a series for every evaluator, tool and model with traffic: 0 when nothing passed (or failed).
         growing = "sum by ({0}) (rate({1}[1m])) > 0"
         ratios = values(results["Pass ratio per evaluator [A]"], "evaluator")
-        assert set(ratios) == set(values(query(port, growing.format("evaluator", VERDICTS)), "evaluator"))
+        assert set(ratios) == set(values(query(port, growing.format("evaluator", VERDICTS), at), "evaluator"))
         assert ratios["never_passes"] == 0 and 0 < ratios["no_tool_errors"] < 1
         tools = values(results["Tool error ratio [A]"], "tool")
-        assert set(tools) == set(values(query(port, growing.format("tool", "agent_tool_calls_total")), "tool"))
+        assert set(tools) == set(values(query(port, growing.format("tool", "agent_tool_calls_total"), at), "tool"))
         assert min(tools.values()) == 0 and max(tools.values()) > 0
         models = values(results["LLM call error ratio [A]"], "model")
-        assert set(models) == set(values(query(port, growing.format("model", "agent_llm_calls_total")), "model"))
+        assert set(models) == set(values(query(port, growing.format("model", "agent_llm_calls_total"), at), "model"))
         assert values(results["Pass ratio per evaluator [B]"], "evaluator") == {"no_tool_errors": 0.9}
         # The spend row: every priced (agent, model) of the mix, its unpriced model, every kind of token.
         spent = {(r["metric"].get("agent", ""), r["metric"]["model"]) for r in results["Spend in the time range [A]"]}

@@ -58,11 +58,13 @@ def env_vars(stage: list[tuple[str, str]]) -> dict[str, str]:
     return env
 
 
+@pytest.mark.integration
 def test_hadolint_finds_nothing() -> None:
     result = run(tool("hadolint"), DOCKERFILE, cwd=ROOT)
     assert result.returncode == 0 and not result.stdout.strip(), result.stdout + result.stderr
 
 
+@pytest.mark.integration
 def test_hadolint_is_really_linting(tmp_path: Path) -> None:
     """The check above would pass on a no-op: a Dockerfile with known findings must fail."""
     bad = tmp_path / "Dockerfile"

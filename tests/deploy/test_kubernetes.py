@@ -116,6 +116,7 @@ def test_every_object_lives_in_the_namespace() -> None:
 CORE_FILES = [p for p in manifest_files() if all(d["apiVersion"] != CRD_GROUP for d in load_all_yaml(p))]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", CORE_FILES, ids=lambda p: p.name)
 def test_core_manifest_passes_strict_schema_validation(path: Path) -> None:
     result = run(tool("kubernetes-validate"), "--strict", path)
@@ -125,6 +126,7 @@ def test_core_manifest_passes_strict_schema_validation(path: Path) -> None:
     assert output.count("passed for resource") == len(load_all_yaml(path)), output
 
 
+@pytest.mark.integration
 def test_strict_validation_rejects_an_unknown_field(tmp_path: Path) -> None:
     broken = tmp_path / "deployment.yaml"
     broken.write_text((KUBE_DIR / "deployment.yaml").read_text().replace("readOnlyRootFilesystem", "readOnlyRootFs"))

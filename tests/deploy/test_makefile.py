@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -11,12 +11,16 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from evaluators.traces.otlp_proto import decode_traces_protobuf
 from monitor.config import MonitorConfig
 from monitor.daemon import Daemon
 from monitor.review.models import ResultFilter
 from tests.bench.synthetic import bench_trace_spans, export_request
 from tests.engine.helpers import completed_from_batch
+
+pytestmark = pytest.mark.integration  # each test starts a process or a server
 
 ADVERSARIAL = "a." * 200_000 + "@!"  # 400 KB
 EVALUATED_WITHIN = 30.0  # seconds for 11 traces; generous on a loaded machine (before: about 800 s for the first)

@@ -132,12 +132,14 @@ def _dirs(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", sorted(STANDALONE))
 def test_shutdown_is_safe_before_start_and_idempotent_after(name: str, tmp_path: Path) -> None:
     _dirs(tmp_path)
     asyncio.run(_safe_before_start_and_twice(STANDALONE[name], tmp_path))
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", DAEMON_PARTS)
 def test_every_daemon_component_is_safe_before_start_and_idempotent_after(name: str, tmp_path: Path) -> None:
     """Each of the daemon's own components (as it wired them), on its own; the daemon then releases the rest."""
@@ -247,6 +249,7 @@ def test_component_names_are_unique() -> None:
         Lifecycle([Part("x", _Recorded("x", log)), Part("x", _Recorded("x", log))])
 
 
+@pytest.mark.integration
 def test_a_failed_daemon_start_shuts_down_what_had_started(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -277,6 +280,7 @@ def test_a_failed_daemon_start_shuts_down_what_had_started(tmp_path: Path) -> No
         again.bind(("127.0.0.1", api_port))
 
 
+@pytest.mark.integration
 def test_the_started_daemon_still_collects_cycles_often(tmp_path: Path) -> None:
     """The main process decodes untrusted requests: a malformed one leaves a cycle holding its bytes, so the
     young generation must keep its default threshold there (raised, a 16 MB malformed flood held over 1 GB)."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import pytest
+
 from evaluators.traces import build_trace, conventions
 from evaluators.traces.conventions import NORMALIZER_ERRORS, normalizer_errors
 from evaluators.traces.conventions.errors import NormalizerErrors
@@ -107,6 +109,7 @@ def test_every_convention_is_exported_at_zero() -> None:
     assert exported(metrics, 'agent_monitor_normalizer_errors_total{convention="openinference"}') == 0
 
 
+@pytest.mark.integration
 def test_a_worker_process_counts_normalizer_errors_into_the_daemons_metrics(monkeypatch) -> None:
     traces = synthetic_traces(4)
     with monkeypatch.context() as patch:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import re
 
+import pytest
+
 from evaluators.judges import DEFAULT_MODEL, JudgeSettings
 from evaluators.judges.client import JudgeClient
 from evaluators.judges.engine import JudgeEngine
@@ -16,6 +18,8 @@ from monitor.metrics import MetricsExporter
 from tests.engine.pairs import JUDGE, Recorder, block, offers, variants
 from tests.judges.fake_gemini import FakeGemini, FakeRequest, ok
 from tests.unit.metrics_scrape import value
+
+pytestmark = pytest.mark.integration  # each test starts a process or a server
 
 CONFIG = variants({"baseline": "1.4", "candidate": "1.5"})
 BETTER, WORSE, SAME, BIASED = "Question 1?", "Question 2?", "Question 3?", "Question 4?"

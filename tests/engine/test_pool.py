@@ -74,6 +74,7 @@ async def run_pool(slots, traces, queue_size: int = 10_000):
     return tallies, dropped, left
 
 
+@pytest.mark.integration
 def test_two_worker_processes_store_and_export_what_in_process_evaluation_does(tmp_path) -> None:
     config = store_config(tmp_path / "workers.db")
     evaluators = preflight(config).evaluators
@@ -116,6 +117,7 @@ def slow_config(store_path=None) -> MonitorConfig:
     return MonitorConfig.model_validate(settings)
 
 
+@pytest.mark.integration
 def test_a_worker_killed_mid_batch_is_replaced_and_its_traces_are_counted_dropped(tmp_path) -> None:
     async def scenario():
         tallies, dropped = [], []
@@ -153,6 +155,7 @@ def test_a_worker_killed_mid_batch_is_replaced_and_its_traces_are_counted_droppe
     assert {t.trace_id for t in later} <= stored_trace_ids(tmp_path / "results.db")
 
 
+@pytest.mark.integration
 def test_drain_waits_for_every_worker_and_shutdown_is_idempotent() -> None:
     async def scenario():
         tallies = []
@@ -175,6 +178,7 @@ def test_drain_waits_for_every_worker_and_shutdown_is_idempotent() -> None:
             os.kill(pid, 0)
 
 
+@pytest.mark.integration
 def test_a_worker_stuck_in_an_evaluator_is_killed_at_shutdown() -> None:
     config = MonitorConfig.model_validate(
         {"evaluators": [{"module": "tests.engine.slow_evaluator:stuck"}], "store": {"enabled": False}}
@@ -203,6 +207,7 @@ def test_a_worker_stuck_in_an_evaluator_is_killed_at_shutdown() -> None:
         os.kill(pid, 0)
 
 
+@pytest.mark.integration
 def test_a_worker_that_returns_nothing_for_too_long_is_killed_replaced_and_its_traces_counted() -> None:
     config = MonitorConfig.model_validate(
         {"evaluators": [{"module": "tests.engine.slow_evaluator:stuck"}], "store": {"enabled": False}}

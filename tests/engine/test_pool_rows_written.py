@@ -25,6 +25,8 @@ from monitor.store.sqlite import ResultStore
 from tests.engine.helpers import synthetic_traces
 from tests.engine.test_pool import stored_trace_ids
 
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 TRACES = 40
 
 

@@ -11,6 +11,8 @@ import asyncio
 import time
 from pathlib import Path
 
+import pytest
+
 from monitor.config import MonitorConfig
 from monitor.daemon import Daemon
 from monitor.engine.pool import EvaluationPool, process_slots
@@ -58,6 +60,7 @@ def set_query_only(d: Daemon, on: bool) -> None:
         d.store._db.execute(f"PRAGMA query_only={'ON' if on else 'OFF'}")
 
 
+@pytest.mark.integration
 def test_a_store_made_read_only_mid_run_is_counted_and_recovers(tmp_path: Path) -> None:
     d = daemon(tmp_path / "results.db")
     traces = synthetic_traces(40)
@@ -93,6 +96,7 @@ def test_a_store_made_read_only_mid_run_is_counted_and_recovers(tmp_path: Path) 
     asyncio.run(scenario())
 
 
+@pytest.mark.integration
 def test_the_daemon_starts_with_a_store_that_cannot_be_opened(tmp_path: Path) -> None:
     path = tmp_path / "results.db"
     path.write_bytes(b"not a database " * 500)
@@ -113,6 +117,7 @@ def test_the_daemon_starts_with_a_store_that_cannot_be_opened(tmp_path: Path) ->
     asyncio.run(scenario())
 
 
+@pytest.mark.integration
 def test_the_daemon_counts_the_store_failures_its_worker_processes_report(tmp_path: Path) -> None:
     """With worker processes the daemon writes no rows itself: every write error it counts is one a worker's store
     reported, through the pool's own store report path (`on_store_report`), not the metrics tally."""
@@ -143,6 +148,7 @@ def test_a_disabled_store_means_no_review(tmp_path: Path) -> None:
     assert d.metrics.registry.get_sample_value("agent_monitor_review_available") == 0
 
 
+@pytest.mark.integration
 def test_worker_processes_report_a_store_they_cannot_open_and_evaluate_all_the_same(tmp_path: Path) -> None:
     path = tmp_path / "results.db"
     path.write_bytes(b"not a database " * 500)

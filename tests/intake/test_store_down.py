@@ -23,6 +23,8 @@ from tests.engine.helpers import metric_total, synthetic_requests
 from tests.engine.test_pool_rows_written import wait_until
 from tests.results.test_degrade import set_pragma
 
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 LOST = "agent_monitor_store_results_lost_total"  # results the store could not write, for good
 
 

@@ -101,9 +101,10 @@ class ServerSet:
                 process.wait(timeout=5)
 
 
-def query(port: int, promql: str) -> list[dict[str, Any]]:
-    """An instant PromQL query; fails on a query error."""
-    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+def query(port: int, promql: str, at: float | None = None) -> list[dict[str, Any]]:
+    """An instant PromQL query (at the Unix time `at`, or now); fails on a query error."""
+    params = {"query": promql} | ({"time": f"{at:.3f}"} if at is not None else {})
+    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode(params)
     with urllib.request.urlopen(url, timeout=5) as response:
         body = json.loads(response.read())
     assert body["status"] == "success", body

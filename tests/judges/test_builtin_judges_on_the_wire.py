@@ -53,6 +53,7 @@ def test_the_catalog_has_the_judges_the_issue_names() -> None:
     assert "path_efficiency" in JUDGES
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", JUDGES)
 def test_a_builtin_judge_scores_through_the_real_client(name: str) -> None:
     trace = agent_trace(documents=["Paris is the capital of France."], tool_error=None)
@@ -89,6 +90,7 @@ def judge_all(judge: LLMJudge, name: str, requests: list, settings: JudgeSetting
     return asyncio.run(run())
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", JUDGES)
 def test_malformed_output_is_asked_again_once_then_scored_or_skipped(name: str) -> None:
     trace = agent_trace(documents=["Paris is the capital of France."], tool_error="lookup timed out")
@@ -105,6 +107,7 @@ def test_malformed_output_is_asked_again_once_then_scored_or_skipped(name: str) 
     assert skipped.skip_reason == "judge_unavailable" and skipped.score is None and "invalid" in skipped.explanation
 
 
+@pytest.mark.integration
 def test_concurrency_and_rate_limits_hold_at_the_server() -> None:
     judge = make("answer_relevance")
     requests = [

@@ -65,6 +65,7 @@ def fake() -> Any:
 # --- a good answer -------------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_good_answer_becomes_a_reply_with_text_and_tokens(fake: FakeGemini) -> None:
     fake.script(ok(VERDICT, prompt_tokens=120, output_tokens=30, thoughts_tokens=7, model_version="gemini-x-002"))
     reply = generate(settings_for(fake.url))
@@ -74,6 +75,7 @@ def test_good_answer_becomes_a_reply_with_text_and_tokens(fake: FakeGemini) -> N
     assert len(fake.requests) == 1
 
 
+@pytest.mark.integration
 def test_request_on_the_wire(fake: FakeGemini) -> None:
     generate(settings_for(fake.url, api_version="v1beta"), prompt="judge this")
     [request] = fake.requests
@@ -99,6 +101,7 @@ def test_request_on_the_wire(fake: FakeGemini) -> None:
     assert KEY not in request.path
 
 
+@pytest.mark.integration
 def test_the_safety_settings_turn_the_adjustable_filters_off_on_the_wire(fake: FakeGemini) -> None:
     generate(settings_for(fake.url))
     [request] = fake.requests
@@ -111,6 +114,7 @@ def test_the_safety_settings_turn_the_adjustable_filters_off_on_the_wire(fake: F
     assert "safetySettings" not in request.generation_config
 
 
+@pytest.mark.integration
 def test_configured_safety_settings_are_sent_and_empty_sends_none(fake: FakeGemini) -> None:
     narrow = {"HARM_CATEGORY_DANGEROUS_CONTENT": "BLOCK_ONLY_HIGH", "HARM_CATEGORY_JAILBREAK": "BLOCK_NONE"}
     generate(settings_for(fake.url, safety_settings=narrow))
@@ -120,6 +124,7 @@ def test_configured_safety_settings_are_sent_and_empty_sends_none(fake: FakeGemi
     assert "safetySettings" not in second.body
 
 
+@pytest.mark.integration
 def test_the_default_filters_of_the_fake_block_a_request_without_safety_settings(fake: FakeGemini) -> None:
     """The fake's `filtered` acts as Gemini's default filters: without the settings a harmful reply is blocked."""
     fake.handler = lambda request: filtered(request, ok(VERDICT))
@@ -127,6 +132,7 @@ def test_the_default_filters_of_the_fake_block_a_request_without_safety_settings
     assert unavailable(settings_for(fake.url, safety_settings={})).block_reason == "SAFETY"
 
 
+@pytest.mark.integration
 def test_safety_settings_on_the_wire_to_vertex_ai(fake: FakeGemini, monkeypatch: pytest.MonkeyPatch) -> None:
     """Vertex AI takes the same `safetySettings` (its HarmBlockThreshold documents OFF too)."""
     monkeypatch.setattr("google.auth.default", lambda *args, **kwargs: (_Token(), "my-project"))
@@ -161,11 +167,13 @@ class _Token(google_credentials.Credentials):
         raise AssertionError("the test token needs no refresh")
 
 
+@pytest.mark.integration
 def test_empty_model_means_the_settings_model(fake: FakeGemini) -> None:
     generate(settings_for(fake.url, model="gemini-judge-default"), model="")
     assert fake.requests[0].model == "gemini-judge-default"
 
 
+@pytest.mark.integration
 def test_text_joins_the_first_candidates_text_parts_without_thoughts(fake: FakeGemini) -> None:
     body = {
         "candidates": [
@@ -188,6 +196,7 @@ def test_text_joins_the_first_candidates_text_parts_without_thoughts(fake: FakeG
 # --- the client's retries --------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_429_is_retried_by_the_client_which_ignores_retry_after(fake: FakeGemini) -> None:
     fake.script(status(429, retry_after=2), ok(VERDICT))
     started = time.monotonic()
@@ -198,6 +207,7 @@ def test_429_is_retried_by_the_client_which_ignores_retry_after(fake: FakeGemini
     assert time.monotonic() - started < 2.0
 
 
+@pytest.mark.integration
 def test_503_every_time_gives_up_after_the_attempts(fake: FakeGemini) -> None:
     fake.default = status(503)
     error = unavailable(settings_for(fake.url))
@@ -206,6 +216,7 @@ def test_503_every_time_gives_up_after_the_attempts(fake: FakeGemini) -> None:
     assert len(fake.requests) == ATTEMPTS
 
 
+@pytest.mark.integration
 def test_before_attempt_is_awaited_before_every_attempt_retries_included(fake: FakeGemini) -> None:
     fake.default = status(503)
     arrived_before: list[int] = []
@@ -225,6 +236,7 @@ def test_before_attempt_is_awaited_before_every_attempt_retries_included(fake: F
     assert len(fake.requests) == ATTEMPTS
 
 
+@pytest.mark.integration
 def test_a_proxy_error_page_is_still_an_http_status(fake: FakeGemini) -> None:
     fake.default = status(502, body="<html><body>Bad Gateway</body></html>")
     error = unavailable(settings_for(fake.url))
@@ -232,6 +244,7 @@ def test_a_proxy_error_page_is_still_an_http_status(fake: FakeGemini) -> None:
     assert len(fake.requests) == ATTEMPTS
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("code", [400, 401, 403, 404])
 def test_client_errors_are_not_retried(fake: FakeGemini, code: int) -> None:
     fake.default = status(code)
@@ -239,6 +252,7 @@ def test_client_errors_are_not_retried(fake: FakeGemini, code: int) -> None:
     assert len(fake.requests) == 1
 
 
+@pytest.mark.integration
 def test_slow_answers_time_out_every_attempt(fake: FakeGemini) -> None:
     fake.default = slow(3.0, then=ok(VERDICT))
     started = time.monotonic()
@@ -249,6 +263,7 @@ def test_slow_answers_time_out_every_attempt(fake: FakeGemini) -> None:
     assert time.monotonic() - started < 2.0
 
 
+@pytest.mark.integration
 def test_connection_refused_is_retried_then_connection(caplog: pytest.LogCaptureFixture) -> None:
     fake = FakeGemini().start()
     url = fake.url
@@ -265,6 +280,7 @@ def test_connection_refused_is_retried_then_connection(caplog: pytest.LogCapture
 # --- answers without usable content ----------------------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_a_candidate_without_text_is_no_content(fake: FakeGemini) -> None:
     fake.script(FakeAnswer(200, json.dumps({"candidates": [{"finishReason": "MAX_TOKENS", "index": 0}]}).encode()))
     error = unavailable(settings_for(fake.url))
@@ -272,6 +288,7 @@ def test_a_candidate_without_text_is_no_content(fake: FakeGemini) -> None:
     assert "MAX_TOKENS" in error.message
 
 
+@pytest.mark.integration
 def test_a_reply_blocked_for_safety_is_a_block_with_its_reason_and_cost(fake: FakeGemini) -> None:
     fake.script(blocked("SAFETY", prompt_tokens=42))
     error = unavailable(settings_for(fake.url))
@@ -281,6 +298,7 @@ def test_a_reply_blocked_for_safety_is_a_block_with_its_reason_and_cost(fake: Fa
     assert len(fake.requests) == 1  # a block is not retried
 
 
+@pytest.mark.integration
 def test_a_blocked_prompt_is_a_block(fake: FakeGemini) -> None:
     fake.script(blocked("PROHIBITED_CONTENT", prompt=True, category="HARM_CATEGORY_HARASSMENT", probability="MEDIUM"))
     error = unavailable(settings_for(fake.url))
@@ -288,17 +306,20 @@ def test_a_blocked_prompt_is_a_block(fake: FakeGemini) -> None:
     assert error.message == "the prompt was blocked: PROHIBITED_CONTENT (HARM_CATEGORY_HARASSMENT MEDIUM)"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("reason", ["BLOCKLIST", "SPII", "RECITATION", "IMAGE_SAFETY"])
 def test_every_filter_finish_reason_is_a_block(fake: FakeGemini, reason: str) -> None:
     fake.script(blocked(reason))
     assert unavailable(settings_for(fake.url)).block_reason == reason
 
 
+@pytest.mark.integration
 def test_a_reply_cut_by_a_filter_is_blocked_even_with_text(fake: FakeGemini) -> None:
     fake.script(ok('{"score": 1.0, "verdict": "pa', finish_reason="SAFETY"))
     assert unavailable(settings_for(fake.url)).block_reason == "SAFETY"
 
 
+@pytest.mark.integration
 def test_an_unknown_block_reason_is_labelled_other(fake: FakeGemini) -> None:
     fake.script(blocked("weird reason; {x}", prompt=True))
     with pytest.warns(UserWarning, match="not a valid BlockedReason"):  # google-genai's own warning
@@ -306,11 +327,13 @@ def test_an_unknown_block_reason_is_labelled_other(fake: FakeGemini) -> None:
     assert (error.status, error.block_reason) == ("blocked", "OTHER")
 
 
+@pytest.mark.integration
 def test_malformed_json_is_a_bad_response(fake: FakeGemini) -> None:
     fake.script(malformed_json())
     assert unavailable(settings_for(fake.url)).status == "bad_response"
 
 
+@pytest.mark.integration
 def test_the_api_key_never_reaches_the_message(fake: FakeGemini) -> None:
     fake.default = status(400, message=f"API key not valid: {KEY}. Please pass a valid API key.")
     error = unavailable(settings_for(fake.url))
@@ -379,6 +402,7 @@ def test_exactly_one_of_api_key_and_vertex_project(settings: JudgeSettings) -> N
 # --- the fake itself -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_fake_counts_requests_in_flight(fake: FakeGemini) -> None:
     seen: list[FakeRequest] = []
 
@@ -400,6 +424,7 @@ def test_fake_counts_requests_in_flight(fake: FakeGemini) -> None:
     assert sorted(r.prompt for r in seen) == ["P0", "P1", "P2"]
 
 
+@pytest.mark.integration
 def test_fake_stop_wakes_slow_answers_and_a_broken_handler_is_a_500() -> None:
     fake = FakeGemini(handler=lambda request: 1 / 0).start()  # type: ignore[arg-type,return-value]
     try:
@@ -428,6 +453,7 @@ def test_fake_stop_wakes_slow_answers_and_a_broken_handler_is_a_500() -> None:
         fake.stop()
 
 
+@pytest.mark.integration
 def test_fake_is_reachable_from_another_process(fake: FakeGemini) -> None:
     fake.script(ok("from a subprocess"))
     code = (

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from evaluators.judges import JudgeRequest, JudgeSettings, LLMJudge, RetrySettings, prepare
@@ -20,6 +21,8 @@ from tests.judges.fake_gemini import FakeAnswer, FakeGemini, FakeRequest, blocke
 from tests.judges.synthetic import agent_trace
 
 from .stub import AnswerJudge
+
+pytestmark = pytest.mark.integration  # each test starts a process or a server
 
 SAFE = {"score": 0.9, "verdict": "pass", "explanation": "fine"}
 HARMFUL_ANSWER = "Step 1: mix the two cleaning products in a closed room."

@@ -21,6 +21,8 @@ from tests.judges.fake_gemini import FakeAnswer, FakeGemini, blocked, ok
 
 from .stub import AnswerJudge
 
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 MODEL = "gemini-2.5-flash"  # in genai-prices' table
 UNKNOWN = "gemini-judge-in-house"  # not in it
 VERDICT = {"score": 0.9, "verdict": "pass", "explanation": "fine"}

@@ -39,6 +39,7 @@ def answer(request: FakeRequest):
     return ok({"score": 0.8, "verdict": "pass", "explanation": "fine"}, prompt_tokens=50, output_tokens=7)
 
 
+@pytest.mark.integration
 def test_offline_run_judges_every_trace_and_reports_the_spend(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
@@ -55,6 +56,7 @@ def test_offline_run_judges_every_trace_and_reports_the_spend(tmp_path: Path, mo
     assert "judge spend:" in table and "answer_quality" in table
 
 
+@pytest.mark.integration
 def test_offline_judges_fall_back_to_the_environment_key_and_skip_without_one(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
@@ -69,6 +71,7 @@ def test_offline_judges_fall_back_to_the_environment_key_and_skip_without_one(tm
         assert code == 0 and {r.api_key for r in fake.requests} == {"env-key"}
 
 
+@pytest.mark.integration
 def test_offline_judge_spend_is_priced_and_a_spec_pricing_override_wins(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
@@ -105,6 +108,7 @@ def test_an_invalid_spec_pricing_section_is_a_usage_error(tmp_path: Path) -> Non
     assert code == 2 and "pricing.models.m" in err
 
 
+@pytest.mark.integration
 def test_offline_session_judges_judge_each_conversation_once(tmp_path: Path, monkeypatch) -> None:
     """`evaluate` with a session judge: one request per conversation (not per trace), the transcript in turn
     order, a result naming the session and the turn its verdict is about."""

@@ -173,6 +173,7 @@ def answers_in(request: FakeRequest) -> tuple[str, str]:
     return a, b
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("preferred, outcome", [(CANDIDATE, "win"), (BASELINE, "loss")])
 def test_exactly_two_calls_one_in_each_order_through_the_real_client(preferred: str, outcome: str) -> None:
     with FakeGemini(prefers(preferred)) as fake:
@@ -188,6 +189,7 @@ def test_exactly_two_calls_one_in_each_order_through_the_real_client(preferred: 
     assert result.details["judge_model"] == DEFAULT_MODEL
 
 
+@pytest.mark.integration
 def test_a_model_that_always_picks_a_gives_a_tie_on_the_wire() -> None:
     with FakeGemini(lambda r: ok({"choice": "A", "explanation": "the first one"})) as fake:
         result = run_pair(fake.url)
@@ -195,6 +197,7 @@ def test_a_model_that_always_picks_a_gives_a_tie_on_the_wire() -> None:
     assert (result.details["outcome"], result.score, result.passed) == ("tie", 0.5, True)
 
 
+@pytest.mark.integration
 def test_an_api_error_on_one_order_skips_the_pair() -> None:
     with FakeGemini(prefers(CANDIDATE)) as fake:
         fake.script(status(400))  # not retried: one order fails

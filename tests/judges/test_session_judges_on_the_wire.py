@@ -110,6 +110,7 @@ def run(session: Session, settings: JudgeSettings, chosen: list[tuple[LLMJudge, 
     return asyncio.run(go())
 
 
+@pytest.mark.integration
 def test_a_frustrated_conversation_gets_the_fakes_verdicts_with_the_turns_they_name() -> None:
     session = recorded(SUPPORT)
     assert len(session.turns) == 3
@@ -136,6 +137,7 @@ def test_a_frustrated_conversation_gets_the_fakes_verdicts_with_the_turns_they_n
     assert all(r.details["judge_model"] == DEFAULT_MODEL for r in results.values())
 
 
+@pytest.mark.integration
 def test_the_request_carries_the_transcript_in_turn_order() -> None:
     session = recorded(SUPPORT)
     with FakeGemini(answering(FRUSTRATED)) as fake:
@@ -156,6 +158,7 @@ def test_the_request_carries_the_transcript_in_turn_order() -> None:
     assert question_of(request.prompt) == "Which of the user's goals did the conversation meet by its end?"
 
 
+@pytest.mark.integration
 def test_a_clean_conversation_passes_every_judge() -> None:
     session = recorded(INTERLEAVED, "conv_trip_7Hq2Lx9d")
     assert [t.user_message for t in session.turns][1] == "Great, and what should I pack for that?"
@@ -175,6 +178,7 @@ def long_session(turns: int, chars: int) -> Session:
     return Session("long", made, "session.id", "idle")
 
 
+@pytest.mark.integration
 def test_a_long_session_is_bounded_with_its_first_and_latest_turns() -> None:
     session = long_session(400, 3000)
     chosen = [(builtin("user_frustration", max_transcript_chars=20000, max_turn_chars=600), "user_frustration")]
@@ -192,6 +196,7 @@ def test_a_long_session_is_bounded_with_its_first_and_latest_turns() -> None:
     assert text.index("left out") < text.index(f"[turn {kept[-5]} of 400]")
 
 
+@pytest.mark.integration
 def test_secrets_in_the_conversation_are_redacted_before_they_leave() -> None:
     secret = "sk-proj-" + "Ab3" * 10
     turn = Turn("1" * 32, 1, 2, f"my key is {secret}, mail me at jane.doe@example.com", "Noted.")
@@ -202,6 +207,7 @@ def test_secrets_in_the_conversation_are_redacted_before_they_leave() -> None:
     assert "[redacted" in request.prompt
 
 
+@pytest.mark.integration
 def test_a_judge_that_is_down_gives_judge_unavailable_skips() -> None:
     session = recorded(SUPPORT)
     retry = RetrySettings(attempts=2, initial_delay=0.01, max_delay=0.02, jitter=0.0)

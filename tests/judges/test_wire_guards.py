@@ -22,6 +22,8 @@ from tests.judges.fake_gemini import FakeAnswer, FakeGemini, FakeRequest, ok, st
 
 from .stub import AnswerJudge, RecordingObserver
 
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 KEY = "test-key-redirect-0123456789"
 VERDICT = {"score": 1.0, "verdict": "pass", "explanation": "fine"}
 PATH = "/v1beta/models/gemini-2.5-flash:generateContent"

@@ -23,6 +23,8 @@ from monitor.receivers.grpc_receiver import GrpcReceiver
 from tests.daemon.test_otlp_http import Receiver, payload
 from tests.receivers.sink import TracesSink
 
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 TRACES = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 LOGS = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
 PARTIAL = IngestOutcome(

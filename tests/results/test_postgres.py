@@ -66,6 +66,7 @@ def test_a_database_that_is_not_a_result_store_is_unreadable_for_the_cli(postgre
         open_store_reader(postgres_url)
 
 
+@pytest.mark.integration
 def test_a_server_that_is_down_then_up_then_gone_degrades_the_store_and_never_raises(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -167,6 +167,7 @@ def _open_and_write(path: str, n: int) -> None:
     store.close()
 
 
+@pytest.mark.integration
 def test_processes_opening_a_new_database_together_migrate_it_once(tmp_path: Path) -> None:
     path = tmp_path / "new" / "r.db"
     context = multiprocessing.get_context("fork")

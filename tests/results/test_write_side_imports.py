@@ -7,6 +7,10 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 WRITE_SIDE = (
     "monitor.store.from_config",
     "monitor.store.sqlite",

@@ -26,6 +26,8 @@ from monitor.web.server import WebServer
 from tests.review.fake_reader import FakeReader, item
 from tests.review.server import get, serve
 
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 TOKEN = "access-token"
 WAIT = 10.0
 FREE = 5  # wrong tokens a client may send before it waits (GuessLimiter.free)

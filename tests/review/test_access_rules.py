@@ -130,6 +130,7 @@ def test_the_start_up_line_says_what_is_open_to_whom() -> None:
     assert "need the API token" in Access("tok").summary(where)
 
 
+@pytest.mark.integration
 def test_the_daemon_logs_the_access_line_at_start(caplog: pytest.LogCaptureFixture) -> None:
     env = {
         "AGENT_MONITOR_METRICS__HOST": "127.0.0.1",

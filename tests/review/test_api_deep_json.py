@@ -31,6 +31,7 @@ def store(tmp_path: Path) -> Iterator[ResultStore]:
     store.close()
 
 
+@pytest.mark.integration
 def test_a_deeply_nested_review_body_is_a_400(store: ResultStore) -> None:
     with reviews_port(store) as port:
         for raw in DEEP_BODIES:

@@ -22,6 +22,8 @@ from monitor.store.sqlite import ResultStore
 from monitor.web.app import build_api_app
 from tests.review.server import get, serve
 
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 TOKEN = "failing-token"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 WAIT = 10.0

@@ -39,6 +39,7 @@ def store(tmp_path: Path) -> Iterator[ResultStore]:
     store.close()
 
 
+@pytest.mark.integration
 def test_a_review_is_stored_listed_shown_on_its_trace_and_counted(store: ResultStore) -> None:
     with reviews_port(store) as port:
         body = review_body(corrected_score=1.0, corrected_label="faithful", note="the refund is in the trace")
@@ -93,6 +94,7 @@ def test_a_review_is_stored_listed_shown_on_its_trace_and_counted(store: ResultS
         assert len(send(port.url("/reviews"), headers=BEARER)[2]["items"]) == 2  # one in force per result
 
 
+@pytest.mark.integration
 def test_the_list_filters_newest_first_and_refuses_bad_parameters(store: ResultStore) -> None:
     with reviews_port(store) as port:
         posts = [
@@ -130,6 +132,7 @@ def test_the_list_filters_newest_first_and_refuses_bad_parameters(store: ResultS
         assert send(port.url(f"/reviews/history?{never}"), headers=BEARER)[2]["items"] == []
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("raw", "named"),
     [
@@ -164,6 +167,7 @@ def test_a_bad_body_is_400_naming_the_field_and_nothing_is_written(
         assert port.count("faithful", "fail", "disagree") == 0.0
 
 
+@pytest.mark.integration
 def test_a_body_past_the_bound_is_413_with_or_without_a_length(store: ResultStore) -> None:
     with reviews_port(store) as port:
         big = b'{"note": "' + b"x" * MAX_BODY_BYTES + b'"}'
@@ -186,6 +190,7 @@ def test_a_body_past_the_bound_is_413_with_or_without_a_length(store: ResultStor
         assert send(port.url("/reviews"), headers=BEARER)[2]["items"] == []
 
 
+@pytest.mark.integration
 def test_writing_needs_the_bearer_token_itself(store: ResultStore) -> None:
     """No token, a wrong one, or only the review page's session cookie: 401, nothing written; reads with the
     session cookie still work."""
@@ -202,6 +207,7 @@ def test_writing_needs_the_bearer_token_itself(store: ResultStore) -> None:
         assert port.count("faithful", "fail", "disagree") == 0.0
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("mode", ["loopback", "any"])
 def test_with_no_token_configured_loopback_reads_but_nothing_is_reviewed(store: ResultStore, mode: str) -> None:
     with reviews_port(store, token=None, mode=mode) as port:  # type: ignore[arg-type]
@@ -213,6 +219,7 @@ def test_with_no_token_configured_loopback_reads_but_nothing_is_reviewed(store: 
         assert send(port.url(f"/traces/{TRACE}"))[0] == 200
 
 
+@pytest.mark.integration
 def test_a_result_the_store_does_not_hold_is_404(store: ResultStore) -> None:
     with reviews_port(store) as port:
         for body in (
@@ -225,6 +232,7 @@ def test_a_result_the_store_does_not_hold_is_404(store: ResultStore) -> None:
             assert status == 404 and "no stored result" in error["error"], body
 
 
+@pytest.mark.integration
 def test_without_a_store_every_review_call_is_503() -> None:
     with reviews_port(None) as port:
         status, _, error = send(port.url("/reviews"), "POST", review_body(), BEARER)
@@ -234,6 +242,7 @@ def test_without_a_store_every_review_call_is_503() -> None:
         assert send(port.url(f"/reviews/history?{history}"), headers=BEARER)[0] == 503
 
 
+@pytest.mark.integration
 def test_other_methods_are_405_naming_the_allowed_ones(store: ResultStore) -> None:
     with reviews_port(store) as port:
         status, headers, error = send(port.url("/reviews"), "DELETE", headers=BEARER)
@@ -273,6 +282,7 @@ def test_two_reviews_of_one_result_at_the_same_moment_one_is_409(postgres_url: s
         store.close()
 
 
+@pytest.mark.integration
 def test_the_answers_conform_to_the_openapi_document(store: ResultStore) -> None:
     from monitor.web.openapi import PREFIX, openapi_document
     from tests.review.test_openapi import conforms

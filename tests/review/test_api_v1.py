@@ -18,6 +18,8 @@ from monitor.web.app import build_api_app
 from tests.review.fake_reader import FakeReader, item, trace_detail
 from tests.review.server import get, serve
 
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 TOKEN = "review-token"
 TRACE = "ab" * 16
 

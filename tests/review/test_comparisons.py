@@ -7,6 +7,7 @@ import html
 import re
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
 from jsonschema import Draft202012Validator
 
 from monitor.config.variants import VariantsConfig
@@ -18,6 +19,8 @@ from monitor.web.openapi import PREFIX, openapi_document
 from tests.review.fake_reader import FakeReader
 from tests.review.server import get, serve
 from tests.unit.metrics_scrape import FakeClock, result
+
+pytestmark = pytest.mark.integration  # each test starts a process or a server
 
 VARIANTS = VariantsConfig.model_validate(
     {

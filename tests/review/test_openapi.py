@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 
@@ -30,6 +31,7 @@ def conforms(document: dict[str, Any], schema: dict[str, Any], value: Any) -> li
     return [e.message for e in Draft202012Validator(root).iter_errors(value)]
 
 
+@pytest.mark.integration
 def test_document_is_valid_openapi_31_and_lists_every_route() -> None:
     app, _ = app_and_reader()
     with serve(app) as base:
@@ -84,6 +86,7 @@ def test_parameters_responses_and_security_are_described() -> None:
     assert paths[OPENAPI_PATH]["get"]["security"] == []
 
 
+@pytest.mark.integration
 def test_real_answers_conform_to_the_documented_schemas() -> None:
     from monitor.web.openapi import openapi_document
 

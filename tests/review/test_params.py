@@ -19,6 +19,8 @@ from monitor.store.sqlite import ResultStore
 from monitor.web.app import build_api_app
 from tests.review.server import get, serve
 
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 TRACE = "cd" * 16
 MAX_PARAM_CHARS = 256  # monitor.review.api_params.MAX_PARAM_CHARS
 

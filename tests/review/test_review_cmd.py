@@ -55,6 +55,7 @@ def review(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, st
     return code, captured.out, captured.err
 
 
+@pytest.mark.integration
 def test_results_table_newest_first_with_every_filter_sent_to_the_server(
     base: str, reader: FakeReader, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -78,6 +79,7 @@ def test_results_table_newest_first_with_every_filter_sent_to_the_server(
     assert footer.startswith("(3 shown; more match")
 
 
+@pytest.mark.integration
 def test_json_is_the_api_json(base: str, capsys: pytest.CaptureFixture[str]) -> None:
     bearer = {"Authorization": f"Bearer {TOKEN}"}
     cases = [
@@ -93,6 +95,7 @@ def test_json_is_the_api_json(base: str, capsys: pytest.CaptureFixture[str]) -> 
         assert "\x1b" not in out
 
 
+@pytest.mark.integration
 def test_trace_shows_summary_step_tree_and_every_result(base: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = review(capsys, "--url", base, "--token", TOKEN, "--trace", TRACE.upper())
     assert code == 0
@@ -108,6 +111,7 @@ def test_trace_shows_summary_step_tree_and_every_result(base: str, capsys: pytes
     assert "skipped: needs_ground_truth" in table[1]
 
 
+@pytest.mark.integration
 def test_breakdown_and_evaluators_tables(base: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = review(capsys, "--url", base, "--token", TOKEN, "--by", "service", "--since", "1700000001")
     assert code == 0
@@ -124,6 +128,7 @@ def test_breakdown_and_evaluators_tables(base: str, capsys: pytest.CaptureFixtur
     assert row.split() == [*settings, "0.250", "(4)"]
 
 
+@pytest.mark.integration
 def test_text_from_traces_is_printed_without_control_characters(base: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = review(capsys, "--url", base, "--token", TOKEN, "--limit", "20")
     assert code == 0
@@ -141,6 +146,7 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.mark.integration
 def test_errors_are_one_line_with_exit_status(
     base: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -168,6 +174,7 @@ def test_errors_are_one_line_with_exit_status(
     assert review(capsys, "--url", base, "--limit", "1")[0] == 0
 
 
+@pytest.mark.integration
 def test_unavailable_store_is_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     app = build_api_app(lambda a: (b"", "text/plain"), dict, None, reader=None, evaluators_info=evaluators)
     with serve(app) as url:
@@ -214,6 +221,7 @@ def test_store_file_written_by_the_store_is_read_directly(tmp_path: Path, capsys
     assert code == 0 and "tool search failed" in out
 
 
+@pytest.mark.integration
 def test_variant_filters_and_shows_in_the_tables(
     base: str, reader: FakeReader, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -258,6 +266,7 @@ def test_store_file_variants_through_the_cli(tmp_path: Path, capsys: pytest.Capt
     assert code == 0 and out.startswith(f"trace {'ab' * 16}  service=svc  variant=2.0.0-canary  spans=3")
 
 
+@pytest.mark.integration
 def test_store_source_answers_as_the_api_through_the_same_service(
     base: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

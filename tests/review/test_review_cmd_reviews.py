@@ -14,6 +14,8 @@ from monitor.store.reviews import ResultKey, ReviewInput
 from monitor.store.sqlite import ResultStore
 from tests.review.reviews_app import TOKEN, TRACE, fill, reviews_port
 
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 
 def review(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     code = main(["review", *args])

@@ -43,6 +43,7 @@ def review(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, st
     return code, captured.out, captured.err
 
 
+@pytest.mark.integration
 def test_level_session_lists_failing_conversations_with_results_and_trace_ids(
     store: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -84,6 +85,7 @@ def test_session_prints_the_conversation_with_verdicts(store: str, capsys: pytes
     assert (code, out) == (1, "") and err.startswith("agent-monitor review: 404: unknown session 'nope'")
 
 
+@pytest.mark.integration
 def test_through_the_api_as_through_the_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     backend = sqlite_backend(tmp_path)
     now, _ = seeded(backend)

@@ -25,6 +25,8 @@ from monitor.store.writer import QueuedResultStore
 from tests.results.helpers import outcome, row
 from tests.review.reviews_app import BEARER, TRACE, Port, fill, review_body, reviews_port, send
 
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "reviews.md"
 ROOT_SPAN = "00f067aa0ba902b7"
 NOT_STORED = "results are not stored"

@@ -20,6 +20,8 @@ from tests.review.server import get
 from tests.review.test_api_v1 import TOKEN, api
 from tests.review.test_openapi import conforms
 
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 LONE = tid(60)
 

@@ -83,6 +83,7 @@ def test_signatures_api_answers_conform_to_the_document(backend: Backend) -> Non
     reader.close()
 
 
+@pytest.mark.integration
 def test_without_a_store_it_is_503() -> None:
     with serve(app_of(None, None)) as base:  # type: ignore[arg-type]
         status, _, body = get(f"{base}{PREFIX}/signatures", AUTH)
@@ -96,6 +97,7 @@ def cli(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.integration
 def test_cli_lists_signatures_from_the_store_and_the_api(tmp_path: Path) -> None:
     backend = sqlite_backend(tmp_path)
     seed(backend)

@@ -7,12 +7,16 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from monitor.review.models import VariantComparison, VariantSide
 from monitor.web.app import build_api_app
 from tests.results.backends import sqlite_backend
 from tests.results.signature_rows import Sig, failing_traces, insert_signature, set_up
 from tests.review_page.serve import fetch, serve
 from tests.review_page.test_browser import browser  # noqa: F401  (the fixture)
+
+pytestmark = pytest.mark.integration  # each test starts a process or a server
 
 BUSY, GROWING, QUIET = "1a" * 8, "2b" * 8, "3c" * 8
 

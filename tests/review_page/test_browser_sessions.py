@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from monitor.web.app import build_api_app
 from monitor.web.pages.layout import CSP
 from tests.results.backends import sqlite_backend
@@ -17,6 +19,8 @@ from tests.results.test_session_reader import seeded, tid
 from tests.review_page.review_store import TOKEN, log_in_on_the_way, session_review_server
 from tests.review_page.serve import fetch, serve
 from tests.review_page.test_browser import TIMEOUT_MS, browser  # noqa: F401  (the fixture)
+
+pytestmark = pytest.mark.integration  # each test starts a process or a server
 
 HOSTILE = '<img src=x onerror="document.title=1">'
 

@@ -118,6 +118,7 @@ def test_already_logged_in_skips_the_form(review_site: Site) -> None:
     assert answer.status == 303 and answer.location == "/review/breakdown"
 
 
+@pytest.mark.integration
 def test_without_a_token_the_page_is_open_and_login_says_so() -> None:
     with serve(review_app(FakeReader.of(sample_traces()), None, evaluator_infos)) as base:
         page = fetch(base, "/review", HTML)
@@ -135,6 +136,7 @@ def _certificate(tmp_path: Path) -> tuple[Path, Path]:
     return key, cert
 
 
+@pytest.mark.integration
 def test_over_tls_the_cookie_is_secure(tmp_path: Path) -> None:
     key, cert = _certificate(tmp_path)
     server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)

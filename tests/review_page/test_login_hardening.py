@@ -11,6 +11,8 @@ from http.cookies import SimpleCookie
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
+import pytest
+
 from monitor.auth import REVOKED_SESSIONS_FILE, SESSION_COOKIE, RevokedSessions
 from monitor.web.access import Access
 from monitor.web.app import build_api_app
@@ -18,6 +20,8 @@ from tests.review.fake_reader import FakeReader
 from tests.review_page.conftest import TOKEN
 from tests.review_page.sample import evaluator_infos, sample_traces
 from tests.review_page.serve import fetch, post_form, serve
+
+pytestmark = pytest.mark.integration  # each test starts a process or a server
 
 FREE = 5  # wrong tokens a client may send before it waits (GuessLimiter.free)
 HELD = 30  # wrong-token posts held open on their last byte

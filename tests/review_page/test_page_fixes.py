@@ -9,6 +9,8 @@ import re
 from html import unescape
 from pathlib import Path
 
+import pytest
+
 from monitor.review.models import EvaluatorInfo, EvaluatorWindow, Step
 from monitor.review.of_store import reader_of
 from monitor.store.sqlite import ResultStore
@@ -17,6 +19,8 @@ from tests.results.helpers import outcome, row
 from tests.review.fake_reader import FakeReader, item, trace_detail
 from tests.review_page.serve import fetch, review_app, serve
 from tests.unit.spanfactory import make_span, trace_of
+
+pytestmark = pytest.mark.integration  # each test starts a process or a server
 
 TRACE = "ef" * 16
 

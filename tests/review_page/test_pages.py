@@ -138,6 +138,7 @@ def test_trace_page_shows_summary_steps_verdicts_and_trace_ui_link(review_site: 
     assert "&lt;script&gt;document.title" in answer.body and "<script" not in answer.body
 
 
+@pytest.mark.integration
 def test_no_trace_ui_link_without_a_template() -> None:
     app = review_app(FakeReader.of(sample_traces()), None, review=ReviewConfig())
     with serve(app) as base:
@@ -175,6 +176,7 @@ def test_breakdown_rows_link_to_filtered_results(review_site: Site) -> None:
     assert get(review_site, "/review/breakdown?by=colour").status == 400
 
 
+@pytest.mark.integration
 def test_without_a_reader_every_data_page_says_review_unavailable() -> None:
     with serve(review_app(None, None)) as base:
         for path in ("/review", f"/review/traces/{FAILING_TRACE}", "/review/breakdown"):
@@ -183,6 +185,7 @@ def test_without_a_reader_every_data_page_says_review_unavailable() -> None:
             assert_secure_headers(answer)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "error", [sqlite3.DatabaseError("database disk image is malformed"), ValueError("no such column: tool")]
 )
@@ -194,6 +197,7 @@ def test_a_failing_store_is_a_503_page_with_the_reason_never_a_traceback(error: 
             assert "Traceback" not in answer.body
 
 
+@pytest.mark.integration
 def test_evaluator_names_alone_and_a_failing_evaluator_list() -> None:
     reader = FakeReader.of(sample_traces())
     with serve(review_app(reader, None, ["error_free", "latency"])) as base:

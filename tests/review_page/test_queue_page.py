@@ -11,6 +11,8 @@ from http.cookies import SimpleCookie
 from pathlib import Path
 from urllib.parse import urlencode
 
+import pytest
+
 from monitor.store.reviews import ResultKey
 from monitor.web.pages.layout import CSP, QUEUE_CSP
 from monitor.web.pages.queue import MAX_SKIP_COOKIE, REVIEWER_COOKIE, SKIPPED_COOKIE, skip_cookie, skipped_of
@@ -63,6 +65,7 @@ def shown_key(page: str) -> ResultKey:
     return ResultKey(fields["trace_id"], fields["evaluator"], fields["level"], fields["span_id"])
 
 
+@pytest.mark.integration
 def test_a_reviewer_agrees_disagrees_and_skips_through_the_queue(tmp_path: Path) -> None:
     with queue_site(tmp_path / "r.db") as site:
         browser = Browser(site.base)
@@ -102,6 +105,7 @@ def test_a_reviewer_agrees_disagrees_and_skips_through_the_queue(tmp_path: Path)
         assert shown_key(other.get().body) == ORDER[1]
 
 
+@pytest.mark.integration
 def test_forms_that_do_not_come_from_the_page_write_nothing(tmp_path: Path) -> None:
     with queue_site(tmp_path / "r.db") as site:
         browser = Browser(site.base)
@@ -122,6 +126,7 @@ def test_forms_that_do_not_come_from_the_page_write_nothing(tmp_path: Path) -> N
         assert site.reader.reviews_in_force() == []
 
 
+@pytest.mark.integration
 def test_without_a_token_the_queue_is_shown_but_nothing_can_be_reviewed(tmp_path: Path) -> None:
     with queue_site(tmp_path / "r.db", token=None) as site:
         browser = Browser(site.base)
@@ -138,6 +143,7 @@ def shown_key_absent(page: str) -> bool:
     return 'name="trace_id"' not in page and "faithful" in page
 
 
+@pytest.mark.integration
 def test_without_a_queue_the_page_says_so_and_the_script_is_served_to_all(tmp_path: Path) -> None:
     with queue_site(tmp_path / "r.db", with_queue=False) as site:
         browser = Browser(site.base)

@@ -70,6 +70,7 @@ def session(site: ReviewSite) -> str:
     return f"{SESSION_COOKIE}={log_in(site.base)}"
 
 
+@pytest.mark.integration
 def test_a_logged_in_reviewer_disagrees_sees_the_review_changes_it_and_sees_the_history(
     site: ReviewSite, session: str
 ) -> None:
@@ -106,12 +107,14 @@ def test_a_logged_in_reviewer_disagrees_sees_the_review_changes_it_and_sees_the_
     assert "Ann Lee" in history and "the tool did refund" in history and "(until " in history
 
 
+@pytest.mark.integration
 def test_a_passing_verdict_disagreed_with_is_a_miss(site: ReviewSite, session: str) -> None:
     csrf = csrf_of(page(site.base, TRACE_PAGE, session).body)
     assert post(site, review_form(csrf, evaluator=PASSING), session).status == 303
     assert "miss · ann" in unescape(page(site.base, TRACE_PAGE, session).body)
 
 
+@pytest.mark.integration
 def test_the_results_list_has_a_quick_form_per_row_that_comes_back_to_the_list(site: ReviewSite, session: str) -> None:
     listing = "/review/results?outcome=any"
     body = page(site.base, listing, session).body
@@ -128,6 +131,7 @@ def test_the_results_list_has_a_quick_form_per_row_that_comes_back_to_the_list(s
     assert 'type="hidden" name="reviewer" value="ann"' in body and "your name" not in body
 
 
+@pytest.mark.integration
 def test_a_cross_site_post_is_refused_and_writes_nothing(site: ReviewSite, session: str) -> None:
     csrf = csrf_of(page(site.base, TRACE_PAGE, session).body)
     for fetch_site in ("cross-site", "same-site"):
@@ -139,6 +143,7 @@ def test_a_cross_site_post_is_refused_and_writes_nothing(site: ReviewSite, sessi
     assert site.reviews() == []
 
 
+@pytest.mark.integration
 def test_a_wrong_or_missing_csrf_field_is_refused_and_writes_nothing(site: ReviewSite, session: str) -> None:
     csrf = csrf_of(page(site.base, TRACE_PAGE, session).body)
     other = csrf_of(page(site.base, TRACE_PAGE, f"{SESSION_COOKIE}={log_in(site.base)}").body)
@@ -151,6 +156,7 @@ def test_a_wrong_or_missing_csrf_field_is_refused_and_writes_nothing(site: Revie
     assert site.reviews() == []
 
 
+@pytest.mark.integration
 def test_a_bearer_token_reads_the_page_but_the_forms_need_the_login_session(site: ReviewSite) -> None:
     bearer = {"Authorization": f"Bearer {TOKEN}"}
     body = fetch(site.base, TRACE_PAGE, bearer).body
@@ -160,6 +166,7 @@ def test_a_bearer_token_reads_the_page_but_the_forms_need_the_login_session(site
     assert site.reviews() == []
 
 
+@pytest.mark.integration
 def test_without_a_token_the_page_has_no_form_and_a_post_is_refused(tmp_path: Path) -> None:
     with review_server(tmp_path, token=None) as site:
         body = page(site.base, TRACE_PAGE).body  # loopback reads without a token
@@ -171,6 +178,7 @@ def test_without_a_token_the_page_has_no_form_and_a_post_is_refused(tmp_path: Pa
         assert site.reviews() == []
 
 
+@pytest.mark.integration
 def test_without_a_writer_the_page_has_no_form_and_a_post_is_unavailable(tmp_path: Path) -> None:
     with review_server(tmp_path, writer=False) as site:
         session = f"{SESSION_COOKIE}={log_in(site.base)}"
@@ -181,6 +189,7 @@ def test_without_a_writer_the_page_has_no_form_and_a_post_is_unavailable(tmp_pat
         assert answer.status == 503 and NO_WRITER in unescape(answer.body)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("change", "status", "says"),
     [
@@ -205,6 +214,7 @@ def test_a_form_that_cannot_be_taken_is_an_error_page_and_writes_nothing(
     assert site.reviews() == []
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("back", ["//evil.example/x", "https://evil.example/", "/api/v1/results", "/review/../x", ""])
 def test_next_only_leads_back_under_review_on_this_site(site: ReviewSite, session: str, back: str) -> None:
     csrf = csrf_of(page(site.base, TRACE_PAGE, session).body)
@@ -212,6 +222,7 @@ def test_next_only_leads_back_under_review_on_this_site(site: ReviewSite, sessio
     assert answer.status == 303 and answer.location == "/review"
 
 
+@pytest.mark.integration
 def test_reviewers_text_is_shown_as_text(site: ReviewSite, session: str) -> None:
     payload = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
     csrf = csrf_of(page(site.base, TRACE_PAGE, session).body)
@@ -223,6 +234,7 @@ def test_reviewers_text_is_shown_as_text(site: ReviewSite, session: str) -> None
     assert body.count("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;") >= 3
 
 
+@pytest.mark.integration
 def test_the_review_reads_failing_is_a_note_not_a_failed_page(tmp_path: Path) -> None:
     store = review_store(tmp_path / "results.db")
     real = reader_of(store)

@@ -25,6 +25,8 @@ from tests.review_page.review_store import (
 )
 from tests.review_page.serve import fetch, post_form
 
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 CONVERSATION = "/review/sessions/conv-rephrase"
 FORM = re.compile(r'<form[^>]*action="/review/reviews"[^>]*>(.*?)</form>', re.S)
 HIDDEN = re.compile(r'<input type="hidden" name="([a-z_]+)" value="([^"]*)"')

@@ -21,6 +21,8 @@ from monitor.web.pages.results import span_anchor
 from tests.conftest import CORPUS
 from tests.review_page.serve import fetch, review_app, serve, store_evaluated
 
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 TOKEN = "tool-join-review-token"
 COOKIE = {"Cookie": f"{SESSION_COOKIE}={session_value(TOKEN)}"}
 HANDOFF_TRACE = "c0d738d2ccc0b831fab69b68c6dc7758"  # turn 2: the handoff and the first failed conversion

@@ -39,6 +39,7 @@ def site(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, 
         reader.close()
 
 
+@pytest.mark.integration
 def test_the_trace_page_shows_the_turns_question_and_the_rule(site: tuple[str, str, dict[str, Trace]]) -> None:
     scenario, base, traces = site
     for fact in turn_facts(scenario):
@@ -51,6 +52,7 @@ def test_the_trace_page_shows_the_turns_question_and_the_rule(site: tuple[str, s
         assert source and unescape(source[1]) == traces[fact.trace_id].input_source
 
 
+@pytest.mark.integration
 def test_the_api_gives_the_turns_question_and_the_rule(site: tuple[str, str, dict[str, Trace]]) -> None:
     scenario, base, traces = site
     for fact in turn_facts(scenario):

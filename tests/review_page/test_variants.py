@@ -47,6 +47,7 @@ def query_of(href: str) -> dict[str, list[str]]:
     return parse_qs(urlsplit(href).query)
 
 
+@pytest.mark.integration
 def test_the_variant_filter_reaches_the_reader_and_shows_only_that_variant(base: str, reader: FakeReader) -> None:
     answer = fetch(base, f"/review/results?variant={CANARY}&outcome=any")
     assert answer.status == 200
@@ -59,6 +60,7 @@ def test_the_variant_filter_reaches_the_reader_and_shows_only_that_variant(base:
     assert "<th>variant</th>" in answer.body
 
 
+@pytest.mark.integration
 def test_every_link_the_results_page_builds_keeps_the_variant(base: str) -> None:
     answer = fetch(base, f"/review/results?variant={CANARY}&evaluator=tool_success_rate&limit=2")
     links = [h for h in hrefs(answer.body) if h.startswith("/review/results?") or h.startswith("/review/breakdown?")]
@@ -76,6 +78,7 @@ def test_every_link_the_results_page_builds_keeps_the_variant(base: str) -> None
     assert by_variant and query_of(by_variant[0]) == {"evaluator": ["tool_success_rate"], "by": ["variant"]}
 
 
+@pytest.mark.integration
 def test_without_variants_there_is_no_variant_column() -> None:
     reader = FakeReader.of([trace_detail("ab" * 16, [item(1, trace_id="ab" * 16)])])
     with serve(review_app(reader, None)) as base:
@@ -86,6 +89,7 @@ def test_without_variants_there_is_no_variant_column() -> None:
         assert "<dt>variant</dt>" not in trace
 
 
+@pytest.mark.integration
 def test_the_breakdown_by_variant_links_to_each_variants_results(base: str, reader: FakeReader) -> None:
     answer = fetch(base, "/review/breakdown?by=variant&evaluator=tool_success_rate&since=1700000000")
     assert answer.status == 200 and reader.calls[-1] == (
@@ -103,6 +107,7 @@ def test_the_breakdown_by_variant_links_to_each_variants_results(base: str, read
     assert variant_cells(fetch(base, links[1]).body) == [BASELINE]  # the one failing baseline result
 
 
+@pytest.mark.integration
 def test_the_breakdown_of_one_variant_keeps_it_in_its_form_and_links(base: str, reader: FakeReader) -> None:
     answer = fetch(base, f"/review/breakdown?by=agent&variant={CANARY}")
     assert reader.calls[-1] == ("breakdown", ("agent", None, None, None, CANARY))
@@ -112,6 +117,7 @@ def test_the_breakdown_of_one_variant_keeps_it_in_its_form_and_links(base: str, 
     assert query_of(link) == {"variant": [CANARY], "agent": ["planner"], "outcome": ["fail"]}
 
 
+@pytest.mark.integration
 def test_the_trace_page_shows_the_variant_and_links_the_pairwise_partner(base: str) -> None:
     answer = fetch(base, f"/review/traces/{PAIRED}")
     assert answer.status == 200

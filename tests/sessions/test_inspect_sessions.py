@@ -7,9 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import CORPUS
 from tests.sources.otlp_json import otlp_document
 from tests.unit.spanfactory import make_span
+
+pytestmark = pytest.mark.integration  # each test starts a process or a server
 
 SUPPORT = str(CORPUS / "oi_openai__session_support")
 INTERLEAVED = str(CORPUS / "otel_genai__session_interleaved")

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from evaluators.sdk import builtin
 from evaluators.traces import read_paths
 from monitor.config import MonitorConfig
@@ -91,6 +93,7 @@ def test_turns_cross_the_process_boundary_in_the_batch_tally() -> None:
     assert {turn_of_wire(w).session_id for w in tally.turns} >= {SUPPORT_ID}
 
 
+@pytest.mark.integration
 def test_importing_sessions_leaves_the_price_table_unloaded() -> None:
     """Turns price their calls, but the price table (genai-prices) loads when the first turn is built, not on import."""
     code = "import sys, evaluators.sessions; assert 'evaluators.pricing' not in sys.modules, 'pricing imported'"

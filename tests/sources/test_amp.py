@@ -190,6 +190,7 @@ US = 1_000  # a float of Unix seconds tells apart times 1 µs apart (not 1 ns)
 UNTIL = (T0 + 10**9) / 1e9
 
 
+@pytest.mark.integration
 def test_every_corpus_trace_in_the_window_once_and_as_recorded() -> None:
     corpus = corpus_traces(*SCENARIOS)
     fake = FakeAmp([Stored(spans) for spans in corpus.values()])
@@ -215,6 +216,7 @@ def test_every_corpus_trace_in_the_window_once_and_as_recorded() -> None:
         assert go_parse(query["startTime"]) < go_parse(query["endTime"])
 
 
+@pytest.mark.integration
 def test_ties_across_page_boundaries_lose_nothing_and_repeat_nothing() -> None:
     starts = [T0, T0 + US, *[T0 + 5 * US] * 7, T0 + 6 * US, T0 + 6 * US, T0 + 9 * US]
     fake = FakeAmp(synthetic(starts))
@@ -223,6 +225,7 @@ def test_ties_across_page_boundaries_lose_nothing_and_repeat_nothing() -> None:
     assert any("offset" in query for _, query, _ in fake.requests)  # 7 at one instant: more than a page
 
 
+@pytest.mark.integration
 def test_a_full_page_at_one_instant_when_the_service_ignores_offset_is_an_error_not_a_loop() -> None:
     fake = FakeAmp(synthetic([T0] * 5), offset=False)
     with pytest.raises(SourceError) as caught:
@@ -231,12 +234,14 @@ def test_a_full_page_at_one_instant_when_the_service_ignores_offset_is_an_error_
     assert len(fake.requests) <= 3
 
 
+@pytest.mark.integration
 def test_a_trace_at_since_is_in_and_one_at_until_is_out() -> None:
     fake = FakeAmp(synthetic([T0 - US, T0, T0 + 500_000_000, T0 + 10**9 - US, T0 + 10**9]))
     got = ids(run(fake, T0 / 1e9, (T0 + 10**9) / 1e9, page_size=2))
     assert sorted(got) == [f"{i:032x}" for i in (2, 3, 4)]
 
 
+@pytest.mark.integration
 def test_filters_select_the_agent_on_either_route() -> None:
     traces = synthetic([T0, T0 + US, T0 + 2 * US])
     traces[1].scope["agent"], traces[2].scope["environment"] = "other", "Production"
@@ -251,6 +256,7 @@ def test_filters_select_the_agent_on_either_route() -> None:
     assert (query["project"], query["agent"], query["environment"]) == ("shop", "helper", "Production")
 
 
+@pytest.mark.integration
 def test_the_bearer_token_is_sent_from_token_env_too(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AMP_TEST_TOKEN", TOKEN)
     fake = FakeAmp(synthetic([T0]))
@@ -258,12 +264,14 @@ def test_the_bearer_token_is_sent_from_token_env_too(monkeypatch: pytest.MonkeyP
     assert {auth for _, _, auth in fake.requests} == {f"Bearer {TOKEN}"}
 
 
+@pytest.mark.integration
 def test_a_500_is_retried() -> None:
     fake = FakeAmp(synthetic([T0]), replies=[500])
     assert len(ids(run(fake, T0 / 1e9, UNTIL, retries=2, backoff=0.01))) == 1
     assert len(fake.requests) == 2
 
 
+@pytest.mark.integration
 def test_401_is_an_auth_error_naming_the_url_and_not_the_token() -> None:
     fake = FakeAmp(synthetic([T0]))
     with pytest.raises(SourceError) as caught:
@@ -273,12 +281,14 @@ def test_401_is_an_auth_error_naming_the_url_and_not_the_token() -> None:
     assert "wrong-token-value" not in message and TOKEN not in message
 
 
+@pytest.mark.integration
 def test_400_is_a_client_error() -> None:
     with pytest.raises(SourceError) as caught:
         run(FakeAmp([], replies=[400]), T0 / 1e9, UNTIL)
     assert caught.value.kind == "client"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("body", "where"),
     [
@@ -316,6 +326,7 @@ def test_times_and_enums_in_the_spellings_the_service_uses() -> None:
     assert (span.kind, span.status_code, span.service_name) == (5, 1, "svc")
 
 
+@pytest.mark.integration
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     offsets=st.lists(st.sampled_from([0, 0, 1, 2, 2, 2, 7, 9]), min_size=0, max_size=14),

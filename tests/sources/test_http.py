@@ -26,6 +26,7 @@ def client(url: str, **options: Any) -> SourceHttp:
     return SourceHttp(config, sleep=no_sleep)
 
 
+@pytest.mark.integration
 def test_a_large_body_arrives_whole() -> None:
     document = {"items": ["x" * 1000 for _ in range(5000)]}  # 5 MB, sent in many chunks
 
@@ -50,6 +51,7 @@ def test_a_large_body_arrives_whole() -> None:
     assert asyncio.run(main()) == document
 
 
+@pytest.mark.integration
 def test_retries_then_clear_errors_without_the_token(tmp_path: Path) -> None:
     token_file = tmp_path / "token"
     token_file.write_text("file-token-123\n")
@@ -93,6 +95,7 @@ def test_a_refused_connection_and_a_missing_token_variable() -> None:
         client("http://127.0.0.1:9", token_env="NO_SUCH_TOKEN_VAR")
 
 
+@pytest.mark.integration
 def test_https_with_a_private_ca_and_a_clear_error_without_it(tmp_path: Path) -> None:
     key, cert = _certificate(tmp_path)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)

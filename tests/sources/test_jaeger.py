@@ -56,6 +56,7 @@ def test_rfc3339_has_nanoseconds() -> None:
     assert parse_rfc3339(rfc3339(T0 + 5)) == T0 + 5
 
 
+@pytest.mark.integration
 def test_traces_come_back_whole_and_equal_to_the_corpus() -> None:
     async def scenario() -> None:
         async with FakeJaeger(dict(CORPUS)) as store:
@@ -78,6 +79,7 @@ def test_traces_come_back_whole_and_equal_to_the_corpus() -> None:
     asyncio.run(scenario())
 
 
+@pytest.mark.integration
 def test_operation_name_is_sent_and_filters() -> None:
     spans = CORPUS["15316090be5e93345e29a2adb1ceaf63"]
     root = next(s for s in spans if not s.parent_span_id)
@@ -91,6 +93,7 @@ def test_operation_name_is_sent_and_filters() -> None:
     )
 
 
+@pytest.mark.integration
 def test_a_trace_at_since_is_in_one_at_until_is_out() -> None:
     since, until = T0 / 1e9, (T0 + 10**9) / 1e9
     long_before = clone(SMALL, "e" * 32, T0 - 5 * 10**9, "agent")
@@ -102,6 +105,7 @@ def test_a_trace_at_since_is_in_one_at_until_is_out() -> None:
     assert sorted(ids(pages)) == [f"{1:032x}", f"{4:032x}"]
 
 
+@pytest.mark.integration
 def test_a_full_window_is_halved_and_equal_start_times_at_the_split_are_each_read_once() -> None:
     since, until = T0 / 1e9, (T0 + 10**9) / 1e9
     lo, hi = math.floor(since * 1e9) - SLACK_NS, math.ceil(until * 1e9) + SLACK_NS
@@ -118,6 +122,7 @@ def test_a_full_window_is_halved_and_equal_start_times_at_the_split_are_each_rea
     assert all(b - a >= MIN_WINDOW_NS // 2 for a, b in windows)
 
 
+@pytest.mark.integration
 def test_more_equal_start_times_than_a_page_are_read_with_a_larger_num_traces() -> None:
     since, until = T0 / 1e9, (T0 + 10**9) / 1e9
     starts = [T0 + 5 * 10**8] * 10 + [T0 + 7 * 10**8]
@@ -127,6 +132,7 @@ def test_more_equal_start_times_than_a_page_are_read_with_a_larger_num_traces() 
     assert {q["query.num_traces"] for q in store.query(PATH)} == {"4", "16"}
 
 
+@pytest.mark.integration
 def test_every_trace_in_the_window_once_whatever_the_start_times_and_page_size() -> None:
     loop = asyncio.new_event_loop()
     store = FakeJaeger()
@@ -152,6 +158,7 @@ def test_every_trace_in_the_window_once_whatever_the_start_times_and_page_size()
         loop.close()
 
 
+@pytest.mark.integration
 def test_a_500_is_retried_once() -> None:
     store = FakeJaeger(synthetic([T0]), failures=[(500, "storage hiccup")])
     pages = asyncio.run(read(store, T0 / 1e9, T0 / 1e9 + 1))
@@ -159,6 +166,7 @@ def test_a_500_is_retried_once() -> None:
     assert len(store.requests) == 2 and store.requests[0].query == store.requests[1].query
 
 
+@pytest.mark.integration
 def test_a_401_is_an_auth_error_naming_the_url_without_the_token() -> None:
     store = FakeJaeger(synthetic([T0]), token="right-token")
     with pytest.raises(SourceError) as caught:
@@ -169,6 +177,7 @@ def test_a_401_is_an_auth_error_naming_the_url_without_the_token() -> None:
     assert len(store.requests) == 1  # not retried
 
 
+@pytest.mark.integration
 def test_the_bearer_token_and_custom_headers_are_sent() -> None:
     store = FakeJaeger(synthetic([T0]), token="s3cret")
     headers = {"X-Scope-OrgID": "tenant-1"}
@@ -179,6 +188,7 @@ def test_the_bearer_token_and_custom_headers_are_sent() -> None:
     assert sent["Accept"] == "application/json"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("old", [False, True])
 def test_no_traces_is_an_empty_answer(old: bool) -> None:
     store = FakeJaeger(synthetic([T0]), old_empty_answer=old)
@@ -186,11 +196,13 @@ def test_no_traces_is_an_empty_answer(old: bool) -> None:
     assert len(store.requests) == 1
 
 
+@pytest.mark.integration
 def test_trace_not_found_from_a_storage_is_an_empty_answer() -> None:
     store = FakeJaeger(failures=[(404, '{"error":{"httpCode":404,"message":"trace not found"}}\n')])
     assert asyncio.run(read(store, T0 / 1e9, T0 / 1e9 + 1)) == []
 
 
+@pytest.mark.integration
 def test_a_404_that_is_not_jaegers_is_an_error() -> None:
     store = FakeJaeger(failures=[(404, "404 page not found\n")])
     with pytest.raises(SourceError) as caught:
@@ -201,6 +213,7 @@ def test_a_404_that_is_not_jaegers_is_an_error() -> None:
 BAD_OTLP = {"resourceSpans": [{"scopeSpans": [{"spans": [{"startTimeUnixNano": "soon"}]}]}]}
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "body", ["{not json", '{"traces": []}', '{"result": {"resourceSpans": "x"}}', json.dumps({"result": BAD_OTLP})]
 )
@@ -211,6 +224,7 @@ def test_malformed_answers_are_decode_errors_naming_the_request(body: str) -> No
     assert caught.value.kind == "decode" and f"{store.url}{PATH}" in str(caught.value)
 
 
+@pytest.mark.integration
 def test_an_empty_or_reversed_range_asks_nothing() -> None:
     store = FakeJaeger(synthetic([T0]))
     assert asyncio.run(read(store, T0 / 1e9, T0 / 1e9)) == []

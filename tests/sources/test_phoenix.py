@@ -240,6 +240,7 @@ def test_annotations_are_written_back_and_updated_not_duplicated(phoenix: str, p
 # --- error paths, on a tiny fake (the real server does not fail on demand) ---------------------------------------
 
 
+@pytest.mark.integration
 def test_a_server_error_is_retried() -> None:
     calls: list[str] = []
     kind = {"key": "openinference.span.kind", "value": {"int_value": None, "string_value": "AGENT"}}
@@ -270,6 +271,7 @@ def test_a_server_error_is_retried() -> None:
     assert polled.spans[0].start_time_unix_nano == 2_000_000_000_000
 
 
+@pytest.mark.integration
 def test_a_refused_token_is_an_auth_error_that_does_not_show_it() -> None:
     token = "phx-secret-" + secrets.token_hex(8)
     seen: list[str | None] = []

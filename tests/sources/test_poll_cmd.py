@@ -9,6 +9,7 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 from aiohttp import web
 
@@ -16,6 +17,8 @@ from monitor.cli import build_parser
 from tests.review.server import serve
 from tests.sources.otlp_json import corpus_traces
 from tests.sources.test_amp import SCOPE, TOKEN, FakeAmp, Stored, moved
+
+pytestmark = pytest.mark.integration  # each test starts a process or a server
 
 SCENARIOS = ("oi_openai__tool_agent", "otel_genai__tool_error", "adk_native__tool_agent")
 

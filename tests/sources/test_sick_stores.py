@@ -162,6 +162,7 @@ class SickPhoenix:
 PHOENIX = {"type": "phoenix", "name": "px", "project": "p"}
 
 
+@pytest.mark.integration
 def test_a_phoenix_cursor_that_repeats_ends_the_run_counted_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
     store = SickPhoenix(traces_cursor="c1")
     with caplog.at_level(logging.INFO):
@@ -173,6 +174,7 @@ def test_a_phoenix_cursor_that_repeats_ends_the_run_counted_and_logged_once(capl
     assert sink_of(p).evaluated == [(store.ids[0], 10)]  # the page before the loop was kept, and only once
 
 
+@pytest.mark.integration
 def test_a_phoenix_spans_endpoint_that_never_ends_stops_at_the_byte_bound_in_bounded_memory() -> None:
     store = SickPhoenix(span_pages=LOOP_CAP, spans_per_page=500)  # ~120 kB a page, a new cursor every time
     tracemalloc.start()
@@ -188,6 +190,7 @@ def test_a_phoenix_spans_endpoint_that_never_ends_stops_at_the_byte_bound_in_bou
     assert peak < 64 * 1024 * 1024  # what the run held: bounded by the byte bound, not the store
 
 
+@pytest.mark.integration
 def test_a_phoenix_trace_over_max_spans_per_trace_is_cut_and_counted_once_per_run() -> None:
     store = SickPhoenix(traces=2, span_pages=3, spans_per_page=400)  # 1200 spans each, in 3 pages
     p, (report,) = run_against(store.handle, PHOENIX, max_spans_per_trace=1000)
@@ -196,6 +199,7 @@ def test_a_phoenix_trace_over_max_spans_per_trace_is_cut_and_counted_once_per_ru
     assert report.dropped_spans == 2 * 200 and value(p, "errors", kind="span_limit") == 1
 
 
+@pytest.mark.integration
 def test_a_phoenix_spans_cursor_that_repeats_is_a_cursor_loop() -> None:
     store = SickPhoenix(span_pages=LOOP_CAP, spans_cursor="same")
     p, (report,) = run_against(store.handle, PHOENIX)
@@ -206,6 +210,7 @@ def test_a_phoenix_spans_cursor_that_repeats_is_a_cursor_loop() -> None:
 # --- Jaeger ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_jaeger_answering_num_traces_every_time_stops_at_the_page_bound_and_warns_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -239,6 +244,7 @@ def test_jaeger_answering_num_traces_every_time_stops_at_the_page_bound_and_warn
 # --- Tempo -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_tempo_answering_limit_hits_every_time_stops_at_the_page_bound() -> None:
     searches = 0
 
@@ -268,6 +274,7 @@ def _tempo_trace(trace_id: str, spans: int, size: int = 0) -> bytes:
     return length_delimited(1, traces_data(records))
 
 
+@pytest.mark.integration
 def test_one_huge_tempo_trace_is_read_only_up_to_the_byte_bound() -> None:
     body = _tempo_trace(f"{7:032x}", 40, size=200_000)  # 8 MB
 
@@ -282,6 +289,7 @@ def test_one_huge_tempo_trace_is_read_only_up_to_the_byte_bound() -> None:
     assert report.bytes <= 1024 * 1024 and sink_of(p).evaluated == []  # refused on its Content-Length, unread
 
 
+@pytest.mark.integration
 def test_a_tempo_trace_over_max_spans_per_trace_is_cut() -> None:
     async def handler(request: web.Request) -> web.Response:
         if request.path.startswith("/api/v2/traces/"):
@@ -307,6 +315,7 @@ def _amp_answer(request: web.Request, number: int, start_ns: int) -> web.Respons
     return web.json_response({"traces": traces, "totalCount": limit * 10})
 
 
+@pytest.mark.integration
 def test_amp_full_pages_without_end_stop_at_the_page_bound() -> None:
     requests = 0
 
@@ -325,6 +334,7 @@ def test_amp_full_pages_without_end_stop_at_the_page_bound() -> None:
     assert len(sink_of(p).evaluated) == 50 * 5  # what was read before the bound was evaluated
 
 
+@pytest.mark.integration
 def test_amp_that_ignores_end_time_stops_past_the_range() -> None:
     requests = 0
 

@@ -49,6 +49,7 @@ def test_an_unknown_type_lists_the_table(tmp_path) -> None:
         source_class("zipkin")
 
 
+@pytest.mark.integration
 def test_the_sources_stay_unimported_until_one_is_built() -> None:
     probe = (
         "import sys\n"

@@ -28,6 +28,8 @@ from tests.sources.fake_stores import (
 )
 from tests.sources.otlp_json import corpus_traces
 
+pytestmark = pytest.mark.integration  # each test starts a process or a server
+
 SEARCH = "/api/search"
 T0 = 1_800_000_000  # s
 NS = 1_000_000_000

@@ -41,6 +41,7 @@ def repo(tmp_path: Path) -> Path:
     return repo
 
 
+@pytest.mark.integration
 def test_resolve_gives_the_full_sha_and_a_clear_error_for_a_ref_the_clone_lacks(repo: Path) -> None:
     assert resolve("first", repo) == _git(repo, "rev-parse", "first")
     assert len(resolve("first", repo)) == 40
@@ -48,6 +49,7 @@ def test_resolve_gives_the_full_sha_and_a_clear_error_for_a_ref_the_clone_lacks(
         resolve("ea3cc99", repo)
 
 
+@pytest.mark.integration
 def test_extract_writes_the_commits_tree_not_the_working_trees(repo: Path, tmp_path: Path) -> None:
     sha = resolve("first", repo)
     src = tmp_path / "cache" / sha / "src"

@@ -55,6 +55,7 @@ def _loaded(modules: set[str], *names: str) -> list[str]:
     return sorted(m for m in modules for n in names if m == n or m.startswith(n + "."))
 
 
+@pytest.mark.integration
 def test_help_imports_none_of_the_commands() -> None:
     code, out, modules = _run("--help")
     assert code == 0 and all(f"    {name}" in out for name, _, _ in COMMANDS)
@@ -65,6 +66,7 @@ def test_help_imports_none_of_the_commands() -> None:
 NOT_FOR_INSPECT = ("monitor.config", "monitor.store.trace_detail", "evaluators.sdk", "evaluators.judges")
 
 
+@pytest.mark.integration
 def test_inspect_imports_only_the_trace_views_and_decoders() -> None:
     code, out, modules = _run("inspect", str(ONE_FILE))
     assert code == 0 and out.startswith("trace ")
@@ -72,6 +74,7 @@ def test_inspect_imports_only_the_trace_views_and_decoders() -> None:
     assert _loaded(modules, *HEAVY, *NOT_FOR_INSPECT, "pydantic", "genai_prices") == []
 
 
+@pytest.mark.integration
 def test_inspect_of_sessions_adds_only_the_price_table() -> None:
     """A session's turns are priced (its cost), which loads the price table (genai_prices, on pydantic)."""
     code, out, modules = _run("inspect", str(SESSIONS))

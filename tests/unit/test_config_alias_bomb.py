@@ -53,6 +53,7 @@ sys.exit(code)
 """
 
 
+@pytest.mark.integration
 def test_check_config_stays_small(tmp_path: Path) -> None:
     path = tmp_path / "bomb.yaml"
     path.write_text(bomb(9), encoding="utf-8")  # 9**9 values expanded

@@ -120,6 +120,7 @@ def test_compare_reports_the_session_rules_of_both_versions() -> None:
     assert evals["user_rephrase"]["candidate"] == {"passed": 0, "total": 1, "pass_rate": 0.0}
 
 
+@pytest.mark.integration
 def test_the_installed_command_line(tmp_path: Path) -> None:
     """The real entry point in a subprocess (PYTHONPATH inherited)."""
     done = subprocess.run(

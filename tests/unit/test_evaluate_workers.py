@@ -49,6 +49,7 @@ def test_shards_split_the_files_in_order(synthetic: Path) -> None:
     assert shard_plan([str(synthetic), str(synthetic / "missing.pb")], 2) is None  # one process reports it
 
 
+@pytest.mark.integration
 def test_the_shards_run_apart_and_agree_with_one_process(synthetic: Path) -> None:
     """The corpus (failures, sessions, logs joined to spans) and synthetic traces: same JSON and table with 1, 2
     and 3 processes; the sharded run really ran sharded (no fall-back)."""
@@ -65,6 +66,7 @@ def test_the_shards_run_apart_and_agree_with_one_process(synthetic: Path) -> Non
     assert evaluate(*paths, workers=2, fmt="table") == evaluate(*paths, workers=1, fmt="table")
 
 
+@pytest.mark.integration
 def test_a_malformed_file_is_reported_as_by_one_process(synthetic: Path, tmp_path: Path) -> None:
     for file in sorted(synthetic.iterdir()):
         (tmp_path / file.name).write_bytes(file.read_bytes())
@@ -75,6 +77,7 @@ def test_a_malformed_file_is_reported_as_by_one_process(synthetic: Path, tmp_pat
     assert evaluate(tmp_path, workers=3) == one
 
 
+@pytest.mark.integration
 def test_what_the_shards_cannot_split_runs_in_one_process(synthetic: Path) -> None:
     """Log records in one shard for spans in another, and one trace's spans in two shards: the same report."""
     case = CORPUS / "adk1_native__tool_agent"
@@ -86,6 +89,7 @@ def test_what_the_shards_cannot_split_runs_in_one_process(synthetic: Path) -> No
     assert evaluate(*twice, workers=2) == evaluate(*twice, workers=1)
 
 
+@pytest.mark.integration
 def test_the_command_loads_no_judge_client() -> None:
     """google-genai (about a third of the command's imports) loads only when a judge runs."""
     code = "import sys, monitor.commands.evaluate_cmd; print('google.genai' in sys.modules)"

@@ -189,6 +189,7 @@ def test_the_cycle_checks_see_cycles() -> None:
     assert "monitor.metrics.windows" not in _imports_of(source, "monitor.alerting.probe", False, type_checking=False)
 
 
+@pytest.mark.integration
 def test_receiver_tests_load_no_engine() -> None:
     engine = "sorted(m for m in sys.modules if m.startswith('monitor.engine'))"
     probe = f"import sys, {', '.join(RECEIVER_TESTS)}; print({engine})"

@@ -43,6 +43,7 @@ def run_bounded(code: str) -> str:
     return done.stdout
 
 
+@pytest.mark.integration
 def test_find_pii_on_400_kb_of_adversarial_text_returns() -> None:
     out = run_bounded(
         """
@@ -54,6 +55,7 @@ def test_find_pii_on_400_kb_of_adversarial_text_returns() -> None:
     assert out.split() == ["0", "True"]
 
 
+@pytest.mark.integration
 def test_the_store_masking_on_400_kb_of_adversarial_text_returns() -> None:
     out = run_bounded(
         """
@@ -66,6 +68,7 @@ def test_the_store_masking_on_400_kb_of_adversarial_text_returns() -> None:
     assert out.split() == ["4000"]
 
 
+@pytest.mark.integration
 def test_signature_message_masking_on_400_kb_of_adversarial_text_returns() -> None:
     out = run_bounded(
         """
@@ -76,6 +79,7 @@ def test_signature_message_masking_on_400_kb_of_adversarial_text_returns() -> No
     assert out.strip() == "a." * 25
 
 
+@pytest.mark.integration
 def test_signature_url_masking_on_400_kb_of_adversarial_text_returns() -> None:
     out = run_bounded(
         """
@@ -86,6 +90,7 @@ def test_signature_url_masking_on_400_kb_of_adversarial_text_returns() -> None:
     assert out.strip() == "a." * 25
 
 
+@pytest.mark.integration
 def test_an_exponential_signature_rule_returns_at_once() -> None:
     out = run_bounded(
         """
@@ -100,6 +105,7 @@ def test_an_exponential_signature_rule_returns_at_once() -> None:
     assert out.split() == ["False", "True", "False", "True"]
 
 
+@pytest.mark.integration
 def test_an_exponential_evaluator_pattern_param_returns_at_once() -> None:
     out = run_bounded(
         """

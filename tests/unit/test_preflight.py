@@ -159,6 +159,7 @@ def run_daemon(path: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(("case", "extra", "line", "field", "message"), BAD, ids=[case[0] for case in BAD])
 def test_check_config_and_run_refuse_with_the_same_located_message(
     tmp_path: Path,
@@ -187,6 +188,7 @@ def test_check_config_and_run_refuse_with_the_same_located_message(
     assert result.stderr == err
 
 
+@pytest.mark.integration
 def test_every_problem_is_reported_at_once(tmp_path: Path, pairs: dict[str, Path]) -> None:
     extra = "evaluators:\n  - name: no_such_evaluator\n  - name: latency\n    params: {max_ms: 5}\n"
     text = LISTENERS.replace("  http:", "  tls: {cert_file: KEY, key_file: CERT}\n  http:") + extra
@@ -204,6 +206,7 @@ def test_every_problem_is_reported_at_once(tmp_path: Path, pairs: dict[str, Path
     ]
 
 
+@pytest.mark.integration
 def test_a_good_config_with_tls_passes_and_prepares_the_pair(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], pairs: dict[str, Path]
 ) -> None:
@@ -245,6 +248,7 @@ def test_a_store_from_a_newer_release_is_a_config_error_and_a_corrupt_one_a_warn
     assert f"{path}: warning: store.path: data/results.db cannot be opened as a SQLite database" in err
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("listener", ["grpc", "http", "metrics"])
 def test_a_port_in_use_stops_run_with_one_line_and_no_traceback(tmp_path: Path, listener: str) -> None:
     with socket.socket() as taken:
