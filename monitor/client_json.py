@@ -15,12 +15,12 @@ MAX_CLIENT_JSON_DEPTH = 64  # what the API reads is flat: a review nests 1 level
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 
 
-class TooDeep(ValueError):
+class JsonTooDeep(ValueError):
     """A JSON document nested past the limit."""
 
 
 def loads(data: str | bytes | bytearray, max_depth: int = MAX_CLIENT_JSON_DEPTH) -> Any:
-    """`json.loads(data)`, or TooDeep (a ValueError) when its arrays and objects nest deeper than `max_depth`;
+    """`json.loads(data)`, or JsonTooDeep (a ValueError) when its arrays and objects nest deeper than `max_depth`;
     ValueError (JSONDecodeError, UnicodeDecodeError) for what is not JSON, as `json.loads`."""
     text = data if isinstance(data, str) else bytes(data).decode(json.detect_encoding(data))
     depth = 0
@@ -29,7 +29,7 @@ def loads(data: str | bytes | bytearray, max_depth: int = MAX_CLIENT_JSON_DEPTH)
         if token in "[{":
             depth += 1
             if depth > max_depth:
-                raise TooDeep(f"JSON nested deeper than {max_depth} levels")
+                raise JsonTooDeep(f"JSON nested deeper than {max_depth} levels")
         elif token in "]}":
             depth -= 1
     return json.loads(text)

@@ -53,8 +53,8 @@ from monitor.review.queue import review_queue
 from monitor.review.reviewing import Reviewing
 from monitor.review.service import STORE_DISABLED
 from monitor.sessions.from_config import tracker_of
+from monitor.sources.phoenix.review_annotations import review_annotator
 from monitor.sources.pollers import build_pollers
-from monitor.sources.review_writeback import review_annotator
 from monitor.sources.scheduler import PollScheduler
 from monitor.store.from_config import open_result_store, poll_leases
 from monitor.store.health import StoreHealth, StoreUnavailable

@@ -82,7 +82,7 @@ def utc_day(epoch_seconds: float) -> int:
     return int(epoch_seconds // SECONDS_PER_DAY)
 
 
-class TokenBudget:
+class DailyTokenBudget:
     """Tokens allowed per UTC day (`per_day`; 0 = unlimited); the count starts again at 00:00 UTC.
 
     The budget is checked before a request and spent when its reply arrives (the cost is known only then),
@@ -159,4 +159,4 @@ class ReplyCache:
         return len(self._entries)
 
 
-__all__ = ["RateLimiter", "ReplyCache", "TokenBudget", "judge_sampled_in", "utc_day"]
+__all__ = ["DailyTokenBudget", "RateLimiter", "ReplyCache", "judge_sampled_in", "utc_day"]

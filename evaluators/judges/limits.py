@@ -20,7 +20,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
-from .control import SECONDS_PER_DAY, RateLimiter, TokenBudget
+from .control import SECONDS_PER_DAY, DailyTokenBudget, RateLimiter
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -41,7 +41,7 @@ class RequestLimit(Protocol):
 
 
 class DailyBudget(Protocol):
-    """Tokens per UTC day (`TokenBudget` is the in-process one); `per_day` may be changed (a judge reconfigured)."""
+    """Tokens per UTC day (`DailyTokenBudget` is the in-process one); `per_day` may change (a judge reconfigured)."""
 
     per_day: int
 
@@ -91,7 +91,7 @@ class LocalLimits:
         return RateLimiter(per_minute, clock=monotonic, sleep=sleep)
 
     def token_budget(self, scope: str, per_day: int, *, clock: Callable[[], float]) -> DailyBudget:
-        return TokenBudget(per_day, clock=clock)
+        return DailyTokenBudget(per_day, clock=clock)
 
     async def aclose(self) -> None:
         """Nothing to close."""
@@ -215,8 +215,8 @@ class SharedRateLimiter:
         return self._shared.counters.take(self.scope, window, self.per_minute)
 
 
-class SharedTokenBudget(TokenBudget):
-    """A TokenBudget whose spending is the deployment's: what every replica recorded today (read again when older
+class SharedTokenBudget(DailyTokenBudget):
+    """A DailyTokenBudget whose spending is the deployment's: what every replica recorded today (read again when older
     than REFRESH_SECONDS, and learnt at each record), never less than what this replica spent itself."""
 
     def __init__(self, shared: SharedLimits, scope: str, per_day: int, *, clock: Callable[[], float]) -> None:

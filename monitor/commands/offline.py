@@ -22,7 +22,7 @@ from evaluators.sdk import (
 )
 from evaluators.signatures import SignatureRule
 from evaluators.traces.model import Trace
-from monitor.commands.offline_records import Result, as_records, records_of, trace_results
+from monitor.commands.offline_records import Result, as_records, full_records, trace_results
 from monitor.commands.offline_sessions import evaluate_sessions, is_session_level, sessions_for
 from monitor.commands.offline_signatures import SignatureGroup, group_failures, groups_json
 from monitor.commands.offline_spec import InputError, Selected
@@ -276,7 +276,7 @@ def build_report(
 ) -> OfflineReport:
     """The report of a run from every evaluator's results by label (in trace order, then the sessions', then the
     judges'): summaries and gates, the worst results, the failure signatures."""
-    named = records_of(r for results in by_label.values() for r in results)
+    named = full_records(r for results in by_label.values() for r in results)
     return OfflineReport(
         mode=mode,
         trace_count=trace_count,

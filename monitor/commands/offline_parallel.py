@@ -28,10 +28,11 @@ from evaluators.traces.builder import build_trace, group_by_trace
 from evaluators.traces.loader import MAX_FILE_BYTES, join_logs, read_paths, trace_files
 from monitor.commands.offline import OfflineReport, TaskMatcher, build_report, read_dataset, rule_labels
 from monitor.commands.offline_records import Result, trace_results
-from monitor.commands.offline_sessions import SessionTurn, evaluate_sessions, is_session_level, sessions_of_turns
+from monitor.commands.offline_sessions import evaluate_sessions, is_session_level, sessions_of_turns
 from monitor.commands.offline_spec import Selected, pricing_overrides, selection_and_judges
 from monitor.commands.offline_spend import spend_summary, trace_cost
 from monitor.engine.gc_tuning import tune_gc
+from monitor.engine.turn_wire import TrackedTurn
 
 AUTO_MIN_BYTES = 2 * 1024 * 1024  # `--workers auto` below this many bytes of trace files: one process
 MAX_AUTO_WORKERS = 8
@@ -94,7 +95,7 @@ class ShardResult:
     stray_logs: int = 0  # log records that named no span of this shard
     by_label: dict[str, list[Result]] = field(default_factory=dict)
     costs: list[tuple[float | None, int, int]] = field(default_factory=list)
-    turns: list[SessionTurn] = field(default_factory=list)
+    turns: list[TrackedTurn] = field(default_factory=list)
     matched: dict[str, int] = field(default_factory=dict)
     tasks_used: set[str] = field(default_factory=set)
 

@@ -1,5 +1,5 @@
 """The rules' results of an offline run, by evaluator label, kept lean: a result that only counts toward its
-evaluator's summary (a perfect pass, a skip) is an `Outcome` of six fields; only the results a report names (the
+evaluator's summary (a perfect pass, a skip) is an `CountedResult` of six fields; only the results a report names (the
 failures and the imperfect scores: the worst list, the failure signatures) become full `EvaluationRecord`s.
 
 Building a pydantic record costs more than most rules do, and a worker process ships outcomes far more cheaply
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class CountedResult:
     """A result the report only counts: the fields of an EvaluationRecord that a summary reads."""
 
     evaluator: str
@@ -32,7 +32,7 @@ class Outcome:
     skip_reason: Any  # SkipReason | None
 
 
-Result = EvaluationRecord | Outcome
+Result = EvaluationRecord | CountedResult
 Chosen = tuple["BaseEvaluator", str]  # (evaluator, its report label)
 
 
@@ -43,7 +43,7 @@ def named(score: float | None, passed: bool | None, skipped: bool) -> bool:
 
 
 def as_records(results: Sequence[Result]) -> list[EvaluationRecord]:
-    """`results` typed as records for the aggregations, which read only fields an Outcome has."""
+    """`results` typed as records for the aggregations, which read only fields an CountedResult has."""
     return cast(list[EvaluationRecord], results)
 
 
@@ -68,16 +68,16 @@ def _result(trace_id: str, label: str, d: Dispatched, service: str | None, task_
     r = d.result
     skipped = r.is_skipped
     if not named(r.score, r.passed, skipped):
-        return Outcome(label, d.level, r.score, r.passed, skipped, r.skip_reason)
+        return CountedResult(label, d.level, r.score, r.passed, skipped, r.skip_reason)
     return record_of(d, trace_id, label, service, task_id)
 
 
 def _lean(record: EvaluationRecord, label: str) -> Result:
     if not named(record.score, record.passed, record.skipped):
-        return Outcome(label, str(record.level), record.score, record.passed, record.skipped, record.skip_reason)
+        return CountedResult(label, str(record.level), record.score, record.passed, record.skipped, record.skip_reason)
     return record if record.evaluator == label else record.model_copy(update={"evaluator": label})
 
 
-def records_of(results: Iterable[Result]) -> list[EvaluationRecord]:
+def full_records(results: Iterable[Result]) -> list[EvaluationRecord]:
     """The full records among `results` (the ones a report may name), in order."""
     return [r for r in results if isinstance(r, EvaluationRecord)]

@@ -18,6 +18,7 @@ from evaluators.sessions.ids import session_of
 from evaluators.traces.model import Trace
 from monitor.commands.session_records import session_record
 from monitor.engine.configured import relabel
+from monitor.engine.turn_wire import TrackedTurn
 
 if TYPE_CHECKING:
     from monitor.commands.offline_spec import Selected
@@ -39,20 +40,17 @@ def sessions_for(
     return group_sessions(traces, prices=prices)
 
 
-SessionTurn = tuple[str, str, Turn]  # (session id, the attribute it came from, the turn)
-
-
-def session_turns(traces: Sequence[Trace], prices: Mapping[str, ModelPrice] | None = None) -> list[SessionTurn]:
+def session_turns(traces: Sequence[Trace], prices: Mapping[str, ModelPrice] | None = None) -> list[TrackedTurn]:
     """The turns of the `traces` that name a session, in trace order (what a worker process sends back)."""
-    turns: list[SessionTurn] = []
+    turns: list[TrackedTurn] = []
     for trace in traces:
         ref = session_of(trace)
         if ref is not None:
-            turns.append((ref.session_id, ref.source, Turn.from_trace(trace, prices)))
+            turns.append(TrackedTurn(ref.session_id, ref.source, Turn.from_trace(trace, prices)))
     return turns
 
 
-def sessions_of_turns(turns: Sequence[SessionTurn]) -> list[Session]:
+def sessions_of_turns(turns: Sequence[TrackedTurn]) -> list[Session]:
     """The sessions `group_sessions` finds, from the traces' `session_turns` (in trace order)."""
     sessions: dict[str, Session] = {}
     for session_id, source, turn in turns:

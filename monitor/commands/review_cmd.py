@@ -21,11 +21,11 @@ from pydantic import TypeAdapter, ValidationError
 
 from monitor.commands.daemon_address import CONFIG_ENV, TOKEN_ENV, InvalidConfig, add_config_argument, daemon_address
 from monitor.commands.review_render import breakdown_table, evaluators_table, results_table, trace_view
-from monitor.commands.review_source import HttpSource, ReviewSource, SourceError, StoreSource
+from monitor.commands.review_source import ApiReviewSource, ReviewCommandError, ReviewSource, StoreReviewSource
 from monitor.commands.session_render import session_view, sessions_table
 from monitor.commands.signatures_render import signature_view, signatures_table
 from monitor.commands.time_args import check_times
-from monitor.review.models import Breakdown, EvaluatorInfo, ResultsPage, TraceDetail
+from monitor.review.models import Breakdown, EvaluatorStatus, ResultsPage, TraceDetail
 from monitor.review.session_models import SessionDetail, SessionsPage
 from monitor.review.signature_models import SignatureDetail, SignaturesPage
 
@@ -110,9 +110,9 @@ def _check_mode(args: argparse.Namespace) -> None:
         what = "--trace" if args.trace is not None else "--session" if args.session is not None else "--evaluators"
     elif args.level is not None:
         if args.level not in LEVELS:
-            raise SourceError(f"--level must be one of {', '.join(LEVELS)}, got {args.level!r}", 2)
+            raise ReviewCommandError(f"--level must be one of {', '.join(LEVELS)}, got {args.level!r}", 2)
         if args.outcome is not None and args.outcome not in ("fail", *EVERY_OUTCOME):
-            raise SourceError("--level session takes --outcome fail (the default) or any", 2)
+            raise ReviewCommandError("--level session takes --outcome fail (the default) or any", 2)
         extra = [name for name in _given(args, FILTERS) if name not in (*SESSION_FILTERS, "outcome")]
         what = f"--level {args.level}"
     elif args.by is not None:
@@ -120,11 +120,11 @@ def _check_mode(args: argparse.Namespace) -> None:
         extra = [name for name in _given(args, FILTERS) if name not in allowed]
         what = f"--by {args.by}" if args.by == "signature" else "--by"
     elif args.sort is not None:
-        raise SourceError("--sort orders a breakdown: give it with --by", 2)
+        raise ReviewCommandError("--sort orders a breakdown: give it with --by", 2)
     else:
         return
     if extra:
-        raise SourceError(f"{what} takes no {', '.join('--' + e for e in extra)}", 2)
+        raise ReviewCommandError(f"{what} takes no {', '.join('--' + e for e in extra)}", 2)
 
 
 def _request(args: argparse.Namespace) -> tuple[str, list[tuple[str, str]], Any]:
@@ -132,7 +132,7 @@ def _request(args: argparse.Namespace) -> tuple[str, list[tuple[str, str]], Any]
     if args.trace is not None:
         return f"traces/{args.trace}", [], TypeAdapter(TraceDetail)
     if args.evaluators:
-        return "evaluators", [], TypeAdapter(list[EvaluatorInfo])
+        return "evaluators", [], TypeAdapter(list[EvaluatorStatus])
     if args.session is not None:
         return f"sessions/{urllib.parse.quote(args.session, safe='')}", [], TypeAdapter(SessionDetail)
     if args.level is not None:
@@ -159,9 +159,9 @@ def _request(args: argparse.Namespace) -> tuple[str, list[tuple[str, str]], Any]
 def source_of(args: argparse.Namespace) -> ReviewSource:
     """--store, else the daemon (--url, else the config's; InvalidConfig for an invalid config)."""
     if args.store is not None:
-        return StoreSource(args.store)
+        return StoreReviewSource(args.store)
     address = daemon_address(args)
-    return HttpSource(address.url, address.token, args.timeout)
+    return ApiReviewSource(address.url, address.token, args.timeout)
 
 
 def _render(answer: Any) -> str:
@@ -208,8 +208,9 @@ def show(
         try:
             answer = model.validate_python(data)
         except ValidationError as exc:
-            raise SourceError(f"unexpected answer (another agent-monitor version?): {exc.errors()[0]['msg']}") from None
-    except SourceError as exc:
+            problem = exc.errors()[0]["msg"]
+            raise ReviewCommandError(f"unexpected answer (another agent-monitor version?): {problem}") from None
+    except ReviewCommandError as exc:
         print(f"agent-monitor {command}: {exc}", file=err)
         return exc.exit_code
     except InvalidConfig as exc:

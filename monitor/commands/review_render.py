@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from monitor.review.models import Breakdown, EvaluatorInfo, ResultItem, ResultsPage, Step, TraceDetail
+from monitor.review.models import Breakdown, EvaluatorStatus, ResultItem, ResultsPage, Step, TraceDetail
 from monitor.text import clip, clip_at_boundary, shown, usd
 
 EXPLANATION_WIDTH = 80  # of the results table; cut at a boundary (`clip_at_boundary`)
@@ -219,7 +219,7 @@ def breakdown_table(breakdown: Breakdown) -> str:
     return head + table(headers, rows) + foot
 
 
-def evaluators_table(infos: Sequence[EvaluatorInfo]) -> str:
+def evaluators_table(infos: Sequence[EvaluatorStatus]) -> str:
     """Settings, alert and SLO, then `ratio (samples)` per metrics window."""
     if not infos:
         return "no evaluators configured\n"

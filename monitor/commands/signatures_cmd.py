@@ -12,7 +12,7 @@ from pydantic import TypeAdapter
 
 from monitor.commands.daemon_address import CONFIG_ENV, add_config_argument
 from monitor.commands.review_cmd import TOKEN_HELP, URL_HELP, show
-from monitor.commands.review_source import SourceError
+from monitor.commands.review_source import ReviewCommandError
 from monitor.commands.time_args import check_times
 from monitor.review.signature_models import SignatureDetail, SignaturesPage
 
@@ -56,7 +56,7 @@ def _request(args: argparse.Namespace) -> tuple[str, list[tuple[str, str]], Any]
         return "signatures", [(n, str(getattr(args, n))) for n in given], TypeAdapter(SignaturesPage)
     extra = [name for name in given if name not in ONE_FILTERS]
     if extra:
-        raise SourceError(f"a signature ID takes no {', '.join('--' + e for e in extra)}", 2)
+        raise ReviewCommandError(f"a signature ID takes no {', '.join('--' + e for e in extra)}", 2)
     params = [(n, str(getattr(args, n))) for n in given]
     return f"signatures/{args.id}", params, TypeAdapter(SignatureDetail)
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import argparse
 import time
 
-from monitor.commands.review_source import SourceError
+from monitor.commands.review_source import ReviewCommandError
 from monitor.review.api_params import BadRequest, parse_time
 
 
 def check_times(args: argparse.Namespace) -> None:
-    """SourceError (exit status 2) unless each given --since / --until is a time `parse_time` accepts. The texts
+    """ReviewCommandError (exit status 2) unless each given --since / --until is a time `parse_time` accepts. The texts
     are sent as given: the daemon resolves a duration against its own "now"."""
     now = time.time()
     for name in ("since", "until"):
@@ -21,4 +21,4 @@ def check_times(args: argparse.Namespace) -> None:
             try:
                 parse_time(f"--{name}", text, now)
             except BadRequest as exc:
-                raise SourceError(str(exc), 2) from None
+                raise ReviewCommandError(str(exc), 2) from None

@@ -159,7 +159,7 @@ SOURCE_TYPES: dict[str, SourceType] = {
     for kind in (
         SourceType(JaegerSourceConfig, "monitor.sources.jaeger:JaegerSource"),
         SourceType(TempoSourceConfig, "monitor.sources.tempo:TempoSource"),
-        SourceType(PhoenixSourceConfig, "monitor.sources.phoenix:PhoenixSource"),
+        SourceType(PhoenixSourceConfig, "monitor.sources.phoenix.source:PhoenixSource"),
         SourceType(AmpSourceConfig, "monitor.sources.amp:AmpSource"),
         SourceType(OtlpFilesSourceConfig, "monitor.sources.otlp_files:OtlpFilesFeed"),
     )

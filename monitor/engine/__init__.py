@@ -2,7 +2,7 @@
 setup.
 
 The public modules are the ones `__all__` names (what the daemon wires and the commands use); the worker side
-(`worker_process`, `batch_run`, `calibration`), the wire format of a trace (`trace_wire`), span sizes and the
+(`worker_process`, `batch_run`, `capacity_probe`), the wire format of a trace (`trace_wire`), span sizes and the
 pairing book are internal to the package. Importing the package imports none of its modules.
 """
 

@@ -15,7 +15,7 @@ everything taken, the later of which counts:
   quiet_period 5 s, the first wave of a 20 s run holding a third of its traces.)
 - **What is held** (`held_spans / capacity` from now): the spans that will be due within a quiet period,
   due, or in the pool cannot be evaluated faster than that. This corrects the schedule when the capacity
-  estimate was high (the first one is calibrated, then every batch corrects it: pool.py), and it counts
+  estimate was high (the first one is measured at start, then every batch corrects it: pool.py), and it counts
   polled traces, which go to the pool directly.
 
 The allowance is 2 s, not 1 s: the capacity estimate moves by 10-20 % from second to second on a loaded
@@ -41,7 +41,7 @@ from monitor.engine.assembler import TraceAssembler
 from monitor.engine.pool import EvaluationPool
 
 DELAY_ALLOWANCE_SECONDS = 2.0  # how long past its quiet period a trace may wait for a worker
-FIRST_ESTIMATE_TRUST = 0.5  # the share of the calibrated capacity the schedule counts on until a batch is back
+FIRST_ESTIMATE_TRUST = 0.5  # the share of the capacity measured at start the schedule counts on until a batch is back
 # The share of the measured capacity the schedule counts on: work taken is evaluated a quiet period later, so
 # when the host slows after it was taken (a noisy neighbour, a CPU hog: measured with one busy process taking a
 # core mid-run), the work already held is late by about (quiet_period + allowance) times the drop. At 1.0 such a
@@ -75,7 +75,7 @@ class Admission:
         return self.assembler.due_count + self.pool.waiting >= self.pool.queue_size
 
     def capacity(self) -> float:
-        """The pool's capacity in spans/s as the schedule counts on it: the calibrated first estimate (no real
+        """The pool's capacity in spans/s as the schedule counts on it: the first estimate measured at start (no real
         batch back yet) at FIRST_ESTIMATE_TRUST (measured on an idle worker, it was 1.5-3x what the same workers
         evaluate while the main process takes in a full-speed burst, and the first wave is taken on it), then the
         measured one at `measured_trust` (see MEASURED_TRUST)."""

@@ -47,7 +47,7 @@ class BatchResult(NamedTuple):
     settled: tuple[str, ...] = ()
 
 
-def tally_of(outcomes: Iterable[TraceOutcome | TraceFailure]) -> MetricsTally:
+def trace_tally(outcomes: Iterable[TraceOutcome | TraceFailure]) -> MetricsTally:
     """The metrics tally of evaluated traces (failures counted as such)."""
     tally = MetricsTally()
     for o in outcomes:
@@ -98,7 +98,7 @@ class BatchRun:
                 self.write(evaluated)
             except Exception as exc:  # the store reports its own failures: this would be a bug, not a full disk
                 self._problems.warning("store", "storing %d evaluated traces failed: %r", len(evaluated), exc)
-        tally = tally_of(outcomes)
+        tally = trace_tally(outcomes)
         tally.normalizer_errors = NORMALIZER_ERRORS.take()  # this process's, since its last batch
         tally.attributes_dropped = DEEP_ATTRIBUTES.take()  # left out of raw spans decoded here
         if tally.attributes_dropped:

@@ -1,7 +1,7 @@
 """EvaluationPool: completed traces → evaluation workers (routed by trace id) → outcomes back on the loop.
 
 Each worker slot is a single-worker executor: a process (`evaluation.workers` ≥ 2) or one thread of this
-process (0 or 1); worker_slots.py starts, calibrates, stops and kills them. A trace always goes to the slot its
+process (0 or 1); worker_slots.py starts, measures, stops and kills them. A trace always goes to the slot its
 trace id hashes to, so it is evaluated once and per-trace state stays in one place. Traces wait in the slot's
 queue and leave in batches, at most `BATCHES_IN_FLIGHT` per slot, so a worker always has its next batch ready and
 results come back in bulk.
@@ -44,7 +44,7 @@ from monitor.engine.rows_waits import OnNewSignatures, OnStoreReport, RowWaits, 
 from monitor.engine.worker_slots import (
     EvaluationStartError,
     WorkerSlot,
-    calibrate_workers,
+    measure_workers,
     process_slots,
     start_workers,
     stop_workers,
@@ -178,15 +178,15 @@ class EvaluationPool:
 
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
-        """Start every worker and wait until each has answered (its evaluators built), then calibrate them."""
+        """Start every worker and wait until each has answered (its evaluators built), then measure their capacity."""
         self._loop = self.rows.loop = asyncio.get_running_loop()
         await start_workers(self.slots)
-        await calibrate_workers(self.slots)
-        calibrated = [slot.calibrated for slot in self.slots if slot.calibrated > 0]
-        if calibrated:
+        await measure_workers(self.slots)
+        measured = [slot.measured_capacity for slot in self.slots if slot.measured_capacity > 0]
+        if measured:
             # Measured alone on an idle daemon; under load the workers share the cores with ingest.
             share = min(1.0, max(self.cores - MAIN_PROCESS_CORES, MAIN_PROCESS_CORES) / len(self.slots))
-            self.capacity = min(calibrated) * len(self.slots) * share
+            self.capacity = min(measured) * len(self.slots) * share
         log.info("evaluation: %d worker%s, first capacity estimate %.0f spans/s",
                  self.workers, "s" if self.workers != 1 else "", self.capacity)  # fmt: skip
 

@@ -38,7 +38,7 @@ from monitor.engine.spend import call_figures
 from monitor.engine.turn_wire import turn_wire
 from monitor.engine.variants import MAX_VARIANT_CHARS, pair_keys, variant_of
 from monitor.store.rows import JudgeJob, ResultRow, TraceFailure, TraceOutcome, bounded, result_row
-from monitor.store.trace_detail import call_costs, trace_detail
+from monitor.store.trace_detail import call_costs, detail_row_of
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ class TraceEvaluator:
             last_seen=last_seen,
             results=rows,
             judge_jobs=tuple(jobs),
-            detail=trace_detail(trace, self.max_steps, costs=costs) if self._stores(rows) else None,
+            detail=detail_row_of(trace, self.max_steps, costs=costs) if self._stores(rows) else None,
             variant=variant,
             pair_keys=pair_keys(trace, variant, self.variants),
             version=version,

@@ -11,7 +11,7 @@ TurnWire = tuple  # (session id, source, the Turn's fields in order, errors as (
 # a turn written before the error type was kept has 3-tuples, read with the type "")
 
 
-class SessionTurn(NamedTuple):
+class TrackedTurn(NamedTuple):
     """One turn of one session, as the session tracker takes it."""
 
     session_id: str
@@ -39,8 +39,8 @@ def turn_wire(ref: SessionRef, turn: Turn) -> TurnWire:
     )
 
 
-def turn_of_wire(wire: TurnWire) -> SessionTurn:
-    """The SessionTurn a `turn_wire` tuple describes."""
+def turn_of_wire(wire: TurnWire) -> TrackedTurn:
+    """The TrackedTurn a `turn_wire` tuple describes."""
     session_id, source, trace_id, start, end, user, answer, tools, errors, agents, tokens_in, tokens_out, cost, svc = (
         wire
     )
@@ -58,4 +58,4 @@ def turn_of_wire(wire: TurnWire) -> SessionTurn:
         cost_usd=cost,
         service=svc,
     )
-    return SessionTurn(session_id, source, turn)
+    return TrackedTurn(session_id, source, turn)

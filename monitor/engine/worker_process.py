@@ -17,7 +17,7 @@ from multiprocessing import util
 
 from monitor.config import MonitorConfig
 from monitor.engine.batch_run import BatchResult, BatchRun, Settlement
-from monitor.engine.calibration import spans_per_second
+from monitor.engine.capacity_probe import spans_per_second
 from monitor.engine.evaluator_setup import build_evaluators
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.trace_evaluation import TraceEvaluator
@@ -106,8 +106,8 @@ def ping() -> int:
     return os.getpid()
 
 
-def calibrate() -> float:
-    """Spans per second this worker evaluates on typical traces (see calibration.py)."""
+def measure_capacity() -> float:
+    """Spans per second this worker evaluates on typical traces (see capacity_probe.py)."""
     if _evaluator is None:
         raise RuntimeError("evaluation worker not initialized")
     return spans_per_second(_evaluator)

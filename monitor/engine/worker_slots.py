@@ -1,8 +1,8 @@
 """Evaluation worker slots: one single-worker executor each, a process (`evaluation.workers` ≥ 2) or one thread of
-this process (0 or 1), and how the workers start, calibrate, stop and are killed.
+this process (0 or 1), and how the workers start, measure their capacity, stop and are killed.
 
 What goes to which slot, and what happens to a batch's result, is the pool's business (pool.py). Here: starting
-every worker and waiting until each answers (`start_workers`), measuring each in turn (`calibrate_workers`),
+every worker and waiting until each answers (`start_workers`), measuring each in turn (`measure_workers`),
 stopping them within a grace and killing what does not stop (`stop_workers`), and killing a worker process that
 has had a batch for too long (`WorkerSlot.kill_if_stalled`). A thread cannot be killed: a stuck in-process
 worker is only logged, and the CLI exits past it (`stuck_evaluation_threads`).
@@ -25,7 +25,7 @@ from monitor.config import MonitorConfig
 from monitor.engine import worker_process
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.batch_run import BatchRun, Settlement, StoreWrite
-from monitor.engine.calibration import spans_per_second
+from monitor.engine.capacity_probe import spans_per_second
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.engine.trace_wire import traces_to_wire
 
@@ -50,7 +50,7 @@ class WorkerSlot:
         make_executor: Callable[[], Executor],
         run_batch: Callable,
         ping: Callable,
-        calibrate: Callable[[], float],
+        measure_capacity: Callable[[], float],
         encode: Callable[[list[CompletedTrace]], Any] = list,
         report: Callable | None = None,
     ) -> None:
@@ -61,13 +61,13 @@ class WorkerSlot:
         self._make_executor = make_executor
         self._run_batch = run_batch
         self._ping = ping
-        self._calibrate = calibrate
+        self._measure_capacity = measure_capacity
         self._report = report
         self.unwritten: set[str] = set()  # traces evaluated here whose rows still wait to be written
         self.reporting = False  # a `report` asked for and not back yet (or one scheduled)
         self.executor: Executor | None = None
         self.pid: int | None = None  # the worker's process id once it has answered (this process for a thread)
-        self.calibrated = 0.0  # spans/s the worker evaluated at start (calibration.py)
+        self.measured_capacity = 0.0  # spans/s the worker evaluated at start (capacity_probe.py)
         self.rate = 0.0  # spans/s while busy (wall time, so contention counts): busy_spans / busy_seconds
         self.busy_spans = 0.0  # moving sums over its batches (pool._measure)
         self.busy_seconds = 0.0
@@ -91,10 +91,10 @@ class WorkerSlot:
         if not future.cancelled() and future.exception() is None:
             self.pid = future.result()
 
-    def calibrate(self) -> Future:
+    def measure_capacity(self) -> Future:
         """The worker's spans/s on typical traces (run one worker at a time, on an otherwise idle daemon)."""
         assert self.executor is not None
-        return self.executor.submit(self._calibrate)
+        return self.executor.submit(self._measure_capacity)
 
     def submit(self, batch: list[CompletedTrace]) -> Future:
         assert self.executor is not None
@@ -172,7 +172,7 @@ def process_slots(config: MonitorConfig, count: int) -> list[WorkerSlot]:
             make,
             worker_process.evaluate_batch,
             worker_process.ping,
-            worker_process.calibrate,
+            worker_process.measure_capacity,
             encode=traces_to_wire,
             report=worker_process.report,
         )
@@ -206,13 +206,15 @@ async def start_workers(slots: Sequence[WorkerSlot]) -> None:
         raise EvaluationStartError(f"evaluation workers failed to start: {detail}") from exc
 
 
-async def calibrate_workers(slots: Sequence[WorkerSlot]) -> None:
-    """Each worker's `calibrated` spans/s, one after the other, so no worker measures while another one computes."""
+async def measure_workers(slots: Sequence[WorkerSlot]) -> None:
+    """Each worker's `measured_capacity` (spans/s), one after the other, so none measures while another computes."""
     for slot in slots:
         try:
-            slot.calibrated = await asyncio.wait_for(asyncio.wrap_future(slot.calibrate()), START_TIMEOUT_SECONDS)
+            slot.measured_capacity = await asyncio.wait_for(
+                asyncio.wrap_future(slot.measure_capacity()), START_TIMEOUT_SECONDS
+            )
         except Exception as exc:  # a worker that cannot measure still evaluates; real batches will tell
-            log.warning("evaluation worker %d could not calibrate: %r", slot.index, exc)
+            log.warning("evaluation worker %d could not measure its capacity: %r", slot.index, exc)
 
 
 async def stop_workers(slots: Sequence[WorkerSlot], grace: float) -> None:

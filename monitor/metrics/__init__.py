@@ -10,7 +10,7 @@ from monitor.metrics.exporter import MetricsExporter
 from monitor.metrics.exposition import wants_openmetrics
 from monitor.metrics.labels import OTHER, LabelCapper, sanitize_label_value
 from monitor.metrics.results import ResultMetrics
-from monitor.metrics.windows import QUANTILES, WindowStore, percentile, score_stats
+from monitor.metrics.windows import QUANTILES, WindowStore, score_stats, sorted_quantile
 
 __all__ = [
     "OTHER",
@@ -19,9 +19,9 @@ __all__ = [
     "MetricsExporter",
     "ResultMetrics",
     "WindowStore",
-    "percentile",
     "sanitize_label_value",
     "score_stats",
+    "sorted_quantile",
     "wants_openmetrics",
 ]
 # the public modules; the others are internal to the package

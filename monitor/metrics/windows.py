@@ -16,10 +16,10 @@ QUANTILES: tuple[float, ...] = (0.05, 0.5, 0.95, 0.99)
 Key = tuple[str, str, str]  # (evaluator, service, variant)
 
 
-def percentile(sorted_values: Sequence[float], q: float) -> float:
+def sorted_quantile(sorted_values: Sequence[float], q: float) -> float:
     """The q-quantile (0..1) of ascending values by linear interpolation (numpy's default method)."""
     if not sorted_values:
-        raise ValueError("percentile of no values")
+        raise ValueError("quantile of no values")
     position = (len(sorted_values) - 1) * q
     low = math.floor(position)
     high = min(low + 1, len(sorted_values) - 1)
@@ -50,7 +50,7 @@ def ascending_stats(values: Sequence[float], quantiles: Sequence[float] = QUANTI
     mean = math.fsum(values) / n
     # E[x²] − mean², summed exactly (fsum) over C-level iterators: no Python loop per value.
     variance = max(math.fsum(map(operator.mul, values, values)) / n - mean * mean, 0.0)
-    return ScoreStats(n, mean, math.sqrt(variance), {q: percentile(values, q) for q in quantiles})
+    return ScoreStats(n, mean, math.sqrt(variance), {q: sorted_quantile(values, q) for q in quantiles})
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,19 +11,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from pydantic import BaseModel, ConfigDict
-
 from evaluators.sdk.significance import wilson_interval
+from monitor.review.api_model import ApiModel
 from monitor.store.reviews import StoredReview
 
 CONFIDENCE = 0.95
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ReviewedShare(_Model):
+class ReviewedShare(ApiModel):
     """`confirmed` of `reviewed` verdicts agreed with; `ratio` and its 95% Wilson interval (None: none reviewed)."""
 
     confirmed: int
@@ -33,7 +28,7 @@ class ReviewedShare(_Model):
     upper: float | None = None
 
 
-class EvaluatorAgreement(_Model):
+class EvaluatorAgreement(ApiModel):
     """Reviewers' agreement with one evaluator, over the reviews in force."""
 
     reviews: int  # reviews in force of its results: failures, passes and skips

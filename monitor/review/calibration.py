@@ -15,14 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from pydantic import BaseModel, ConfigDict
-
 from monitor.config.review import MIN_REVIEWS
+from monitor.review.api_model import ApiModel
 from monitor.store.reviews import StoredReview
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Judged(NamedTuple):
@@ -32,7 +27,7 @@ class Judged(NamedTuple):
     should_fail: bool
 
 
-class ThresholdRow(_Model):
+class ThresholdRow(ApiModel):
     threshold: float
     configured: bool  # the configured threshold
     agreement: float  # (tp + tn) / reviews
@@ -45,7 +40,7 @@ class ThresholdRow(_Model):
     tn: int  # passes, reviewers would pass
 
 
-class Calibration(_Model):
+class Calibration(ApiModel):
     evaluator: str
     configured_threshold: float
     since: float | None

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from monitor.review.agreement import EvaluatorAgreement
+from monitor.review.api_model import ApiModel
 from monitor.review.review_models import ReviewBrief, ReviewsReader
 from monitor.review.session_models import SessionReader
 from monitor.review.signature_models import SignatureReader
@@ -23,11 +24,7 @@ CostSource = Literal["span", "price_table", "override"]  # the span's own cost, 
 BreakdownSort = Literal["failures", "cost"]
 
 
-class ReviewModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ResultFilter(ReviewModel):
+class ResultFilter(ApiModel):
     """Which results to list; None means any. `since` inclusive, `until` exclusive, on the evaluation time."""
 
     evaluator: str | None = None
@@ -41,7 +38,7 @@ class ResultFilter(ReviewModel):
     trace_id: str | None = None
 
 
-class ResultItem(ReviewModel):
+class ResultItem(ApiModel):
     """One evaluator's result on one dispatch unit of one trace, with excerpts of the trace it belongs to."""
 
     trace_id: str
@@ -64,14 +61,14 @@ class ResultItem(ReviewModel):
     review: ReviewBrief | None = None  # the reviewer's verdict in force (service.with_reviews)
 
 
-class ResultsPage(ReviewModel):
+class ResultsPage(ApiModel):
     """Results newest first; `next_cursor` is opaque and None on the last page."""
 
     items: list[ResultItem]
     next_cursor: str | None = None
 
 
-class Step(ReviewModel):
+class Step(ApiModel):
     """One node of the step tree (agent → LLM call → tool call), depth-first in start order."""
 
     span_id: str
@@ -90,7 +87,7 @@ class Step(ReviewModel):
     cost_source: CostSource | None = None  # llm: where the cost came from
 
 
-class ModelUsage(ReviewModel):
+class ModelUsage(ApiModel):
     model: str
     calls: int
     input_tokens: int | None  # None: unknown (no call of the model recorded its usage, e.g. failed calls)
@@ -99,7 +96,7 @@ class ModelUsage(ReviewModel):
     unpriced_calls: int = 0  # calls with usage and no known price
 
 
-class AgentSpend(ReviewModel):
+class AgentSpend(ApiModel):
     """What one agent's LLM calls in a trace cost ("" for calls outside any agent)."""
 
     agent: str
@@ -108,14 +105,14 @@ class AgentSpend(ReviewModel):
     unpriced_calls: int = 0
 
 
-class ErrorSpan(ReviewModel):
+class ErrorSpan(ApiModel):
     span_id: str
     name: str
     kind: StepKind
     error: str
 
 
-class TraceSummary(ReviewModel):
+class TraceSummary(ApiModel):
     trace_id: str
     evaluated_at: float
     service: str | None = None
@@ -138,14 +135,14 @@ class TraceSummary(ReviewModel):
     agent_spend: list[AgentSpend] = []
 
 
-class TraceDetail(ReviewModel):
+class TraceDetail(ApiModel):
     summary: TraceSummary
     steps: list[Step]
     results: list[ResultItem]  # every stored result of the trace: failing, skipped and (store.results: all) passing
     session_id: str | None = None  # the stored conversation the trace is a turn of (None: not a turn of one)
 
 
-class BreakdownGroup(ReviewModel):
+class BreakdownGroup(ApiModel):
     """One value of the `by` dimension: its verdicts, failures and skips over the range."""
 
     value: str
@@ -160,7 +157,7 @@ class BreakdownGroup(ReviewModel):
     unpriced_calls: int = 0
 
 
-class Breakdown(ReviewModel):
+class Breakdown(ApiModel):
     evaluator: str | None = None
     variant: str | None = None  # only the results of this variant's traces
     by: BreakdownBy
@@ -170,13 +167,13 @@ class Breakdown(ReviewModel):
     groups: list[BreakdownGroup]  # most failures first (sort: cost, the most spend first)
 
 
-class EvaluatorWindow(ReviewModel):
+class EvaluatorWindow(ApiModel):
     window: str  # the metrics window label: "5m", "1h"
     samples: int
     pass_ratio: float | None = None
 
 
-class EvaluatorInfo(ReviewModel):
+class EvaluatorStatus(ApiModel):
     """A configured evaluator as the daemon runs it, with its in-process window figures and alert state."""
 
     name: str  # the `evaluator` metric label
@@ -193,7 +190,7 @@ class EvaluatorInfo(ReviewModel):
     agreement: EvaluatorAgreement | None = None  # reviewers' agreement (reviews in force); None: never reviewed
 
 
-class VariantSide(ReviewModel):
+class VariantSide(ApiModel):
     """One side of a live comparison over its window: results with a verdict, of which passed."""
 
     variant: str
@@ -202,7 +199,7 @@ class VariantSide(ReviewModel):
     pass_ratio: float | None  # None while the side has no result
 
 
-class PairwiseCounts(ReviewModel):
+class PairwiseCounts(ApiModel):
     """The pairwise judge of the same two variants: the candidate's wins, ties and losses so far."""
 
     evaluator: str
@@ -211,7 +208,7 @@ class PairwiseCounts(ReviewModel):
     loss: int = 0
 
 
-class VariantComparison(ReviewModel):
+class VariantComparison(ApiModel):
     """A configured comparison (variants.compare) now: the candidate against the baseline over `window`
     seconds, at significance level `alpha`; values that need both sides are None until both have results."""
 

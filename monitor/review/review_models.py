@@ -1,29 +1,26 @@
 """Reviewers' verdicts as the review API, page and CLI show them: the review in force next to a verdict
 (`ReviewBrief`), a stored review (`ReviewRecord`), a list of them and one result's audit trail, and the body of
 `POST /api/v1/reviews` (`ReviewRequest`). The store's own row type is `monitor.store.reviews.StoredReview`;
-`record_of` and `brief_of` turn one into these."""
+`review_record` and `brief_of` turn one into these."""
 
 from __future__ import annotations
 
 import math
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
+from monitor.review.api_model import ApiModel
 from monitor.store.reviews import MAX_LABEL, MAX_NOTE, ResultKey, ReviewInput, StoredReview
 
 Agreement = Literal["agree", "disagree"]
-Verdict = Literal["pass", "fail", "skip"]
+VerdictName = Literal["pass", "fail", "skip"]
 TRACE_ID_PATTERN = "^[0-9a-fA-F]{32}$"
 MAX_CORRECTED_LABEL = 200
 MAX_KEY_CHARS = 200  # evaluator, level and span id of a review's key
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ReviewBrief(_Model):
+class ReviewBrief(ApiModel):
     """The review in force of one verdict, as shown next to it (`ResultItem.review`)."""
 
     agreement: Agreement
@@ -34,7 +31,7 @@ class ReviewBrief(_Model):
     created_at: float
 
 
-class ReviewRecord(_Model):
+class ReviewRecord(ApiModel):
     """One stored review: the result it names, the evaluator's verdict as the reviewer saw it, the reviewer's
     verdict; `superseded_at` is None while it is in force (else when a later review replaced it)."""
 
@@ -45,7 +42,7 @@ class ReviewRecord(_Model):
     span_id: str = ""  # "" when the result names no span
     session_id: str | None = None
     service: str | None = None
-    verdict: Verdict  # the evaluator's: fail, pass, or skip
+    verdict: VerdictName  # the evaluator's: fail, pass, or skip
     verdict_score: float | None = None
     verdict_signature: str | None = None
     agreement: Agreement
@@ -59,13 +56,13 @@ class ReviewRecord(_Model):
     superseded_at: float | None = None
 
 
-class ReviewsPage(_Model):
+class ReviewsPage(ApiModel):
     """Reviews in force, newest first."""
 
     items: list[ReviewRecord]
 
 
-class ReviewHistory(_Model):
+class ReviewHistory(ApiModel):
     """Every review of one result, newest first (the one in force first, if any)."""
 
     trace_id: str
@@ -75,7 +72,7 @@ class ReviewHistory(_Model):
     items: list[ReviewRecord]
 
 
-class ReviewFilter(_Model):
+class ReviewFilter(ApiModel):
     """Which reviews in force to list; None means any. `since` is inclusive, on the review's time."""
 
     evaluator: str | None = None
@@ -85,7 +82,7 @@ class ReviewFilter(_Model):
     since: float | None = None
 
 
-class ReviewRequest(_Model):
+class ReviewRequest(ApiModel):
     """The body of `POST /api/v1/reviews`: the result (trace, evaluator, level, span when it names one) and the
     reviewer's verdict on it."""
 
@@ -136,11 +133,11 @@ class ReviewsReader(Protocol):
     def review_history(self, key: ResultKey) -> list[StoredReview]: ...
 
 
-def verdict_name(passed: bool | None) -> Verdict:
+def verdict_name(passed: bool | None) -> VerdictName:
     return "skip" if passed is None else "pass" if passed else "fail"
 
 
-def record_of(review: StoredReview) -> ReviewRecord:
+def review_record(review: StoredReview) -> ReviewRecord:
     return ReviewRecord(
         review_id=review.review_id,
         trace_id=review.trace_id,

@@ -85,7 +85,7 @@ def review_request(body: bytes) -> ReviewRequest:
     """The review a `POST /api/v1/reviews` body asks for; BadRequest naming the first problem."""
     try:
         data = client_json.loads(body)
-    except client_json.TooDeep as exc:
+    except client_json.JsonTooDeep as exc:
         raise BadRequest(f"the body must be a JSON object: {exc}") from None
     except (ValueError, UnicodeDecodeError):
         raise BadRequest("the body must be a JSON object (Content-Type: application/json)") from None

@@ -24,7 +24,7 @@ from monitor.review.api_params import (
     signatures_query,
 )
 from monitor.review.models import Breakdown, ResultItem, ResultsPage, ReviewReader, TraceDetail
-from monitor.review.review_models import ReviewHistory, ReviewsPage, brief_of, record_of
+from monitor.review.review_models import ReviewHistory, ReviewsPage, brief_of, review_record
 from monitor.review.review_params import history_query, reviews_query
 from monitor.review.session_models import SessionDetail, SessionsPage
 from monitor.review.session_params import parse_session_id, sessions_query
@@ -117,14 +117,14 @@ class ReviewService:
         where, limit = reviews_query(pairs, self.clock())
         with self._reading() as reader:
             found = reader.find_reviews(where, limit)
-        return ReviewsPage(items=[record_of(r) for r in found])
+        return ReviewsPage(items=[review_record(r) for r in found])
 
     def review_history(self, pairs: Iterable[tuple[str, str]]) -> ReviewHistory:
         """Every review of the result the query names, newest first (empty when it was never reviewed)."""
         key = history_query(pairs)
         with self._reading() as reader:
             found = reader.review_history(key)
-        return ReviewHistory(**key._asdict(), items=[record_of(r) for r in found])
+        return ReviewHistory(**key._asdict(), items=[review_record(r) for r in found])
 
     def sessions(self, pairs: Iterable[tuple[str, str]]) -> SessionsPage:
         query = sessions_query(pairs, self.clock())

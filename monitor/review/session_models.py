@@ -12,17 +12,13 @@ from __future__ import annotations
 import json
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from monitor.review.api_model import ApiModel
 
 Outcome = Literal["pass", "fail", "skip"]  # models.Outcome (this module is imported by models.py)
 MAX_SESSION_ID_CHARS = 256  # longest session id the API and the pages take (longer ones are never stored whole)
 
 
-class ReviewModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SessionFilter(ReviewModel):
+class SessionFilter(ApiModel):
     """Which sessions to list; None means any. `since` inclusive, `until` exclusive, on the completion time;
     `failing`: only sessions with a failing session-level result; `evaluator`: only sessions with a result of it."""
 
@@ -33,7 +29,7 @@ class SessionFilter(ReviewModel):
     evaluator: str | None = None
 
 
-class SessionVerdictBrief(ReviewModel):
+class SessionVerdictBrief(ApiModel):
     """One session-level result in a list: the evaluator and its outcome."""
 
     evaluator: str
@@ -42,7 +38,7 @@ class SessionVerdictBrief(ReviewModel):
     turn: int | None = None  # the turn it is about (1-based), None for the whole conversation
 
 
-class SessionItem(ReviewModel):
+class SessionItem(ApiModel):
     """One stored conversation: its row's figures, its turns' trace ids in order and its results in brief."""
 
     session_id: str
@@ -65,20 +61,20 @@ class SessionItem(ReviewModel):
         return max(self.last_turn_at - self.started_at, 0.0) * 1000
 
 
-class SessionsPage(ReviewModel):
+class SessionsPage(ApiModel):
     """Sessions, most recently completed first; `next_cursor` is opaque and None on the last page."""
 
     items: list[SessionItem]
     next_cursor: str | None = None
 
 
-class TurnError(ReviewModel):
+class StoredTurnError(ApiModel):
     kind: str  # the failing span's kind (tool, llm, agent, ...)
     name: str
     message: str
 
 
-class SessionTurn(ReviewModel):
+class SessionTurn(ApiModel):
     """One turn (one trace) of a conversation, as stored: bounded, masked texts."""
 
     turn: int  # 1-based, in start order
@@ -88,14 +84,14 @@ class SessionTurn(ReviewModel):
     user_message: str | None = None
     answer: str | None = None
     tool_calls: list[str] = []
-    errors: list[TurnError] = []
+    errors: list[StoredTurnError] = []
     agents: list[str] = []
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost_usd: float | None = None
 
 
-class SessionVerdict(ReviewModel):
+class SessionVerdict(ApiModel):
     """One session-level result, with the turn it names (`turn`, `turn_trace_id` from its details) if any."""
 
     evaluator: str
@@ -110,7 +106,7 @@ class SessionVerdict(ReviewModel):
     turn_trace_id: str | None = None
 
 
-class SessionDetail(ReviewModel):
+class SessionDetail(ApiModel):
     session: SessionItem
     turns: list[SessionTurn]
     results: list[SessionVerdict]  # failing first, then skips, then passes

@@ -11,14 +11,11 @@ a day after the trace was stored (`TURN_LOOKUP_WINDOW`).
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from monitor import client_json
+from monitor.review.cursor import TEXT, TIME, decode_cursor, encode_cursor
 from monitor.review.session_models import (
     SessionDetail,
     SessionFilter,
@@ -27,7 +24,7 @@ from monitor.review.session_models import (
     SessionTurn,
     SessionVerdict,
     SessionVerdictBrief,
-    TurnError,
+    StoredTurnError,
     turn_of,
 )
 from monitor.review.sql import Columns, Conditions
@@ -47,23 +44,14 @@ _RESULT = (
 )
 
 
-def encode_cursor(completed_at: float, session_id: str) -> str:
-    raw = json.dumps([completed_at, session_id], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+def encode_session_cursor(completed_at: float, session_id: str) -> str:
+    return encode_cursor([completed_at, session_id])
 
 
-def decode_cursor(cursor: str) -> tuple[float, str]:
-    """(completed_at, session_id) of a cursor from `encode_cursor`; ValueError for anything else."""
-    if len(cursor) > MAX_CURSOR_CHARS:
-        raise ValueError("invalid cursor")
-    try:
-        at, session_id = client_json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (ValueError, TypeError, binascii.Error) as exc:
-        raise ValueError("invalid cursor") from exc
-    number = isinstance(at, int | float) and not isinstance(at, bool) and math.isfinite(at) and abs(at) < 1e15
-    if not number or not isinstance(session_id, str):
-        raise ValueError("invalid cursor")
-    return float(at), session_id
+def decode_session_cursor(cursor: str) -> tuple[float, str]:
+    """(completed_at, session_id) of a cursor from `encode_session_cursor`; ValueError for anything else."""
+    at, session_id = decode_cursor(cursor, (TIME, TEXT), MAX_CURSOR_CHARS)
+    return at, session_id
 
 
 def sessions_query(where: SessionFilter, after: tuple[float, str] | None, limit: int) -> tuple[str, list[Any]]:
@@ -96,7 +84,7 @@ class SessionReads:
     _columns_of: Callable[[Any], Columns]
 
     def sessions(self, where: SessionFilter, limit: int, cursor: str | None = None) -> SessionsPage:
-        after = decode_cursor(cursor) if cursor is not None else None
+        after = decode_session_cursor(cursor) if cursor is not None else None
         limit = min(max(int(limit), 1), MAX_SESSIONS_PAGE)
 
         def read(db: Any) -> SessionsPage:
@@ -107,7 +95,7 @@ class SessionReads:
             rows = rows[:limit]
             briefs = _briefs(db, [row[0] for row in rows])
             items = [_session_item(row, briefs.get(row[0], [])) for row in rows]
-            following = encode_cursor(items[-1].completed_at, items[-1].session_id) if more else None
+            following = encode_session_cursor(items[-1].completed_at, items[-1].session_id) if more else None
             return SessionsPage(items=items, next_cursor=following)
 
         return self._run(read)
@@ -230,7 +218,7 @@ def _turns(text: str | None) -> list[SessionTurn]:
 
 
 def _turn(number: int, fields: dict[str, Any]) -> SessionTurn:
-    errors = [TurnError(kind=str(k), name=str(n), message=str(m)) for k, n, m in fields["errors"] or ()]
+    errors = [StoredTurnError(kind=str(k), name=str(n), message=str(m)) for k, n, m in fields["errors"] or ()]
     return SessionTurn(
         turn=number,
         trace_id=str(fields["trace_id"]),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from monitor.review.api_model import ApiModel
 
 SignatureStatus = Literal["new", "ongoing", "regressed", "resolved"]
 DEFAULT_RANGE = 24 * 3600.0  # the range when `since` is not given
@@ -20,11 +20,7 @@ HOUR = 3600.0
 CANDIDATE_FACTOR = 5.0  # "far more often in the candidate": at least this many times the baseline's per trace
 
 
-class ReviewModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SignatureFilter(ReviewModel):
+class SignatureFilter(ApiModel):
     """Which failing results count: `since` inclusive, `until` exclusive (both set: the range); None means any."""
 
     since: float
@@ -35,7 +31,7 @@ class SignatureFilter(ReviewModel):
     variant: str | None = None
 
 
-class SignatureItem(ReviewModel):
+class SignatureItem(ApiModel):
     """One signature with its figures over the range: results and traces in it, the previous range's results
     (of the same length, just before), and the trend (`trend[i]`: results from `trend_start + i * trend_step`)."""
 
@@ -69,7 +65,7 @@ class SignatureItem(ReviewModel):
     trend_step: float = HOUR
 
 
-class SignaturesPage(ReviewModel):
+class SignaturesPage(ApiModel):
     """Signatures by impact (results in the range, then growth), one page; `next_cursor` None on the last."""
 
     since: float
@@ -78,7 +74,7 @@ class SignaturesPage(ReviewModel):
     next_cursor: str | None = None
 
 
-class SignatureVerdict(ReviewModel):
+class SignatureVerdict(ApiModel):
     """One failing result of a trace; `signature` its signature id (None for results from before signatures)."""
 
     evaluator: str
@@ -92,7 +88,7 @@ class SignatureVerdict(ReviewModel):
     span_id: str | None = None
 
 
-class SignatureTrace(ReviewModel):
+class SignatureTrace(ApiModel):
     """A trace with the signature: every failing verdict it has (this signature's and the others')."""
 
     trace_id: str
@@ -102,7 +98,7 @@ class SignatureTrace(ReviewModel):
     verdicts: list[SignatureVerdict]
 
 
-class SignatureDetail(ReviewModel):
+class SignatureDetail(ApiModel):
     """One signature over the range and its traces, newest first, one page (`next_cursor` None on the last)."""
 
     signature: SignatureItem
@@ -110,7 +106,7 @@ class SignatureDetail(ReviewModel):
     next_cursor: str | None = None
 
 
-class CandidateSignature(ReviewModel):
+class CandidateSignature(ApiModel):
     """A signature over a comparison's window in its two variants, per trace of each."""
 
     id: str
@@ -126,7 +122,7 @@ class CandidateSignature(ReviewModel):
     only_in_candidate: bool
 
 
-class CandidateSignatures(ReviewModel):
+class CandidateSignatures(ApiModel):
     """The signatures seen only, or `CANDIDATE_FACTOR` times more often per trace, in `candidate`."""
 
     candidate: str

@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from monitor.review.cursor import COUNT, TEXT, TIME, decode_cursor, encode_cursor
 from monitor.review.signature_models import (
     CandidateSignature,
     CandidateSignatures,
@@ -30,9 +31,8 @@ from monitor.review.signature_models import (
     trend_step,
 )
 from monitor.review.signature_sql import (
+    MAX_CURSOR_CHARS,
     counts_query,
-    decode,
-    encode,
     rows_query,
     trace_variants_query,
     traces_query,
@@ -61,7 +61,7 @@ class SignatureReads:
         cursor this reader did not issue); statuses as of `now`."""
         offset = 0
         if cursor is not None:
-            since, until, offset = decode(cursor, (float, float, int))
+            since, until, offset = decode_cursor(cursor, (TIME, TIME, COUNT), MAX_CURSOR_CHARS)
             where = where.model_copy(update={"since": since, "until": until})
         limit = min(max(int(limit), 1), MAX_PAGE)
 
@@ -76,7 +76,7 @@ class SignatureReads:
             ids = ranked[offset : offset + limit]
             items = _items(db, cols, where, ids, current, previous, (now, resolve_after))
             more = offset + limit < len(ranked)
-            following = encode([where.since, where.until, offset + limit]) if more else None
+            following = encode_cursor([where.since, where.until, offset + limit]) if more else None
             return SignaturesPage(since=where.since, until=where.until, items=items, next_cursor=following)
 
         return self._run(read)
@@ -94,7 +94,7 @@ class SignatureReads:
         first; None when the store has no such signature."""
         after: tuple[float, str] | None = None
         if cursor is not None:
-            since, until, at, trace_id = decode(cursor, (float, float, float, str))
+            since, until, at, trace_id = decode_cursor(cursor, (TIME, TIME, TIME, TEXT), MAX_CURSOR_CHARS)
             where, after = where.model_copy(update={"since": since, "until": until}), (at, trace_id)
         limit = min(max(int(limit), 1), MAX_PAGE)
 
@@ -113,7 +113,7 @@ class SignatureReads:
             following = None
             if len(found) > limit:
                 trace_id, at = found[limit - 1]
-                following = encode([where.since, where.until, float(at), trace_id])
+                following = encode_cursor([where.since, where.until, float(at), trace_id])
             return SignatureDetail(signature=items[0], traces=traces, next_cursor=following)
 
         return self._run(read)

@@ -9,14 +9,9 @@ so a relative `since` does not shift the pages), [since, until, time, trace id] 
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-import math
 from collections.abc import Sequence
 from typing import Any
 
-from monitor import client_json
 from monitor.review.signature_models import SignatureFilter
 from monitor.review.sql import Columns, Conditions
 
@@ -26,33 +21,6 @@ SIGNATURE_FIELDS = (
     "id, version, evaluator, level, agent, step_kind, step_name, error_type, template, example, first_seen,"
     " last_seen, count, services, agents, models, variants, versions, example_traces, regressed_at"
 )
-
-
-def encode(values: Sequence[Any]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(list(values), separators=(",", ":")).encode()).decode().rstrip("=")
-
-
-def decode(cursor: str, kinds: Sequence[type]) -> list[Any]:
-    """The values of a cursor from `encode`, checked against `kinds` (float: a finite number); ValueError else."""
-    if len(cursor) > MAX_CURSOR_CHARS:
-        raise ValueError("invalid cursor")
-    try:
-        values = client_json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (ValueError, TypeError, binascii.Error) as exc:
-        raise ValueError("invalid cursor") from exc
-    if not isinstance(values, list) or len(values) != len(kinds):
-        raise ValueError("invalid cursor")
-    for value, kind in zip(values, kinds, strict=True):
-        if kind is float:
-            ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-            ok = ok and abs(value) < 1e15
-        elif kind is int:
-            ok = type(value) is int and 0 <= value < 2**31
-        else:
-            ok = isinstance(value, str) and len(value) <= 64
-        if not ok:
-            raise ValueError("invalid cursor")
-    return values
 
 
 def filtered(where: SignatureFilter, cols: Columns, since: float, until: float) -> tuple[str, Conditions]:

@@ -16,43 +16,30 @@ breakdown groups, and as a filter value that selects those results).
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-import math
 from typing import Any
 
-from monitor import client_json
+from monitor.review.cursor import INT64, TIME, decode_cursor, encode_cursor
 from monitor.review.models import ResultFilter
 
 RESULT_SOURCE, PASSING_SOURCE = 1, 0
 OrderKey = tuple[float, int, int, int]
 
 
-def encode_cursor(key: OrderKey) -> str:
-    return base64.urlsafe_b64encode(json.dumps(list(key), separators=(",", ":")).encode()).decode().rstrip("=")
-
-
 MAX_CURSOR_CHARS = 128  # an encoded order key is about 60 characters
-_INT64 = 2**63  # the store's integers (SQLite INTEGER, PostgreSQL bigint) are signed 64-bit
+_ORDER_KEY = (TIME, INT64, INT64, INT64)
 
 
-def decode_cursor(cursor: str) -> OrderKey:
-    """The order key of a cursor from `encode_cursor`; ValueError for anything else (too long, not base64 JSON
-    of four numbers, a time that is not finite, an integer the store's 64-bit columns cannot hold)."""
-    if len(cursor) > MAX_CURSOR_CHARS:
+def encode_results_cursor(key: OrderKey) -> str:
+    return encode_cursor(key)
+
+
+def decode_results_cursor(cursor: str) -> OrderKey:
+    """The order key of a cursor from `encode_results_cursor`; ValueError for anything else (too long, not base64
+    JSON of four numbers, a time that is not finite, an integer the store's 64-bit columns cannot hold)."""
+    at, source, ident, index = decode_cursor(cursor, _ORDER_KEY, MAX_CURSOR_CHARS)
+    if source not in (RESULT_SOURCE, PASSING_SOURCE):
         raise ValueError("invalid cursor")
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        at, source, ident, index = client_json.loads(raw)
-    except (ValueError, TypeError, binascii.Error) as exc:
-        raise ValueError("invalid cursor") from exc
-    numbers = isinstance(at, int | float) and not isinstance(at, bool) and math.isfinite(at)
-    if not numbers or source not in (0, 1) or not all(type(v) is int for v in (source, ident, index)):
-        raise ValueError("invalid cursor")
-    if not all(-_INT64 <= v < _INT64 for v in (ident, index)) or abs(at) > 1e15:
-        raise ValueError("invalid cursor")
-    return float(at), source, ident, index
+    return at, source, ident, index
 
 
 class Dialect:

@@ -44,13 +44,13 @@ from monitor.review.sql import (
     Columns,
     OrderKey,
     breakdown_queries,
-    decode_cursor,
-    encode_cursor,
+    decode_results_cursor,
+    encode_results_cursor,
     passing_query,
     results_query,
     spend_query,
 )
-from monitor.review.stored_rows import EXCERPT, passing_item, result_item, trace_detail
+from monitor.review.stored_rows import EXCERPT, detail_of_rows, passing_item, result_item
 from monitor.review.verdict_reads import VerdictReads
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.schema import BUSY_TIMEOUT_SECONDS, Database, StoreSchemaError, check_version
@@ -101,7 +101,7 @@ class StoreReviewReader(SignatureReads, SessionReads, ReviewReads, QueueReads, V
 
     # --- ReviewReader ---------------------------------------------------------------------------
     def results(self, where: ResultFilter, limit: int, cursor: str | None = None) -> ResultsPage:
-        after = decode_cursor(cursor) if cursor is not None else None
+        after = decode_results_cursor(cursor) if cursor is not None else None
         limit = min(max(int(limit), 1), MAX_LIMIT)
 
         def read(db: Database) -> ResultsPage:
@@ -116,7 +116,7 @@ class StoreReviewReader(SignatureReads, SessionReads, ReviewReads, QueueReads, V
             more = len(page) > limit
             page = page[:limit]
             return ResultsPage(
-                items=[item for _, item in page], next_cursor=encode_cursor(page[-1][0]) if more else None
+                items=[item for _, item in page], next_cursor=encode_results_cursor(page[-1][0]) if more else None
             )
 
         return self._run(read)
@@ -139,7 +139,7 @@ class StoreReviewReader(SignatureReads, SessionReads, ReviewReads, QueueReads, V
             ).fetchall()
             if row is None and not rows:
                 return None
-            return trace_detail(trace_id, row, rows)
+            return detail_of_rows(trace_id, row, rows)
 
         return self._run(read)
 

@@ -88,7 +88,7 @@ def _item(
     )
 
 
-def trace_detail(trace_id: str, row: tuple | None, rows: list[tuple]) -> TraceDetail:
+def detail_of_rows(trace_id: str, row: tuple | None, rows: list[tuple]) -> TraceDetail:
     if row is None:  # results of a trace that was not stored (late judge results with `results: failing`)
         summary = TraceSummary(trace_id=trace_id, evaluated_at=min(r[0] for r in rows), service=rows[0][10])
         given = answer = variant = None

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from evaluators.sessions import Ending, Session
 from monitor.config.sessions import SessionsConfig
-from monitor.engine.turn_wire import SessionTurn
+from monitor.engine.turn_wire import TrackedTurn
 
 CUT_FOR_ROOM = "max_open_sessions"
 CUT_FOR_TURNS = "max_open_turns"
@@ -78,7 +78,7 @@ class SessionBook:
     def is_open(self, session_id: str) -> bool:
         return session_id in self._open
 
-    def add(self, item: SessionTurn) -> list[Session]:
+    def add(self, item: TrackedTurn) -> list[Session]:
         """Add one turn; returns the sessions completed early to make room for a new one (usually none)."""
         session_id = item.session_id
         if session_id in self._completed:

@@ -31,7 +31,7 @@ class Evaluated(NamedTuple):
     rows: list[ResultRow]
 
 
-def tally_of(evaluated: Iterable[Evaluated]) -> MetricsTally:
+def session_tally(evaluated: Iterable[Evaluated]) -> MetricsTally:
     """The results of evaluated sessions as one tally, like a batch of traces': level "session", agent "", the
     session's service, and its last turn's trace id as the exemplar of a failure."""
     tally = MetricsTally()

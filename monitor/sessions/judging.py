@@ -4,7 +4,7 @@ The tracker hands each completed session with the judges that sample it in (`Ses
 each session becomes one task on the event loop that sends its judgements together
 (`evaluators.judges.judge_session`: the engine's limits, budgets and cache apply, a judge that is down gives
 `judge_unavailable` skips), ties each verdict to the turn it names, and records the rows like the rule
-evaluators' (`tally_of`: level "session", the last turn's trace id as exemplar, failure signatures) and hands
+evaluators' (`session_tally`: level "session", the last turn's trace id as exemplar, failure signatures) and hands
 them to `on_judged` (the result store's hook, storing.py).
 
 With a `keeper` (the result store keeps waiting judgements, monitor/engine/pending.py) each session waiting for its
@@ -26,7 +26,7 @@ from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.pending import EXPIRED, PendingKeeper, Stored, session_of
 from monitor.engine.signing import Signer
 from monitor.metrics.tally import MetricsTally
-from monitor.sessions.evaluation import LEVEL, Evaluated, tally_of
+from monitor.sessions.evaluation import LEVEL, Evaluated, session_tally
 from monitor.store.rows import result_row
 
 log = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ class SessionJudging:
                        signature=self.signer(label, LEVEL, None, result))
             for label, result in results
         ]  # fmt: skip
-        self.apply_tally(tally_of([Evaluated(session, rows)]))
+        self.apply_tally(session_tally([Evaluated(session, rows)]))
         if self.on_judged is not None:
             self.on_judged(session, rows, (key,)) if key is not None else self.on_judged(session, rows)
         self.judged += 1

@@ -39,7 +39,7 @@ from monitor.engine.turn_wire import TurnWire, turn_of_wire
 from monitor.metrics.sessions import SessionMetrics
 from monitor.metrics.tally import MetricsTally
 from monitor.sessions.book import CUT_FOR_ROOM
-from monitor.sessions.evaluation import Evaluated, SessionEvaluation, tally_of
+from monitor.sessions.evaluation import Evaluated, SessionEvaluation, session_tally
 from monitor.sessions.tracker import JudgeSessions, SessionTracker
 from monitor.store.open_session_rows import Arrived, Claimed, ClaimedSession
 from monitor.store.rows import SessionOutcome
@@ -241,7 +241,7 @@ class StoredSessionTracker(SessionTracker):
         self._count()
         if sessions:
             self._hand_to_judges(sessions)
-            tally = tally_of(synced.evaluated)
+            tally = session_tally(synced.evaluated)
             if tally.results:
                 self.apply_tally(tally)
             self.evaluated += len(sessions)

@@ -29,7 +29,7 @@ from monitor.lifecycle import cancel_task
 from monitor.metrics.sessions import SessionMetrics
 from monitor.metrics.tally import MetricsTally
 from monitor.sessions.book import SessionBook
-from monitor.sessions.evaluation import Evaluated, SessionEvaluation, tally_of
+from monitor.sessions.evaluation import Evaluated, SessionEvaluation, session_tally
 from monitor.store.rows import ResultRow
 
 log = logging.getLogger(__name__)
@@ -164,7 +164,7 @@ class SessionTracker:
                 self.judge_sessions(session, chosen)
 
     def _record(self, evaluated: list[Evaluated]) -> None:
-        tally = tally_of(evaluated)
+        tally = session_tally(evaluated)
         if tally.results:
             self.apply_tally(tally)
         if self.on_evaluated is not None:

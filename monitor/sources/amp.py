@@ -44,7 +44,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _RFC3339 = re.compile(r"(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(?:[Zz]|([+-])(\d\d):(\d\d))")
 
 
-def parse_time(value: Any, where: str) -> int:
+def rfc3339_ns(value: Any, where: str) -> int:
     """Unix nanoseconds of an RFC 3339 time (or of an integer already in nanoseconds); 0 when absent or
     before 1970 (Go's zero time, `0001-01-01T00:00:00Z`, is what an unset time looks like)."""
     if value is None or value == "":
@@ -109,8 +109,8 @@ def amp_span(raw: Any, trace_id: str, where: str) -> SpanRecord:
         parent_span_id=decode_id(raw.get("parentSpanId"), 8, f"{where}.parentSpanId"),
         name=json_string(raw.get("name"), f"{where}.name"),
         kind=_enum(raw.get("kind"), SPAN_KIND_NAMES, "SPAN_KIND_", f"{where}.kind"),
-        start_time_unix_nano=parse_time(raw.get("startTime"), f"{where}.startTime"),
-        end_time_unix_nano=parse_time(raw.get("endTime"), f"{where}.endTime"),
+        start_time_unix_nano=rfc3339_ns(raw.get("startTime"), f"{where}.startTime"),
+        end_time_unix_nano=rfc3339_ns(raw.get("endTime"), f"{where}.endTime"),
         status_code=_enum(status, STATUS_NAMES, "STATUS_CODE_", f"{where}.status"),
         status_message=message,
         attributes=dict(json_object(raw.get("attributes"), f"{where}.attributes")),
@@ -133,10 +133,10 @@ def amp_trace(raw: Any, where: str, guard: RunGuard | None = None) -> tuple[int,
         spans = guard.keep(trace_id, [], spans)
     starts = [s.start_time_unix_nano for s in spans if s.start_time_unix_nano > 0]
     ends = [s.end_time_unix_nano for s in spans if s.end_time_unix_nano > 0]
-    start = parse_time(raw.get("startTime"), f"{where}.startTime") or min(starts, default=0)
+    start = rfc3339_ns(raw.get("startTime"), f"{where}.startTime") or min(starts, default=0)
     if start <= 0:
         raise TraceDecodeError("a trace without a start time", where)
-    end = max(ends, default=0) or parse_time(raw.get("endTime"), f"{where}.endTime")
+    end = max(ends, default=0) or rfc3339_ns(raw.get("endTime"), f"{where}.endTime")
     return start, PolledTrace(trace_id, start / 1e9, end / 1e9 if end else None, spans)
 
 

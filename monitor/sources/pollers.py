@@ -14,12 +14,12 @@ from monitor.consumer import PollSink
 from monitor.metrics.poll import PollMetrics
 from monitor.sources.base import Leases, SpanFeed, TraceSource
 from monitor.sources.checkpoints import CheckpointStore, MemoryCheckpoints, StoreCheckpoints
-from monitor.sources.phoenix_writeback import PhoenixAnnotations
+from monitor.sources.phoenix.annotations import PhoenixAnnotations
+from monitor.sources.phoenix.result_annotations import PhoenixWriteBack
 from monitor.sources.runner import Poller
-from monitor.sources.writeback import PhoenixWriteBack
 
 if TYPE_CHECKING:
-    from monitor.sources.writeback import StoredResults
+    from monitor.sources.phoenix.result_annotations import StoredResults
     from monitor.store.writer import QueuedResultStore
 
 log = logging.getLogger(__name__)

@@ -73,7 +73,7 @@ class ReviewInput(NamedTuple):
     note: str | None = None
 
 
-class Verdict(NamedTuple):
+class EvaluatorVerdict(NamedTuple):
     """The evaluator's verdict on a result, as stored: passed (True, False, None for a skip), score, signature."""
 
     passed: bool | None
@@ -124,7 +124,7 @@ class ResultNotFound(LookupError):
     """No stored result has this key (never stored, pruned, or a `sampled_out` skip)."""
 
 
-def verdict_of(db: Database, key: ResultKey) -> Verdict:
+def verdict_of(db: Database, key: ResultKey) -> EvaluatorVerdict:
     """The stored verdict on `key`: its `results` row, else its entry in the trace's `passed` list."""
     row = db.execute(
         "SELECT passed, score, signature, session_id, service FROM results WHERE trace_id = ? AND evaluator = ?"
@@ -133,13 +133,13 @@ def verdict_of(db: Database, key: ResultKey) -> Verdict:
     ).fetchone()
     if row is not None:
         passed, score, signature, session_id, service = row
-        return Verdict(None if passed is None else bool(passed), score, signature, session_id, service)
+        return EvaluatorVerdict(None if passed is None else bool(passed), score, signature, session_id, service)
     row = db.execute("SELECT passed, service FROM traces WHERE trace_id = ?", (key.trace_id,)).fetchone()
     if row is not None and row[0]:
         for values in json.loads(row[0]):
             entry = dict(zip(PASSED_FIELDS, values, strict=False))
             if (entry["evaluator"], entry["level"], entry["span_id"] or "") == tuple(key)[1:]:
-                return Verdict(True, entry["score"], None, None, row[1])
+                return EvaluatorVerdict(True, entry["score"], None, None, row[1])
     raise ResultNotFound(f"no stored result of {key.evaluator} ({key.level}) on trace {key.trace_id}")
 
 

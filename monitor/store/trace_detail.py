@@ -1,4 +1,4 @@
-"""trace_detail(trace): the step tree and summary the review shows of a trace, built from its views.
+"""detail_row_of(trace): the step tree and summary the review shows of a trace, built from its views.
 
 It runs where the trace is evaluated (a worker process), once per stored trace. The steps are `inspect`'s tree
 (`step_tree`): agent → LLM call → tool call, retrieval, handoff, depth-first in start order, cut at `max_steps`
@@ -71,7 +71,7 @@ def call_costs(trace: Trace, prices: Mapping[str, ModelPrice] | None = None) -> 
     return {call.span_id: call_cost(call, prices) for call in trace.get_llm_calls()}
 
 
-def trace_detail(
+def detail_row_of(
     trace: Trace,
     max_steps: int = MAX_STEPS,
     prices: Mapping[str, ModelPrice] | None = None,

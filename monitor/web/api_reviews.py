@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from monitor.auth import bearer_authorized
 from monitor.review.api_params import BadRequest, ReviewError, Unavailable
-from monitor.review.review_models import record_of
+from monitor.review.review_models import review_record
 from monitor.review.review_params import MAX_BODY_BYTES, review_request
 from monitor.review.reviewing import Reviewing
 from monitor.review.service import ReviewService
@@ -79,7 +79,7 @@ def review_routes(
         except Exception:
             log.exception("review API: cannot write a review")
             return error(500, "internal error (see the daemon's log)")
-        body = record_of(stored).model_dump_json().encode()
+        body = review_record(stored).model_dump_json().encode()
         return web.Response(status=201, body=body, content_type="application/json")
 
     async def list_reviews(request: web.Request) -> web.Response:

@@ -21,7 +21,7 @@ from aiohttp import web
 from pydantic import BaseModel, TypeAdapter
 
 from monitor.review.api_params import ReviewError, Unavailable
-from monitor.review.models import EvaluatorInfo, ReviewReader, VariantComparison
+from monitor.review.models import EvaluatorStatus, ReviewReader, VariantComparison
 from monitor.review.reviewing import Reviewing
 from monitor.review.service import RESOLVE_AFTER, STORE_DISABLED, ReviewService
 from monitor.web.access import Access
@@ -30,9 +30,9 @@ from monitor.web.openapi import OPENAPI_PATH, PREFIX, openapi_document
 
 log = logging.getLogger(__name__)
 
-EvaluatorsInfo = Callable[[], list[EvaluatorInfo]]
+EvaluatorsInfo = Callable[[], list[EvaluatorStatus]]
 ComparisonsInfo = Callable[[], list[VariantComparison]]
-_EVALUATORS = TypeAdapter(list[EvaluatorInfo])
+_EVALUATORS = TypeAdapter(list[EvaluatorStatus])
 _COMPARISONS = TypeAdapter(list[VariantComparison])
 
 

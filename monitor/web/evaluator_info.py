@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from monitor.metrics import ResultMetrics
 from monitor.metrics.labels import sanitize_label_value
 from monitor.review.agreement import EvaluatorAgreement
-from monitor.review.models import EvaluatorInfo, EvaluatorWindow
+from monitor.review.models import EvaluatorStatus, EvaluatorWindow
 
 if TYPE_CHECKING:
     from monitor.engine.configured import ConfiguredEvaluator
@@ -18,8 +18,8 @@ def evaluator_infos(
     evaluators: Sequence[ConfiguredEvaluator],
     metrics: ResultMetrics,
     agreement: Mapping[str, EvaluatorAgreement] | None = None,
-) -> list[EvaluatorInfo]:
-    """One EvaluatorInfo per configured evaluator, in config order: its window pass ratios and samples summed
+) -> list[EvaluatorStatus]:
+    """One EvaluatorStatus per configured evaluator, in config order: its window pass ratios and samples summed
     over services, its alert's worst state over services (None without an alert), and reviewers' agreement with
     it from `agreement` (by evaluator name: `AgreementCache.current()`; None when it has no review)."""
     levels = metrics.alert_levels()
@@ -34,7 +34,7 @@ def evaluator_infos(
         windows = _windows(metrics.window_totals(configured.label))
         by_variant = {v: _windows(totals) for v, totals in metrics.window_totals_by_variant(configured.label).items()}
         infos.append(
-            EvaluatorInfo(
+            EvaluatorStatus(
                 name=name,
                 kind=str(getattr(evaluator, "kind", "rule")),
                 level=str(getattr(evaluator, "level", "")),

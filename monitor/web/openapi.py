@@ -22,7 +22,7 @@ from monitor.review.api_params import (
     TRACE_ID_PATTERN,
     QueryParam,
 )
-from monitor.review.models import Breakdown, EvaluatorInfo, ResultsPage, TraceDetail, VariantComparison
+from monitor.review.models import Breakdown, EvaluatorStatus, ResultsPage, TraceDetail, VariantComparison
 from monitor.review.review_models import ReviewHistory, ReviewRecord, ReviewRequest, ReviewsPage
 from monitor.review.review_params import HISTORY_PARAMS, MAX_BODY_BYTES, REVIEWS_PARAMS
 from monitor.review.session_models import SessionDetail, SessionsPage
@@ -57,7 +57,7 @@ _ERRORS = {
 
 def _schemas() -> dict[str, Any]:
     schemas: dict[str, Any] = {}
-    models = (ResultsPage, TraceDetail, Breakdown, SignaturesPage, SignatureDetail, EvaluatorInfo, VariantComparison)
+    models = (ResultsPage, TraceDetail, Breakdown, SignaturesPage, SignatureDetail, EvaluatorStatus, VariantComparison)
     reviews = (ReviewsPage, ReviewHistory, ReviewRecord)
     for model in (*models, SessionsPage, SessionDetail, *reviews, ApiError):
         schema = model.model_json_schema(ref_template=REF, mode="serialization")
@@ -260,7 +260,7 @@ def _live_paths() -> dict[str, Any]:
         f"{PREFIX}/evaluators": _operation(
             "listEvaluators",
             "The configured evaluators with their current window pass ratios and alert states.",
-            _without_defs(TypeAdapter(list[EvaluatorInfo])),
+            _without_defs(TypeAdapter(list[EvaluatorStatus])),
             [],
             ("401", "404", "503"),
         ),

@@ -35,7 +35,7 @@ def text_param(query: Mapping[str, str], key: str) -> str | None:
         raise QueryError(str(exc)) from None
 
 
-def parse_time(value: str, now: float, key: str = "since") -> float:
+def query_time(value: str, now: float, key: str = "since") -> float:
     """Unix seconds from a duration back from `now`, Unix seconds or milliseconds, or ISO 8601 (UTC if naive):
     the API's parsing (monitor/review/api_params.py), so a link works on both."""
     try:
@@ -46,7 +46,7 @@ def parse_time(value: str, now: float, key: str = "since") -> float:
 
 def time_param(query: Mapping[str, str], key: str, now: float) -> float | None:
     value = text_param(query, key)
-    return None if value is None else parse_time(value, now, key)
+    return None if value is None else query_time(value, now, key)
 
 
 def result_filter(

@@ -11,7 +11,7 @@ from typing import Any
 from evaluators.judges import JudgeRequest, PairwiseReply
 from evaluators.sdk import EvalResult, builtin
 from monitor.config.variants import VariantsConfig
-from monitor.engine.batch_run import tally_of
+from monitor.engine.batch_run import trace_tally
 from monitor.engine.pairing import PairOffer
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics.tally import MetricsTally
@@ -35,7 +35,7 @@ def offers(config: VariantsConfig, *traces: tuple[str, str, str | None, dict[str
     the tally's trip across the process boundary."""
     evaluator = TraceEvaluator([], variants=config)
     outcomes = [evaluator.outcome(agent_trace(*t)) for t in traces]
-    tally = MetricsTally.from_wire(pickle.loads(pickle.dumps(tally_of(outcomes).wire())))
+    tally = MetricsTally.from_wire(pickle.loads(pickle.dumps(trace_tally(outcomes).wire())))
     return [PairOffer(*o) for o in tally.pair_offers]
 
 

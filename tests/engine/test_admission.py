@@ -83,7 +83,7 @@ def test_due_traces_under_the_queue_size_do_not_throttle() -> None:
 def test_work_budget_bounds_what_will_be_due_within_a_quiet_period() -> None:
     _, assembler, pool, admission, ingestor, _ = wired(queue_size=256, quiet=5.0)
     pool.capacity = 600.0  # spans/s: a budget of 600 * (5 + 2) = 4200 spans = 600 traces
-    pool.slots[0].rate = 600.0  # measured by real batches (not calibration's first estimate)
+    pool.slots[0].rate = 600.0  # measured by real batches (not the start probe's first estimate)
     assert DELAY_ALLOWANCE_SECONDS == 2.0
     answers = [ingestor.ingest(r, receiver="grpc", encoding="protobuf").outcome for r in synthetic_requests(700)]
     assert answers[: 600 // 50] == [Outcome.ACCEPTED] * (600 // 50)

@@ -56,11 +56,11 @@ def test_a_burst_into_an_idle_daemon_is_taken_up_to_the_allowance_not_the_quiet_
     assert admission.wait_seconds() == 5 * REQUEST_SPANS / CAPACITY
 
 
-def test_the_calibrated_first_estimate_is_trusted_by_half_until_a_batch_is_back() -> None:
-    """Before any real batch the capacity is the calibrated estimate (an idle worker's, too high under a burst):
+def test_the_first_estimate_measured_at_start_is_trusted_by_half_until_a_batch_is_back() -> None:
+    """Before any real batch the capacity is the estimate measured at start (an idle worker's, too high under a burst):
     the first wave is taken on half of it; once a batch has measured the workers, on all of it."""
     _, assembler, pool, admission, consumer = wired()
-    pool.slots[0].rate = 0.0  # nothing measured yet: `capacity` is calibration's
+    pool.slots[0].rate = 0.0  # nothing measured yet: `capacity` is the start probe's
     assert FIRST_ESTIMATE_TRUST == 0.5 and admission.capacity() == CAPACITY / 2
     answers = send(consumer, synthetic_requests(20 * 50))
     # 2 s at 350 spans/s = 700 spans = 2 requests; the check sees what is taken, so one more gets in.

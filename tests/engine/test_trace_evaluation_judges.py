@@ -5,7 +5,7 @@ from __future__ import annotations
 from evaluators.judges import JudgeRequest, LLMJudge
 from evaluators.judges.control import judge_sampled_in
 from evaluators.sdk import EvalResult, SkipReason, builtin
-from monitor.engine.batch_run import tally_of
+from monitor.engine.batch_run import trace_tally
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics.tally import MetricsTally
@@ -47,7 +47,7 @@ def test_sampled_traces_become_judge_jobs_and_the_rest_sampled_out_rows() -> Non
             assert "answers" not in rows  # its result comes later, from the judge stage
         else:
             assert rows["answers"].skip_reason == "sampled_out"
-    tally = MetricsTally.from_wire(tally_of(outcomes).wire())  # the jobs cross the process boundary with the tally
+    tally = MetricsTally.from_wire(trace_tally(outcomes).wire())  # the jobs cross the process boundary with the tally
     assert [j.trace_id for j in tally.judge_jobs] == [j.trace_id for j in jobs]
 
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from evaluators.judges.control import RateLimiter, ReplyCache, TokenBudget, judge_sampled_in, utc_day
+from evaluators.judges.control import DailyTokenBudget, RateLimiter, ReplyCache, judge_sampled_in, utc_day
 from evaluators.sdk.result import EvalResult
 
 TRACE_IDS = [hashlib.sha256(str(i).encode()).hexdigest()[:32] for i in range(10_000)]
@@ -142,7 +142,7 @@ def epoch(text: str) -> float:
 
 def test_budget_spends_and_resets_at_utc_midnight() -> None:
     now = [epoch("2026-03-01T22:00:00")]
-    budget = TokenBudget(100, clock=lambda: now[0])
+    budget = DailyTokenBudget(100, clock=lambda: now[0])
     budget.spend(60)
     assert (budget.remaining(), budget.exhausted()) == (40.0, False)
     budget.spend(50)
@@ -155,7 +155,7 @@ def test_budget_spends_and_resets_at_utc_midnight() -> None:
 
 
 def test_budget_zero_is_unlimited() -> None:
-    budget = TokenBudget(0)
+    budget = DailyTokenBudget(0)
     budget.spend(10**12)
     assert budget.remaining() == math.inf and not budget.exhausted()
 

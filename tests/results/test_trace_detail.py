@@ -1,4 +1,4 @@
-"""trace_detail: the step tree `inspect` shows, bounded, with the trace's agents, models, tools and errors."""
+"""detail_row_of: the step tree `inspect` shows, bounded, with the trace's agents, models, tools and errors."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from monitor.commands.inspect_cmd import render_tree
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.store.rows import MASK_MARGIN
-from monitor.store.trace_detail import STEP_TEXT, trace_detail
+from monitor.store.trace_detail import STEP_TEXT, detail_row_of
 from tests.conftest import CORPUS
 from tests.results.helpers import agent_trace
 from tests.unit.spanfactory import make_span, trace_of
@@ -34,7 +34,7 @@ def test_the_steps_are_the_tree_inspect_shows_for_every_recorded_trace() -> None
     checked = set()
     for scenario in sorted(p for p in CORPUS.iterdir() if p.is_dir()):
         for trace in load_traces([scenario]):
-            detail = trace_detail(trace)
+            detail = detail_row_of(trace)
             assert [(s[2], s[3]) for s in detail.steps] == inspected(trace), scenario.name
             ids = {s[0] for s in detail.steps}
             assert all(s[1] in ids for s in detail.steps if s[1] is not None)  # parents are steps
@@ -45,7 +45,7 @@ def test_the_steps_are_the_tree_inspect_shows_for_every_recorded_trace() -> None
 
 def test_agents_models_tools_and_errors_of_a_trace() -> None:
     trace = agent_trace()
-    detail = trace_detail(trace)
+    detail = detail_row_of(trace)
     assert detail.agents == ("planner",)
     assert [m[:4] for m in detail.models] == [("gpt-4o", 1, 100, 10), ("gpt-4o-mini", 1, 200, 20)]  # then spend
     assert detail.tools == ("search", "calc")
@@ -58,11 +58,11 @@ def test_agents_models_tools_and_errors_of_a_trace() -> None:
 
 def test_the_steps_stop_at_the_cap_and_say_so() -> None:
     trace = agent_trace()
-    detail = trace_detail(trace, max_steps=3)
+    detail = detail_row_of(trace, max_steps=3)
     assert [s[3] for s in detail.steps] == ["agent", "retrieval", "llm"] and detail.steps_truncated
     assert detail.errors[0][1] == "calc"  # error spans are listed past the cap
-    assert not trace_detail(trace).steps_truncated
-    assert trace_detail(trace, max_steps=0).steps == ()
+    assert not detail_row_of(trace).steps_truncated
+    assert detail_row_of(trace, max_steps=0).steps == ()
 
 
 def test_step_text_is_bounded() -> None:
@@ -75,7 +75,7 @@ def test_step_text_is_bounded() -> None:
         status=2,
         status_message="e" * 9000,
     )  # fmt: skip
-    (_, step) = trace_detail(trace_of(root, tool)).steps
+    (_, step) = detail_row_of(trace_of(root, tool)).steps
     assert len(step[11]) <= STEP_TEXT + 2 * MASK_MARGIN + 3 and step[11].count("x") < 400
     assert len(step[7]) == STEP_TEXT + MASK_MARGIN  # cut to the stored size once masked (packing)
 

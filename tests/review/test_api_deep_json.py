@@ -54,5 +54,5 @@ def test_a_deeply_nested_skipped_cookie_reads_as_no_skips() -> None:
 def test_the_depth_limit_counts_containers_not_brackets_in_strings() -> None:
     assert client_json.loads('{"a": "[[[[{{{{"}', max_depth=1) == {"a": "[[[[{{{{"}
     assert client_json.loads(b"[[1]]", max_depth=2) == [[1]]
-    with pytest.raises(client_json.TooDeep):
+    with pytest.raises(client_json.JsonTooDeep):
         client_json.loads(b"[[[1]]]", max_depth=2)

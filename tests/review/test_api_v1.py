@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from monitor.auth import SESSION_COOKIE, session_value
-from monitor.review.models import EvaluatorInfo, EvaluatorWindow, ResultFilter, ReviewReader
+from monitor.review.models import EvaluatorStatus, EvaluatorWindow, ResultFilter, ReviewReader
 from monitor.web.app import build_api_app
 from tests.review.fake_reader import FakeReader, item, trace_detail
 from tests.review.server import get, serve
@@ -24,9 +24,9 @@ TOKEN = "review-token"
 TRACE = "ab" * 16
 
 
-def evaluators() -> list[EvaluatorInfo]:
+def evaluators() -> list[EvaluatorStatus]:
     return [
-        EvaluatorInfo(
+        EvaluatorStatus(
             name="error_free",
             kind="rule",
             level="trace",

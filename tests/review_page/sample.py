@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from monitor.review.models import (
     ErrorSpan,
-    EvaluatorInfo,
+    EvaluatorStatus,
     EvaluatorWindow,
     ModelUsage,
     ResultItem,
@@ -169,10 +169,10 @@ def older_latency_failures(now: float = NOW, count: int = 60) -> list[ResultItem
     ]
 
 
-def evaluator_infos() -> list[EvaluatorInfo]:
+def evaluator_infos() -> list[EvaluatorStatus]:
     windows = [EvaluatorWindow(window="5m", samples=40, pass_ratio=0.62), EvaluatorWindow(window="1h", samples=410)]
     return [
-        EvaluatorInfo(
+        EvaluatorStatus(
             name="tool_success_rate",
             kind="rule",
             level="trace",
@@ -182,9 +182,9 @@ def evaluator_infos() -> list[EvaluatorInfo]:
             alert_state="firing",
             windows=windows,
         ),
-        EvaluatorInfo(name="error_free", kind="rule", level="trace", threshold=1.0),
-        EvaluatorInfo(name="latency", kind="rule", level="trace", threshold=0.5),
-        EvaluatorInfo(name="pii_leak", kind="rule", level="trace", sampling=0.25),
+        EvaluatorStatus(name="error_free", kind="rule", level="trace", threshold=1.0),
+        EvaluatorStatus(name="latency", kind="rule", level="trace", threshold=0.5),
+        EvaluatorStatus(name="pii_leak", kind="rule", level="trace", sampling=0.25),
     ]
 
 

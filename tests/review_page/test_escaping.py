@@ -13,7 +13,7 @@ from monitor.review.models import (
     Breakdown,
     BreakdownGroup,
     ErrorSpan,
-    EvaluatorInfo,
+    EvaluatorStatus,
     EvaluatorWindow,
     ModelUsage,
     ResultFilter,
@@ -85,7 +85,7 @@ def check(page: str) -> None:
 
 
 def site(names: list[str]) -> ReviewSite:
-    infos = [EvaluatorInfo(name=n, kind="rule", level="trace") for n in names]
+    infos = [EvaluatorStatus(name=n, kind="rule", level="trace") for n in names]
     config = ReviewConfig(trace_url_template="http://jaeger.example/trace/{trace_id}")
     return ReviewSite(None, lambda: infos, config, "token")
 
@@ -148,7 +148,7 @@ FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 def test_results_page_escapes_every_field(items, names, query, cursor) -> None:
     evaluator = names[0] if names else None
     infos = [
-        EvaluatorInfo(name=n, kind=n, level=n, alert_min_pass_ratio=0.9, alert_state="firing",
+        EvaluatorStatus(name=n, kind=n, level=n, alert_min_pass_ratio=0.9, alert_state="firing",
                       windows=[EvaluatorWindow(window=n, samples=1, pass_ratio=0.5)])
         for n in names
     ]  # fmt: skip

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from monitor.review.models import EvaluatorInfo, EvaluatorWindow, Step
+from monitor.review.models import EvaluatorStatus, EvaluatorWindow, Step
 from monitor.review.of_store import reader_of
 from monitor.store.sqlite import ResultStore
-from monitor.store.trace_detail import trace_detail as build_detail
+from monitor.store.trace_detail import detail_row_of as build_detail
 from tests.results.helpers import outcome, row
 from tests.review.fake_reader import FakeReader, item, trace_detail
 from tests.review_page.serve import fetch, review_app, serve
@@ -70,7 +70,7 @@ def test_the_verdicts_step_column_names_the_step() -> None:
 
 
 def test_with_a_variant_filter_the_header_shows_that_variants_window_ratios() -> None:
-    info = EvaluatorInfo(
+    info = EvaluatorStatus(
         name="error_free",
         kind="rule",
         level="trace",

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from monitor.web.page_params import QueryError, limit_param, parse_time, result_filter
+from monitor.web.page_params import QueryError, limit_param, query_time, result_filter
 
 NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 
@@ -25,13 +25,13 @@ NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
     ],
 )
 def test_times(text: str, expected: float) -> None:
-    assert parse_time(text, NOW) == pytest.approx(expected)
+    assert query_time(text, NOW) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("text", ["yesterday", "1y", "-5m", "2025-13-01", "nan"])
 def test_bad_times(text: str) -> None:
     with pytest.raises(QueryError, match="since"):
-        parse_time(text, NOW)
+        query_time(text, NOW)
 
 
 def test_filter_from_a_query() -> None:

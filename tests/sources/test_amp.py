@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from evaluators.traces.records import SPAN_KIND_NAMES, STATUS_NAMES, SpanRecord
 from monitor.config.sources import AmpSourceConfig
-from monitor.sources.amp import AmpSource, format_time, parse_time
+from monitor.sources.amp import AmpSource, format_time, rfc3339_ns
 from monitor.sources.base import PolledTrace, SourceError
 from monitor.sources.http import SourceHttp
 from tests.sources.otlp_json import corpus_traces
@@ -311,9 +311,9 @@ def test_malformed_responses_are_decode_errors_naming_the_request(body: bytes, w
 
 
 def test_times_and_enums_in_the_spellings_the_service_uses() -> None:
-    assert parse_time("2025-11-03T11:42:20.55201954Z", "t") == go_parse("2025-11-03T11:42:20.55201954Z")
-    assert parse_time("2025-11-03T13:42:20+02:00", "t") == go_parse("2025-11-03T11:42:20Z")
-    assert parse_time("0001-01-01T00:00:00Z", "t") == 0 and parse_time(None, "t") == 0
+    assert rfc3339_ns("2025-11-03T11:42:20.55201954Z", "t") == go_parse("2025-11-03T11:42:20.55201954Z")
+    assert rfc3339_ns("2025-11-03T13:42:20+02:00", "t") == go_parse("2025-11-03T11:42:20Z")
+    assert rfc3339_ns("0001-01-01T00:00:00Z", "t") == 0 and rfc3339_ns(None, "t") == 0
     assert go_parse(format_time(T0)) == T0 and format_time(T0).endswith(".123456789Z")
     from monitor.sources.amp import amp_span
 

@@ -32,8 +32,8 @@ from evaluators.traces.records import SpanEvent, SpanRecord
 from monitor.config.sources import PhoenixSourceConfig
 from monitor.sources.base import PolledTrace, SourceError
 from monitor.sources.http import SourceHttp
-from monitor.sources.phoenix import JSON_STRING_SUFFIXES, PhoenixSource
-from monitor.sources.phoenix_writeback import Annotation, PhoenixAnnotations
+from monitor.sources.phoenix.annotations import Annotation, PhoenixAnnotations
+from monitor.sources.phoenix.source import JSON_STRING_SUFFIXES, PhoenixSource
 from tests.phoenix_server import export, wait_for_spans
 from tests.sources.otlp_json import corpus_traces
 from tests.sources.serving import answering, serving

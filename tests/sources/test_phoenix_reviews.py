@@ -1,5 +1,5 @@
 """Reviews of a judge's verdicts written back to a real Arize Phoenix as human annotations
-(monitor/sources/review_writeback.py): on the trace or the span the result names, beside the judge's own
+(monitor/sources/phoenix/review_annotations.py): on the trace or the span the result names, beside the judge's own
 annotation, updated in place when the review changes; other evaluators' reviews and traces Phoenix does not hold
 are not written."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 
 from monitor.config.sources import PhoenixSourceConfig
-from monitor.sources.phoenix_writeback import Annotation, PhoenixAnnotations
-from monitor.sources.review_writeback import ReviewAnnotator, annotate_review, review_annotator
+from monitor.sources.phoenix.annotations import Annotation, PhoenixAnnotations
+from monitor.sources.phoenix.review_annotations import ReviewAnnotator, annotate_review, review_annotator
 from monitor.store.reviews import StoredReview
 from tests.sources.test_phoenix import SCENARIOS, _annotations, load, project  # noqa: F401  (the fixture)
 

@@ -9,7 +9,7 @@ import pytest
 
 from evaluators.pricing import ModelPrice
 from monitor.config import MonitorConfig
-from monitor.engine.batch_run import tally_of
+from monitor.engine.batch_run import trace_tally
 from monitor.engine.evaluator_setup import build_evaluators
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
@@ -71,7 +71,7 @@ def test_an_override_changes_the_metric_and_the_rule_alike() -> None:
         evaluator = TraceEvaluator.from_config(built, config)
         outcome = evaluator.outcome(trace_of(*spans))
         exporter = MetricsExporter()
-        exporter.results.apply_tally(tally_of([outcome]))
+        exporter.results.apply_tally(trace_tally([outcome]))
         spent = value(exporter, "agent_llm_cost_usd_total", service="unknown", agent="", model="gpt-4o",
                       provider="openai")  # fmt: skip
         (row,) = outcome.results

@@ -42,6 +42,10 @@ def test_on_a_server_fixture(postgres_url):
 
 def test_in_memory():
     assert sum(range(3)) == 3
+
+def test_looks_up_a_shared_library():  # ctypes.util runs ldconfig: an import's side effect, not a started process
+    import ctypes.util
+    assert ctypes.util.find_library("c")
 """
 
 
@@ -58,7 +62,7 @@ def test_a_test_that_starts_a_server_or_a_process_unmarked_fails_naming_what_it_
     project: pytest.Pytester,
 ) -> None:
     result = project.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=5, errors=2)
+    result.assert_outcomes(passed=6, errors=2)
     result.stdout.fnmatch_lines(
         [
             "*test_listens started a server listening on ('127.0.0.1', *) without the `integration` marker*",
@@ -69,4 +73,4 @@ def test_a_test_that_starts_a_server_or_a_process_unmarked_fails_naming_what_it_
 
 def test_a_test_on_a_server_fixture_is_marked_and_the_fast_run_leaves_it_out(project: pytest.Pytester) -> None:
     result = project.runpytest_subprocess("-p", "no:cacheprovider", "-m", "not integration")
-    result.assert_outcomes(passed=3, errors=2, deselected=2)
+    result.assert_outcomes(passed=4, errors=2, deselected=2)

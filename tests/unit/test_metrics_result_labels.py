@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families as parse_cla
 from evaluators import load_traces
 from evaluators.sdk import builtin
 from monitor.engine.assembler import CompletedTrace
-from monitor.engine.batch_run import tally_of
+from monitor.engine.batch_run import trace_tally
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
@@ -110,7 +110,7 @@ def _worker(*names: str) -> tuple[TraceEvaluator, ResultRecorder, MetricsExporte
 
 def test_worker_feeds_agent_names_and_levels_from_a_recorded_handoff() -> None:
     worker, recorder, m = _worker("error_free", "agent_efficiency", "finish_reason")
-    recorder.record(tally_of([worker.outcome(trace) for trace in load_traces(CORPUS / "adk_native__handoff")]))
+    recorder.record(trace_tally([worker.outcome(trace) for trace in load_traces(CORPUS / "adk_native__handoff")]))
     levels = {
         (s.labels["evaluator"], s.labels["level"], s.labels["agent"]) for s in samples(m, "agent_eval_results_total")
     }
@@ -129,7 +129,7 @@ def test_worker_counts_a_failed_llm_call_as_a_provider_error() -> None:
     failed = dataclasses.replace(chat(None, parent=root, model="gpt-4o"), status_code=2, status_message="HTTP 500")
     completed = CompletedTrace(ok.trace_id, [root, failed, ok], "quiet", time.monotonic(), time.monotonic())
     worker, recorder, m = _worker("error_free")
-    recorder.record(tally_of(worker.evaluate_batch([completed])))
+    recorder.record(trace_tally(worker.evaluate_batch([completed])))
     assert value(m, "agent_llm_calls_total", service="unknown", model="gpt-4o", outcome="error") == 1
     assert value(m, "agent_llm_calls_total", service="unknown", model="gpt-4o", outcome="ok") == 1
     assert "agent_llm_calls_total" in classic(m)

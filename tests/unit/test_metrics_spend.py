@@ -11,7 +11,7 @@ import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 
 from evaluators.pricing import ModelPrice
-from monitor.engine.batch_run import tally_of
+from monitor.engine.batch_run import trace_tally
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
 from tests.unit.builtins_spans import agent, chat
@@ -24,7 +24,7 @@ START_NS = int(datetime(2025, 9, 1, tzinfo=UTC).timestamp() * 1e9)
 def _apply(*spans, prices=None) -> MetricsExporter:
     exporter = MetricsExporter()
     outcome = TraceEvaluator([], prices=prices).outcome(trace_of(*spans))
-    exporter.results.apply_tally(tally_of([outcome]))
+    exporter.results.apply_tally(trace_tally([outcome]))
     return exporter
 
 

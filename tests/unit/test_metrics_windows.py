@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from monitor.metrics import WindowStore, percentile, sanitize_label_value, score_stats
+from monitor.metrics import WindowStore, sanitize_label_value, score_stats, sorted_quantile
 from monitor.metrics.labels import OTHER, LabelCapper
 
 
@@ -21,13 +21,13 @@ class FakeClock:
 def test_percentile_linear_interpolation_matches_hand_computed_values() -> None:
     values = [1.0, 2.0, 3.0, 4.0]
     # numpy.percentile(values, [5, 50, 95, 99]) with the default "linear" method
-    assert percentile(values, 0.05) == pytest.approx(1.15)
-    assert percentile(values, 0.5) == pytest.approx(2.5)
-    assert percentile(values, 0.95) == pytest.approx(3.85)
-    assert percentile(values, 0.99) == pytest.approx(3.97)
-    assert percentile(values, 0.0) == 1.0
-    assert percentile(values, 1.0) == 4.0
-    assert percentile([7.0], 0.99) == 7.0
+    assert sorted_quantile(values, 0.05) == pytest.approx(1.15)
+    assert sorted_quantile(values, 0.5) == pytest.approx(2.5)
+    assert sorted_quantile(values, 0.95) == pytest.approx(3.85)
+    assert sorted_quantile(values, 0.99) == pytest.approx(3.97)
+    assert sorted_quantile(values, 0.0) == 1.0
+    assert sorted_quantile(values, 1.0) == 4.0
+    assert sorted_quantile([7.0], 0.99) == 7.0
 
 
 def test_score_stats_mean_population_stddev_and_quantiles() -> None:

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from monitor.config.review import ReviewConfig
-from monitor.review.models import EvaluatorInfo, ReviewReader, VariantComparison
+from monitor.review.models import EvaluatorStatus, ReviewReader, VariantComparison
 from monitor.web.access import Access
 from monitor.web.html import Child, Html, document, el
 
@@ -36,7 +36,7 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 
-EvaluatorSource = Callable[[], Sequence[EvaluatorInfo]]
+EvaluatorSource = Callable[[], Sequence[EvaluatorStatus]]
 ComparisonSource = Callable[[], Sequence[VariantComparison]]
 
 

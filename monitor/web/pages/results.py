@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from urllib.parse import quote
 
 import monitor.web.pages.fmt as fmt
-from monitor.review.models import EvaluatorInfo, ResultFilter, ResultItem, ResultsPage
+from monitor.review.models import EvaluatorStatus, ResultFilter, ResultItem, ResultsPage
 from monitor.web.html import Child, Html, el, join
 from monitor.web.pages.agreement_line import agreement_parts
 from monitor.web.pages.layout import RESULTS, ROOT, ReviewSite, link, pager, shell
@@ -92,7 +92,7 @@ def filter_form(params: Mapping[str, str | None], evaluators: list[str]) -> Html
     return join(el("form", controls, method="get", action=RESULTS, class_="filters"), quick)
 
 
-def evaluator_line(info: EvaluatorInfo, params: Mapping[str, str | None]) -> Html:
+def evaluator_line(info: EvaluatorStatus, params: Mapping[str, str | None]) -> Html:
     """One line about the selected evaluator: kind, threshold, alert state, in-process window pass ratios."""
     parts: list[Child] = [el("strong", info.name), f" {info.kind}, {info.level} level"]
     if info.threshold is not None:
@@ -189,7 +189,7 @@ def results_page(
     query: Mapping[str, str],
     where: ResultFilter,
     page: ResultsPage,
-    infos: Sequence[EvaluatorInfo],
+    infos: Sequence[EvaluatorStatus],
     reviews: Reviews | None = None,
     forms: ReviewForms | None = None,
 ) -> Html:

@@ -20,7 +20,7 @@ from aiohttp import web
 
 from monitor.config.review import MAX_PAGE_SIZE, ReviewConfig
 from monitor.logutil import RateLimitedLogger
-from monitor.review.models import BreakdownBy, BreakdownSort, EvaluatorInfo, ReviewReader, VariantComparison
+from monitor.review.models import BreakdownBy, BreakdownSort, EvaluatorStatus, ReviewReader, VariantComparison
 from monitor.review.service import RESOLVE_AFTER
 from monitor.review.session_models import MAX_SESSION_ID_CHARS, SessionFilter
 from monitor.review.signature_models import DEFAULT_RANGE, SignatureFilter
@@ -99,12 +99,12 @@ def signature_filter(query: Mapping[str, str], keys: Sequence[str]) -> Signature
 
 
 def evaluator_source(evaluators: EvaluatorsInfo) -> EvaluatorSource:
-    """A callable of EvaluatorInfo from the daemon's (live figures), or from bare evaluator names."""
+    """A callable of EvaluatorStatus from the daemon's (live figures), or from bare evaluator names."""
     if evaluators is None:
         return list
     if callable(evaluators):
         return evaluators
-    infos = [EvaluatorInfo(name=name, kind="", level="") for name in evaluators]
+    infos = [EvaluatorStatus(name=name, kind="", level="") for name in evaluators]
     return lambda: infos
 
 
@@ -130,7 +130,7 @@ async def _reviews(reader: ReviewReader, trace_ids: list[str], history: bool) ->
         return Reviews(problem=str(exc))
 
 
-def _infos(site: ReviewSite) -> Sequence[EvaluatorInfo]:
+def _infos(site: ReviewSite) -> Sequence[EvaluatorStatus]:
     try:
         return site.evaluators()
     except Exception as exc:  # live figures are a nicety: the page works without them

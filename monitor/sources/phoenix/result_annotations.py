@@ -1,5 +1,5 @@
 """Write-back: the results of the traces a Phoenix source polled, posted to Phoenix as annotations (see
-phoenix_writeback.py), once the traces are evaluated and stored. Read back from the result store (every result the
+annotations.py), once the traces are evaluated and stored. Read back from the result store (every result the
 store keeps: with `store.results: failing` only failures and skips are there; skips are not posted), so what
 Phoenix shows is what the review shows. A judge's result arrives after its trace was evaluated: it is posted when
 it is already stored, else not at all (a later run does not post it again)."""
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from monitor.consumer import PolledTrace
-from monitor.sources.phoenix_writeback import Annotation, PhoenixAnnotations
+from monitor.sources.phoenix.annotations import Annotation, PhoenixAnnotations
 
 if TYPE_CHECKING:
     from monitor.review.models import TraceDetail

@@ -43,7 +43,7 @@ def typical_trace(number: int) -> CompletedTrace:
             start,
             start + 300 * MS,
             attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "travel_agent"},
-            resource_attributes={"service.name": "calibration"},
+            resource_attributes={"service.name": "capacity-probe"},
         )
     ]
     for step in range(3):
@@ -73,7 +73,7 @@ def typical_trace(number: int) -> CompletedTrace:
                 trace_id, f"{20 + step:016x}", root, "execute_tool", 1, at + 45 * MS, at + 50 * MS, attributes=tool
             )
         )
-    resource = {"service.name": "calibration"}
+    resource = {"service.name": "capacity-probe"}
     now = time.monotonic()
     return CompletedTrace(trace_id, [_raw(span, resource) for span in spans], "quiet", now, now, [], now)
 
@@ -95,7 +95,7 @@ def _raw(record: SpanRecord, resource: dict) -> ReceivedSpan:
     payload = span.SerializeToString()
     return RawSpan(
         record.trace_id, record.span_id, record.parent_span_id, record.kind, record.end_time_unix_nano, payload,
-        resource, "", "", "calibration",
+        resource, "", "", "capacity-probe",
     )  # fmt: skip
 
 

@@ -1,11 +1,10 @@
-"""Reviews of a judge's verdicts back into Arize Phoenix as human annotations (the reviews' side of write-back;
-the results' side is writeback.py). A review of an LLM judge's result is posted to every Phoenix poll source with
-`write_back` on: annotator_kind HUMAN, name the evaluator, label the reviewer's corrected label (else `agree` or
-`disagree`), score the corrected score, explanation the note, the reviewer and the verdict reviewed in metadata.
+"""Reviews of a judge's verdicts back into Arize Phoenix as human annotations (the reviews' side of write-back; the
+results' side is result_annotations.py). A review of an LLM judge's result is posted to every Phoenix poll source
+with `write_back` on: annotator_kind HUMAN, name the evaluator, label the reviewer's corrected label (else `agree`
+or `disagree`), score the corrected score, explanation the note, the reviewer and the verdict reviewed in metadata.
 Its identifier `agent-monitor-review:<evaluator>` keeps it beside the judge's own annotation and makes a changed
 review update it. A trace that did not come from that Phoenix is refused there (404) and left out (logged), as
-results are: that is how "the trace came from there" is decided without recording each trace's source.
-"""
+results are: that is how "the trace came from there" is decided without recording each trace's source."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ import logging
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
-from monitor.sources.phoenix_writeback import Annotation, PhoenixAnnotations
+from monitor.sources.phoenix.annotations import Annotation, PhoenixAnnotations
 
 if TYPE_CHECKING:
     from monitor.store.reviews import StoredReview
