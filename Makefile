@@ -71,7 +71,7 @@ rules: $(STAMP)
 	  --namespace agent-monitor --output deploy/kubernetes/prometheusrule.yaml
 
 bench: $(DEV_STAMP)
-	$(PY) tests/bench/run_all.py
+	$(PY) -m tests.bench.run_all
 
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check evaluators monitor tests
