@@ -22,7 +22,7 @@ from monitor.config import MonitorConfig
 from monitor.config.address import external_url
 from monitor.config.models import usable_cpus
 from monitor.consumer import TraceConsumer
-from monitor.engine.admission import Admission, AdmittedConsumer
+from monitor.engine.admission import Admission, AdmissionGate
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.dispatcher import DueTraceDispatcher
@@ -41,11 +41,11 @@ from monitor.logutil import RateLimitedLogger
 from monitor.metrics import MetricsExporter
 from monitor.metrics.loop_lag import EventLoopLag
 from monitor.metrics.rebuild import window_rebuild_of
-from monitor.metrics.tally import MetricsTally
 from monitor.preflight import Prepared, preflight
 from monitor.receivers.grpc_receiver import GrpcReceiver
 from monitor.receivers.http_receiver import HttpReceiver
 from monitor.receivers.inflight import InflightBytes
+from monitor.result_sink import ResultSink, TallyMetrics
 from monitor.review.agreement_cache import AgreementCache
 from monitor.review.models import PairwiseCounts
 from monitor.review.of_store import StoreReviewReader, reader_of
@@ -106,33 +106,34 @@ class Daemon:
         self.store, self.review = _result_store(config, self.store_health)
         read = self.review.recent_verdicts if self.review is not None else None
         self.window_rebuild = window_rebuild_of(config, telemetry.results, telemetry.rebuild, read, StoreUnavailable)
-        self.recorder = ResultRecorder(telemetry.recording, self._apply_tally, telemetry.evaluation.dropped)
+        apply = TallyMetrics(telemetry).apply  # every tally of results, whoever produced it, to the metrics
+        self.recorder = ResultRecorder(telemetry.recording, apply, telemetry.evaluation.dropped)
         pairwise_judges = prepared.pairwise_judges
-        judging = judge_stages(config, evaluators, pairwise_judges, telemetry, self.store, self._apply_tally)
+        judging = judge_stages(config, evaluators, pairwise_judges, telemetry, self.store, apply)
         self.judge_engine, self.judge_stage, self.pairwise = judging
+        keeper, judge = self.judge_stage.keeper, self.judge_engine.judge  # keeper: where waiting judgements are kept
+        self.sessions = tracker_of(config, evaluators, telemetry.sessions, apply, judge, self.store, keeper)
+        self.resumer = resumer_of(config, self.judge_stage, self.pairwise, telemetry, self.sessions)
+        sink = ResultSink(self.recorder, self.judge_stage, self.pairwise, self.sessions)  # each batch's results
         self.pool = EvaluationPool.from_config(
             config.evaluation,
             _slots(config, evaluators, self.store),
-            self._record,
+            sink.record,
             telemetry.evaluation.dropped,
             count_restart=telemetry.evaluation.restarted,
             on_store_report=self.store_health.apply_report,
             on_new_signatures=telemetry.signatures.new,
             cores=usable_cpus(),
         )
-        keeper, judge = self.judge_stage.keeper, self.judge_engine.judge  # keeper: where waiting judgements are kept
-        self.sessions = tracker_of(config, evaluators, telemetry.sessions, self._apply_tally, judge, self.store, keeper)
-        self.resumer = resumer_of(config, self.judge_stage, self.pairwise, telemetry, self.sessions)
         self.dispatcher = DueTraceDispatcher(self.assembler, self.pool)
         _observe(telemetry, self)
         self.admission = Admission(self.assembler, self.pool, quiet_period=assembly.quiet_period)
-        self.ingestor.admission_refuses = self.admission.refuse
         self.polling = self._polling(prepared)
         # One budget for both receivers: the bytes of requests in flight, process-wide.
         self.inflight = InflightBytes(config.receivers.max_inflight_bytes)
         # The intake log: each accepted request on disk before its answer, replayed at start until stored.
         self.intake = intake_of(config, self, telemetry.intake_log)
-        admitted = AdmittedConsumer(self.intake.consumer, self.admission)  # each request's closing spans scheduled
+        admitted = AdmissionGate(self.intake.consumer, self.admission)  # refuses, or schedules the closing spans
         self.grpc, self.http = _receivers(config, prepared, admitted, self.inflight, self.metrics)
         revoked = RevokedSessions.of_store(config.store.path if config.store.enabled else None)
         self.access = Access(config.api_token(), config.api.allow_unauthenticated, revoked=revoked)
@@ -227,22 +228,6 @@ class Daemon:
         ]
 
     # --- wiring callbacks -----------------------------------------------------------------------
-    def _apply_tally(self, tally: MetricsTally) -> None:
-        """A tally to the result metrics and to the failure signatures' (active, and new without a store)."""
-        self.metrics.results.apply_tally(tally)
-        self.metrics.signatures.apply_tally(tally)
-        for receiver, count in tally.attributes_dropped.items():  # left out of raw spans by the worker's decoding
-            self.metrics.intake.receiver(receiver).attributes_dropped("too_deep", count)
-
-    def _record(self, tally: MetricsTally) -> None:
-        self.recorder.record(tally)
-        if tally.judge_jobs:
-            self.judge_stage.submit(tally.judge_jobs)
-        if tally.pair_offers and self.pairwise is not None:
-            self.pairwise.submit(tally.pair_offers)
-        if tally.turns and self.sessions is not None:
-            self.sessions.add(tally.turns)
-
     def _pairwise_counts(self, baseline: str, candidate: str) -> list[PairwiseCounts]:
         """The pairwise judges' outcomes of these two variants so far, for the canary view."""
         totals = self.metrics.pairwise.totals(baseline, candidate)

@@ -26,19 +26,19 @@ from pydantic import ValidationError
 from evaluators.sdk.significance import ProportionTest, RankTest, Verdict, mann_whitney, two_proportions, verdict
 from evaluators.traces import TraceDecodeError, load_traces
 from evaluators.traces.model import Trace
-from monitor.commands.offline import EvaluatorReport, evaluate_offline
-from monitor.commands.offline_judges import stderr_progress
-from monitor.commands.offline_signatures import compare_groups, deltas_json, render_deltas
-from monitor.commands.offline_spec import (
+from monitor.engine.gc_tuning import tune_gc
+from monitor.engine.variants import attribute_value
+from monitor.offline.evaluation import EvaluatorReport, evaluate_offline
+from monitor.offline.judges import stderr_progress
+from monitor.offline.signatures import compare_groups, deltas_json, render_deltas
+from monitor.offline.spec import (
     InputError,
     Selected,
     pricing_overrides,
     selection_and_judges,
     signature_rules,
 )
-from monitor.commands.offline_spend import cost_ratio, ratio_line, spend_line
-from monitor.engine.gc_tuning import tune_gc
-from monitor.engine.variants import attribute_value
+from monitor.offline.spend import cost_ratio, ratio_line, spend_line
 from monitor.text import clip
 
 PROG = "agent-monitor compare"

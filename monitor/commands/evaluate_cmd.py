@@ -17,13 +17,13 @@ from pydantic import ValidationError
 from evaluators.sdk import Dataset, EvaluationRecord
 from evaluators.signatures import SignatureRule
 from evaluators.traces import TraceDecodeError, load_traces
-from monitor.commands.offline import OfflineReport, evaluate_offline, read_dataset
-from monitor.commands.offline_judges import stderr_progress
-from monitor.commands.offline_signatures import render_groups
-from monitor.commands.offline_spec import InputError, Selected, pricing_overrides, selection_and_judges, signature_rules
-from monitor.commands.offline_spend import spend_line
-from monitor.commands.session_records import session_of_record
 from monitor.engine.gc_tuning import tune_gc
+from monitor.offline.evaluation import OfflineReport, evaluate_offline, read_dataset
+from monitor.offline.judges import stderr_progress
+from monitor.offline.session_records import session_of_record
+from monitor.offline.signatures import render_groups
+from monitor.offline.spec import InputError, Selected, pricing_overrides, selection_and_judges, signature_rules
+from monitor.offline.spend import spend_line
 from monitor.text import clip
 
 EXPLANATION_WIDTH = 100
@@ -120,11 +120,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 def _sharded(
     args: argparse.Namespace, selection: list[Selected], dataset: Dataset | None, rules: Sequence[SignatureRule]
 ) -> OfflineReport | None:
-    """The report of a run over several processes; None when the run stays in this one (`offline_parallel`)."""
+    """The report of a run over several processes; None when the run stays in this one (`monitor.offline.parallel`)."""
     workers = getattr(args, "workers", None)
     if workers == 1:
         return None
-    from monitor.commands.offline_parallel import run_sharded, shard_plan
+    from monitor.offline.parallel import run_sharded, shard_plan
 
     shards = shard_plan(args.paths, workers)
     if shards is None:

@@ -22,10 +22,10 @@ from evaluators.traces.loader import traces_from_batch
 from evaluators.traces.records import DecodedBatch, LogRecord, SpanRecord
 from monitor.commands import check_config, daemon_address
 from monitor.commands.evaluate_cmd import render_table
-from monitor.commands.offline import evaluate_offline
-from monitor.commands.offline_judges import stderr_progress
-from monitor.commands.offline_spec import InputError, selection_and_judges
 from monitor.config import DEFAULT_SOURCE, ConfigError, load_located
+from monitor.offline.evaluation import evaluate_offline
+from monitor.offline.judges import stderr_progress
+from monitor.offline.spec import InputError, selection_and_judges
 from monitor.review.api_params import BadRequest, parse_time
 from monitor.sources.base import PolledTrace, SourceError, TraceSource
 from monitor.sources.checkpoints import MemoryCheckpoints

@@ -36,8 +36,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from monitor.consumer import IngestOutcome, TraceConsumer
+from monitor.consumer import IngestOutcome, Outcome, TraceConsumer
 from monitor.engine.assembler import TraceAssembler
+from monitor.engine.ingest import count_spans
 from monitor.engine.pool import EvaluationPool
 
 DELAY_ALLOWANCE_SECONDS = 2.0  # how long past its quiet period a trace may wait for a worker
@@ -47,6 +48,7 @@ FIRST_ESTIMATE_TRUST = 0.5  # the share of the capacity measured at start the sc
 # core mid-run), the work already held is late by about (quiet_period + allowance) times the drop. At 1.0 such a
 # run's p99 delay reached 9.6-9.9 s (quiet 5 s); at 0.85, 7.2-8.8 s, for about 10 % less intake at saturation.
 MEASURED_TRUST = 0.85
+BACKLOG_RETRY_SECONDS = 0.25  # the retry a refused request is told: the evaluation queue drains in well under 1 s
 POLL_SHARE = 0.25  # polled traces are submitted only while the work held is under this share of the budget
 
 
@@ -129,8 +131,10 @@ class Admission:
         return wait > self.allowance
 
 
-class AdmittedConsumer:
-    """The receivers' TraceConsumer: the ingestor, with the spans each request set closing put on the admission's
+class AdmissionGate:
+    """The receivers' TraceConsumer, and the one place admission control decides: while `admission.refuse()`, a
+    request gets the OTLP throttling answer before anything reads it (not decoded, not logged: under overload the
+    CPU goes to evaluation, not to spans we drop); a request taken has the spans it set closing put on the
     schedule (the assembler's closing spans before and after: a trace whose root arrives now counts whole)."""
 
     def __init__(self, inner: TraceConsumer, admission: Admission) -> None:
@@ -138,8 +142,15 @@ class AdmittedConsumer:
         self.admission = admission
 
     def ingest(self, payload: bytes, *, receiver: str, encoding: str, signal: str = "traces") -> IngestOutcome:
-        assembler = self.admission.assembler
-        before = assembler.spans_closing
+        admission = self.admission
+        if admission.refuse():
+            return IngestOutcome(
+                Outcome.THROTTLED,
+                message="evaluation is behind; retry later",
+                retry_after_seconds=BACKLOG_RETRY_SECONDS,
+                refused=[("throttled", count_spans(payload, encoding, signal))],
+            )
+        before = admission.assembler.spans_closing
         outcome = self.inner.ingest(payload, receiver=receiver, encoding=encoding, signal=signal)
-        self.admission.admitted(assembler.spans_closing - before)
+        admission.admitted(admission.assembler.spans_closing - before)
         return outcome

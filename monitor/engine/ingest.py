@@ -9,7 +9,6 @@ keeps its own figures (spans held, late and duplicate spans), which its metrics 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from itertools import chain
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -28,39 +27,26 @@ log = logging.getLogger(__name__)
 
 
 class Ingestor:
-    """Decode → capacity check → assembler."""
+    """Decode → size limits → assembler (admission control is before it: admission.AdmissionGate)."""
 
     def __init__(
         self,
         assembler: TraceAssembler,
         *,
         retry_after_seconds: float = 5.0,
-        backlog_retry_seconds: float = 0.25,
         problem_log: RateLimitedLogger | None = None,
-        admission_refuses: Callable[[], bool] | None = None,
     ) -> None:
         self.assembler = assembler
         self.retry_after_seconds = retry_after_seconds
-        self.backlog_retry_seconds = backlog_retry_seconds  # the evaluation queue drains in well under a second
         self.problems = problem_log or RateLimitedLogger(log, per_minute=10)
         self.accepting = True
         # Whether an accepted outcome lists its trace ids (the intake log's holds; nothing else reads them).
         self.record_trace_ids = False
-        # Admission control (monitor.engine.admission): True when the next request must be refused.
-        self.admission_refuses = admission_refuses or (lambda: False)
 
     def ingest(self, payload: bytes, *, receiver: str, encoding: str, signal: str = "traces") -> IngestOutcome:
         """One export request body (already decompressed). encoding: "protobuf" | "json"."""
         if not self.accepting:
             return IngestOutcome(Outcome.THROTTLED, message="shutting down", retry_after_seconds=1)
-        if self.admission_refuses():
-            # Refuse before decoding: under overload the CPU goes to evaluation, not to spans we drop.
-            return IngestOutcome(
-                Outcome.THROTTLED,
-                message="evaluation is behind; retry later",
-                retry_after_seconds=self.backlog_retry_seconds,
-                refused=[("throttled", count_spans(payload, encoding, signal))],
-            )
         try:
             batch = self.decode(payload, encoding, signal, receiver)
         except TraceDecodeError as exc:

@@ -19,7 +19,7 @@ from evaluators.sessions import group_sessions
 from evaluators.traces.turn_input import InputSource
 from monitor.cli import main
 from monitor.commands import inspect_cmd
-from monitor.commands.offline import match_tasks
+from monitor.offline.evaluation import match_tasks
 from tests.corpus.multi_turn import (
     MULTI_TURN_SCENARIOS,
     assert_own_question,

@@ -9,7 +9,7 @@ from monitor.engine.admission import (
     MEASURED_TRUST,
     POLL_SHARE,
     Admission,
-    AdmittedConsumer,
+    AdmissionGate,
 )
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.ingest import Ingestor
@@ -30,18 +30,18 @@ class Clock:
         return self.now
 
 
-def wired() -> tuple[Clock, TraceAssembler, EvaluationPool, Admission, AdmittedConsumer]:
+def wired() -> tuple[Clock, TraceAssembler, EvaluationPool, Admission, AdmissionGate]:
     clock = Clock()
     assembler = TraceAssembler(quiet_period=QUIET, clock=clock)
     pool = EvaluationPool(thread_slot(TraceEvaluator([])), lambda tally: None, lambda reason, n: None, clock=clock)
     pool.capacity = CAPACITY  # as if measured (the pool is never started: nothing is evaluated)
     pool.slots[0].rate = CAPACITY  # ... from real batches
     admission = Admission(assembler, pool, quiet_period=QUIET, measured_trust=1.0, clock=clock)  # exact figures
-    consumer = AdmittedConsumer(Ingestor(assembler, admission_refuses=admission.refuse), admission)
+    consumer = AdmissionGate(Ingestor(assembler), admission)
     return clock, assembler, pool, admission, consumer
 
 
-def send(consumer: AdmittedConsumer, requests: list[bytes]) -> list[Outcome]:
+def send(consumer: AdmissionGate, requests: list[bytes]) -> list[Outcome]:
     return [consumer.ingest(r, receiver="grpc", encoding="protobuf").outcome for r in requests]
 
 

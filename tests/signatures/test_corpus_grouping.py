@@ -21,8 +21,8 @@ from collections import defaultdict
 from evaluators import builtin, load_traces, run_evaluators
 from evaluators.sdk import EvaluationRecord, default_builtins
 from evaluators.signatures import Failure, FailureSignature, failure_signature
-from monitor.commands.offline import evaluate_offline
-from monitor.commands.offline_spec import selection_and_judges
+from monitor.offline.evaluation import evaluate_offline
+from monitor.offline.spec import selection_and_judges
 from tests.conftest import CORPUS
 
 LIBRARIES = ("adk_native", "oi_adk", "oi_openai", "otel_genai", "tl_openai")

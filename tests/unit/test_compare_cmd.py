@@ -227,7 +227,7 @@ def test_the_candidates_new_tool_failure_is_a_signature_new_in_the_candidate(ver
 
 def test_far_more_often_in_the_candidate_is_new_and_a_similar_rate_is_not() -> None:
     from evaluators.signatures import Failure, failure_signature
-    from monitor.commands.offline_signatures import SignatureGroup, compare_groups
+    from monitor.offline.signatures import SignatureGroup, compare_groups
 
     def group(message: str, count: int) -> SignatureGroup:
         sig = failure_signature("error_free", "trace", None, Failure("tool", "t", "error", message))

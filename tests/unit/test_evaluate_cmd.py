@@ -14,8 +14,8 @@ import pytest
 
 from evaluators.sdk import Dataset, Task
 from monitor.commands import evaluate_cmd, evaluators_cmd
-from monitor.commands.offline import TaskMatcher
-from monitor.commands.offline_spec import parse_spec
+from monitor.offline.evaluation import TaskMatcher
+from monitor.offline.spec import parse_spec
 from tests.conftest import CORPUS
 from tests.unit.spanfactory import make_span, trace_of
 

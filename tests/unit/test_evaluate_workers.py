@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from monitor.commands import evaluate_cmd
-from monitor.commands.offline_parallel import run_sharded, shard_plan
-from monitor.commands.offline_spec import default_selection
+from monitor.offline.parallel import run_sharded, shard_plan
+from monitor.offline.spec import default_selection
 from tests.bench.trace_files import write_trace_files
 from tests.conftest import CORPUS
 

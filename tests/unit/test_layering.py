@@ -18,6 +18,7 @@ FORBIDDEN = {
     "receivers": {"engine", "store", "review", "daemon", "sources"},
     "sources": {"engine", "store", "review", "daemon", "receivers"},
     "engine": {"receivers", "sources", "web", "daemon", "commands"},
+    "offline": {"receivers", "sources", "web", "daemon", "commands", "store", "review"},  # the commands' engine
     # monitor/sessions (conversations, fed by the engine's results; the SDK's evaluators/sessions shares the name)
     "sessions": {"receivers", "sources", "web", "daemon", "commands", "review"},
     "metrics": {"engine", "receivers", "sources", "web", "daemon", "store", "review"},

@@ -21,9 +21,9 @@ from evaluators.pricing import ModelPrice
 from evaluators.sdk import EvalResult, EvaluationRecord, Task
 from evaluators.sessions import Session, group_sessions
 from evaluators.traces.model import Trace
-from monitor.commands.session_records import session_record
 from monitor.config.loader import judge_key_from_env
 from monitor.config.models import JudgesConfig
+from monitor.offline.session_records import session_record
 
 Progress = Callable[[int, int], None]
 

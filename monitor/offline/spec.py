@@ -19,7 +19,6 @@ from evaluators.judges import JudgeSettings
 from evaluators.pricing import ModelPrice
 from evaluators.sdk import BaseEvaluator, in_default_set, list_builtins
 from evaluators.signatures import SignatureRule
-from monitor.commands.offline_judges import judge_settings
 from monitor.config import (
     EvaluatorEntry,
     EvaluatorOverride,
@@ -33,6 +32,7 @@ from monitor.config.evaluators import DEFAULTS_CONTEXT, evaluators_field, resolv
 from monitor.config.signatures import SignaturesConfig
 from monitor.config.units import Label
 from monitor.engine.evaluator_setup import build_evaluators
+from monitor.offline.judges import judge_settings
 
 MAX_SPEC_BYTES = 1024 * 1024
 

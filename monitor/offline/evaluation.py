@@ -1,5 +1,5 @@
 """Offline evaluation, as `agent-monitor evaluate` runs it: datasets, matching tasks to traces, running the
-selected evaluators (offline_spec.py) and summarizing the results with their `min_pass_rate` gates."""
+selected evaluators (spec.py) and summarizing the results with their `min_pass_rate` gates."""
 
 from __future__ import annotations
 
@@ -22,15 +22,15 @@ from evaluators.sdk import (
 )
 from evaluators.signatures import SignatureRule
 from evaluators.traces.model import Trace
-from monitor.commands.offline_records import Result, as_records, full_records, trace_results
-from monitor.commands.offline_sessions import evaluate_sessions, is_session_level, sessions_for
-from monitor.commands.offline_signatures import SignatureGroup, group_failures, groups_json
-from monitor.commands.offline_spec import InputError, Selected
-from monitor.commands.offline_spend import SpendSummary, spend_of
+from monitor.offline.records import Result, as_records, full_records, trace_results
+from monitor.offline.sessions import evaluate_sessions, is_session_level, sessions_for
+from monitor.offline.signatures import SignatureGroup, group_failures, groups_json
+from monitor.offline.spec import InputError, Selected
+from monitor.offline.spend import SpendSummary, spend_of
 
 if TYPE_CHECKING:
     from evaluators.sdk import BaseEvaluator
-    from monitor.commands.offline_judges import JudgeSpend, Progress
+    from monitor.offline.judges import JudgeSpend, Progress
 
 TASK_ID_ATTRIBUTES = ("task.id", "task_id", "baggage.task.id")
 
@@ -203,7 +203,7 @@ def evaluate_offline(
     prices: Mapping[str, ModelPrice] | None = None,
 ) -> OfflineReport:
     """Run the selected evaluators over every trace: experiment mode with a dataset, monitor mode without;
-    session-level ones once per conversation the traces hold (`offline_sessions`).
+    session-level ones once per conversation the traces hold (`sessions`).
     LLM judges go through one judge engine with `judges` settings (none: every judgement skips). Failures are
     grouped by signature, with `signature_rules` (the spec's `signatures.rules`). What the traces cost and the
     judges' spend are priced with `prices` (the spec's `pricing.models` overrides) winning over the price table."""
@@ -220,7 +220,7 @@ def evaluate_offline(
     chosen_judges = [(s.evaluator, s.label) for s in selection if isinstance(s.evaluator, LLMJudge)]
     spend: dict[str, JudgeSpend] = {}
     if chosen_judges:
-        from monitor.commands.offline_judges import run_judges  # the judge engine and its client, only for judges
+        from monitor.offline.judges import run_judges  # the judge engine and its client, only for judges
 
         settings = judges if judges is not None else JudgeSettings()
         records, observer = run_judges(

@@ -16,12 +16,12 @@ from evaluators.sdk import Dispatched, EvaluationRecord, dispatch_session
 from evaluators.sessions import Session, Turn, group_sessions
 from evaluators.sessions.ids import session_of
 from evaluators.traces.model import Trace
-from monitor.commands.session_records import session_record
 from monitor.engine.configured import relabel
 from monitor.engine.turn_wire import TrackedTurn
+from monitor.offline.session_records import session_record
 
 if TYPE_CHECKING:
-    from monitor.commands.offline_spec import Selected
+    from monitor.offline.spec import Selected
 
 
 def is_session_level(chosen: Selected) -> bool:
@@ -67,7 +67,7 @@ def evaluate_sessions(
 ) -> tuple[int | None, dict[str, list[EvaluationRecord]]]:
     """(how many `sessions` there are, the session-level rules' records by label); the count is None when the
     traces were not grouped (`sessions_for` gave None). Session judges go through the judge engine with the trace
-    judges (`offline_judges.run_judges`), over the same sessions."""
+    judges (`judges.run_judges`), over the same sessions."""
     if sessions is None:
         return None, {}
     chosen = [s for s in selection if is_session_level(s) and not isinstance(s.evaluator, LLMJudge)]

@@ -1,6 +1,6 @@
 """`agent-monitor evaluate` on every core: the trace files split into contiguous shards, one per process (the
 command's own process takes the first; the others go to spawned workers), each shard decoded, assembled and
-evaluated where it is read. A worker sends back lean results (`offline_records`), each trace's cost and, for the
+evaluated where it is read. A worker sends back lean results (`records`), each trace's cost and, for the
 session-level evaluators, the turns that name a session; the command's process joins them in shard order, so the
 report is the one a single process writes.
 
@@ -26,13 +26,13 @@ from evaluators.signatures import SignatureRule
 from evaluators.traces import TraceDecodeError
 from evaluators.traces.builder import build_trace, group_by_trace
 from evaluators.traces.loader import MAX_FILE_BYTES, join_logs, read_paths, trace_files
-from monitor.commands.offline import OfflineReport, TaskMatcher, build_report, read_dataset, rule_labels
-from monitor.commands.offline_records import Result, trace_results
-from monitor.commands.offline_sessions import evaluate_sessions, is_session_level, sessions_of_turns
-from monitor.commands.offline_spec import Selected, pricing_overrides, selection_and_judges
-from monitor.commands.offline_spend import spend_summary, trace_cost
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.turn_wire import TrackedTurn
+from monitor.offline.evaluation import OfflineReport, TaskMatcher, build_report, read_dataset, rule_labels
+from monitor.offline.records import Result, trace_results
+from monitor.offline.sessions import evaluate_sessions, is_session_level, sessions_of_turns
+from monitor.offline.spec import Selected, pricing_overrides, selection_and_judges
+from monitor.offline.spend import spend_summary, trace_cost
 
 AUTO_MIN_BYTES = 2 * 1024 * 1024  # `--workers auto` below this many bytes of trace files: one process
 MAX_AUTO_WORKERS = 8
@@ -129,7 +129,7 @@ def evaluate_shard(job: ShardJob) -> ShardResult:
         trace_results(trace, rules, mode, task, result.by_label)
         result.costs.append(trace_cost(trace, prices))
     if any(is_session_level(s) for s in selection):
-        from monitor.commands.offline_sessions import session_turns
+        from monitor.offline.sessions import session_turns
 
         result.turns = session_turns(traces, prices)
     return result
