@@ -24,8 +24,8 @@ from monitor.engine.pairing import PairOffer
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
+from monitor.outcomes import TraceFailure, TraceOutcome
 from monitor.store.health import StoreReport
-from monitor.store.rows import TraceFailure, TraceOutcome
 from monitor.store.signatures import NewCounts
 
 StoreWrite = Callable[[Sequence[TraceOutcome]], None]

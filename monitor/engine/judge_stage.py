@@ -34,7 +34,7 @@ from monitor.engine.pending import EXPIRED, PendingKeeper, Stored, job_of
 from monitor.engine.signing import Signer
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
-from monitor.store.rows import JudgeJob, LateResults, ResultRow, result_row
+from monitor.outcomes import JudgeJob, LateResults, ResultRow, result_row
 
 log = logging.getLogger(__name__)
 

@@ -41,7 +41,7 @@ from monitor.engine.pending import PendingKeeper
 from monitor.engine.signing import Signer
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
-from monitor.store.rows import LateResults, ResultRow, bounded, result_row
+from monitor.outcomes import LateResults, ResultRow, bounded, result_row
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,8 @@ from typing import Any, NamedTuple, Protocol
 from evaluators.judges import JudgeRequest
 from evaluators.sessions import Session, Turn, TurnError
 from monitor.engine.pairing import PairOffer
-from monitor.store.rows import JudgeJob, PendingRow, PendingWrite
+from monitor.outcomes import JudgeJob
+from monitor.store.rows import PendingRow, PendingWrite
 
 JUDGEMENT = "judgement"
 PAIR_OFFER = "pair_offer"

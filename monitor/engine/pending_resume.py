@@ -33,7 +33,7 @@ from monitor.engine.pending import (
     offer_of,
     session_of,
 )
-from monitor.store.rows import result_row
+from monitor.outcomes import result_row
 
 log = logging.getLogger(__name__)
 

@@ -1,10 +1,10 @@
-"""What each LLM call of a trace used and cost, for the spend and token metrics (`store.rows.CallFigures`)."""
+"""What each LLM call of a trace used and cost, for the spend and token metrics (`monitor.outcomes.CallFigures`)."""
 
 from __future__ import annotations
 
 from evaluators.pricing import CallCost, token_kinds
 from evaluators.traces.spans import LLMSpan
-from monitor.store.rows import CallFigures
+from monitor.outcomes import CallFigures
 
 
 def call_figures(call: LLMSpan, cost: CallCost | None) -> CallFigures:

@@ -108,7 +108,7 @@ class MetricsTally:
         tools: Any = (),
         last_seen: float | None = None,
     ) -> None:
-        """One evaluated trace: `calls` its LLM calls' figures (`store.rows.CallFigures`), `tools` (tool, ok)."""
+        """One evaluated trace: `calls` its LLM calls' figures (`monitor.outcomes.CallFigures`), `tools` (tool, ok)."""
         self.evaluated += 1
         entry = self.traces.get((service, has_error))
         if entry is None:

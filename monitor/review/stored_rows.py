@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import NamedTuple
 
+from monitor.outcomes import STEP_FIELDS
 from monitor.review.models import AgentSpend, ErrorSpan, ModelUsage, ResultItem, Step, TraceDetail, TraceSummary
 from monitor.review.sql import PASSING_SOURCE, RESULT_SOURCE, OrderKey
-from monitor.store.rows import STEP_FIELDS
 
 EXCERPT = 300  # characters of the trace's input and output shown with each result
 _OUTCOMES = {1: "pass", 0: "fail", None: "skip"}

@@ -18,7 +18,7 @@ from monitor.config.pipeline import EvaluationConfig
 from monitor.engine.configured import ConfiguredEvaluator, sampled_in
 from monitor.engine.signing import Signer
 from monitor.metrics.tally import MetricsTally
-from monitor.store.rows import ResultRow, result_row
+from monitor.outcomes import ResultRow, result_row
 
 LEVEL = "session"
 UNKNOWN_SERVICE = "unknown"

@@ -26,8 +26,8 @@ from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.pending import EXPIRED, PendingKeeper, Stored, session_of
 from monitor.engine.signing import Signer
 from monitor.metrics.tally import MetricsTally
+from monitor.outcomes import result_row
 from monitor.sessions.evaluation import LEVEL, Evaluated, session_tally
-from monitor.store.rows import result_row
 
 log = logging.getLogger(__name__)
 

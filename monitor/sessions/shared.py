@@ -38,11 +38,11 @@ from monitor.config.sessions import SessionsConfig
 from monitor.engine.turn_wire import TurnWire, turn_of_wire
 from monitor.metrics.sessions import SessionMetrics
 from monitor.metrics.tally import MetricsTally
+from monitor.outcomes import SessionOutcome
 from monitor.sessions.book import CUT_FOR_ROOM
 from monitor.sessions.evaluation import Evaluated, SessionEvaluation, session_tally
 from monitor.sessions.tracker import JudgeSessions, SessionTracker
 from monitor.store.open_session_rows import Arrived, Claimed, ClaimedSession
-from monitor.store.rows import SessionOutcome
 from monitor.store.signatures import NewCounts
 from monitor.store.writer import QueuedResultStore
 

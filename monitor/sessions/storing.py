@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from evaluators.sessions import Session
-from monitor.store.rows import ResultRow, SessionOutcome
+from monitor.outcomes import ResultRow, SessionOutcome
 
 StoreWrite = Callable[[Sequence[SessionOutcome]], None]
 OnEvaluated = Callable[..., None]  # (session, rows[, the kept judgements they settle])

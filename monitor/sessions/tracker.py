@@ -28,9 +28,9 @@ from monitor.engine.turn_wire import TurnWire, turn_of_wire
 from monitor.lifecycle import cancel_task
 from monitor.metrics.sessions import SessionMetrics
 from monitor.metrics.tally import MetricsTally
+from monitor.outcomes import ResultRow
 from monitor.sessions.book import SessionBook
 from monitor.sessions.evaluation import Evaluated, SessionEvaluation, session_tally
-from monitor.store.rows import ResultRow
 
 log = logging.getLogger(__name__)
 MAX_CHECK_EVERY = 1.0  # seconds between checks at most (a fraction of `idle` when that is short)

@@ -21,9 +21,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, cast
 
+from monitor.outcomes import TraceOutcome
 from monitor.store.health import StoreHealth
 from monitor.store.packing import Packed, Written, kept_results, merged, pack_one
-from monitor.store.rows import TraceOutcome
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from evaluators.sessions import Ending
+from monitor.outcomes import MAX_TEXT
 from monitor.store.packing import mask
-from monitor.store.rows import MAX_TEXT
 
 REMEMBER_COMPLETED = 86_400.0  # seconds a completed session's id is remembered (its late turns counted)
 

@@ -2,7 +2,7 @@
 
 Every text a trace brings (input, output, each stored result's explanation and details, each step's name, error
 and text, each error span's name and error) is masked in one `redact_texts` scan per trace (the `pii_leak`
-detectors: keys, tokens, cards, emails, ...), then cut to its limit (rows.MAX_TEXT, trace_detail.STEP_TEXT and
+detectors: keys, tokens, cards, emails, ...), then cut to its limit (outcomes.MAX_TEXT, trace_detail.STEP_TEXT and
 NAME). Short texts found clean are remembered (`mask`): rule explanations and details repeat from trace to
 trace, and are not scanned again.
 
@@ -30,15 +30,8 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from evaluators.redaction import redact_texts
-from monitor.store.rows import (
-    MAX_TEXT,
-    LateResults,
-    PendingWrite,
-    ResultRow,
-    SessionOutcome,
-    TraceDetailRow,
-    TraceOutcome,
-)
+from monitor.outcomes import MAX_TEXT, LateResults, ResultRow, SessionOutcome, TraceDetailRow, TraceOutcome
+from monitor.store.rows import PendingWrite
 from monitor.store.signatures import Sighting
 from monitor.store.storable import storable, storable_json, storable_values
 from monitor.store.trace_detail import NAME, STEP_TEXT

@@ -19,8 +19,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
+from monitor.outcomes import MAX_TEXT
 from monitor.store.packing import PASSED_FIELDS
-from monitor.store.rows import MAX_TEXT
 from monitor.store.schema import Database
 from monitor.store.storable import storable, storable_json
 

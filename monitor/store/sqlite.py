@@ -41,10 +41,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from monitor.config.signatures import SignaturesConfig
+from monitor.outcomes import SessionOutcome
 from monitor.store import open_sessions_sqlite, pending_rows, retention
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.packing import PASSED_FIELDS, SAMPLED_OUT, Packed, Written, merged, pack_session
-from monitor.store.rows import SessionOutcome
 from monitor.store.schema import (
     BUSY_TIMEOUT_SECONDS,
     TRACE_COLUMNS,

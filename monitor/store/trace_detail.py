@@ -19,7 +19,7 @@ from evaluators.pricing import CallCost, ModelPrice, call_cost
 from evaluators.traces.model import Trace
 from evaluators.traces.spans import AgentSpan, HandoffSpan, LLMSpan, RetrieverSpan, Span, ToolSpan
 from monitor.config.store import StoreConfig
-from monitor.store.rows import MASK_MARGIN, TraceDetailRow
+from monitor.outcomes import MASK_MARGIN, TraceDetailRow
 from monitor.store.step_tree import step_tree
 
 STEP_TEXT = 500  # characters kept of a step's text and error

@@ -28,11 +28,11 @@ from typing import Any, TypeVar
 
 from monitor.config.signatures import SignaturesConfig
 from monitor.config.store import StoreConfig
+from monitor.outcomes import MAX_TEXT, SessionOutcome, TraceOutcome
 from monitor.store.degrade import DegradingWrite, Item
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.open_session_rows import OpenSessionTables
 from monitor.store.packing import PASSED_FIELDS, Packed, Written, mask
-from monitor.store.rows import MAX_TEXT, SessionOutcome, TraceOutcome
 from monitor.store.signatures import Batch, NewCounts, Policy, SignatureNews, batched
 from monitor.store.write_queue import MAX_KEPT_TRACES, WriteQueue
 

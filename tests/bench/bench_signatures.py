@@ -26,7 +26,7 @@ from monitor.engine.assembler import CompletedTrace
 from monitor.engine.evaluator_setup import build_evaluators
 from monitor.engine.signing import Signer
 from monitor.engine.trace_evaluation import TraceEvaluator
-from monitor.store.rows import ResultRow, TraceOutcome
+from monitor.outcomes import ResultRow, TraceOutcome
 from monitor.store.sqlite import ResultStore
 from tests.bench.evaluation_baseline import bench_traces
 

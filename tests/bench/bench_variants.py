@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from monitor.config.variants import VariantsConfig
 from monitor.metrics import MetricsExporter
 from monitor.metrics.tally import MetricsTally
-from monitor.store.rows import ResultRow
+from monitor.outcomes import ResultRow
 
 EVALUATORS = [f"evaluator_{i}" for i in range(5)]
 PER_SIDE = 10_000

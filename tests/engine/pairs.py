@@ -15,7 +15,7 @@ from monitor.engine.batch_run import trace_tally
 from monitor.engine.pairing import PairOffer
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics.tally import MetricsTally
-from monitor.store.rows import LateResults
+from monitor.outcomes import LateResults
 from tests.unit.spanfactory import make_span, trace_of
 
 _ids = itertools.count(1)

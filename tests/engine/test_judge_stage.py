@@ -8,7 +8,7 @@ from evaluators.judges import JudgeRequest, LLMJudge
 from evaluators.sdk import EvalResult, SkipReason
 from monitor.engine.judge_stage import JudgeStage
 from monitor.metrics.tally import MetricsTally
-from monitor.store.rows import JudgeJob, LateResults
+from monitor.outcomes import JudgeJob, LateResults
 
 
 class Judge(LLMJudge):

@@ -11,7 +11,7 @@ from monitor.engine.evaluator_setup import build_evaluators
 from monitor.engine.judge_stage import judge_row
 from monitor.engine.signing import Signer
 from monitor.engine.trace_evaluation import TraceEvaluator
-from monitor.store.rows import JudgeJob
+from monitor.outcomes import JudgeJob
 from tests.results.helpers import agent_trace
 
 

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from evaluators.traces import Trace
-from monitor.store.rows import ResultRow, TraceDetailRow, TraceOutcome
+from monitor.outcomes import ResultRow, TraceDetailRow, TraceOutcome
 from monitor.store.writer import QueuedResultStore
 from tests.unit.spanfactory import make_span, trace_of
 

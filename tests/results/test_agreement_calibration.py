@@ -14,10 +14,10 @@ import pytest
 import yaml
 
 from monitor.cli import build_parser
+from monitor.outcomes import ResultRow
 from monitor.review.agreement import agreement_by_evaluator
 from monitor.review.calibration import calibrate
 from monitor.store.reviews import ResultKey, ReviewInput, StoredReview, write_review
-from monitor.store.rows import ResultRow
 from monitor.store.writer import QueuedResultStore
 from tests.results.backends import Backend
 from tests.results.helpers import outcome

@@ -17,7 +17,7 @@ from monitor.engine.judge_stage import EXPIRED, JudgeStage
 from monitor.engine.pending import PendingKeeper
 from monitor.engine.pending_resume import PendingResumer
 from monitor.metrics.tally import MetricsTally
-from monitor.store.rows import JudgeJob
+from monitor.outcomes import JudgeJob
 from monitor.store.writer import QueuedResultStore
 from tests.results.backends import Backend
 

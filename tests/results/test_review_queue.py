@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 
 from monitor.config.review import QueueConfig
+from monitor.outcomes import ResultRow
 from monitor.review.queue import QueueEvaluator, QueueItem, ReviewQueue
 from monitor.review.queue_sql import sampled_in, share_bound
 from monitor.store.reviews import ResultKey, ReviewInput, write_review
-from monitor.store.rows import ResultRow
 from monitor.store.writer import QueuedResultStore
 from tests.results.backends import Backend
 from tests.results.helpers import outcome

@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 
 from monitor.config.review import MIN_REVIEWS, QueueConfig
+from monitor.outcomes import ResultRow
 from monitor.review import calibration
 from monitor.review.queue import QueueEvaluator, ReviewQueue
 from monitor.store.reviews import ResultKey, ReviewInput, write_review
-from monitor.store.rows import ResultRow
 from monitor.store.writer import QueuedResultStore
 from tests.results.backends import Backend
 from tests.results.helpers import outcome

@@ -14,6 +14,7 @@ from evaluators.sdk import builtin
 from monitor.config.variants import VariantsConfig
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.trace_evaluation import TraceEvaluator
+from monitor.outcomes import STEP_FIELDS
 from monitor.review.models import (
     AgentSpend,
     BreakdownGroup,
@@ -29,7 +30,6 @@ from monitor.review.models import (
 from monitor.review.of_store import reader_of
 from monitor.review.sqlite_reader import SQLiteReviewReader
 from monitor.store.health import StoreUnavailable
-from monitor.store.rows import STEP_FIELDS
 from monitor.store.sqlite import ResultStore
 from tests.results.backends import Backend
 from tests.results.helpers import CARD, GOOGLE_KEY, OPENAI_KEY, agent_trace, detail, outcome, row

@@ -15,8 +15,8 @@ from evaluators.sdk import builtin
 from evaluators.traces import Trace
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.trace_evaluation import TraceEvaluator
+from monitor.outcomes import TraceOutcome
 from monitor.review.of_store import reader_of
-from monitor.store.rows import TraceOutcome
 from tests.results.backends import Backend
 from tests.unit.spanfactory import make_span, trace_of
 

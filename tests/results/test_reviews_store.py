@@ -9,6 +9,7 @@ import asyncio
 
 import pytest
 
+from monitor.outcomes import TraceDetailRow
 from monitor.review.api_params import NotFound, Unavailable
 from monitor.review.reviewing import Reviewing
 from monitor.store.reviews import (
@@ -21,7 +22,6 @@ from monitor.store.reviews import (
     reviews_of_trace,
     write_review,
 )
-from monitor.store.rows import TraceDetailRow
 from tests.results.backends import Backend
 from tests.results.helpers import outcome, row
 

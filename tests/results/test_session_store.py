@@ -11,7 +11,7 @@ import time
 from evaluators import EvalResult
 from evaluators.sessions import Session, Turn, TurnError
 from monitor.engine.signing import Signer
-from monitor.store.rows import ResultRow, SessionOutcome
+from monitor.outcomes import ResultRow, SessionOutcome
 from monitor.store.schema import SESSION_COLUMNS, SESSION_TURN_FIELDS
 from tests.results.backends import Backend
 from tests.results.helpers import GOOGLE_KEY, OPENAI_KEY, outcome, row

@@ -8,7 +8,7 @@ import time
 
 from evaluators.signatures import SIGNATURE_VERSION, Failure, FailureSignature, failure_signature
 from monitor.config.signatures import SignaturesConfig
-from monitor.store.rows import ResultRow, TraceOutcome
+from monitor.outcomes import ResultRow, TraceOutcome
 from tests.results.backends import Backend
 from tests.results.signature_rows import Sig, insert_signature, set_up
 

@@ -9,7 +9,7 @@ import time
 
 from evaluators.signatures import Failure, FailureSignature, failure_signature
 from monitor.config.signatures import SignaturesConfig
-from monitor.store.rows import CallFigures, LateResults, ResultRow, TraceDetailRow, TraceOutcome
+from monitor.outcomes import CallFigures, LateResults, ResultRow, TraceDetailRow, TraceOutcome
 from monitor.store.signatures import MAX_TRACES, MAX_VALUES
 from tests.results.backends import Backend
 

@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from monitor.store.rows import LateResults, ResultRow, TraceOutcome
+from monitor.outcomes import LateResults, ResultRow, TraceOutcome
 from monitor.store.sqlite import ResultStore
 from tests.results.backends import Backend
 from tests.results.helpers import failing

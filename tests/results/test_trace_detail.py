@@ -9,7 +9,7 @@ from evaluators.sdk import builtin
 from monitor.commands.inspect_cmd import render_tree
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.trace_evaluation import TraceEvaluator
-from monitor.store.rows import MASK_MARGIN
+from monitor.outcomes import MASK_MARGIN
 from monitor.store.trace_detail import STEP_TEXT, detail_row_of
 from tests.conftest import CORPUS
 from tests.results.helpers import agent_trace

@@ -10,8 +10,8 @@ from typing import Any
 from evaluators.sdk import builtin
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.trace_evaluation import TraceEvaluator
+from monitor.outcomes import LateResults
 from monitor.review.of_store import reader_of
-from monitor.store.rows import LateResults
 from monitor.store.sqlite import ResultStore
 from monitor.store.storable import storable, storable_json
 from tests.results.backends import Backend

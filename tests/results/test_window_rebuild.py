@@ -16,9 +16,9 @@ from monitor.config.metrics import WindowRebuildConfig
 from monitor.metrics import MetricsExporter
 from monitor.metrics.rebuild import WindowRebuild, window_rebuild_of
 from monitor.metrics.tally import MetricsTally
+from monitor.outcomes import LateResults, ResultRow, TraceOutcome
 from monitor.review.sqlite_reader import SQLiteReviewReader, StoreReviewReader
 from monitor.store.health import StoreUnavailable
-from monitor.store.rows import LateResults, ResultRow, TraceOutcome
 from tests.results.backends import Backend
 from tests.results.helpers import outcome, row
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from monitor.metrics import MetricsExporter
+from monitor.outcomes import TraceDetailRow
 from monitor.review.of_store import reader_of
 from monitor.review.reviewing import Reviewing
-from monitor.store.rows import TraceDetailRow
 from monitor.store.writer import QueuedResultStore
 from monitor.web.access import Access, AccessMode
 from monitor.web.app import build_api_app

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from monitor.auth import SESSION_COOKIE, session_value
+from monitor.outcomes import ResultRow, TraceOutcome
 from monitor.review.of_store import reader_of
-from monitor.store.rows import ResultRow, TraceOutcome
 from monitor.store.sqlite import ResultStore
 from monitor.web.app import build_api_app
 from tests.review.server import get, serve

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from monitor.config.review import QueueConfig, ReviewConfig
+from monitor.outcomes import ResultRow
 from monitor.review.queue import QueueEvaluator, ReviewQueue
 from monitor.review.reviewing import Reviewing
 from monitor.review.sqlite_reader import SQLiteReviewReader
 from monitor.store.reviews import ResultKey
-from monitor.store.rows import ResultRow
 from monitor.store.sqlite import ResultStore
 from monitor.web.app import build_api_app
 from tests.results.helpers import outcome

@@ -18,7 +18,7 @@ from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.engine.turn_wire import turn_of_wire
 from monitor.metrics.tally import MetricsTally
-from monitor.store.rows import TraceOutcome
+from monitor.outcomes import TraceOutcome
 from tests.engine.helpers import completed_from_batch
 from tests.sessions.session_evals import no_handoff
 

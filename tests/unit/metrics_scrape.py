@@ -9,13 +9,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from monitor.metrics import MetricsExporter
 from monitor.metrics.tally import MetricsTally
-from monitor.store.rows import CallFigures
+from monitor.outcomes import CallFigures
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 
 class ResultView(NamedTuple):
-    """The fields of a result row the metrics read (monitor.store.rows.ResultRow has them all)."""
+    """The fields of a result row the metrics read (monitor.outcomes.ResultRow has them all)."""
 
     agent: str | None
     evaluator: str

@@ -29,6 +29,8 @@ FORBIDDEN = {
     "config": {"engine", "receivers", "sources", "web", "daemon", "metrics", "store", "review"},
     # the intake's contract and the receivers' authentication: below every stage that uses them
     "consumer": {"engine", "receivers", "sources", "web", "daemon", "metrics", "store", "review", "config"},
+    # what an evaluation produces: read by the engine, the store, the sessions and the review alike
+    "outcomes": {"engine", "receivers", "sources", "web", "daemon", "metrics", "store", "review", "config", "sessions"},
     "auth": {"engine", "receivers", "sources", "web", "daemon", "metrics", "store", "review", "config"},
 }
 # Receiver tests run against tests/receivers/sink.py: they must not need the engine (not even indirectly).

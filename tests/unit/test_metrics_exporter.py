@@ -12,7 +12,7 @@ from monitor.alerting.thresholds import AlertRule
 from monitor.engine.assembler import TraceAssembler
 from monitor.metrics import MetricsExporter
 from monitor.metrics.tally import MetricsTally
-from monitor.store.rows import CallFigures
+from monitor.outcomes import CallFigures
 from tests.unit.metrics_scrape import (
     TRACE_ID,
     FakeClock,

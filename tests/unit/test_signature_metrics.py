@@ -11,7 +11,7 @@ from monitor.metrics import MetricsExporter
 from monitor.metrics.results import ResultMetrics
 from monitor.metrics.signatures import SignatureMetrics
 from monitor.metrics.tally import MetricsTally
-from monitor.store.rows import ResultRow
+from monitor.outcomes import ResultRow
 
 
 class Clock:

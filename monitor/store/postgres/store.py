@@ -25,6 +25,7 @@ import psycopg_pool
 from psycopg_pool import ConnectionPool
 
 from monitor.config.signatures import SignaturesConfig
+from monitor.outcomes import SessionOutcome
 from monitor.store import writer
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.packing import Packed, merged, pack_session
@@ -39,7 +40,6 @@ from monitor.store.postgres.connection import (
     redacted,
 )
 from monitor.store.postgres.schema import JSON_COLUMNS, set_up
-from monitor.store.rows import SessionOutcome
 from monitor.store.schema import TRACE_COLUMNS
 from monitor.store.session_writes import forget_earlier_completions, upsert_session_sql
 from monitor.store.signatures import NewCounts, upsert
