@@ -50,7 +50,6 @@ from monitor.review.agreement_cache import AgreementCache
 from monitor.review.models import PairwiseCounts
 from monitor.review.of_store import StoreReviewReader, reader_of
 from monitor.review.queue import review_queue
-from monitor.review.reviewing import Reviewing
 from monitor.review.service import STORE_DISABLED
 from monitor.sessions.from_config import tracker_of
 from monitor.sources.phoenix.review_annotations import review_annotator
@@ -65,6 +64,7 @@ from monitor.web.access import Access
 from monitor.web.app import build_api_app
 from monitor.web.comparison_info import comparison_infos
 from monitor.web.evaluator_info import evaluator_infos
+from monitor.web.review_writer import ReviewWriter
 from monitor.web.server import WebServer
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ class Daemon:
         self.access = Access(config.api_token(), config.api.allow_unauthenticated, revoked=revoked)
         self.agreement = AgreementCache(self.review.reviews_in_force if self.review is not None else list)
         self.annotator = review_annotator(config.sources, _judge_labels(prepared))
-        self.reviewing = Reviewing(self.store, on_reviewed=self._reviewed)  # reviewers' verdicts
+        self.reviewing = ReviewWriter(self.store, on_reviewed=self._reviewed)  # reviewers' verdicts
         self.api = self._api(prepared)
         self.lifecycle = Lifecycle(self._parts())
         self._stopping = asyncio.Event()

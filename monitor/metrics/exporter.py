@@ -16,7 +16,7 @@ one component only (the daemon hands each component its own group, or the group'
 - `signatures` (`SignatureMetrics`): failure signatures counted new (told by the result stores) and active (from
   the tallies): the daemon.
 - `sessions` (`SessionMetrics`): conversations open, completed, cut, and their late turns: the session tracker.
-- `reviews` (`ReviewMetrics`): reviewers' verdicts written by this process: counted by the daemon's Reviewing.
+- `reviews` (`ReviewMetrics`): reviewers' verdicts written by this process: counted by the daemon's ReviewWriter.
 - `rebuild` (`RebuildMetrics`): the start-up rebuild of the windows from the stored results: `WindowRebuild`.
 """
 

@@ -36,7 +36,7 @@ class ReviewMetrics:
         )
 
     def count(self, review: Reviewed) -> None:
-        """One review written (`on_reviewed` of monitor.review.reviewing.Reviewing)."""
+        """One review written (`on_reviewed` of monitor.web.review_writer.ReviewWriter)."""
         if review.agreement not in AGREEMENTS:
             return
         passed = review.verdict_passed

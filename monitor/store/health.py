@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 log = logging.getLogger("monitor.store.sqlite")
 
-OPERATIONS = ("write", "prune", "read", "open", "review")  # review: a review written (monitor/review/reviewing.py)
+OPERATIONS = ("write", "prune", "read", "open", "review")  # review: a review written (monitor/web/review_writer.py)
 LOCAL = "daemon"
 WORKERS = "workers"
 

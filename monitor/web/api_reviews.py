@@ -19,10 +19,10 @@ from monitor.auth import bearer_authorized
 from monitor.review.api_params import BadRequest, ReviewError, Unavailable
 from monitor.review.review_models import review_record
 from monitor.review.review_params import MAX_BODY_BYTES, review_request
-from monitor.review.reviewing import Reviewing
 from monitor.review.service import ReviewService
 from monitor.web.access import UNAUTHORIZED, Access
 from monitor.web.openapi import PREFIX
+from monitor.web.review_writer import ReviewWriter
 
 log = logging.getLogger(__name__)
 Answer = Callable[[Callable[[], BaseModel]], Awaitable[web.Response]]  # api_v1's: a read on a worker thread, as JSON
@@ -57,7 +57,7 @@ async def bounded_body(request: web.Request, limit: int = MAX_BODY_BYTES) -> byt
 
 
 def review_routes(
-    review: ReviewService, reviewing: Reviewing | None, access: Access | None, answer: Answer, error: ErrorAnswer
+    review: ReviewService, reviewing: ReviewWriter | None, access: Access | None, answer: Answer, error: ErrorAnswer
 ) -> list[web.RouteDef]:
     """The routes of /api/v1/reviews; `answer(read)` and `error(status, message, headers)` are api_v1's."""
 

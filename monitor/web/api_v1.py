@@ -22,11 +22,11 @@ from pydantic import BaseModel, TypeAdapter
 
 from monitor.review.api_params import ReviewError, Unavailable
 from monitor.review.models import EvaluatorStatus, ReviewReader, VariantComparison
-from monitor.review.reviewing import Reviewing
 from monitor.review.service import RESOLVE_AFTER, STORE_DISABLED, ReviewService
 from monitor.web.access import Access
 from monitor.web.api_reviews import review_routes
 from monitor.web.openapi import OPENAPI_PATH, PREFIX, openapi_document
+from monitor.web.review_writer import ReviewWriter
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def api_v1_routes(
     clock: Callable[[], float] = time.time,
     comparisons_info: ComparisonsInfo | None = None,
     resolve_after: float = RESOLVE_AFTER,
-    reviewing: Reviewing | None = None,
+    reviewing: ReviewWriter | None = None,
     access: Access | None = None,
 ) -> list[web.RouteDef]:
     """The routes of /api/v1; `unavailable`: the 503 reason while `reader` is None; `clock`: the "now" of relative

@@ -9,7 +9,6 @@ from aiohttp.typedefs import Handler
 
 from monitor.config.review import ReviewConfig
 from monitor.review.models import ReviewReader
-from monitor.review.reviewing import Reviewing
 from monitor.review.service import RESOLVE_AFTER, STORE_DISABLED
 from monitor.web.access import Access, access_control
 from monitor.web.api_failing import api_failing_routes
@@ -18,10 +17,11 @@ from monitor.web.csrf import SAME_SITE
 from monitor.web.health import Readiness, Render, health_routes
 from monitor.web.pages import login_redirect, review_headers, review_page_routes, wants_login_page
 from monitor.web.pages.layout import error_page, is_review_path
+from monitor.web.review_writer import ReviewWriter
 
 if TYPE_CHECKING:
     from monitor.review.queue import ReviewQueue
-    from monitor.review.reviewing import Reviewing
+    from monitor.web.review_writer import ReviewWriter
 
 MAX_BODY_BYTES = 64 * 1024  # the API takes no uploads
 NOT_FOUND = "not found: try /metrics, /healthz, /readyz, /api/v1/openapi.json\n"
@@ -89,7 +89,7 @@ def build_api_app(
     access: Access | None = None,
     resolve_after: float = RESOLVE_AFTER,
     queue: ReviewQueue | None = None,
-    reviewing: Reviewing | None = None,
+    reviewing: ReviewWriter | None = None,
 ) -> web.Application:
     """The metrics port: what it serves is passed in (it reads, never drives, the engine). `reader` and
     `evaluators_info` serve /api/v1 (api_v1.py) and the review page /review (pages/); while `reader` is None both

@@ -11,7 +11,6 @@ import pytest
 
 from monitor.outcomes import TraceDetailRow
 from monitor.review.api_params import NotFound, Unavailable
-from monitor.review.reviewing import Reviewing
 from monitor.store.reviews import (
     ResultKey,
     ResultNotFound,
@@ -22,6 +21,7 @@ from monitor.store.reviews import (
     reviews_of_trace,
     write_review,
 )
+from monitor.web.review_writer import ReviewWriter
 from tests.results.backends import Backend
 from tests.results.helpers import outcome, row
 
@@ -105,11 +105,11 @@ def test_reviews_outlive_their_traces_rows(backend: Backend) -> None:
 
 
 def test_reviews_written_through_the_daemon_side_are_read_by_the_reader(backend: Backend) -> None:
-    """`Reviewing` writes off the event loop and tells its listener; a reader opened as the CLI opens one (another
+    """`ReviewWriter` writes off the event loop and tells its listener; a reader opened as the CLI opens one (another
     connection, as another replica would) reads them; an unknown result is NotFound."""
     store = stored(backend)
     heard: list[StoredReview] = []
-    reviewing = Reviewing(store, heard.append, clock=lambda: 300.0)
+    reviewing = ReviewWriter(store, heard.append, clock=lambda: 300.0)
     key = ResultKey(TRACE, "polite", "trace")
     written = asyncio.run(reviewing.review(ReviewInput(key, "disagree", "ann", corrected_label="rude")))
     assert heard == [written] and written.miss and written.created_at == 300.0
@@ -127,4 +127,4 @@ def test_reviews_written_through_the_daemon_side_are_read_by_the_reader(backend:
 
 def test_without_a_store_reviews_are_unavailable() -> None:
     with pytest.raises(Unavailable):
-        asyncio.run(Reviewing(None).review(ReviewInput(ResultKey(TRACE, "x", "trace"), "agree", "ann")))
+        asyncio.run(ReviewWriter(None).review(ReviewInput(ResultKey(TRACE, "x", "trace"), "agree", "ann")))

@@ -1,5 +1,5 @@
 """The metrics port as the daemon builds it for reviews: a real result store (SQLite file or PostgreSQL), its
-review reader, `Reviewing` counting into a real MetricsExporter, served on 127.0.0.1; and an HTTP client that
+review reader, `ReviewWriter` counting into a real MetricsExporter, served on 127.0.0.1; and an HTTP client that
 sends any method and body."""
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Any
 from monitor.metrics import MetricsExporter
 from monitor.outcomes import TraceDetailRow
 from monitor.review.of_store import reader_of
-from monitor.review.reviewing import Reviewing
 from monitor.store.writer import QueuedResultStore
 from monitor.web.access import Access, AccessMode
 from monitor.web.app import build_api_app
 from monitor.web.openapi import PREFIX
+from monitor.web.review_writer import ReviewWriter
 from tests.results.helpers import outcome, row
 from tests.review.server import serve
 
@@ -65,7 +65,7 @@ def reviews_port(
 ) -> Iterator[Port]:
     """The port over `store` (None: the store disabled), with the API `token` (None: none configured)."""
     metrics = MetricsExporter()
-    reviewing = Reviewing(store, on_reviewed=metrics.reviews.count)
+    reviewing = ReviewWriter(store, on_reviewed=metrics.reviews.count)
     app = build_api_app(
         metrics.render,
         dict,

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from monitor.cli import main
-from monitor.review.reviewing import Reviewing
 from monitor.store.reviews import ResultKey, ReviewInput
 from monitor.store.sqlite import ResultStore
+from monitor.web.review_writer import ReviewWriter
 from tests.review.reviews_app import TOKEN, TRACE, fill, reviews_port
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
@@ -31,7 +31,7 @@ def test_trace_view_prints_each_verdicts_review_in_force(tmp_path: Path, capsys:
     path = tmp_path / "results.db"
     store = ResultStore(path, results="all")
     fill(store)
-    reviewing = Reviewing(store, clock=lambda: 1_700_000_000.0)
+    reviewing = ReviewWriter(store, clock=lambda: 1_700_000_000.0)
     note = "the refund\nis there"
     false_alarm = ReviewInput(ResultKey(TRACE, "faithful", "trace"), "disagree", "ann", 1.0, "ok", note)
     miss = ReviewInput(ResultKey(TRACE, "json_valid", "llm", "s2"), "disagree", "bob")

@@ -1,5 +1,5 @@
 """The review queue served as the daemon serves it: a real SQLite result store holding scripted results, its
-review reader, the queue over it, `Reviewing` writing to it, and the metrics port's app on 127.0.0.1."""
+review reader, the queue over it, `ReviewWriter` writing to it, and the metrics port's app on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from pathlib import Path
 from monitor.config.review import QueueConfig, ReviewConfig
 from monitor.outcomes import ResultRow
 from monitor.review.queue import QueueEvaluator, ReviewQueue
-from monitor.review.reviewing import Reviewing
 from monitor.review.sqlite_reader import SQLiteReviewReader
 from monitor.store.reviews import ResultKey
 from monitor.store.sqlite import ResultStore
 from monitor.web.app import build_api_app
+from monitor.web.review_writer import ReviewWriter
 from tests.results.helpers import outcome
 from tests.review_page.serve import serve
 
@@ -65,7 +65,7 @@ def queue_site(path: Path, token: str | None = TOKEN, with_queue: bool = True) -
         evaluators_info=["faithful", "polite"],
         review=ReviewConfig(queue=CONFIG),
         queue=queue,
-        reviewing=Reviewing(store),
+        reviewing=ReviewWriter(store),
     )
     try:
         with serve(app) as base:

@@ -1,6 +1,6 @@
 """A real SQLite result store holding one reviewed-to-be trace (or, `session_review_server`, the stored
 conversations of tests/results/test_session_reader.py), served by the metrics port's real app with the review
-reader and `Reviewing` over it (as the daemon wires them), for the page's review tests."""
+reader and `ReviewWriter` over it (as the daemon wires them), for the page's review tests."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from urllib.parse import urlencode
 from monitor.auth import SESSION_COOKIE
 from monitor.config.review import ReviewConfig
 from monitor.review.of_store import reader_of
-from monitor.review.reviewing import Reviewing
 from monitor.store.sqlite import ResultStore
 from monitor.web.app import build_api_app
+from monitor.web.review_writer import ReviewWriter
 from tests.results.backends import sqlite_backend
 from tests.results.helpers import outcome, row
 from tests.results.test_session_reader import seeded
@@ -65,7 +65,7 @@ def review_store(path: Path) -> ResultStore:
 
 @contextmanager
 def review_server(tmp_path: Path, token: str | None = TOKEN, writer: bool = True) -> Iterator[ReviewSite]:
-    """The port on 127.0.0.1 over a fresh store in `tmp_path`; `writer` False: no `Reviewing` wired."""
+    """The port on 127.0.0.1 over a fresh store in `tmp_path`; `writer` False: no `ReviewWriter` wired."""
     with _served(review_store(tmp_path / "results.db"), token, writer) as site:
         yield site
 
@@ -89,7 +89,7 @@ def _served(store: ResultStore, token: str | None, writer: bool) -> Iterator[Rev
         token,
         reader=reader,
         review=ReviewConfig(page_size=20),
-        reviewing=Reviewing(store) if writer else None,
+        reviewing=ReviewWriter(store) if writer else None,
     )
     try:
         with serve(app) as base:

@@ -1,6 +1,6 @@
 """/review/queue over a real SQLite store (tests/review_page/queue_site.py): one result at a time with the verdict,
 why it is queued, the trace's input and output and a link to its page; agree and disagree write reviews through
-`Reviewing` (the session and the form's CSRF token required: a cross-site post, a wrong token and a client
+`ReviewWriter` (the session and the form's CSRF token required: a cross-site post, a wrong token and a client
 without the API token configured write nothing); skip passes over a result for this browser only; progress and
 backlog move; the keys' script is served and allowed on this page only."""
 

@@ -1,5 +1,5 @@
 """Reviewing on the page (issue 28): the trace page shows each verdict's review in force, its history and a review
-form; the results list a compact form per row; POST /review/reviews writes through `Reviewing` into a real SQLite
+form; the results list a compact form per row; POST /review/reviews writes through `ReviewWriter` into a real SQLite
 store only from a logged-in review session with the form's CSRF token and a same-site fetch, remembers the
 reviewer's name and goes back where it came from; without a token nothing can be reviewed."""
 
@@ -15,7 +15,6 @@ from aiohttp.test_utils import make_mocked_request
 from monitor.auth import SESSION_COOKIE
 from monitor.config.review import ReviewConfig
 from monitor.review.of_store import reader_of
-from monitor.review.reviewing import Reviewing
 from monitor.store.reviews import ResultKey, StoredReview
 from monitor.web.access import Access
 from monitor.web.app import build_api_app
@@ -30,6 +29,7 @@ from monitor.web.pages.review_forms import (
     parse_review,
     read_reviews,
 )
+from monitor.web.review_writer import ReviewWriter
 from tests.review_page.review_store import (
     EXPLANATION,
     FAILING,
@@ -250,7 +250,7 @@ def test_the_review_reads_failing_is_a_note_not_a_failed_page(tmp_path: Path) ->
             raise AssertionError("not asked: no review in force was read")
 
     app = build_api_app(lambda accept: (b"", "text/plain"), lambda: {"ok": True}, TOKEN, reader=Failing(),  # type: ignore[arg-type]
-                        review=ReviewConfig(), reviewing=Reviewing(store))  # fmt: skip
+                        review=ReviewConfig(), reviewing=ReviewWriter(store))  # fmt: skip
     try:
         with serve(app) as base:
             session = f"{SESSION_COOKIE}={log_in(base)}"

@@ -1,7 +1,7 @@
 """Reviewing on the conversation page: each session-level verdict (on the whole conversation, or beside the turn it
 names) shows its review in force and, for a logged-in review session, the review form naming its result's row
 (the last turn's trace, level "session", no span) that leads back to the verdict; a bearer-token read or a port
-without a token shows the note and no form. Over a real SQLite store, the real app and `Reviewing`."""
+without a token shows the note and no form. Over a real SQLite store, the real app and `ReviewWriter`."""
 
 from __future__ import annotations
 

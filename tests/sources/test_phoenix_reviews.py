@@ -57,7 +57,7 @@ def test_reviews_of_judges_become_human_annotations_updated_in_place(phoenix: st
     changed = on_span._replace(review_id="r2", agreement="agree", corrected_score=None, corrected_label="partly",
                                note=None, reviewer="bob")  # fmt: skip
 
-    async def through_the_hook() -> None:  # as the daemon's Reviewing calls it, on the event loop
+    async def through_the_hook() -> None:  # as the daemon's ReviewWriter calls it, on the event loop
         annotator = ReviewAnnotator([PhoenixAnnotations(config)], JUDGES)
         annotator.on_reviewed(changed)
         annotator.on_reviewed(not_a_judge)

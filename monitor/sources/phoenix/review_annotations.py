@@ -49,7 +49,7 @@ async def annotate_review(review: StoredReview, targets: Sequence[PhoenixAnnotat
 
 
 class ReviewAnnotator:
-    """`on_reviewed(review)` (the hook of monitor.review.reviewing.Reviewing, on the event loop): posts the review
+    """`on_reviewed(review)` (the hook of monitor.web.review_writer.ReviewWriter, on the event loop): posts the review
     in the background; a failure is logged, never raised to the reviewer."""
 
     def __init__(self, targets: Sequence[PhoenixAnnotations], judges: Collection[str]) -> None:

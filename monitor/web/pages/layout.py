@@ -15,7 +15,7 @@ from monitor.web.access import Access
 from monitor.web.html import Child, Html, document, el
 
 if TYPE_CHECKING:
-    from monitor.review.reviewing import Reviewing
+    from monitor.web.review_writer import ReviewWriter
 
 ROOT = "/review"  # the Failures page (failure signatures by impact)
 RESULTS = f"{ROOT}/results"
@@ -52,7 +52,7 @@ class ReviewSite:
     comparisons: ComparisonSource | None = None  # the live variant comparisons (None: the daemon has none)
     access: Access | None = None  # the port's policy: sessions, guess limiter, who reads without a token
     resolve_after: float = 86400.0  # signatures.resolve_after: a failure signature's status
-    reviewing: Reviewing | None = None  # writes the page's reviews (None: no writer, no review forms)
+    reviewing: ReviewWriter | None = None  # writes the page's reviews (None: no writer, no review forms)
 
     def evaluator_names(self) -> list[str]:
         return sorted({info.name for info in self.evaluators()})

@@ -2,7 +2,7 @@
 input, output and first steps, a link to the trace page) with agree / disagree / skip forms, the reviewer's
 progress today and each rule's backlog.
 
-The forms post to /review/queue. Agree and disagree write a review through `Reviewing`: they need the review
+The forms post to /review/queue. Agree and disagree write a review through `ReviewWriter`: they need the review
 session and the form's CSRF token (monitor/web/csrf.py), so nothing is written without the API token configured.
 Skip writes nothing: the result goes into this browser's skipped list (a cookie, the newest MAX_SKIP_COOKIE
 characters' worth) and the next one is served. The reviewer's name is remembered in a cookie. A small script
@@ -31,12 +31,12 @@ from monitor.logutil import RateLimitedLogger
 from monitor.review.api_params import ReviewError
 from monitor.review.models import Step, TraceDetail
 from monitor.review.queue import QueueItem, QueueProgress, ReviewQueue
-from monitor.review.reviewing import Reviewing
 from monitor.store.reviews import MAX_LABEL, MAX_NOTE, ResultKey, ReviewInput
 from monitor.web.csrf import FIELD, csrf_token, refusal
 from monitor.web.html import Child, Html, el, join, script_file
 from monitor.web.pages.layout import LOGIN, QUEUE, ROOT, STATIC_PREFIX, ReviewSite, error_page, respond, shell
 from monitor.web.pages.trace import io_block, long_text
+from monitor.web.review_writer import ReviewWriter
 
 log = logging.getLogger(__name__)
 _problems = RateLimitedLogger(log, per_minute=6)
@@ -254,7 +254,7 @@ def queue_page(
 class QueuePages:
     """GET and POST /review/queue over the site, the queue and the review writer (None: the store is off)."""
 
-    def __init__(self, site: ReviewSite, queue: ReviewQueue | None, reviewing: Reviewing | None) -> None:
+    def __init__(self, site: ReviewSite, queue: ReviewQueue | None, reviewing: ReviewWriter | None) -> None:
         self.site = site
         self.queue = queue
         self.reviewing = reviewing
@@ -333,6 +333,6 @@ async def _script(request: web.Request) -> web.Response:
     return web.Response(body=queue_script(), content_type="text/javascript", charset="utf-8")
 
 
-def queue_routes(site: ReviewSite, queue: ReviewQueue | None, reviewing: Reviewing | None) -> list[web.RouteDef]:
+def queue_routes(site: ReviewSite, queue: ReviewQueue | None, reviewing: ReviewWriter | None) -> list[web.RouteDef]:
     pages = QueuePages(site, queue, reviewing)
     return [web.get(QUEUE, pages.show), web.post(QUEUE, pages.post), web.get(SCRIPT, _script)]

@@ -2,7 +2,7 @@
 
 A review is written only from a logged-in review session: the form carries the session's CSRF token
 (monitor/web/csrf.py) and the post is checked against it and against the browser's Sec-Fetch-Site before anything
-is written (through `Reviewing`, the daemon's store). Without an API token configured there is no session, so the
+is written (through `ReviewWriter`, the daemon's store). Without an API token configured there is no session, so the
 page shows no form but a note, and a post is refused. The reviewer's name is remembered in a cookie
 (`agent_monitor_reviewer`, SameSite=Strict, Path=/review) and prefilled in the next form.
 """

@@ -61,7 +61,7 @@ from monitor.web.pages.trace import trace_page
 
 if TYPE_CHECKING:
     from monitor.review.queue import ReviewQueue
-    from monitor.review.reviewing import Reviewing
+    from monitor.web.review_writer import ReviewWriter
 
 log = logging.getLogger(__name__)
 _problems = RateLimitedLogger(log, per_minute=6)
@@ -322,7 +322,7 @@ def review_page_routes(
     access: Access | None = None,
     resolve_after: float = RESOLVE_AFTER,
     queue: ReviewQueue | None = None,
-    reviewing: Reviewing | None = None,
+    reviewing: ReviewWriter | None = None,
 ) -> list[web.RouteDef]:
     """The review page's routes. `reader` None: every data page is a 503 saying `unavailable_reason`. `access`:
     the port's policy (its sessions and guess limiter; default: one of `token`'s own). `queue`, `reviewing`: the

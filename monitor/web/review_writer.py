@@ -1,12 +1,12 @@
-"""Reviewers' verdicts written through the daemon's result store (the write side of the review; reads go through
-the review reader, `review_reads.py`). Each review is one transaction of its own (monitor/store/reviews.py), run
-off the event loop; `on_reviewed` hears every review written (the metrics count it). Two replicas on one
-PostgreSQL store see the same reviews; two reviews of one result at the same moment: one is refused (Conflict),
-to be sent again.
+"""Reviewers' verdicts written through the daemon's result store (the one write the review API and page take; reads go
+through the review reader, monitor/review/review_reads.py). Each review is one transaction of its own
+(monitor/store/reviews.py), run off the event loop; `on_reviewed` hears every review written (the metrics count it).
+Two replicas on one PostgreSQL store see the same reviews; two reviews of one result at the same moment: one is
+refused (Conflict), to be sent again.
 
 Raises the review's errors: NotFound (no stored result has that key), BadRequest (the database refuses this review's
-row: that review's problem, the store's health untouched), Unavailable (no store, or it failed: the store's
-`review` operation fails, until the next review written), Conflict.
+row: that review's problem, the store's health untouched), Unavailable (no store, or it failed: the store's `review`
+operation fails, until the next review written), Conflict.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class Conflict(ReviewError):
     status = 409
 
 
-class Reviewing:
+class ReviewWriter:
     """Write reviews to `store` (None: the store is disabled, every write Unavailable)."""
 
     def __init__(
