@@ -18,9 +18,6 @@ if TYPE_CHECKING:
     from monitor.store.writer import QueuedResultStore
 
 
-ID_CHUNK = 500  # ids per IN (...) query
-
-
 @dataclass(slots=True)
 class Checkpoint:
     mark: float | None  # traces that started before it (minus the overlap) are done; None: a span feed
@@ -44,59 +41,27 @@ class CheckpointStore(Protocol):
 
 
 class StoreCheckpoints:
+    """Checkpoints in the result store: its `poll_checkpoints` rows (monitor/store/poll_checkpoints.py)."""
+
     def __init__(self, store: QueuedResultStore) -> None:
-        self.store = store
+        self.rows = store.poll_checkpoints
 
     def load(self, source: str) -> Checkpoint | None:
-        def read(db: Any) -> Checkpoint | None:
-            row = db.execute("SELECT mark, state FROM poll_checkpoints WHERE source = ?", (source,)).fetchone()
-            if row is None:
-                return None
-            return Checkpoint(row[0], json.loads(row[1]) if row[1] is not None else None)
-
-        return self.store.transaction(read)
+        row = self.rows.load(source)
+        if row is None:
+            return None
+        return Checkpoint(row[0], json.loads(row[1]) if row[1] is not None else None)
 
     def unseen(self, source: str, trace_ids: Sequence[str]) -> set[str]:
         wanted = list(dict.fromkeys(trace_ids))
-
-        def read(db: Any) -> set[str]:
-            seen: set[str] = set()
-            for start in range(0, len(wanted), ID_CHUNK):
-                chunk = wanted[start : start + ID_CHUNK]
-                marks = ", ".join("?" * len(chunk))
-                rows = db.execute(
-                    f"SELECT trace_id FROM poll_seen WHERE source = ? AND trace_id IN ({marks})", (source, *chunk)
-                ).fetchall()
-                seen.update(trace_id for (trace_id,) in rows)
-            return set(wanted) - seen
-
-        return self.store.transaction(read) if wanted else set()
+        return set(wanted) - self.rows.seen(source, wanted)
 
     def record(self, source: str, seen: Iterable[tuple[str, float]]) -> None:
-        rows = [(source, trace_id, started) for trace_id, started in seen]
-        if rows:
-            self.store.transaction(
-                lambda db: db.executemany(
-                    "INSERT INTO poll_seen (source, trace_id, started_at) VALUES (?, ?, ?)"
-                    " ON CONFLICT (source, trace_id) DO NOTHING",
-                    rows,
-                )
-            )
+        self.rows.record(source, list(seen))
 
     def save(self, source: str, checkpoint: Checkpoint, forget_before: float | None = None) -> None:
         state = json.dumps(checkpoint.state, separators=(",", ":")) if checkpoint.state is not None else None
-
-        def write(db: Any) -> None:
-            db.execute(
-                "INSERT INTO poll_checkpoints (source, mark, state, updated_at) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (source) DO UPDATE SET mark = excluded.mark, state = excluded.state,"
-                " updated_at = excluded.updated_at",
-                (source, checkpoint.mark, state, time.time()),
-            )
-            if forget_before is not None:
-                db.execute("DELETE FROM poll_seen WHERE source = ? AND started_at < ?", (source, forget_before))
-
-        self.store.transaction(write)
+        self.rows.save(source, checkpoint.mark, state, time.time(), forget_before)
 
 
 class MemoryCheckpoints:

@@ -33,6 +33,7 @@ from monitor.store.degrade import DegradingWrite, Item
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.open_session_rows import OpenSessionTables
 from monitor.store.packing import PASSED_FIELDS, Packed, Written, mask
+from monitor.store.poll_checkpoints import PollCheckpointRows
 from monitor.store.signatures import Batch, NewCounts, Policy, SignatureNews, batched
 from monitor.store.write_queue import MAX_KEPT_TRACES, WriteQueue
 
@@ -88,6 +89,7 @@ class QueuedResultStore(ABC):
         self._settle_lock = threading.Lock()
         self._unsettled: set[str] = set()  # trace ids handed to `write` whose rows are not written (nor lost)
         self._settled: list[str] = []  # trace ids settled since the last `settlement`
+        self.poll_checkpoints = PollCheckpointRows(self)  # poll mode's (monitor/sources/checkpoints.py)
 
     def hold_unwritten(self) -> None:
         """The intake log is on: keep the traces of a write the database failed as a whole and try them again

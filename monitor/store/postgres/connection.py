@@ -58,6 +58,7 @@ class Connection:
     bounded by a client-side deadline when the connection came with a lease (`bounded`)."""
 
     __slots__ = ("conn", "lease", "timeouts")
+    dialect_name = "postgresql"  # statements.py compiles a Statement for it
 
     def __init__(
         self, conn: psycopg.Connection[Any], lease: Lease | None = None, timeouts: Timeouts | None = None
