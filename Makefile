@@ -36,7 +36,7 @@ system-deps:
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus prometheus-alertmanager chromium postgresql >/dev/null; }
 
-# Arize Phoenix for the Phoenix source's tests (tests/phoenix_server.py), in its own virtualenv: it pins its own
+# Arize Phoenix for the Phoenix source's tests (tests/support/phoenix_server.py), in its own virtualenv: it pins its own
 # protobuf and grpcio. The tests start `phoenix serve` from it on loopback ports.
 PHOENIX_VENV := .cache/phoenix-venv
 

@@ -65,7 +65,7 @@ def unwritten(outcome: IngestOutcome) -> IngestOutcome:
 
 class TraceConsumer(Protocol):
     """What a receiver calls for each export request (see `monitor.engine.ingest.Ingestor`; in tests,
-    `tests.receivers.sink.TracesSink`)."""
+    `tests.support.sink.TracesSink`)."""
 
     def ingest(self, payload: bytes, *, receiver: str, encoding: str, signal: str = "traces") -> IngestOutcome:
         """Take one request body (decompressed); encoding "protobuf" | "json", signal "traces" | "logs".

@@ -50,8 +50,8 @@ def corpus_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def postgres_server():
-    """A real PostgreSQL server on loopback for the whole session (tests/pgserver.py)."""
-    from tests.pgserver import running_server
+    """A real PostgreSQL server on loopback for the whole session (tests/support/pgserver.py)."""
+    from tests.support.pgserver import running_server
 
     with running_server() as server:
         yield server
@@ -65,8 +65,8 @@ def postgres_url(postgres_server) -> str:
 
 @pytest.fixture(scope="session")
 def phoenix():
-    """A real Phoenix server (tests/phoenix_server.py) for the whole session: its base URL."""
-    from tests.phoenix_server import phoenix_server
+    """A real Phoenix server (tests/support/phoenix_server.py) for the whole session: its base URL."""
+    from tests.support.phoenix_server import phoenix_server
 
     with phoenix_server() as url:
         yield url

@@ -9,7 +9,7 @@ import pytest
 
 from monitor.config import AlertConfig, ConfigError, load_config
 from monitor.config.alerting import DEFAULT_MIN_PASS_RATIOS
-from tests.alerting.helpers import alerts, config, rules
+from tests.support.alert_rules import alerts, config, rules
 
 ALERT = "AgentEvalPassRatioLow"
 SERVICE = "{{ $labels.service | urlquery }}"

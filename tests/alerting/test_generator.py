@@ -12,7 +12,7 @@ import yaml
 from monitor.alerting.promql import complement, duration, number, string
 from monitor.alerting.rules import prometheus_rule, render, rule_file, rule_groups
 from monitor.alerting.slo_rules import BURN_WINDOWS
-from tests.alerting.helpers import FULL, alerts, config, rules
+from tests.support.alert_rules import FULL, alerts, config, rules
 
 RESULTS = "agent_eval_results_total"
 

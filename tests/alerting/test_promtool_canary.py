@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.alerting.helpers import alerts, check_rules, config, run_rule_tests, series, write_rules
+from tests.support.alert_rules import alerts, check_rules, config, run_rule_tests, series, write_rules
 
 pytestmark = pytest.mark.integration
 

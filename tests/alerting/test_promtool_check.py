@@ -9,7 +9,7 @@ import yaml
 
 from monitor.alerting.rules import render
 from monitor.config import load_config
-from tests.alerting.helpers import FULL, check_rules, config, write_rules
+from tests.support.alert_rules import FULL, check_rules, config, write_rules
 
 pytestmark = pytest.mark.integration
 

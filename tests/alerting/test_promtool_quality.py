@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.alerting.helpers import alerts_sample, config, cumulative, run_rule_tests, series
+from tests.support.alert_rules import alerts_sample, config, cumulative, run_rule_tests, series
 
 pytestmark = pytest.mark.integration
 

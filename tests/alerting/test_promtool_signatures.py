@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.alerting.helpers import alerts, check_rules, config, run_rule_tests, series, write_rules
+from tests.support.alert_rules import alerts, check_rules, config, run_rule_tests, series, write_rules
 
 pytestmark = pytest.mark.integration
 

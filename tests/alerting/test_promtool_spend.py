@@ -15,7 +15,7 @@ import pytest
 from monitor.alerting.spend_rules import COST_PER_PASS, SPEND, SPEND_BY_MODEL
 from monitor.commands import check_config
 from monitor.config import load_config
-from tests.alerting.helpers import alerts, check_rules, config, rules, run_rule_tests, series, write_rules
+from tests.support.alert_rules import alerts, check_rules, config, rules, run_rule_tests, series, write_rules
 
 pytestmark = pytest.mark.integration
 

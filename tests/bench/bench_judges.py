@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.bench.bench_daemon import CORES, evaluated_per_second
 from tests.bench.daemon_load import Broken, Run, run_daemon
-from tests.judges.fake_gemini import FakeAnswer, FakeGemini, FakeRequest, ok, slow
-from tests.judges.schema_reply import reply_for
+from tests.support.fake_gemini import FakeAnswer, FakeGemini, FakeRequest, ok, slow
+from tests.support.schema_reply import reply_for
 
 SECONDS = float(os.environ.get("BENCH_JUDGE_SECONDS", "10"))
 DELAY = float(os.environ.get("BENCH_JUDGE_DELAY", "2"))

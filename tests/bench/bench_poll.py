@@ -22,10 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from aiohttp import web
 
 from tests.bench.daemon_load import Broken, Run, run_daemon
-from tests.review.server import serve
 from tests.sources import test_amp
-from tests.sources.otlp_json import corpus_traces
 from tests.sources.test_amp import SCOPE, TOKEN, FakeAmp, Stored, moved
+from tests.support.otlp_json import corpus_traces
+from tests.support.threaded_server import serve
 
 SECONDS = float(os.environ.get("BENCH_POLL_SECONDS", "10"))
 ROUNDS = int(os.environ.get("BENCH_POLL_ROUNDS", "2"))  # alone, with, alone, with...: the host drifts

@@ -15,7 +15,7 @@ from evaluators.sdk import EvalResult, evaluator
 from evaluators.traces import Trace, load_traces
 from monitor.engine.configured import ConfiguredEvaluator
 from tests.conftest import CORPUS
-from tests.review_page.serve import store_evaluated
+from tests.support.metrics_port import store_evaluated
 
 MULTI_TURN_SCENARIOS = [
     "pydantic_ai__session_chat",  # Pydantic AI message_history

@@ -16,7 +16,7 @@ from evaluators.traces import load_traces
 from evaluators.traces.messages import AssistantMessage, ToolMessage
 from evaluators.traces.model import Trace
 from tests.conftest import CORPUS
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 ANTHROPIC = ("oi_anthropic__tool_use", "tl_anthropic__tool_use", "openlit__anthropic_tool_use")
 WEATHER = {"city": "Paris", "temperature_c": 18, "conditions": "light rain"}

@@ -16,7 +16,7 @@ from evaluators.traces.envelope import envelope_text
 from evaluators.traces.messages import AssistantMessage, ToolMessage, UserMessage
 from evaluators.traces.spans import LLMSpan, ToolSpan
 from tests.conftest import CORPUS
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 QUERY_ENGINE = CORPUS / "oi_llamaindex__query_engine"
 AGENT = CORPUS / "oi_llamaindex__agent"

@@ -14,7 +14,7 @@ from evaluators.sessions import group_sessions
 from evaluators.traces import Trace, load_traces
 from evaluators.traces.messages import AssistantMessage, ToolMessage
 from tests.conftest import CORPUS
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 SK = CORPUS / "semantic_kernel__tool_agent"
 V2 = CORPUS / "otel_openai_v2__multi_turn"

@@ -28,7 +28,7 @@ from tests.corpus.multi_turn import (
     store_turns,
     turn_facts,
 )
-from tests.judges.promptcheck import blocks
+from tests.support.promptcheck import blocks
 
 SOURCES = {str(s) for s in InputSource}
 

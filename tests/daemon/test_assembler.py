@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from evaluators.traces.records import LogRecord, SpanRecord
 from monitor.engine.assembler import TraceAssembler
-from tests.engine.helpers import pop_due
+from tests.support.completed_traces import pop_due
 
 T1 = "1" * 32
 T2 = "2" * 32

@@ -23,7 +23,7 @@ from monitor.config import GrpcReceiverConfig, ReceiversConfig
 from monitor.metrics.intake import IntakeMetrics
 from monitor.receivers.grpc_receiver import GrpcReceiver
 from monitor.receivers.inflight import InflightBytes
-from tests.receivers.sink import TracesSink
+from tests.support.sink import TracesSink
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

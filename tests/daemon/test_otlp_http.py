@@ -30,7 +30,7 @@ from monitor.metrics.intake import IntakeMetrics
 from monitor.receivers.http_receiver import HttpReceiver
 from monitor.receivers.inflight import InflightBytes
 from tests.integration.otlp_raw import request, span
-from tests.receivers.sink import TracesSink
+from tests.support.sink import TracesSink
 
 TOKEN = "s3cret"
 LIMIT = 1024 * 1024

@@ -35,7 +35,7 @@ from tests.integration.conftest import CORPUS, project_env
 from tests.integration.daemon_process import DaemonProcess
 from tests.integration.promstack import ServerSet, query, scrape_config
 from tests.integration.spend_mix import COPIES, MIX, OVERRIDES, UNKNOWN, send_process
-from tests.judges.fake_gemini import FakeGemini
+from tests.support.fake_gemini import FakeGemini
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAFANA = ROOT / "deploy" / "grafana"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.alerting.helpers import cumulative, promtool, series
 from tests.deploy.test_dashboard import analyze, contract, load_dashboard, panel, row_panels
+from tests.support.alert_rules import cumulative, promtool, series
 
 ROW = "Agreement with reviewers"
 REVIEW_PANELS = [

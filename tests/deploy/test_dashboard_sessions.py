@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.alerting.helpers import cumulative, promtool, series
 from tests.deploy.test_dashboard import all_panels, analyze, contract, load_dashboard, panel, row_panels
+from tests.support.alert_rules import cumulative, promtool, series
 
 SESSION_PANELS = [
     "Session pass ratio per evaluator",

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.alerting.helpers import promtool, series
 from tests.deploy.test_dashboard import load_dashboard, panel
+from tests.support.alert_rules import promtool, series
 
 NEW = "agent_eval_failure_signatures_new_total"
 

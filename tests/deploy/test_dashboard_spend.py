@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.alerting.helpers import cumulative, promtool, series
 from tests.deploy.test_dashboard import load_dashboard, panel, row_panels
+from tests.support.alert_rules import cumulative, promtool, series
 
 SPEND_PANELS = [
     "Spend by agent and model",

@@ -16,7 +16,7 @@ from monitor.engine.pairing import PairOffer
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics.tally import MetricsTally
 from monitor.outcomes import LateResults
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 _ids = itertools.count(1)
 JUDGE = builtin("pairwise_quality")

@@ -10,7 +10,7 @@ from monitor.engine.pool import EvaluationPool, thread_slot
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
 from tests.bench.synthetic import bench_trace_spans, export_request
-from tests.engine.helpers import synthetic_requests
+from tests.support.completed_traces import synthetic_requests
 
 
 class Clock:

@@ -15,7 +15,7 @@ from monitor.engine.assembler import TraceAssembler
 from monitor.engine.ingest import Ingestor
 from monitor.engine.pool import EvaluationPool, thread_slot
 from monitor.engine.trace_evaluation import TraceEvaluator
-from tests.engine.helpers import synthetic_requests, synthetic_traces
+from tests.support.completed_traces import synthetic_requests, synthetic_traces
 
 QUIET = 5.0
 CAPACITY = 700.0  # spans/s: one request of 50 seven-span traces is 0.5 s of the workers' time

@@ -18,7 +18,7 @@ from monitor.config import MonitorConfig
 from monitor.daemon import Daemon
 from monitor.review.models import ResultFilter
 from tests.bench.synthetic import bench_trace_spans, export_request
-from tests.engine.helpers import completed_from_batch
+from tests.support.completed_traces import completed_from_batch
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

@@ -21,7 +21,7 @@ from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
 from monitor.metrics.tally import MetricsTally
-from tests.engine.helpers import synthetic_traces
+from tests.support.completed_traces import synthetic_traces
 
 SERIES = 'agent_monitor_normalizer_errors_total{convention="otel_genai"}'
 

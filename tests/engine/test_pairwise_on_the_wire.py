@@ -16,8 +16,8 @@ from monitor.engine.pairing import PairOffer
 from monitor.engine.pairwise_stage import PairwiseStage
 from monitor.metrics import MetricsExporter
 from tests.engine.pairs import JUDGE, Recorder, block, offers, variants
-from tests.judges.fake_gemini import FakeGemini, FakeRequest, ok
-from tests.unit.metrics_scrape import value
+from tests.support.fake_gemini import FakeGemini, FakeRequest, ok
+from tests.support.metrics_scrape import value
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

@@ -19,7 +19,7 @@ from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
 from monitor.preflight import preflight
 from monitor.store.sqlite import ResultStore
-from tests.engine.helpers import corpus_traces, synthetic_traces
+from tests.support.completed_traces import corpus_traces, synthetic_traces
 
 TIMING = ("agent_monitor_evaluation_seconds", "agent_monitor_trace_delay_seconds")
 

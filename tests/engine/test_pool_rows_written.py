@@ -22,8 +22,8 @@ from monitor.engine.pool import EvaluationPool, WorkerSlot, process_slots, route
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.preflight import preflight
 from monitor.store.sqlite import ResultStore
-from tests.engine.helpers import synthetic_traces
 from tests.engine.test_pool import stored_trace_ids
+from tests.support.completed_traces import synthetic_traces
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

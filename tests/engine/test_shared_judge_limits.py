@@ -26,7 +26,7 @@ from monitor.engine.judge_setup import shared_limits
 from monitor.store.postgres.connection import Timeouts
 from monitor.store.postgres.judge_limits import JudgeLimitCounters
 from tests.integration.daemon_process import free_port
-from tests.judges.stub import AnswerJudge, StubClient, verdict
+from tests.support.judge_stub import AnswerJudge, StubClient, verdict
 
 pytestmark = pytest.mark.integration
 T = TypeVar("T")

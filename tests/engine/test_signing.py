@@ -12,7 +12,7 @@ from monitor.engine.judge_stage import judge_row
 from monitor.engine.signing import Signer
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.outcomes import JudgeJob
-from tests.results.helpers import agent_trace
+from tests.support.store_builders import agent_trace
 
 
 def evaluator(config: MonitorConfig) -> TraceEvaluator:

@@ -20,7 +20,7 @@ from monitor.engine.recorder import ResultRecorder
 from monitor.metrics import MetricsExporter
 from monitor.review.models import ResultFilter
 from monitor.store.health import StoreHealth
-from tests.engine.helpers import metric_total, synthetic_traces
+from tests.support.completed_traces import metric_total, synthetic_traces
 
 
 def daemon(store_path: Path, workers: int = 1) -> Daemon:

@@ -9,7 +9,7 @@ from monitor.engine.batch_run import trace_tally
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics.tally import MetricsTally
-from tests.engine.helpers import synthetic_traces
+from tests.support.completed_traces import synthetic_traces
 
 
 class AnswerJudge(LLMJudge):

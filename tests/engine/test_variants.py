@@ -12,7 +12,7 @@ from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.engine.variants import normalised_input, pair_key, pair_keys, variant_of
 from monitor.metrics.tally import MetricsTally
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 
 def user_says(text: str) -> str:

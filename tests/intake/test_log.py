@@ -19,7 +19,7 @@ from monitor.intake.consumer import LoggedConsumer
 from monitor.intake.log import FAILING_SECONDS, IntakeLog
 from monitor.intake.records import Record, read_segment, segments_in
 from monitor.intake.replay import IntakeReplay
-from tests.engine.helpers import synthetic_requests
+from tests.support.completed_traces import synthetic_requests
 
 SEGMENT = 64 * 1024
 

@@ -20,7 +20,7 @@ from monitor.engine.ingest import Ingestor
 from monitor.intake.consumer import LoggedConsumer
 from monitor.intake.log import FAILING_SECONDS, IntakeLog
 from monitor.intake.records import read_segment, segments_in
-from tests.engine.helpers import synthetic_requests
+from tests.support.completed_traces import synthetic_requests
 
 
 def _config(sync: str, interval: str = "20ms") -> WalConfig:

@@ -15,7 +15,7 @@ import pytest
 
 from tests.integration.daemon_process import DaemonProcess
 from tests.integration.kill_loop import run_kill_loop
-from tests.pgserver import running_server
+from tests.support.pgserver import running_server
 
 pytestmark = pytest.mark.integration
 

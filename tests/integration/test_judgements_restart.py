@@ -13,7 +13,7 @@ import pytest
 
 from tests.integration.conftest import CORPUS, project_env, send
 from tests.integration.daemon_process import DaemonProcess, read_store
-from tests.judges.fake_gemini import FakeGemini, FakeRequest, ok
+from tests.support.fake_gemini import FakeGemini, FakeRequest, ok
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tests.integration.conftest import send
-from tests.judges.fake_gemini import FakeGemini, FakeRequest, ok
+from tests.support.fake_gemini import FakeGemini, FakeRequest, ok
 
 pytestmark = pytest.mark.integration
 

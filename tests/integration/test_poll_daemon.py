@@ -14,9 +14,9 @@ from aiohttp import web
 from tests.integration.conftest import project_env
 from tests.integration.daemon_process import DaemonProcess
 from tests.integration.otel_sender import make_exporter, readable
-from tests.review.server import serve
-from tests.sources.otlp_json import corpus_traces
 from tests.sources.test_amp import SCOPE, TOKEN, FakeAmp, Stored, moved
+from tests.support.otlp_json import corpus_traces
+from tests.support.threaded_server import serve
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.integration.conftest import project_env
 from tests.integration.daemon_process import DaemonProcess
-from tests.sources.otlp_json import corpus_traces, otlp_document
+from tests.support.otlp_json import corpus_traces, otlp_document
 
 pytestmark = pytest.mark.integration
 FIRST = ("oi_openai__tool_agent", "otel_genai__tool_error", "adk_native__tool_agent", "strands__tool_agent")

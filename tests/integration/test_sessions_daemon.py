@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
 SUPPORT = CORPUS / "oi_openai__session_support"
 INTERLEAVED = CORPUS / "otel_genai__session_interleaved"
-EVALUATORS = [{"name": "error_free"}, {"module": "tests.sessions.session_evals:no_handoff"}]
+EVALUATORS = [{"name": "error_free"}, {"module": "tests.support.session_evals:no_handoff"}]
 RESULTS = "agent_eval_results_total"
 
 
@@ -68,7 +68,7 @@ def test_session_judges_judge_each_completed_conversation_once_through_the_judge
     """`user_frustration` (a session judge) in the daemon: one request per completed conversation to the fake
     Gemini server, its transcript in turn order, the verdict at level "session" in the metrics, the judges' spend
     counted like the trace judges'."""
-    from tests.judges.fake_gemini import FakeGemini, FakeRequest, ok
+    from tests.support.fake_gemini import FakeGemini, FakeRequest, ok
 
     def frustrated_when_repeated(request: FakeRequest):
         repeated = "That's not what I asked" in request.prompt

@@ -14,10 +14,10 @@ import pytest
 from tests.integration.conftest import project_env, send
 from tests.integration.daemon_process import DaemonProcess
 from tests.integration.test_sessions_store import INTERLEAVED, SUPPORT, expected_sessions
-from tests.sources.otlp_json import corpus_traces, otlp_document
+from tests.support.otlp_json import corpus_traces, otlp_document
 
 pytestmark = pytest.mark.integration
-EVALUATORS = [{"name": "error_free"}, {"module": "tests.sessions.session_evals:no_handoff"}]
+EVALUATORS = [{"name": "error_free"}, {"module": "tests.support.session_evals:no_handoff"}]
 
 
 def _split(tmp_path: Path) -> list[Path]:

@@ -15,10 +15,10 @@ import pytest
 from tests.integration.conftest import project_env, send
 from tests.integration.daemon_process import DaemonProcess, read_store
 from tests.integration.test_sessions_store import SUPPORT
-from tests.sources.otlp_json import corpus_traces, otlp_document
+from tests.support.otlp_json import corpus_traces, otlp_document
 
 pytestmark = pytest.mark.integration
-EVALUATORS = [{"name": "error_free"}, {"module": "tests.sessions.session_evals:no_handoff"}]
+EVALUATORS = [{"name": "error_free"}, {"module": "tests.support.session_evals:no_handoff"}]
 IDLE = "20s"  # longer than a restart on a loaded machine: the conversation must not complete while down
 SESSIONS = "SELECT session_id, ended, turn_count, turns FROM sessions"
 

@@ -50,7 +50,7 @@ SESSIONS = "SELECT session_id, source, ended, turn_count, failed, completed_at, 
 
 def test_completed_conversations_are_stored_with_their_turns_and_rule_results(daemon_factory) -> None:
     started = time.time()
-    evaluators = [{"name": "error_free"}, {"module": "tests.sessions.session_evals:no_handoff"}]
+    evaluators = [{"name": "error_free"}, {"module": "tests.support.session_evals:no_handoff"}]
     config = {"evaluation": {"workers": 1}, "sessions": {"idle": "2s"}, "store": {"results": "all"}}
     daemon = daemon_factory(config, evaluators=evaluators)
     send("grpc", f"127.0.0.1:{daemon.grpc_port}", "corpus", str(SUPPORT), str(INTERLEAVED))
@@ -78,7 +78,7 @@ def test_completed_conversations_are_stored_with_their_turns_and_rule_results(da
 def test_session_judges_verdicts_are_stored_with_their_session(daemon_factory) -> None:
     """`user_frustration` (a session judge) only, `results: failing` (the default is `all`): the rules' write
     keeps nothing; the judge's failing verdict on the support conversation stores that session with it."""
-    from tests.judges.fake_gemini import FakeGemini, FakeRequest, ok
+    from tests.support.fake_gemini import FakeGemini, FakeRequest, ok
 
     def frustrated_when_repeated(request: FakeRequest):
         repeated = "That's not what I asked" in request.prompt

@@ -20,8 +20,8 @@ from monitor.config import MonitorConfig
 from monitor.daemon import Daemon
 from monitor.review.models import ResultFilter
 from monitor.store.health import StoreUnavailable
-from tests.engine.helpers import metric_total, synthetic_traces
-from tests.pgserver import PostgresServer, running_server
+from tests.support.completed_traces import metric_total, synthetic_traces
+from tests.support.pgserver import PostgresServer, running_server
 
 pytestmark = pytest.mark.integration
 

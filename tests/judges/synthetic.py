@@ -7,7 +7,7 @@ from typing import Any
 
 from evaluators.traces import Trace
 from evaluators.traces.records import SpanRecord
-from tests.unit.spanfactory import make_span, next_start, trace_of
+from tests.support.spanfactory import make_span, next_start, trace_of
 
 MS = 1_000_000
 

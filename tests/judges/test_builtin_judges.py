@@ -14,7 +14,7 @@ from evaluators.judges.builtins_task import GENERIC_CRITERIA
 from evaluators.sdk import default_builtins, in_default_set
 from monitor.cli import main
 from tests.conftest import CORPUS
-from tests.judges.promptcheck import blocks, question_of
+from tests.support.promptcheck import blocks, question_of
 
 JUDGES = {
     "hallucination": "trace",

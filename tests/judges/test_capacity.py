@@ -14,8 +14,7 @@ from evaluators.judges.engine import JudgeEngine
 from evaluators.judges.settings import JudgeSettings
 from evaluators.sdk.result import EvalResult, SkipReason
 from monitor.metrics.judges import JudgeMetrics
-
-from .stub import AnswerJudge, RecordingObserver, StubClient, verdict
+from tests.support.judge_stub import AnswerJudge, RecordingObserver, StubClient, verdict
 
 
 def settings(**changes: Any) -> JudgeSettings:

@@ -16,7 +16,7 @@ from google.auth import credentials as google_credentials
 
 from evaluators.judges import JudgeSettings, JudgeVerdict, RetrySettings
 from evaluators.judges.client import JudgeClient, JudgeReply, JudgeUnavailable, http_options
-from tests.judges.fake_gemini import (
+from tests.support.fake_gemini import (
     FakeAnswer,
     FakeGemini,
     FakeRequest,

@@ -15,8 +15,7 @@ from evaluators.judges.engine import JudgeEngine, redact_text
 from evaluators.judges.replies import JudgeUnavailable
 from evaluators.judges.settings import JudgeSettings
 from evaluators.sdk.result import EvalResult, SkipReason
-
-from .stub import AnswerJudge, OtherJudge, RecordingObserver, StubClient, garbage, verdict
+from tests.support.judge_stub import AnswerJudge, OtherJudge, RecordingObserver, StubClient, garbage, verdict
 
 T = TypeVar("T")
 DAY = 86_400.0

@@ -17,10 +17,9 @@ from evaluators.judges.engine import JudgeEngine
 from evaluators.judges.settings import DEFAULT_MODEL
 from evaluators.sdk.result import EvalResult, SkipReason
 from monitor.metrics.judges import JudgeMetrics
-from tests.judges.fake_gemini import FakeAnswer, FakeGemini, FakeRequest, blocked, filtered, ok
 from tests.judges.synthetic import agent_trace
-
-from .stub import AnswerJudge
+from tests.support.fake_gemini import FakeAnswer, FakeGemini, FakeRequest, blocked, filtered, ok
+from tests.support.judge_stub import AnswerJudge
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

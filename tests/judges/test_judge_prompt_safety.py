@@ -9,10 +9,10 @@ import pytest
 from evaluators import Task, builtin
 from evaluators.judges import LLMJudge, prepare
 from evaluators.judges.prompt import escape_data
-from tests.judges.promptcheck import INJECTION, TAG, blocks, question_of
 from tests.judges.synthetic import agent_trace
 from tests.judges.test_builtin_judges import JUDGES as EVERY_JUDGE
 from tests.judges.test_builtin_judges import RUBRICS
+from tests.support.promptcheck import INJECTION, TAG, blocks, question_of
 
 # The judges of a trace; the session judges' prompts (a transcript) are checked in test_session_judges.py.
 JUDGES = {name: level for name, level in EVERY_JUDGE.items() if level != "session"}

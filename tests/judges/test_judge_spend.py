@@ -17,9 +17,8 @@ from evaluators.judges.client import JudgeClient
 from evaluators.judges.engine import JudgeEngine
 from evaluators.pricing import ModelPrice
 from monitor.metrics.judges import JudgeMetrics
-from tests.judges.fake_gemini import FakeAnswer, FakeGemini, blocked, ok
-
-from .stub import AnswerJudge
+from tests.support.fake_gemini import FakeAnswer, FakeGemini, blocked, ok
+from tests.support.judge_stub import AnswerJudge
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

@@ -15,8 +15,8 @@ from evaluators.judges.decorator import FunctionJudge, llm_judge
 from evaluators.judges.prompt import compose, data_block, question
 from evaluators.sdk import evaluators_in_module, unregister
 from evaluators.sdk.decorator import FunctionEvaluator
-from tests.judges.promptcheck import INJECTION, blocks
 from tests.judges.synthetic import agent_trace
+from tests.support.promptcheck import INJECTION, blocks
 
 CRITERIA = "Score 1 when the answer is polite, 0 when it is rude; in between for mixed."
 

@@ -11,7 +11,7 @@ import pytest
 
 from evaluators.judges import DEFAULT_MODEL
 from tests.conftest import CORPUS
-from tests.judges.fake_gemini import FakeGemini, FakeRequest, ok
+from tests.support.fake_gemini import FakeGemini, FakeRequest, ok
 from tests.unit.test_evaluate_cmd import by_name, evaluate
 
 SCENARIOS = [CORPUS / "oi_openai__tool_agent", CORPUS / "tl_openai__tool_error"]

@@ -13,8 +13,8 @@ from evaluators.judges.client import JudgeClient
 from evaluators.judges.engine import JudgeEngine
 from evaluators.sdk import EvalResult, SkipReason, builtin, default_builtins, in_default_set, list_builtins
 from monitor.cli import main
-from tests.judges.fake_gemini import FakeGemini, FakeRequest, ok, status
 from tests.judges.synthetic import agent_trace
+from tests.support.fake_gemini import FakeGemini, FakeRequest, ok, status
 
 QUESTION = "What is the capital of France?"
 BASELINE = "Paris."

@@ -27,7 +27,7 @@ from evaluators.traces.messages import (
     ToolMessage,
     UserMessage,
 )
-from tests.judges.promptcheck import INJECTION, TAG, assert_well_formed, blocks, question_of
+from tests.support.promptcheck import INJECTION, TAG, assert_well_formed, blocks, question_of
 
 OVERHEAD = 200  # the block's own tags and name, the marker, a few separators
 

@@ -16,7 +16,7 @@ from evaluators.sdk import dispatch_session
 from evaluators.sessions import Session, Turn, TurnError
 from evaluators.signatures import Failure
 from tests.conftest import CORPUS
-from tests.judges.promptcheck import INJECTION, blocks
+from tests.support.promptcheck import INJECTION, blocks
 
 IDS = ("a" * 32, "b" * 32, "c" * 32)
 

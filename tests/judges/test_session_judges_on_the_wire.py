@@ -21,8 +21,8 @@ from evaluators.judges.engine import JudgeEngine
 from evaluators.sdk import EvalResult
 from evaluators.sessions import Session, Turn, group_sessions
 from tests.conftest import CORPUS
-from tests.judges.fake_gemini import FakeGemini, FakeRequest, ok, status
-from tests.judges.promptcheck import blocks, question_of
+from tests.support.fake_gemini import FakeGemini, FakeRequest, ok, status
+from tests.support.promptcheck import blocks, question_of
 
 SUPPORT = "oi_openai__session_support"
 INTERLEAVED = "otel_genai__session_interleaved"

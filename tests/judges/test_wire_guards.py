@@ -18,9 +18,8 @@ from evaluators.judges.client import JudgeClient
 from evaluators.judges.engine import JudgeEngine
 from evaluators.judges.replies import JudgeUnavailable
 from evaluators.sdk.result import EvalResult, SkipReason
-from tests.judges.fake_gemini import FakeAnswer, FakeGemini, FakeRequest, ok, status
-
-from .stub import AnswerJudge, RecordingObserver
+from tests.support.fake_gemini import FakeAnswer, FakeGemini, FakeRequest, ok, status
+from tests.support.judge_stub import AnswerJudge, RecordingObserver
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

@@ -21,7 +21,7 @@ from monitor.consumer import IngestOutcome, Outcome
 from monitor.metrics.intake import IntakeMetrics
 from monitor.receivers.grpc_receiver import GrpcReceiver
 from tests.daemon.test_otlp_http import Receiver, payload
-from tests.receivers.sink import TracesSink
+from tests.support.sink import TracesSink
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.results.backends import Backend, sqlite_backend
+from tests.support.backends import Backend, sqlite_backend
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

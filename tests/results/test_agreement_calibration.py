@@ -19,8 +19,8 @@ from monitor.review.agreement import agreement_by_evaluator
 from monitor.review.calibration import calibrate
 from monitor.store.reviews import ResultKey, ReviewInput, StoredReview, write_review
 from monitor.store.writer import QueuedResultStore
-from tests.results.backends import Backend
-from tests.results.helpers import outcome
+from tests.support.backends import Backend
+from tests.support.store_builders import outcome
 
 THRESHOLD = 0.5  # the configured threshold of `faithful`: a result passes at score >= 0.5
 Z95 = 1.959963984540054  # the 97.5% point of the standard normal

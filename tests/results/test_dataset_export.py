@@ -32,7 +32,7 @@ from monitor.engine.signing import Signer
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.store.reviews import ResultKey, ReviewInput, write_review
 from monitor.store.writer import QueuedResultStore
-from tests.results.backends import Backend
+from tests.support.backends import Backend
 
 MS = 1_000_000
 START = 1_700_000_000_000_000_000

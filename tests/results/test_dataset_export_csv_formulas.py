@@ -17,8 +17,8 @@ from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.signing import Signer
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.store.reviews import ResultKey, ReviewInput, write_review
-from tests.results.backends import Backend
 from tests.results.test_dataset_export import export, faithful, record
+from tests.support.backends import Backend
 
 # (user input, agent answer, reviewer's correction): the probe's payloads, and the forms OWASP lists
 RUNS = [

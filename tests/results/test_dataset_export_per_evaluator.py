@@ -13,8 +13,8 @@ from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.signing import Signer
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.store.reviews import ResultKey, ReviewInput, write_review
-from tests.results.backends import Backend
 from tests.results.test_dataset_export import export, faithful, record, tasks_of
+from tests.support.backends import Backend
 
 TRACK, REFUND = "Track order 9", "Refund order 42"
 

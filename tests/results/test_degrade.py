@@ -26,8 +26,8 @@ from monitor.review.of_store import reader_of
 from monitor.review.sqlite_reader import SQLiteReviewReader
 from monitor.store.health import StoreHealth, StoreReport, StoreUnavailable
 from monitor.store.sqlite import ResultStore
-from tests.engine.helpers import synthetic_traces
-from tests.results.helpers import failing, outcome, row
+from tests.support.completed_traces import synthetic_traces
+from tests.support.store_builders import failing, outcome, row
 
 
 class Recorded:

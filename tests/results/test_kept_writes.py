@@ -16,8 +16,8 @@ import pytest
 
 from monitor.store import writer
 from monitor.store.sqlite import ResultStore
-from tests.results.helpers import outcome, row
 from tests.results.test_degrade import Recorded, set_pragma
+from tests.support.store_builders import outcome, row
 
 WAIT_SECONDS = 30.0
 

@@ -19,7 +19,7 @@ from monitor.engine.pending_resume import PendingResumer
 from monitor.metrics.tally import MetricsTally
 from monitor.outcomes import JudgeJob
 from monitor.store.writer import QueuedResultStore
-from tests.results.backends import Backend
+from tests.support.backends import Backend
 
 PENDING = "SELECT id, kind, owner, payload FROM pending_judgements ORDER BY created_at"
 JUDGED = "SELECT trace_id, skip_reason, explanation FROM results WHERE evaluator = 'j' ORDER BY trace_id"

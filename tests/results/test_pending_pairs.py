@@ -15,7 +15,7 @@ from monitor.engine.pending import PendingKeeper
 from monitor.engine.pending_resume import PendingResumer
 from monitor.store.writer import QueuedResultStore
 from tests.engine.pairs import JUDGE, FakeJudgeModel, Recorder, offers, prefer, variants
-from tests.results.backends import Backend
+from tests.support.backends import Backend
 
 ENTRY = {"baseline": "1.4", "candidate": "1.5", "window": "10m"}
 CONFIG = variants(ENTRY)

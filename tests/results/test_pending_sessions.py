@@ -18,7 +18,7 @@ from monitor.engine.pending_resume import PendingResumer
 from monitor.sessions.judging import SessionJudging
 from monitor.sessions.storing import session_writer
 from monitor.store.writer import QueuedResultStore
-from tests.results.backends import Backend
+from tests.support.backends import Backend
 
 PENDING = "SELECT kind, payload FROM pending_judgements"
 JUDGED = "SELECT session_id, trace_id, passed, skip_reason, explanation FROM results WHERE evaluator = 'goal_met'"

@@ -22,9 +22,9 @@ from monitor.store.postgres.connection import Connection, redacted
 from monitor.store.postgres.schema import MIGRATIONS, SCHEMA_TABLE
 from monitor.store.postgres.store import PostgresResultStore
 from monitor.store.schema import SCHEMA_VERSION, StoreSchemaError
-from tests.pgserver import PostgresServer
-from tests.results.helpers import failing, outcome, row
 from tests.results.test_degrade import Recorded
+from tests.support.pgserver import PostgresServer
+from tests.support.store_builders import failing, outcome, row
 
 
 def test_replicas_opening_a_new_database_together_migrate_it_once(postgres_url: str) -> None:

@@ -12,8 +12,8 @@ import pytest
 from monitor.store import retention
 from monitor.store import writer as writer_module
 from monitor.store.sqlite import ResultStore
-from tests.results.helpers import outcome, row
 from tests.results.test_schema import unversioned_store
+from tests.support.store_builders import outcome, row
 
 KiB = 1024
 

@@ -15,9 +15,9 @@ from monitor.review.queue import QueueEvaluator, QueueItem, ReviewQueue
 from monitor.review.queue_sql import sampled_in, share_bound
 from monitor.store.reviews import ResultKey, ReviewInput, write_review
 from monitor.store.writer import QueuedResultStore
-from tests.results.backends import Backend
-from tests.results.helpers import outcome
-from tests.results.signature_rows import Sig, insert_signature
+from tests.support.backends import Backend
+from tests.support.signature_rows import Sig, insert_signature
+from tests.support.store_builders import outcome
 
 NOW = time.time()
 IN, OUT = "00000001", "ffffffff"  # trace id tails sampled in and out at 10%

@@ -15,8 +15,8 @@ from monitor.review import calibration
 from monitor.review.queue import QueueEvaluator, ReviewQueue
 from monitor.store.reviews import ResultKey, ReviewInput, write_review
 from monitor.store.writer import QueuedResultStore
-from tests.results.backends import Backend
-from tests.results.helpers import outcome
+from tests.support.backends import Backend
+from tests.support.store_builders import outcome
 
 NOW = time.time()
 TARGET = 3

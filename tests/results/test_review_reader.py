@@ -31,8 +31,8 @@ from monitor.review.of_store import reader_of
 from monitor.review.sqlite_reader import SQLiteReviewReader
 from monitor.store.health import StoreUnavailable
 from monitor.store.sqlite import ResultStore
-from tests.results.backends import Backend
-from tests.results.helpers import CARD, GOOGLE_KEY, OPENAI_KEY, agent_trace, detail, outcome, row
+from tests.support.backends import Backend
+from tests.support.store_builders import CARD, GOOGLE_KEY, OPENAI_KEY, agent_trace, detail, outcome, row
 
 EVALUATORS = ["error_free", "tool_success_rate", "latency"]
 

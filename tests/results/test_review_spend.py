@@ -17,8 +17,8 @@ from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.outcomes import TraceOutcome
 from monitor.review.of_store import reader_of
-from tests.results.backends import Backend
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.backends import Backend
+from tests.support.spanfactory import make_span, trace_of
 
 PRICES = {"my-llama-*": ModelPrice(input=1.0, output=4.0)}  # USD per 1M tokens (a pricing.models override)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from monitor.review.review_models import ReviewFilter
 from monitor.store.reviews import ResultKey, ReviewInput, find_reviews, reviews_of_traces, write_review
-from tests.results.backends import Backend
-from tests.results.helpers import outcome, row
 from tests.results.test_reviews_store import TRACE, stored
+from tests.support.backends import Backend
+from tests.support.store_builders import outcome, row
 
 OTHER = "cd" * 16
 

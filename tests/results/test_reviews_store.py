@@ -22,8 +22,8 @@ from monitor.store.reviews import (
     write_review,
 )
 from monitor.web.review_writer import ReviewWriter
-from tests.results.backends import Backend
-from tests.results.helpers import outcome, row
+from tests.support.backends import Backend
+from tests.support.store_builders import outcome, row
 
 TRACE = "ab" * 16
 STEPS = (

@@ -16,8 +16,8 @@ from monitor.store import schema
 from monitor.store import sqlite as store_module
 from monitor.store.schema import SCHEMA_VERSION, StoreSchemaError
 from monitor.store.sqlite import ResultStore
-from tests.results.backends import Backend, sqlite_backend
-from tests.results.helpers import detail, outcome, row
+from tests.support.backends import Backend, sqlite_backend
+from tests.support.store_builders import detail, outcome, row
 
 # The schema exactly as the store created it before versioning (user_version 0).
 UNVERSIONED = """

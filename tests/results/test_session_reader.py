@@ -9,9 +9,9 @@ import time
 import pytest
 
 from monitor.review.session_models import SessionFilter
-from tests.results.backends import Backend
-from tests.results.session_rows import SessionRow, TurnRow, insert_session, insert_session_result
-from tests.results.signature_rows import set_up
+from tests.support.backends import Backend
+from tests.support.session_rows import SessionRow, TurnRow, insert_session, insert_session_result
+from tests.support.signature_rows import set_up
 
 
 def tid(n: int) -> str:

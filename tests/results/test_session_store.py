@@ -13,8 +13,8 @@ from evaluators.sessions import Session, Turn, TurnError
 from monitor.engine.signing import Signer
 from monitor.outcomes import ResultRow, SessionOutcome
 from monitor.store.schema import SESSION_COLUMNS, SESSION_TURN_FIELDS
-from tests.results.backends import Backend
-from tests.results.helpers import GOOGLE_KEY, OPENAI_KEY, outcome, row
+from tests.support.backends import Backend
+from tests.support.store_builders import GOOGLE_KEY, OPENAI_KEY, outcome, row
 
 SESSION = "conv-1"
 TRACES = ("a1" * 16, "b2" * 16, "c3" * 16)

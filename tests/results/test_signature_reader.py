@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from monitor.review.signature_models import SignatureFilter, status_of
-from tests.results.backends import Backend
-from tests.results.signature_rows import Sig, failing_traces, insert_failure, insert_signature, set_up
+from tests.support.backends import Backend
+from tests.support.signature_rows import Sig, failing_traces, insert_failure, insert_signature, set_up
 
 NOW = 1_750_000_000.0
 HOUR = 3600.0

@@ -9,8 +9,8 @@ import time
 from evaluators.signatures import SIGNATURE_VERSION, Failure, FailureSignature, failure_signature
 from monitor.config.signatures import SignaturesConfig
 from monitor.outcomes import ResultRow, TraceOutcome
-from tests.results.backends import Backend
-from tests.results.signature_rows import Sig, insert_signature, set_up
+from tests.support.backends import Backend
+from tests.support.signature_rows import Sig, insert_signature, set_up
 
 
 def v2(step_kind: str, step_name: str, error_type: str = "http_503") -> FailureSignature:

@@ -9,8 +9,8 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 
 from monitor.store.health import StoreHealth
-from tests.results.backends import Backend
 from tests.results.test_signatures_store import outcome, signature
+from tests.support.backends import Backend
 
 ROUNDS = 15
 PER_ROUND = 6  # new signatures per round, each written by both processes

@@ -11,7 +11,7 @@ from evaluators.signatures import Failure, FailureSignature, failure_signature
 from monitor.config.signatures import SignaturesConfig
 from monitor.outcomes import CallFigures, LateResults, ResultRow, TraceDetailRow, TraceOutcome
 from monitor.store.signatures import MAX_TRACES, MAX_VALUES
-from tests.results.backends import Backend
+from tests.support.backends import Backend
 
 GROUPED = ("services", "agents", "models", "variants", "versions", "example_traces")
 

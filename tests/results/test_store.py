@@ -11,8 +11,8 @@ from pathlib import Path
 
 from monitor.outcomes import LateResults, ResultRow, TraceOutcome
 from monitor.store.sqlite import ResultStore
-from tests.results.backends import Backend
-from tests.results.helpers import failing
+from tests.support.backends import Backend
+from tests.support.store_builders import failing
 
 
 def row(evaluator: str, passed: bool | None, skip: str | None = None) -> ResultRow:

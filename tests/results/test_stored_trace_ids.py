@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 
 from monitor.store.writer import STORED_IDS_CHUNK
-from tests.results.backends import Backend
 from tests.results.test_store import outcome, row
+from tests.support.backends import Backend
 
 
 def test_the_store_says_which_of_the_trace_ids_it_has(backend: Backend) -> None:

@@ -12,8 +12,8 @@ from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.outcomes import MASK_MARGIN
 from monitor.store.trace_detail import STEP_TEXT, detail_row_of
 from tests.conftest import CORPUS
-from tests.results.helpers import agent_trace
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
+from tests.support.store_builders import agent_trace
 
 LABEL_KIND = {"agent": "agent", "llm": "llm", "tool": "tool", "retrieval": "retrieval", "handoff": "handoff"}
 

@@ -14,10 +14,10 @@ from monitor.outcomes import LateResults
 from monitor.review.of_store import reader_of
 from monitor.store.sqlite import ResultStore
 from monitor.store.storable import storable, storable_json
-from tests.results.backends import Backend
-from tests.results.helpers import agent_trace, outcome, row
 from tests.results.test_degrade import Recorded
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.backends import Backend
+from tests.support.spanfactory import make_span, trace_of
+from tests.support.store_builders import agent_trace, outcome, row
 
 BAD = "\ud800\x00"  # a lone surrogate and a NUL
 STORED = "\ufffd\ufffd"

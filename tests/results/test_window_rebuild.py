@@ -19,8 +19,8 @@ from monitor.metrics.tally import MetricsTally
 from monitor.outcomes import LateResults, ResultRow, TraceOutcome
 from monitor.review.sqlite_reader import SQLiteReviewReader, StoreReviewReader
 from monitor.store.health import StoreUnavailable
-from tests.results.backends import Backend
-from tests.results.helpers import outcome, row
+from tests.support.backends import Backend
+from tests.support.store_builders import outcome, row
 
 WINDOWS = [("5m", 300.0), ("1h", 3600.0)]
 FOR = 30.0

@@ -11,8 +11,8 @@ import pytest
 
 from monitor.store import write_queue
 from monitor.store.sqlite import ResultStore
-from tests.results.helpers import outcome, row
 from tests.results.test_degrade import Recorded
+from tests.support.store_builders import outcome, row
 
 
 def test_a_stuck_writer_never_holds_a_waiting_write_and_a_full_queue_is_counted(

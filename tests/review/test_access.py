@@ -23,8 +23,8 @@ from aiohttp import web
 from monitor.auth import SESSION_COOKIE, session_value
 from monitor.web.app import build_api_app
 from monitor.web.server import WebServer
-from tests.review.fake_reader import FakeReader, item
-from tests.review.server import get, serve
+from tests.support.fake_reader import FakeReader, item
+from tests.support.threaded_server import get, serve
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

@@ -14,7 +14,7 @@ from monitor import client_json
 from monitor.review.review_params import MAX_BODY_BYTES
 from monitor.store.sqlite import ResultStore
 from monitor.web.pages.queue import skipped_of
-from tests.review.reviews_app import BEARER, fill, review_body, reviews_port, send
+from tests.support.reviews_app import BEARER, fill, review_body, reviews_port, send
 
 DEEP_BODIES = [
     b"[" * 16_000,  # the probe's: 16,000 deep, unclosed

@@ -21,7 +21,7 @@ from monitor.auth import SESSION_COOKIE, session_value
 from monitor.review.review_params import MAX_BODY_BYTES
 from monitor.store.postgres.store import PostgresResultStore
 from monitor.store.sqlite import ResultStore
-from tests.review.reviews_app import BEARER, OTHER, TOKEN, TRACE, fill, review_body, reviews_port, send
+from tests.support.reviews_app import BEARER, OTHER, TOKEN, TRACE, fill, review_body, reviews_port, send
 
 WAIT = 10.0  # seconds a bounded poll waits
 NAN_SCORE = (

@@ -15,8 +15,8 @@ import pytest
 from monitor.auth import SESSION_COOKIE, session_value
 from monitor.review.models import EvaluatorStatus, EvaluatorWindow, ResultFilter, ReviewReader
 from monitor.web.app import build_api_app
-from tests.review.fake_reader import FakeReader, item, trace_detail
-from tests.review.server import get, serve
+from tests.support.fake_reader import FakeReader, item, trace_detail
+from tests.support.threaded_server import get, serve
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

@@ -16,9 +16,9 @@ from monitor.review.models import PairwiseCounts
 from monitor.web.app import build_api_app
 from monitor.web.comparison_info import comparison_infos
 from monitor.web.openapi import PREFIX, openapi_document
-from tests.review.fake_reader import FakeReader
-from tests.review.server import get, serve
-from tests.unit.metrics_scrape import FakeClock, result
+from tests.support.fake_reader import FakeReader
+from tests.support.metrics_scrape import FakeClock, result
+from tests.support.threaded_server import get, serve
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

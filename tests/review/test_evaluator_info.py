@@ -8,7 +8,7 @@ from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.evaluator_setup import thresholds_of
 from monitor.metrics import MetricsExporter
 from monitor.web.evaluator_info import evaluator_infos
-from tests.unit.metrics_scrape import observe_result
+from tests.support.metrics_scrape import observe_result
 
 
 def observe(metrics: MetricsExporter, evaluator: str, service: str, passed: bool) -> None:

@@ -13,9 +13,9 @@ from monitor.review.api_params import BREAKDOWN_PARAMS, RESULTS_PARAMS
 from monitor.web.app import build_api_app
 from monitor.web.health import OPEN_PATHS
 from monitor.web.openapi import OPENAPI_PATH, PREFIX
-from tests.review.fake_reader import FakeReader, item, trace_detail
-from tests.review.server import get, serve
 from tests.review.test_api_v1 import TOKEN, TRACE, evaluators
+from tests.support.fake_reader import FakeReader, item, trace_detail
+from tests.support.threaded_server import get, serve
 
 
 def app_and_reader() -> tuple[Any, FakeReader]:

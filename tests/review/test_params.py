@@ -17,7 +17,7 @@ from monitor.outcomes import ResultRow, TraceOutcome
 from monitor.review.of_store import reader_of
 from monitor.store.sqlite import ResultStore
 from monitor.web.app import build_api_app
-from tests.review.server import get, serve
+from tests.support.threaded_server import get, serve
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

@@ -16,10 +16,10 @@ from monitor.review import open_reader
 from monitor.review.models import ResultFilter
 from monitor.store.sqlite import ResultStore
 from monitor.web.app import build_api_app
-from tests.results.helpers import outcome, row
-from tests.review.fake_reader import FakeReader, item, trace_detail
-from tests.review.server import get, serve
 from tests.review.test_api_v1 import TOKEN, TRACE, evaluators
+from tests.support.fake_reader import FakeReader, item, trace_detail
+from tests.support.store_builders import outcome, row
+from tests.support.threaded_server import get, serve
 
 HOSTILE = "\x1b[2J\x1b[31mred\x07 alert\nnext\u202eline\x9b6n"
 

@@ -12,7 +12,7 @@ from monitor.cli import main
 from monitor.store.reviews import ResultKey, ReviewInput
 from monitor.store.sqlite import ResultStore
 from monitor.web.review_writer import ReviewWriter
-from tests.review.reviews_app import TOKEN, TRACE, fill, reviews_port
+from tests.support.reviews_app import TOKEN, TRACE, fill, reviews_port
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

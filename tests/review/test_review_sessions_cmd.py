@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from monitor.cli import main
-from tests.results.backends import Backend, sqlite_backend
-from tests.results.session_rows import SessionRow, TurnRow, insert_session, insert_session_result
 from tests.results.test_session_reader import seeded, tid
 from tests.review.test_api_v1 import TOKEN, api
+from tests.support.backends import Backend, sqlite_backend
+from tests.support.session_rows import SessionRow, TurnRow, insert_session, insert_session_result
 
 ODD_ID = "team a/conv 7"  # a space and a slash: URL-encoded on the way, read back whole
 HOSTILE = "\x1b[2J\x1b[31mred\x07 alert\nnext"

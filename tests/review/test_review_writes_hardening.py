@@ -22,8 +22,8 @@ import pytest
 from monitor.store.postgres.store import PostgresResultStore
 from monitor.store.sqlite import ResultStore
 from monitor.store.writer import QueuedResultStore
-from tests.results.helpers import outcome, row
-from tests.review.reviews_app import BEARER, TRACE, Port, fill, review_body, reviews_port, send
+from tests.support.reviews_app import BEARER, TRACE, Port, fill, review_body, reviews_port, send
+from tests.support.store_builders import outcome, row
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

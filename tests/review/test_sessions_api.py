@@ -13,12 +13,12 @@ import pytest
 
 from monitor.review.models import ReviewReader
 from monitor.web.openapi import PREFIX, openapi_document
-from tests.results.backends import Backend, sqlite_backend
 from tests.results.test_session_reader import seeded, tid
-from tests.review.fake_reader import FakeReader
-from tests.review.server import get
 from tests.review.test_api_v1 import TOKEN, api
 from tests.review.test_openapi import conforms
+from tests.support.backends import Backend, sqlite_backend
+from tests.support.fake_reader import FakeReader
+from tests.support.threaded_server import get
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

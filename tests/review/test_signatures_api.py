@@ -13,10 +13,10 @@ import pytest
 from monitor.cli import build_parser
 from monitor.web.app import build_api_app
 from monitor.web.openapi import PREFIX, openapi_document
-from tests.results.backends import Backend, sqlite_backend
-from tests.results.signature_rows import Sig, failing_traces, insert_signature, set_up
-from tests.review.server import get, serve
 from tests.review.test_openapi import conforms
+from tests.support.backends import Backend, sqlite_backend
+from tests.support.signature_rows import Sig, failing_traces, insert_signature, set_up
+from tests.support.threaded_server import get, serve
 
 TOKEN = "s3cret-token-for-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import pytest
 
 from monitor.review.models import ReviewReader
-from tests.review.fake_reader import FakeReader
 from tests.review_page.sample import Facts, evaluator_infos, older_latency_failures, sample_facts, sample_traces
-from tests.review_page.serve import JAEGER, review_app, serve
+from tests.support.fake_reader import FakeReader
+from tests.support.metrics_port import JAEGER, review_app, serve
 
 TOKEN = "review-token-s3cret"
 

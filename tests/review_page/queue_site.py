@@ -17,8 +17,8 @@ from monitor.store.reviews import ResultKey
 from monitor.store.sqlite import ResultStore
 from monitor.web.app import build_api_app
 from monitor.web.review_writer import ReviewWriter
-from tests.results.helpers import outcome
-from tests.review_page.serve import serve
+from tests.support.metrics_port import serve
+from tests.support.store_builders import outcome
 
 TOKEN = "queue-token-s3cret"
 NOW = time.time()

@@ -19,10 +19,10 @@ from monitor.review.of_store import reader_of
 from monitor.store.sqlite import ResultStore
 from monitor.web.app import build_api_app
 from monitor.web.review_writer import ReviewWriter
-from tests.results.backends import sqlite_backend
-from tests.results.helpers import outcome, row
 from tests.results.test_session_reader import seeded
-from tests.review_page.serve import Answer, fetch, post_form, serve
+from tests.support.backends import sqlite_backend
+from tests.support.metrics_port import Answer, fetch, post_form, serve
+from tests.support.store_builders import outcome, row
 
 TOKEN = "page-review-token"
 TRACE = "ab" * 16

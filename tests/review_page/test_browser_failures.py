@@ -11,10 +11,10 @@ import pytest
 
 from monitor.review.models import VariantComparison, VariantSide
 from monitor.web.app import build_api_app
-from tests.results.backends import sqlite_backend
-from tests.results.signature_rows import Sig, failing_traces, insert_signature, set_up
-from tests.review_page.serve import fetch, serve
 from tests.review_page.test_browser import browser  # noqa: F401  (the fixture)
+from tests.support.backends import sqlite_backend
+from tests.support.metrics_port import fetch, serve
+from tests.support.signature_rows import Sig, failing_traces, insert_signature, set_up
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

@@ -24,9 +24,9 @@ from monitor.review.calibration import MIN_REVIEWS
 from tests.integration.conftest import CORPUS, project_env
 from tests.integration.daemon_process import ROOT, DaemonProcess
 from tests.integration.otel_sender import make_exporter, readable
-from tests.judges.fake_gemini import FakeGemini, FakeRequest, ok
 from tests.review_page.review_store import log_in_on_the_way
 from tests.review_page.test_browser import TIMEOUT_MS, browser  # noqa: F401 (the fixture)
+from tests.support.fake_gemini import FakeGemini, FakeRequest, ok
 
 pytestmark = pytest.mark.integration
 

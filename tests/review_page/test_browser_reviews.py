@@ -12,8 +12,8 @@ import pytest
 from aiohttp import web
 
 from tests.review_page.review_store import FAILING, TRACE, log_in_on_the_way, review_server
-from tests.review_page.serve import serve
 from tests.review_page.test_browser import TIMEOUT_MS, browser  # noqa: F401  (the Chromium fixture)
+from tests.support.metrics_port import serve
 
 pytestmark = pytest.mark.integration
 TRACE_PAGE = f"/review/traces/{TRACE}"

@@ -13,12 +13,12 @@ import pytest
 
 from monitor.web.app import build_api_app
 from monitor.web.pages.layout import CSP
-from tests.results.backends import sqlite_backend
-from tests.results.session_rows import SessionRow, TurnRow, insert_session, insert_session_result
 from tests.results.test_session_reader import seeded, tid
 from tests.review_page.review_store import TOKEN, log_in_on_the_way, session_review_server
-from tests.review_page.serve import fetch, serve
 from tests.review_page.test_browser import TIMEOUT_MS, browser  # noqa: F401  (the fixture)
+from tests.support.backends import sqlite_backend
+from tests.support.metrics_port import fetch, serve
+from tests.support.session_rows import SessionRow, TurnRow, insert_session, insert_session_result
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

@@ -21,8 +21,8 @@ from monitor.review.sqlite_reader import SQLiteReviewReader
 from monitor.web.pages import fmt
 from monitor.web.pages.results import span_anchor
 from tests.conftest import CORPUS
-from tests.review_page.serve import review_app, serve, store_evaluated
 from tests.review_page.test_browser import TIMEOUT_MS, browser  # noqa: F401  (the Chromium fixture)
+from tests.support.metrics_port import review_app, serve, store_evaluated
 
 pytestmark = pytest.mark.integration
 

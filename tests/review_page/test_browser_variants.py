@@ -12,9 +12,9 @@ import pytest
 from monitor.auth import SESSION_COOKIE, session_value
 from tests.review_page.conftest import TOKEN
 from tests.review_page.sample import evaluator_infos
-from tests.review_page.serve import review_app, serve
 from tests.review_page.test_browser import TIMEOUT_MS, browser  # noqa: F401  (the fixture)
 from tests.review_page.variant_sample import BASELINE, BASELINE_TRACES, CANARY, CANARY_TRACES, PAIRED, canary_reader
+from tests.support.metrics_port import review_app, serve
 
 pytestmark = pytest.mark.integration
 

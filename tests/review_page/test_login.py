@@ -13,10 +13,10 @@ import pytest
 
 from monitor.auth import SESSION_COOKIE, SESSION_TTL, session_authorized, session_value
 from monitor.web.pages.login import safe_next
-from tests.review.fake_reader import FakeReader
 from tests.review_page.conftest import TOKEN, Site
 from tests.review_page.sample import evaluator_infos, sample_traces
-from tests.review_page.serve import Answer, fetch, post_form, review_app, serve
+from tests.support.fake_reader import FakeReader
+from tests.support.metrics_port import Answer, fetch, post_form, review_app, serve
 
 HTML = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
 

@@ -16,10 +16,10 @@ import pytest
 from monitor.auth import REVOKED_SESSIONS_FILE, SESSION_COOKIE, RevokedSessions
 from monitor.web.access import Access
 from monitor.web.app import build_api_app
-from tests.review.fake_reader import FakeReader
 from tests.review_page.conftest import TOKEN
 from tests.review_page.sample import evaluator_infos, sample_traces
-from tests.review_page.serve import fetch, post_form, serve
+from tests.support.fake_reader import FakeReader
+from tests.support.metrics_port import fetch, post_form, serve
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

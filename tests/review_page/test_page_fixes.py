@@ -15,10 +15,10 @@ from monitor.review.models import EvaluatorStatus, EvaluatorWindow, Step
 from monitor.review.of_store import reader_of
 from monitor.store.sqlite import ResultStore
 from monitor.store.trace_detail import detail_row_of as build_detail
-from tests.results.helpers import outcome, row
-from tests.review.fake_reader import FakeReader, item, trace_detail
-from tests.review_page.serve import fetch, review_app, serve
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.fake_reader import FakeReader, item, trace_detail
+from tests.support.metrics_port import fetch, review_app, serve
+from tests.support.spanfactory import make_span, trace_of
+from tests.support.store_builders import outcome, row
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

@@ -13,10 +13,10 @@ import pytest
 from monitor.auth import SESSION_COOKIE, session_value
 from monitor.config.review import ReviewConfig
 from monitor.web.pages.layout import CSP
-from tests.review.fake_reader import FakeReader
 from tests.review_page.conftest import TOKEN, Site, Source
 from tests.review_page.sample import FAILING_TRACE, PASSING_TRACE, evaluator_infos, sample_traces
-from tests.review_page.serve import Answer, fetch, review_app, serve
+from tests.support.fake_reader import FakeReader
+from tests.support.metrics_port import Answer, fetch, review_app, serve
 
 COOKIE = {"Cookie": f"{SESSION_COOKIE}={session_value(TOKEN)}"}
 HTML = {"Accept": "text/html,application/xhtml+xml"}

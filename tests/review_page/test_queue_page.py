@@ -17,7 +17,7 @@ from monitor.store.reviews import ResultKey
 from monitor.web.pages.layout import CSP, QUEUE_CSP
 from monitor.web.pages.queue import MAX_SKIP_COOKIE, REVIEWER_COOKIE, SKIPPED_COOKIE, skip_cookie, skipped_of
 from tests.review_page.queue_site import EXPLANATION, ORDER, T1, TOKEN, queue_site
-from tests.review_page.serve import Answer, fetch, post_form
+from tests.support.metrics_port import Answer, fetch, post_form
 
 HTML = {"Accept": "text/html"}
 

@@ -44,7 +44,7 @@ from tests.review_page.review_store import (
     review_server,
     review_store,
 )
-from tests.review_page.serve import Answer, fetch, post_form, serve
+from tests.support.metrics_port import Answer, fetch, post_form, serve
 
 TRACE_PAGE = f"/review/traces/{TRACE}"
 

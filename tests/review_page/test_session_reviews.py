@@ -23,7 +23,7 @@ from tests.review_page.review_store import (
     page,
     session_review_server,
 )
-from tests.review_page.serve import fetch, post_form
+from tests.support.metrics_port import fetch, post_form
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

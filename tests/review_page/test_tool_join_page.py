@@ -19,7 +19,7 @@ from monitor.engine.configured import ConfiguredEvaluator
 from monitor.review.sqlite_reader import SQLiteReviewReader
 from monitor.web.pages.results import span_anchor
 from tests.conftest import CORPUS
-from tests.review_page.serve import fetch, review_app, serve, store_evaluated
+from tests.support.metrics_port import fetch, review_app, serve, store_evaluated
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

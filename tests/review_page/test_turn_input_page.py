@@ -17,7 +17,7 @@ from monitor.auth import SESSION_COOKIE, session_value
 from monitor.commands.review_render import trace_view
 from monitor.review.sqlite_reader import SQLiteReviewReader
 from tests.corpus.multi_turn import MULTI_TURN_SCENARIOS, PROBE, assert_own_question, store_turns, turn_facts
-from tests.review_page.serve import fetch, review_app, serve
+from tests.support.metrics_port import fetch, review_app, serve
 
 TOKEN = "turn-input-token"
 COOKIE = {"Cookie": f"{SESSION_COOKIE}={session_value(TOKEN)}"}

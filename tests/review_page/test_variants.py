@@ -13,9 +13,7 @@ import pytest
 
 from monitor.review.models import ResultFilter
 from monitor.web.pages.trace import partner
-from tests.review.fake_reader import FakeReader, item, trace_detail
 from tests.review_page.sample import evaluator_infos
-from tests.review_page.serve import fetch, review_app, serve
 from tests.review_page.test_pages import hrefs, rows
 from tests.review_page.variant_sample import (
     BASELINE,
@@ -26,6 +24,8 @@ from tests.review_page.variant_sample import (
     PAIRWISE,
     canary_reader,
 )
+from tests.support.fake_reader import FakeReader, item, trace_detail
+from tests.support.metrics_port import fetch, review_app, serve
 
 
 @pytest.fixture

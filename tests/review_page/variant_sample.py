@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from monitor.review.models import ResultItem, TraceDetail
-from tests.review.fake_reader import FakeReader, item, trace_detail
+from tests.support.fake_reader import FakeReader, item, trace_detail
 
 BASELINE, CANARY = "1.9.0", "2.0.0-canary"
 PAIRWISE = "pairwise_quality"

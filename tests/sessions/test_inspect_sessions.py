@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CORPUS
-from tests.sources.otlp_json import otlp_document
-from tests.unit.spanfactory import make_span
+from tests.support.otlp_json import otlp_document
+from tests.support.spanfactory import make_span
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

@@ -24,8 +24,8 @@ from monitor.sessions.tracker import SessionTracker
 from monitor.store import open_sessions_sqlite as tables
 from monitor.store.health import StoreHealth
 from monitor.store.sqlite import ResultStore
-from tests.sessions.session_evals import no_handoff
 from tests.sessions.test_session_tracker import configured, sample, turn, wire
+from tests.support.session_evals import no_handoff
 
 IDLE = 0.4
 HANDOFF = ("request_human_agent",)

@@ -14,7 +14,7 @@ from evaluators.sessions.ids import MAX_ID
 from evaluators.traces import load_traces
 from evaluators.traces.model import Trace
 from tests.conftest import CORPUS
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 
 def _corpus(name: str) -> list[Trace]:

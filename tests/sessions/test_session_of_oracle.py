@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from evaluators.sessions import SESSION_ATTRIBUTES, SessionRef, session_of
 from evaluators.sessions.ids import MAX_ID, MAX_METADATA, METADATA_ATTRIBUTE, METADATA_KEYS
 from evaluators.traces.model import Trace
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 
 def _text(value: object) -> str | None:

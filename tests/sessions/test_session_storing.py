@@ -18,8 +18,8 @@ from monitor.sessions.tracker import SessionTracker
 from monitor.store.health import StoreHealth
 from monitor.store.packing import Packed
 from monitor.store.sqlite import ResultStore
-from tests.sessions.session_evals import no_handoff
 from tests.sessions.test_session_tracker import IDLE, Clock, configured, turn, wire
+from tests.support.session_evals import no_handoff
 
 HANDOFF = ("request_human_agent",)
 

@@ -16,7 +16,7 @@ from monitor.metrics.tally import MetricsTally
 from monitor.sessions.book import SessionBook
 from monitor.sessions.evaluation import SessionEvaluation
 from monitor.sessions.tracker import SessionTracker
-from tests.sessions.session_evals import no_handoff, session_boom, session_errors
+from tests.support.session_evals import no_handoff, session_boom, session_errors
 
 IDLE = 15.0
 

@@ -19,8 +19,8 @@ from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.engine.turn_wire import turn_of_wire
 from monitor.metrics.tally import MetricsTally
 from monitor.outcomes import TraceOutcome
-from tests.engine.helpers import completed_from_batch
-from tests.sessions.session_evals import no_handoff
+from tests.support.completed_traces import completed_from_batch
+from tests.support.session_evals import no_handoff
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
 SUPPORT = CORPUS / "oi_openai__session_support"

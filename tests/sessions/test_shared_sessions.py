@@ -24,9 +24,9 @@ from monitor.store.health import StoreHealth
 from monitor.store.postgres import open_sessions
 from monitor.store.postgres.connection import Connection
 from monitor.store.postgres.store import PostgresResultStore
-from tests.pgserver import PostgresServer
-from tests.sessions.session_evals import no_handoff
 from tests.sessions.test_session_tracker import configured, sample, turn, wire
+from tests.support.pgserver import PostgresServer
+from tests.support.session_evals import no_handoff
 
 IDLE = 0.4
 SESSIONS = "SELECT session_id, ended, turn_count, turns FROM sessions"

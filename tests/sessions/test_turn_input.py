@@ -9,7 +9,7 @@ import pytest
 
 from evaluators.traces import load_traces
 from tests.conftest import CORPUS
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 SESSION_SCENARIOS = ["oi_openai__session_support", "otel_genai__session_interleaved", "pydantic_ai__session_chat"]
 

@@ -10,8 +10,8 @@ import pytest
 from evaluators import builtin, run_evaluators
 from evaluators.signatures import Failure, failure_signature
 from evaluators.traces.records import SpanEvent
-from tests.unit.builtins_spans import WEATHER_TOOL, agent, chat, tool
-from tests.unit.spanfactory import make_span, next_start, trace_of
+from tests.support.builtins_spans import WEATHER_TOOL, agent, chat, tool
+from tests.support.spanfactory import make_span, next_start, trace_of
 
 MS = 1_000_000
 MESSAGE = "FX rate service unavailable (HTTP 503)"

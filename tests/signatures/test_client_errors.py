@@ -16,7 +16,7 @@ import pytest
 from evaluators import builtin
 from evaluators.signatures import FailureSignature, failure_signature
 from evaluators.traces.records import SpanEvent
-from tests.unit.spanfactory import make_span, next_start, trace_of
+from tests.support.spanfactory import make_span, next_start, trace_of
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "client_errors" / "messages.json"
 MESSAGES: list[dict[str, Any]] = json.loads(FIXTURE.read_text())

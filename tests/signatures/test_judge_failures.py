@@ -17,7 +17,7 @@ from evaluators.judges.replies import JudgeReply
 from evaluators.judges.settings import JudgeSettings
 from evaluators.sdk.result import EvalResult
 from evaluators.signatures import Failure, failure_signature
-from tests.judges.stub import AnswerJudge, StubClient, verdict
+from tests.support.judge_stub import AnswerJudge, StubClient, verdict
 
 
 def judged(judge: LLMJudge, reply: dict[str, Any]) -> EvalResult:

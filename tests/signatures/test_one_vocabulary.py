@@ -13,8 +13,8 @@ from evaluators.signatures import Failure, failure_signature
 from evaluators.traces.records import SpanEvent
 from monitor.engine.turn_wire import turn_of_wire, turn_wire
 from tests.conftest import CORPUS
-from tests.unit.builtins_spans import chat
-from tests.unit.spanfactory import make_span, next_start, trace_of
+from tests.support.builtins_spans import chat
+from tests.support.spanfactory import make_span, next_start, trace_of
 
 # real traces of one injected tool failure, recorded by five libraries (an exception event; error.type and a
 # status message; ADK's TOOL_ERROR with the error only in the tool's result)

@@ -22,7 +22,7 @@ from google.protobuf.json_format import ParseDict
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from evaluators.traces.records import SpanRecord
-from tests.sources.otlp_json import otlp_document
+from tests.support.otlp_json import otlp_document
 
 RFC3339 = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)")
 

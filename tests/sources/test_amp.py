@@ -20,8 +20,8 @@ from monitor.config.sources import AmpSourceConfig
 from monitor.sources.amp import AmpSource, format_time, rfc3339_ns
 from monitor.sources.base import PolledTrace, SourceError
 from monitor.sources.http import SourceHttp
-from tests.sources.otlp_json import corpus_traces
 from tests.sources.serving import serving
+from tests.support.otlp_json import corpus_traces
 
 TOKEN = "s3cret-amp-token"
 SCOPE = {"organization": "acme", "project": "shop", "agent": "helper", "environment": "Development"}

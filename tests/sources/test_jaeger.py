@@ -27,7 +27,7 @@ from tests.sources.fake_stores import (
     span_key,
     trace_start,
 )
-from tests.sources.otlp_json import corpus_traces
+from tests.support.otlp_json import corpus_traces
 
 PATH = "/api/v3/traces"
 T0 = 1_800_000_000 * 10**9  # ns

@@ -30,7 +30,7 @@ from monitor.sources import otlp_files
 from monitor.sources.base import SourceError
 from monitor.sources.otlp_files import OtlpFilesFeed
 from tests.conftest import CORPUS
-from tests.sources.otlp_json import corpus_traces, otlp_document
+from tests.support.otlp_json import corpus_traces, otlp_document
 
 SCENARIOS = ("oi_openai__tool_agent", "otel_genai__tool_error", "adk_native__tool_agent")
 Key = tuple[str, str]

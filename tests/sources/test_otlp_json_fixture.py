@@ -1,7 +1,7 @@
 """The fake trace stores' OTLP JSON decodes back to the corpus spans it was built from."""
 
 from evaluators.traces.otlp_json import decode_traces_object
-from tests.sources.otlp_json import corpus_traces, otlp_document
+from tests.support.otlp_json import corpus_traces, otlp_document
 
 
 def test_corpus_spans_survive_the_otlp_json_the_fake_stores_serve() -> None:

@@ -1,5 +1,5 @@
-"""PhoenixSource and PhoenixAnnotations against a real Arize Phoenix (tests/phoenix_server.py: one server for the
-session, one project per test). Recorded OpenInference corpus traces go in through the OpenTelemetry SDK's
+"""PhoenixSource and PhoenixAnnotations against a real Arize Phoenix (tests/support/phoenix_server.py: one server for
+the session, one project per test). Recorded OpenInference corpus traces go in through the OpenTelemetry SDK's
 OTLP/HTTP exporter, with fresh ids (Phoenix keeps a span id once per database, whatever the project).
 
 What Phoenix itself changes, the only differences these tests allow between a span sent and the span polled:
@@ -34,9 +34,9 @@ from monitor.sources.base import PolledTrace, SourceError
 from monitor.sources.http import SourceHttp
 from monitor.sources.phoenix.annotations import Annotation, PhoenixAnnotations
 from monitor.sources.phoenix.source import JSON_STRING_SUFFIXES, PhoenixSource
-from tests.phoenix_server import export, wait_for_spans
-from tests.sources.otlp_json import corpus_traces
 from tests.sources.serving import answering, serving
+from tests.support.otlp_json import corpus_traces
+from tests.support.phoenix_server import export, wait_for_spans
 
 SCENARIOS = ("oi_openai__tool_agent", "oi_langchain__tool_agent", "oi_openai__tool_error")
 _projects = itertools.count()

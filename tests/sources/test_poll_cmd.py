@@ -14,9 +14,9 @@ import yaml
 from aiohttp import web
 
 from monitor.cli import build_parser
-from tests.review.server import serve
-from tests.sources.otlp_json import corpus_traces
 from tests.sources.test_amp import SCOPE, TOKEN, FakeAmp, Stored, moved
+from tests.support.otlp_json import corpus_traces
+from tests.support.threaded_server import serve
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

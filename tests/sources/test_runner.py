@@ -17,7 +17,7 @@ from monitor.metrics.poll import PollMetrics
 from monitor.sources.base import PolledTrace, SourceError
 from monitor.sources.checkpoints import Checkpoint, CheckpointStore, MemoryCheckpoints, StoreCheckpoints
 from monitor.sources.runner import Poller
-from tests.results.backends import Backend
+from tests.support.backends import Backend
 
 T0 = 1_700_000_000.0
 

@@ -29,8 +29,8 @@ from monitor.sources.checkpoints import MemoryCheckpoints
 from monitor.sources.factory import make_source
 from monitor.sources.runner import Poller, RunReport
 from tests.sources.fake_stores import length_delimited, traces_data
-from tests.sources.otlp_json import otlp_document, span_json
 from tests.sources.serving import answering, serving
+from tests.support.otlp_json import otlp_document, span_json
 
 T0 = 1_700_000_000.0  # now, for every poller here
 SINCE = T0 - 3600  # backfill: 1h

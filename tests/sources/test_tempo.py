@@ -26,7 +26,7 @@ from tests.sources.fake_stores import (
     span_key,
     trace_start,
 )
-from tests.sources.otlp_json import corpus_traces
+from tests.support.otlp_json import corpus_traces
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server
 

@@ -12,7 +12,7 @@ from evaluators.builtins.ground_truth import rouge1_f1
 from evaluators.sdk import Constraints, EvalResult, SkipReason, Task, TrajectoryStep, builtin, list_builtins
 from evaluators.sdk import run_evaluators as run_all
 from evaluators.traces import Trace
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 MS = 1_000_000
 GROUND_TRUTH = (

@@ -7,8 +7,8 @@ import pytest
 
 from evaluators import builtin
 from evaluators.builtins._schema import validate
-from tests.unit.builtins_spans import WEATHER_TOOL, agent, chat, tool
-from tests.unit.spanfactory import trace_of
+from tests.support.builtins_spans import WEATHER_TOOL, agent, chat, tool
+from tests.support.spanfactory import trace_of
 
 OUTFIT_TOOL = {
     "type": "function",

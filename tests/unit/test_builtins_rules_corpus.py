@@ -10,8 +10,8 @@ import pytest
 
 from evaluators import EvaluationRecord, builtin, load_traces, run_evaluators
 from tests.conftest import corpus_scenarios
-from tests.unit.builtins_spans import agent, chat, tool
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.builtins_spans import agent, chat, tool
+from tests.support.spanfactory import make_span, trace_of
 
 RULES = [
     "latency",

@@ -8,8 +8,8 @@ import pytest
 
 from evaluators import EvaluatorConfigError, builtin
 from evaluators.builtins.pii import PII_KINDS, find_pii, luhn_valid
-from tests.unit.builtins_spans import chat
-from tests.unit.spanfactory import trace_of
+from tests.support.builtins_spans import chat
+from tests.support.spanfactory import trace_of
 
 
 def call_of(span):

@@ -14,8 +14,8 @@ from evaluators.sdk import default_builtins, dispatch_session
 from evaluators.sessions import Session, Turn, TurnError, group_sessions
 from evaluators.signatures import STEP_KINDS, failure_signature
 from tests.conftest import CORPUS
-from tests.unit.builtins_spans import chat, tool
-from tests.unit.spanfactory import make_span, next_start, trace_of
+from tests.support.builtins_spans import chat, tool
+from tests.support.spanfactory import make_span, next_start, trace_of
 
 SESSION_RULES = (
     "abandonment",

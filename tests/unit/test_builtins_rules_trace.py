@@ -7,8 +7,8 @@ import pytest
 from evaluators import EvaluatorConfigError, Task, builtin, list_builtins
 from evaluators.pricing import price_call
 from evaluators.traces.records import SpanRecord
-from tests.unit.builtins_spans import agent, chat, tool
-from tests.unit.spanfactory import make_span, next_start, trace_of
+from tests.support.builtins_spans import agent, chat, tool
+from tests.support.spanfactory import make_span, next_start, trace_of
 
 MS = 1_000_000
 

@@ -12,8 +12,8 @@ import pytest
 from evaluators import aggregate, builtin, list_builtins, run_evaluators
 from evaluators.builtins._common import decay_score
 from evaluators.traces.records import SpanRecord
-from tests.unit.builtins_spans import agent, chat, tool
-from tests.unit.spanfactory import make_span, next_start, trace_of
+from tests.support.builtins_spans import agent, chat, tool
+from tests.support.spanfactory import make_span, next_start, trace_of
 
 MS = 1_000_000
 BUDGETS = ("latency", "token_budget", "cost_budget", "llm_call_budget", "agent_efficiency")

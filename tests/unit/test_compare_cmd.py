@@ -16,7 +16,7 @@ from evaluators.traces.records import STATUS_ERROR
 from monitor.cli import build_parser
 from monitor.commands import compare_cmd
 from tests.conftest import CORPUS
-from tests.sources.otlp_json import corpus_traces, otlp_document
+from tests.support.otlp_json import corpus_traces, otlp_document
 
 SCENARIO = "otel_genai__tool_agent"
 COPIES = 40  # per side: 20 of 40 failing against 0 of 40 is far past any alpha used here

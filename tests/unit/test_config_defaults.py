@@ -26,7 +26,7 @@ from monitor.sessions.tracker import SessionTracker
 from monitor.sources.runner import Poller
 from monitor.store.postgres.store import PostgresResultStore
 from monitor.store.sqlite import ResultStore
-from tests.receivers.sink import TracesSink
+from tests.support.sink import TracesSink
 
 COMPONENTS = (
     GrpcReceiver,

@@ -13,9 +13,9 @@ from monitor.engine.batch_run import trace_tally
 from monitor.engine.evaluator_setup import build_evaluators
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
-from tests.unit.builtins_spans import chat
-from tests.unit.metrics_scrape import value
-from tests.unit.spanfactory import trace_of
+from tests.support.builtins_spans import chat
+from tests.support.metrics_scrape import value
+from tests.support.spanfactory import trace_of
 
 OVERRIDE = (
     "pricing:\n  models:\n    my-llm: {input: 0.5, output: 1.5, per: 1K}\n    gpt-4o: {input: 2, output: 8, per: 1M}\n"

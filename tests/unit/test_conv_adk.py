@@ -18,7 +18,7 @@ from evaluators.traces import (
 )
 from evaluators.traces.conventions import GoogleADK
 from evaluators.traces.records import SpanEvent
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 SCOPE = "gcp.vertex.agent"
 LLM_REQUEST = {

@@ -18,7 +18,7 @@ from evaluators.traces import (
     UserMessage,
 )
 from evaluators.traces.conventions import OpenInference
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 IN = "llm.input_messages"
 OUT = "llm.output_messages"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from evaluators.traces import LLMSpan, ToolCall, ToolSpan
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 SCOPE = "openinference.instrumentation.openai_agents"
 SCHEMA = {

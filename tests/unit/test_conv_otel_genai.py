@@ -19,7 +19,7 @@ from evaluators.traces import (
     UserMessage,
 )
 from evaluators.traces.conventions import OTelGenAI
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 SYSTEM = [{"type": "text", "content": "You are a weather bot."}]
 INPUT = [

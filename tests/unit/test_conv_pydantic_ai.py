@@ -8,7 +8,7 @@ from evaluators.traces import AgentSpan, AssistantMessage, SystemMessage, ToolMe
 from evaluators.traces import conventions as conv
 from evaluators.traces.conventions.base import SpanKind
 from evaluators.traces.conventions.pydantic_ai import PydanticAI
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 SCOPE = "pydantic-ai"
 CLIENT = 3

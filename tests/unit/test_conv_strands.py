@@ -9,7 +9,7 @@ from evaluators.traces import conventions as conv
 from evaluators.traces.conventions.base import SpanKind
 from evaluators.traces.conventions.strands import Strands
 from evaluators.traces.records import SpanEvent
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 SCOPE = "strands.telemetry.tracer"
 MODEL = "us.anthropic.claude-3-7-sonnet-20250219-v1:0"

@@ -16,7 +16,7 @@ from evaluators.traces import (
     UserMessage,
 )
 from evaluators.traces.conventions import Traceloop
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 
 def chat(attrs: dict[str, object]) -> dict[str, object]:

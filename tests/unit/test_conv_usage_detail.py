@@ -7,7 +7,7 @@ import json
 from evaluators.traces import LLMSpan
 from evaluators.traces.conventions import TokenUsage
 from evaluators.traces.serialize import trace_dict
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 
 def only_usage(*spans) -> TokenUsage:

@@ -16,7 +16,7 @@ from evaluators.traces import (
 from evaluators.traces import conventions as conv
 from evaluators.traces.conventions.base import SpanKind
 from evaluators.traces.conventions.vercel import VercelAI
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 CLIENT = 3
 SYSTEM = "You are a weather bot."

@@ -17,7 +17,7 @@ from monitor.commands import evaluate_cmd, evaluators_cmd
 from monitor.offline.evaluation import TaskMatcher
 from monitor.offline.spec import parse_spec
 from tests.conftest import CORPUS
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 TOOL_AGENT = CORPUS / "oi_openai__tool_agent"
 TOOL_ERROR = CORPUS / "oi_openai__tool_error"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from evaluators.traces.records import SpanRecord
 from monitor.commands import inspect_cmd
-from tests.sources.otlp_json import otlp_document
-from tests.unit.spanfactory import make_span
+from tests.support.otlp_json import otlp_document
+from tests.support.spanfactory import make_span
 
 
 def _tree(tmp_path: Path, *spans: SpanRecord) -> list[str]:

@@ -33,7 +33,7 @@ FORBIDDEN = {
     "outcomes": {"engine", "receivers", "sources", "web", "daemon", "metrics", "store", "review", "config", "sessions"},
     "auth": {"engine", "receivers", "sources", "web", "daemon", "metrics", "store", "review", "config"},
 }
-# Receiver tests run against tests/receivers/sink.py: they must not need the engine (not even indirectly).
+# Receiver tests run against tests/support/sink.py: they must not need the engine (not even indirectly).
 RECEIVER_TESTS = (
     "tests.receivers.test_consumer_answers",
     "tests.daemon.test_grpc_inflight",

@@ -13,7 +13,7 @@ from monitor.engine.assembler import TraceAssembler
 from monitor.metrics import MetricsExporter
 from monitor.metrics.tally import MetricsTally
 from monitor.outcomes import CallFigures
-from tests.unit.metrics_scrape import (
+from tests.support.metrics_scrape import (
     TRACE_ID,
     FakeClock,
     classic,

@@ -9,7 +9,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_classic
 
 from monitor.metrics import MetricsExporter, wants_openmetrics
-from tests.unit.metrics_scrape import observe_result, observe_trace
+from tests.support.metrics_scrape import observe_result, observe_trace
 
 FAIL_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PASS_ID = "0af7651916cd43dd8448eb211c80319c"

@@ -6,7 +6,7 @@ import math
 
 from monitor.alerting.thresholds import AlertRule
 from monitor.metrics import MetricsExporter
-from tests.unit.metrics_scrape import FakeClock, observe_result, samples, scored, value
+from tests.support.metrics_scrape import FakeClock, observe_result, samples, scored, value
 
 WINDOW_GAUGES = ("agent_eval_pass_ratio", "agent_eval_score_mean", "agent_eval_score_stddev")
 ALERT = dict(evaluator="relevance", service="svc", alert="relevance_pass_ratio")

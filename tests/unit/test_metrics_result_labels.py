@@ -19,8 +19,8 @@ from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
 from tests.conftest import CORPUS
-from tests.unit.builtins_spans import agent, chat
-from tests.unit.metrics_scrape import TRACE_ID, classic, observe_trace, result, result_labels, samples, scored, value
+from tests.support.builtins_spans import agent, chat
+from tests.support.metrics_scrape import TRACE_ID, classic, observe_trace, result, result_labels, samples, scored, value
 
 
 def test_results_carry_level_and_the_agent_only_at_agent_level() -> None:

@@ -14,9 +14,9 @@ from evaluators.pricing import ModelPrice
 from monitor.engine.batch_run import trace_tally
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
-from tests.unit.builtins_spans import agent, chat
-from tests.unit.metrics_scrape import samples, value
-from tests.unit.spanfactory import DEFAULT_TRACE_ID, make_span, trace_of
+from tests.support.builtins_spans import agent, chat
+from tests.support.metrics_scrape import samples, value
+from tests.support.spanfactory import DEFAULT_TRACE_ID, make_span, trace_of
 
 START_NS = int(datetime(2025, 9, 1, tzinfo=UTC).timestamp() * 1e9)
 

@@ -10,7 +10,7 @@ import pytest
 from evaluators.sdk.significance import mann_whitney, two_proportions
 from monitor.config.variants import VariantsConfig
 from monitor.metrics import MetricsExporter
-from tests.unit.metrics_scrape import FakeClock, result, samples, value
+from tests.support.metrics_scrape import FakeClock, result, samples, value
 
 PAIR = dict(evaluator="error_free", baseline="1.4", candidate="1.5")
 

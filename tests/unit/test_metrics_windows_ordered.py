@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monitor.metrics.windows import WindowStore, ascending_stats, score_stats
-from tests.unit.metrics_scrape import FakeClock
+from tests.support.metrics_scrape import FakeClock
 
 score = st.sampled_from([0.0, -0.0, 0.5, 1.0, 1, 0, True, None]) | st.floats(0, 1)
 operation = st.one_of(

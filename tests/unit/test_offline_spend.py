@@ -17,7 +17,7 @@ from monitor.cli import build_parser
 from monitor.commands import compare_cmd, evaluate_cmd
 from monitor.text import usd
 from tests.conftest import CORPUS
-from tests.sources.otlp_json import corpus_traces, otlp_document
+from tests.support.otlp_json import corpus_traces, otlp_document
 
 SCENARIO = "otel_genai__tool_agent"  # one gemini-2.0-flash call per trace
 COPIES = 5

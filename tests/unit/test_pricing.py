@@ -11,8 +11,8 @@ import pytest
 from evaluators import builtin
 from evaluators.pricing import ModelPrice, price_call
 from evaluators.traces.conventions.base import TokenUsage
-from tests.unit.builtins_spans import chat
-from tests.unit.spanfactory import trace_of
+from tests.support.builtins_spans import chat
+from tests.support.spanfactory import trace_of
 
 WHEN = datetime(2025, 9, 1, tzinfo=UTC)
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from evaluators.sdk.significance import mann_whitney_floats, rank_terms, rank_test
 from monitor.metrics.rank_sums import PooledCounts, RankSums, twice_below
 from monitor.metrics.windows import Key, WindowRows, WindowStore
-from tests.unit.metrics_scrape import FakeClock
+from tests.support.metrics_scrape import FakeClock
 from tests.unit.test_significance_oracle import oracle_mann_whitney
 
 WINDOW = 100.0

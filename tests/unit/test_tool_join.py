@@ -15,7 +15,7 @@ from evaluators.traces import HandoffSpan, tool_join
 from evaluators.traces.conventions.errors import NORMALIZER_ERRORS
 from evaluators.traces.records import SpanEvent, SpanRecord
 from evaluators.traces.tool_join import joinable_id, with_reported_error
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 DETAILS = "gen_ai.client.inference.operation.details"
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from evaluators.traces import AgentSpan, LLMSpan, SpanEvent, SpanRecord, ToolSpan, Trace, build_trace, jsonutil
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 MS = 1_000_000
 

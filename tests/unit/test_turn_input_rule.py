@@ -9,7 +9,7 @@ import json
 from evaluators.traces import load_traces
 from evaluators.traces.turn_input import InputSource
 from tests.conftest import CORPUS
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 
 def _parts(*messages: tuple[str, dict]) -> str:

@@ -1,4 +1,4 @@
-"""SQL fixtures of failure signatures on either database (tests/results/backends.py): the store's schema set up by
+"""SQL fixtures of failure signatures on either database (tests/support/backends.py): the store's schema set up by
 a real store, then `signatures` rows, traces and failing results with a signature inserted behind its back, as
 the write side (monitor/store) leaves them."""
 
@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tests.results.backends import Backend
+from tests.support.backends import Backend
 
 
 @dataclass

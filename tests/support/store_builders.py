@@ -8,7 +8,7 @@ from typing import Any
 from evaluators.traces import Trace
 from monitor.outcomes import ResultRow, TraceDetailRow, TraceOutcome
 from monitor.store.writer import QueuedResultStore
-from tests.unit.spanfactory import make_span, trace_of
+from tests.support.spanfactory import make_span, trace_of
 
 OPENAI_KEY = "sk-proj-" + "Q7x" * 10  # what the pii_leak detectors take for an OpenAI key
 GOOGLE_KEY = "AIza" + "SyD4-abcdefghijklmnopqrstuvwxyz0123"  # 35 characters after AIza

@@ -20,8 +20,8 @@ from monitor.web.access import Access, AccessMode
 from monitor.web.app import build_api_app
 from monitor.web.openapi import PREFIX
 from monitor.web.review_writer import ReviewWriter
-from tests.results.helpers import outcome, row
-from tests.review.server import serve
+from tests.support.store_builders import outcome, row
+from tests.support.threaded_server import serve
 
 TOKEN = "review-token"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from evaluators.traces.records import SpanRecord
-from tests.unit.spanfactory import make_span, next_start
+from tests.support.spanfactory import make_span, next_start
 
 WEATHER_TOOL = {
     "type": "function",

@@ -1,4 +1,4 @@
-"""SQL fixtures of conversations on either database (tests/results/backends.py), following the schema v5 contract
+"""SQL fixtures of conversations on either database (tests/support/backends.py), following the schema v5 contract
 (monitor/store/schema.py): the schema set up by a real store, then `sessions` rows (turns as SESSION_TURN_FIELDS
 arrays), the turns' `traces` rows and session-level `results` rows (level "session", trace_id the last turn's,
 session_id set, span/agent/model NULL) inserted behind its back, as the write side leaves them."""
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from monitor.store.schema import SESSION_TURN_FIELDS
-from tests.results.backends import Backend
+from tests.support.backends import Backend
 
 
 @dataclass
