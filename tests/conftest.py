@@ -1,7 +1,9 @@
-"""Shared fixtures: the recorded corpus, copied into the project (tests/fixtures/corpus)."""
+"""Shared fixtures: the recorded corpus (tests/fixtures/corpus), the PostgreSQL and Phoenix servers, check-config."""
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -70,3 +72,19 @@ def phoenix():
 
     with phoenix_server() as url:
         yield url
+
+
+@pytest.fixture
+def check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Callable[[str], tuple[int, str, str, Path]]:
+    """check-config on a config text: (exit code, stdout, stderr, path). For the config tests and the pattern
+    checks of tests/project."""
+    from monitor.commands import check_config
+    from tests.unit.test_config import write
+
+    def run(text: str) -> tuple[int, str, str, Path]:
+        path = write(tmp_path, text)
+        code = check_config.run(argparse.Namespace(path=str(path), no_env=True))
+        out, err = capsys.readouterr()
+        return code, out, err, path
+
+    return run

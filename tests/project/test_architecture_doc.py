@@ -58,7 +58,7 @@ def test_the_doc_names_modules() -> None:
     """The extraction finds what the page names (a regex that matched nothing would check nothing)."""
     assert len(DOC_REFERENCES) >= 50
     assert "monitor.daemon.Daemon" in DOC_REFERENCES
-    assert "tests/unit/test_layering.py" in DOC_REFERENCES
+    assert "tests/project/test_layering.py" in DOC_REFERENCES
 
 
 @pytest.mark.parametrize("reference", sorted(set(DOC_REFERENCES)))

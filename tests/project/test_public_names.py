@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_layering import MODULES, ROOT, _ancestors, _is_package, _module_name, _stage
+from tests.project.test_layering import MODULES, ROOT, _ancestors, _is_package, _module_name, _stage
 
 MONITOR_PACKAGES = sorted(m for m in MODULES if m.startswith("monitor.") and _is_package(m))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 
-from tests.unit.test_layering import ROOT
+from tests.project.test_layering import ROOT
 
 PACKAGES = ("monitor", "evaluators")
 # Names that once meant two things: worker capacity vs judge-human agreement, two time parsers, two cursors, ...
