@@ -15,7 +15,7 @@ __all__ = ["METADATA_KEYS", "SESSION_ATTRIBUTES", "SessionRef", "session_of"]
 # The span or resource attributes that name a conversation, in the order they are tried; the one found is the
 # session's `source`. Every span of the trace is read, root first: some conventions put the id on every span
 # (OpenInference), others only on some (OTel GenAI: not on tool spans). Where each is documented or recorded: the
-# tests in tests/sessions/test_session_ids.py.
+# tests in tests/evaluators/sessions/test_session_ids.py.
 SESSION_ATTRIBUTES: tuple[str, ...] = (
     "session.id",  # OpenInference (using_session), Langfuse SDK (TRACE_SESSION_ID), Strands trace_attributes
     "gen_ai.conversation.id",  # OTel GenAI; ADK 1.x/2.x and Pydantic AI write it on their spans

@@ -9,7 +9,7 @@ from monitor.consumer import Outcome
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.ingest import Ingestor
 from monitor.metrics import MetricsExporter
-from tests.unit.test_decoders_depth import (
+from tests.evaluators.traces.test_decoders_depth import (
     js_attr,
     js_request,
     js_span,

@@ -8,7 +8,7 @@ import grpc
 import pytest
 
 from evaluators.traces.otlp_depth import MAX_VALUE_DEPTH
-from tests.unit.test_decoders_depth import pb_attr, pb_request, pb_span, pb_text, pb_value
+from tests.evaluators.traces.test_decoders_depth import pb_attr, pb_request, pb_span, pb_text, pb_value
 
 pytestmark = pytest.mark.integration
 

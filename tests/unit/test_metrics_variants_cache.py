@@ -15,9 +15,9 @@ from evaluators.sdk import significance
 from evaluators.sdk.significance import rank_terms
 from monitor.metrics import MetricsExporter
 from monitor.metrics.variant_compare import ComparisonState, VariantComparisons
+from tests.evaluators.sdk.test_significance_oracle import oracle_mann_whitney
 from tests.support.metrics_scrape import FakeClock, result
 from tests.unit.test_metrics_variants import exporter, send
-from tests.unit.test_significance_oracle import oracle_mann_whitney
 
 
 def fresh(m: MetricsExporter) -> list[ComparisonState]:

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from evaluators.sdk.significance import mann_whitney_floats, rank_terms, rank_test
 from monitor.metrics.rank_sums import PooledCounts, RankSums, twice_below
 from monitor.metrics.windows import Key, WindowRows, WindowStore
+from tests.evaluators.sdk.test_significance_oracle import oracle_mann_whitney
 from tests.support.metrics_scrape import FakeClock
-from tests.unit.test_significance_oracle import oracle_mann_whitney
 
 WINDOW = 100.0
 BASE: list[Key] = [("e", "a", "1.4"), ("e", "b", "1.4")]

@@ -18,7 +18,7 @@ from evaluators.sdk import (
     run_evaluators,
 )
 from evaluators.traces.model import AgentTrace, LLMSpan, Trace
-from tests.unit import sdk_fixture_evals as fx
+from tests.evaluators.sdk import sdk_fixture_evals as fx
 
 
 def _trace(corpus_dir: Path, scenario: str) -> Trace:

@@ -20,10 +20,10 @@ from evaluators.traces import TraceDecodeError
 from evaluators.traces.otlp_depth import MAX_VALUE_DEPTH
 from evaluators.traces.otlp_proto import decode_traces_protobuf
 from evaluators.traces.raw_spans import DEEP_ATTRIBUTES, RawSpan, decode_traces_raw, records_of
-from tests.unit.test_decoders_depth import pb_attr, pb_request, pb_span, pb_text, pb_value
-from tests.unit.test_properties import mutated_protobuf
+from tests.evaluators.traces.test_decoders_depth import pb_attr, pb_request, pb_span, pb_text, pb_value
+from tests.evaluators.traces.test_properties import mutated_protobuf
 
-CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
+CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "corpus"
 
 
 def _value(draw: st.DrawFn, depth: int) -> AnyValue:

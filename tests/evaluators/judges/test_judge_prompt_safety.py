@@ -9,9 +9,9 @@ import pytest
 from evaluators import Task, builtin
 from evaluators.judges import LLMJudge, prepare
 from evaluators.judges.prompt import escape_data
-from tests.judges.synthetic import agent_trace
-from tests.judges.test_builtin_judges import JUDGES as EVERY_JUDGE
-from tests.judges.test_builtin_judges import RUBRICS
+from tests.evaluators.judges.synthetic import agent_trace
+from tests.evaluators.judges.test_builtin_judges import JUDGES as EVERY_JUDGE
+from tests.evaluators.judges.test_builtin_judges import RUBRICS
 from tests.support.promptcheck import INJECTION, TAG, blocks, question_of
 
 # The judges of a trace; the session judges' prompts (a transcript) are checked in test_session_judges.py.

@@ -10,7 +10,7 @@ import pytest
 from evaluators import load_traces
 from evaluators.sdk import BaseEvaluator, EvalResult, EvaluatorConfigError, FunctionEvaluator, Param, Task, evaluator
 from evaluators.traces.model import AgentTrace, LLMSpan, Trace
-from tests.unit import sdk_fixture_evals as fx
+from tests.evaluators.sdk import sdk_fixture_evals as fx
 
 
 @pytest.fixture(scope="module")

@@ -16,12 +16,12 @@ from evaluators.judges import DEFAULT_MODEL, JudgeSettings, LLMJudge, prepare
 from evaluators.judges.client import JudgeClient
 from evaluators.judges.engine import JudgeEngine
 from evaluators.sdk import builtin, list_builtins
-from tests.judges.synthetic import agent_trace
+from tests.evaluators.judges.synthetic import agent_trace
 from tests.support.fake_gemini import FakeGemini, FakeRequest, ok, slow
 from tests.support.schema_reply import reply_for
 
 RUBRICS = [{"id": "concise", "text": "The answer is concise."}, {"id": "cites", "text": "The answer cites a source."}]
-# session-level judges judge a Session, not a trace: tests/judges/test_session_judges_on_the_wire.py
+# session-level judges judge a Session, not a trace: tests/evaluators/judges/test_session_judges_on_the_wire.py
 JUDGES = sorted(
     i.name for i in list_builtins() if i.kind == "llm_judge" and not i.needs_ground_truth and i.level != "session"
 )

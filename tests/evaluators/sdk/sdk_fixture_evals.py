@@ -1,6 +1,6 @@
 """Evaluators for the SDK tests, written like a user's module (postponed annotations on purpose).
 
-Loaded as `tests.unit.sdk_fixture_evals`, by module path and through a test entry point.
+Loaded as `tests.evaluators.sdk.sdk_fixture_evals`, by module path and through a test entry point.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from evaluators.judges.engine import JudgeEngine
 from evaluators.judges.settings import DEFAULT_MODEL
 from evaluators.sdk.result import EvalResult, SkipReason
 from monitor.metrics.judges import JudgeMetrics
-from tests.judges.synthetic import agent_trace
+from tests.evaluators.judges.synthetic import agent_trace
 from tests.support.fake_gemini import FakeAnswer, FakeGemini, FakeRequest, blocked, filtered, ok
 from tests.support.judge_stub import AnswerJudge
 

@@ -15,7 +15,7 @@ from evaluators.judges.decorator import FunctionJudge, llm_judge
 from evaluators.judges.prompt import compose, data_block, question
 from evaluators.sdk import evaluators_in_module, unregister
 from evaluators.sdk.decorator import FunctionEvaluator
-from tests.judges.synthetic import agent_trace
+from tests.evaluators.judges.synthetic import agent_trace
 from tests.support.promptcheck import INJECTION, blocks
 
 CRITERIA = "Score 1 when the answer is polite, 0 when it is rude; in between for mixed."
@@ -164,7 +164,7 @@ def test_a_decorated_judge_registers_and_is_found_only_in_its_own_module() -> No
         assert any(i.name == "politeness" and i.kind == "llm_judge" for i in list_builtins())
     finally:
         unregister("politeness")
-    import tests.judges.test_llm_judge_decorator as here
+    import tests.evaluators.judges.test_llm_judge_decorator as here
 
     assert politeness in evaluators_in_module(here)
     elsewhere = types.ModuleType("elsewhere")
@@ -179,7 +179,7 @@ def test_the_plain_runner_cannot_call_a_model_and_says_so() -> None:
 
 
 def test_the_documented_judge_examples_work() -> None:
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "evaluators.md").read_text()
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "evaluators.md").read_text()
     section = docs[docs.index("## LLM judges") : docs.index("## Datasets")]
     namespace: dict[str, Any] = {"__name__": "my_judges"}
     for code in re.findall(r"```python\n(.*?)```", section, re.DOTALL):

@@ -18,7 +18,7 @@ from evaluators.signatures import FailureSignature, failure_signature
 from evaluators.traces.records import SpanEvent
 from tests.support.spanfactory import make_span, next_start, trace_of
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "client_errors" / "messages.json"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "client_errors" / "messages.json"
 MESSAGES: list[dict[str, Any]] = json.loads(FIXTURE.read_text())
 KINDS = sorted({(m["library"], m["kind"]) for m in MESSAGES})
 # what a masked template must not keep: a loopback address or a port after a colon

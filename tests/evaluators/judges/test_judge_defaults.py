@@ -16,7 +16,7 @@ from evaluators.judges import DEFAULT_MODEL, JudgeSettings
 from evaluators.judges.settings import DEFAULT_SAFETY_SETTINGS, HarmBlockThreshold, HarmCategory
 from monitor.config.loader import load_config
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MODEL_ID = re.compile(r"\bgemini-\d[\w.-]*")
 
 

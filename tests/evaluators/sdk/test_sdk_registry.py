@@ -21,9 +21,9 @@ from evaluators.sdk import (
     unregister,
 )
 from evaluators.traces.model import Trace
-from tests.unit import sdk_fixture_evals as fx
+from tests.evaluators.sdk import sdk_fixture_evals as fx
 
-FIXTURE = "tests.unit.sdk_fixture_evals"
+FIXTURE = "tests.evaluators.sdk.sdk_fixture_evals"
 registry = importlib.import_module("evaluators.sdk.registry")
 
 
@@ -110,7 +110,7 @@ def test_load_a_whole_module_in_definition_order() -> None:
 
 def test_module_scan_skips_imported_evaluators_and_prefers_instances(tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "sdk_scan_probe.py").write_text(
-        "from tests.unit.sdk_fixture_evals import span_count, SpanBudget\n"
+        "from tests.evaluators.sdk.sdk_fixture_evals import span_count, SpanBudget\n"
         "from evaluators.sdk import BaseEvaluator, evaluator\n"
         "from evaluators.traces.model import Trace\n"
         "class Local(BaseEvaluator):\n"
@@ -209,7 +209,7 @@ def _fresh_builtins(monkeypatch, module: str) -> None:
 def test_builtins_module_is_imported_once_when_present(tmp_path: Path, monkeypatch, registered) -> None:
     (tmp_path / "sdk_probe_builtins.py").write_text(
         "from evaluators.sdk import register\n"
-        "from tests.unit.sdk_fixture_evals import SpanBudget\n"
+        "from tests.evaluators.sdk.sdk_fixture_evals import SpanBudget\n"
         "register(SpanBudget)\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))

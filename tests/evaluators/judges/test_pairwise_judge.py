@@ -13,7 +13,7 @@ from evaluators.judges.client import JudgeClient
 from evaluators.judges.engine import JudgeEngine
 from evaluators.sdk import EvalResult, SkipReason, builtin, default_builtins, in_default_set, list_builtins
 from monitor.cli import main
-from tests.judges.synthetic import agent_trace
+from tests.evaluators.judges.synthetic import agent_trace
 from tests.support.fake_gemini import FakeGemini, FakeRequest, ok, status
 
 QUESTION = "What is the capital of France?"
