@@ -79,7 +79,7 @@ def check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Callable[[str],
     """check-config on a config text: (exit code, stdout, stderr, path). For the config tests and the pattern
     checks of tests/project."""
     from monitor.commands import check_config
-    from tests.unit.test_config import write
+    from tests.monitor.config.test_config import write
 
     def run(text: str) -> tuple[int, str, str, Path]:
         path = write(tmp_path, text)

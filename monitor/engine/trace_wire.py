@@ -22,7 +22,7 @@ from monitor.engine.assembler import CompletedTrace
 
 WireTrace = tuple
 
-# Field names in declaration order (tests/engine/test_trace_wire.py checks them against the dataclasses).
+# Field names in declaration order (tests/monitor/engine/test_trace_wire.py checks them against the dataclasses).
 TRACE_FIELDS = ("trace_id", "spans", "reason", "first_seen", "completed_at", "logs", "last_seen")
 LOCAL_FIELDS = frozenset({"on_done", "size_bytes"})  # main-process only: a waiter's callback, the assembler's count
 SPAN_FIELDS = (

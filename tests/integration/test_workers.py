@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.integration.conftest import send
 
-SLOW = [{"module": "tests.engine.slow_evaluator:slow"}]  # 50 ms per trace: workers stay busy for a while
+SLOW = [{"module": "tests.monitor.engine.slow_evaluator:slow"}]  # 50 ms per trace: workers stay busy for a while
 
 
 def worker_pids(pid: int) -> list[int]:
@@ -103,7 +103,7 @@ def test_sigterm_drains_every_worker_before_exit(daemon_factory):
 def test_sigterm_exits_even_when_an_in_process_evaluator_never_returns(daemon_factory):
     daemon = daemon_factory(
         {"assembly": {"quiet_period": "200ms"}, "evaluation": {"workers": 1}, "shutdown": {"grace_period": "2s"}},
-        evaluators=[{"module": "tests.engine.slow_evaluator:stuck"}],
+        evaluators=[{"module": "tests.monitor.engine.slow_evaluator:stuck"}],
     )
     send("grpc", f"127.0.0.1:{daemon.grpc_port}", "synthetic", "--traces", "2")
     assert wait_until(lambda: daemon.value("agent_monitor_queue_depth") >= 1), daemon.output()

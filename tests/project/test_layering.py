@@ -35,9 +35,9 @@ FORBIDDEN = {
 }
 # Receiver tests run against tests/support/sink.py: they must not need the engine (not even indirectly).
 RECEIVER_TESTS = (
-    "tests.receivers.test_consumer_answers",
-    "tests.daemon.test_grpc_inflight",
-    "tests.daemon.test_otlp_http",
+    "tests.monitor.receivers.test_consumer_answers",
+    "tests.monitor.receivers.test_grpc_inflight",
+    "tests.monitor.receivers.test_otlp_http",
 )
 
 

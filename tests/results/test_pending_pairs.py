@@ -14,7 +14,7 @@ from monitor.engine.pairwise_stage import PairwiseStage
 from monitor.engine.pending import PendingKeeper
 from monitor.engine.pending_resume import PendingResumer
 from monitor.store.writer import QueuedResultStore
-from tests.engine.pairs import JUDGE, FakeJudgeModel, Recorder, offers, prefer, variants
+from tests.monitor.engine.pairs import JUDGE, FakeJudgeModel, Recorder, offers, prefer, variants
 from tests.support.backends import Backend
 
 ENTRY = {"baseline": "1.4", "candidate": "1.5", "window": "10m"}

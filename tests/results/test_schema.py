@@ -243,7 +243,7 @@ def test_a_version_7_database_gains_the_open_session_tables_and_keeps_its_rows(t
     """SQLite version 8 adds `open_sessions` and `session_turns` (empty) to an existing file: the rows written
     before are read as they were, and open sessions are then kept in it."""
     from monitor.store import open_sessions_sqlite as tables
-    from tests.sessions.test_session_tracker import turn, wire
+    from tests.monitor.sessions.test_session_tracker import turn, wire
 
     backend = sqlite_backend(tmp_path)
     backend.at_version(7, [outcome(T1, row("a", False), service="shop")])
