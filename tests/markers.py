@@ -27,7 +27,7 @@ SERVER_FIXTURES = frozenset(
         "phoenix",
         "daemon_factory",
         "review_site",
-        "backend",  # tests/store: SQLite and PostgreSQL, one parameter each
+        "backend",  # tests/monitor/conftest.py: SQLite and PostgreSQL, one parameter each
     }
 )
 

@@ -3,8 +3,8 @@
 Runs of the daemon under the OTLP/gRPC overload of bench_daemon.py (BENCH_POLL_SECONDS each, default 10), in
 BENCH_POLL_ROUNDS rounds (default 2, the runs interleaved: this host's speed drifts by 20 % from minute to minute):
 receivers alone, then the same plus an `amp` source whose first run backfills BENCH_POLL_TRACES corpus traces
-(default 20,000) from a fake AMP trace service on 127.0.0.1 (tests/sources/test_amp.py), pulled page by page while
-the load runs. The figure: traces/s the receivers acknowledged with the poll ÷ without (the summed runs), target
+(default 20,000) from a fake AMP trace service on 127.0.0.1 (tests/monitor/sources/test_amp.py), pulled page by page
+while the load runs. The figure: traces/s the receivers acknowledged with the poll ÷ without (the summed runs), target
 >= 0.9 (the issue's "within 10 %"); also how many polled traces the daemon evaluated meanwhile. Prints, does not assert.
 """
 
@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from aiohttp import web
 
 from tests.bench.daemon_load import Broken, Run, run_daemon
-from tests.sources import test_amp
-from tests.sources.test_amp import SCOPE, TOKEN, FakeAmp, Stored, moved
+from tests.monitor.sources import test_amp
+from tests.monitor.sources.test_amp import SCOPE, TOKEN, FakeAmp, Stored, moved
 from tests.support.otlp_json import corpus_traces
 from tests.support.threaded_server import serve
 

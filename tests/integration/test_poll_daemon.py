@@ -1,4 +1,4 @@
-"""Poll mode in the real daemon: it pulls a trace service (the fake AMP of tests/sources, serving corpus traces
+"""Poll mode in the real daemon: it pulls a trace service (the fake AMP of tests/monitor/sources, serving corpus traces
 on 127.0.0.1) on its schedule, beside its OTLP receivers. Every trace is evaluated once — polled again and again,
 sent both ways, across a restart of the daemon — and its results reach the metrics and the review API."""
 
@@ -14,7 +14,7 @@ from aiohttp import web
 from tests.integration.conftest import project_env
 from tests.integration.daemon_process import DaemonProcess
 from tests.integration.otel_sender import make_exporter, readable
-from tests.sources.test_amp import SCOPE, TOKEN, FakeAmp, Stored, moved
+from tests.monitor.sources.test_amp import SCOPE, TOKEN, FakeAmp, Stored, moved
 from tests.support.otlp_json import corpus_traces
 from tests.support.threaded_server import serve
 

@@ -14,8 +14,8 @@ import pytest
 
 from tests.integration.conftest import project_env
 from tests.integration.daemon_process import DaemonProcess
-from tests.sources.test_phoenix import SCENARIOS, load
-from tests.sources.test_phoenix import project as project  # the fixture
+from tests.monitor.sources.test_phoenix import SCENARIOS, load
+from tests.monitor.sources.test_phoenix import project as project  # the fixture
 
 pytestmark = pytest.mark.integration
 EVALUATORS = [{"name": "error_free"}, {"name": "tool_success_rate"}, {"name": "latency"}]

@@ -24,7 +24,7 @@ import pytest
 from tests.integration.conftest import project_env, send
 from tests.integration.daemon_process import ROOT, DaemonProcess
 from tests.integration.promstack import ServerSet, poll, query, scrape_config
-from tests.review_page.test_browser import browser  # noqa: F401  (the fixture)
+from tests.monitor.web.pages.test_browser import browser  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.integration
 

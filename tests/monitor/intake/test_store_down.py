@@ -20,7 +20,7 @@ from monitor.daemon import Daemon
 from monitor.engine import rows_waits
 from monitor.engine.ingest import Ingestor, trace_ids_of
 from tests.monitor.engine.test_pool_rows_written import wait_until
-from tests.results.test_degrade import set_pragma
+from tests.monitor.store.test_degrade import set_pragma
 from tests.support.completed_traces import metric_total, synthetic_requests
 
 pytestmark = pytest.mark.integration  # each test starts a process or a server

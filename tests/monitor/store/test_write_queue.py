@@ -1,0 +1,48 @@
+"""The bounded write queue: a writer stuck on a database another process holds locked never holds the caller (an
+evaluation worker) past its wait, traces the queue has no room for are dropped and counted per result, and
+everything queued is written once the database is free again."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from monitor.store import write_queue
+from monitor.store.sqlite import ResultStore
+from tests.monitor.store.test_degrade import Recorded
+from tests.support.store_builders import outcome, row
+
+
+def test_a_stuck_writer_never_holds_a_waiting_write_and_a_full_queue_is_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(write_queue, "MAX_QUEUED_TRACES", 20)
+    path = tmp_path / "r.db"
+    seen = Recorded()
+    lost: dict[str, int] = {}
+    health = seen.health()
+    health._on_lost = lambda reason, n: lost.__setitem__(reason, lost.get(reason, 0) + n)
+    store = ResultStore(path, prune=False, health=health)
+    store.start_writer()
+    store.write([outcome("1" * 32, row("a", False))], wait=5.0)
+    assert store.count("traces") == 1  # waited for: written when `write` returns
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock: the writer waits (busy timeout)
+    try:
+        store.write([outcome("2" * 32, row("a", False))], wait=0.5)  # given up on after its wait
+        for n in range(3, 40):  # no more waits; the queue fills (20 traces), the rest are dropped and counted
+            store.write([outcome(f"{n:032x}", row("a", False), row("b", True))], wait=0.5)
+        assert "timeout" not in lost  # every write returned while the writer still waits on the lock
+        assert lost.get("queue_full", 0) > 0 and lost["queue_full"] % 2 == 0  # per result: two per trace
+        assert not store.available
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    store.flush(30)
+    dropped = lost["queue_full"] // 2
+    assert store.count("traces") == 39 - dropped  # everything queued was written once the lock was released
+    store.write([outcome("f" * 32, row("a", False))], wait=5.0)  # caught up: waits again
+    assert store.count("traces") == 40 - dropped and store.available
+    store.close()
