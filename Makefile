@@ -63,7 +63,7 @@ check: $(DEV_STAMP)
 	$(VENV)/bin/mypy evaluators monitor
 	$(PY) -m pytest -m "not integration" $(PYTEST_PARALLEL) --durations=10
 
-# The Prometheus rules generated from deploy/monitor.yaml (tests/alerting checks that they are up to date).
+# The Prometheus rules generated from deploy/monitor.yaml (tests/monitor/alerting checks that they are up to date).
 rules: $(STAMP)
 	$(VENV)/bin/agent-monitor rules --no-env --config deploy/monitor.yaml \
 	  --output deploy/prometheus/rules/agent-monitor.rules.yml

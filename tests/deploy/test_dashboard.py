@@ -426,7 +426,7 @@ def test_the_rule_series_are_spelled_as_the_rule_generator_names_them():
 
 def test_the_rule_series_exist_in_the_generated_rules():
     """deploy/monitor.yaml has alerts, SLOs (period 30d) and health alerts: its generated rules (kept fresh by
-    tests/alerting) record every series and name every alert the dashboard reads."""
+    tests/monitor/alerting) record every series and name every alert the dashboard reads."""
     groups = yaml.safe_load((ROOT / "deploy" / "prometheus" / "rules" / "agent-monitor.rules.yml").read_text())
     rules = [rule for group in groups["groups"] for rule in group["rules"]]
     assert set(RECORDING_RULES) <= {rule["record"] for rule in rules if "record" in rule}
