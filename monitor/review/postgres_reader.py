@@ -1,4 +1,4 @@
-"""PostgresReviewReader: the ReviewReader of a PostgreSQL result store (the review SQL in the POSTGRES dialect).
+"""PostgresReviewReader: the ReviewReader of a PostgreSQL result store (the review's statements compiled for it).
 
 The daemon's shares its store's pool (`of_store.reader_of(store)`); the CLI opens one on a URL
 (`agent-monitor review --store postgresql://…`). The first read checks the schema: a database that is not a
@@ -13,46 +13,28 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg_pool import ConnectionPool
+from sqlalchemy import column, func, select, table
 
-from monitor.review.sql import Columns, Dialect
+from monitor.review.sql import Columns
 from monitor.review.sqlite_reader import StoreReviewReader
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.postgres.connection import Connection, Timeouts, bounded, open_pool, redacted
 from monitor.store.postgres.schema import schema_version
 from monitor.store.schema import SCHEMA_VERSION, TRACE_COLUMNS, check_version
+from monitor.store.statements import Statement, execute
 
 T = TypeVar("T")
 
 
-class PostgresDialect(Dialect):
-    rowid = "id"
-    array_length = "jsonb_array_length"
-    passed_order = ", j.key"
-
-    def item(self, array: str, index: int) -> str:
-        return f"({array}->>{index})"
-
-    def each_passed(self, column: str) -> str:
-        return f"jsonb_array_elements({column}) WITH ORDINALITY AS j(value, key)"
-
-    def each_tool(self, column: str) -> str:
-        return f"jsonb_array_elements_text({column}) AS tool(value)"
-
-    def no_index(self, column: str) -> str:
-        return column
-
-    def bucket(self, expression: str) -> str:
-        return f"CAST(FLOOR({expression}) AS BIGINT)"
-
-    def each_of(self, column: str, key: str, alias: str) -> str:
-        return f"jsonb_array_elements({column}->'{key}') AS {alias}(value)"
-
-    def number(self, expression: str) -> str:
-        return f"CAST({expression} AS DOUBLE PRECISION)"
-
-
-POSTGRES = PostgresDialect()
-_COLUMNS = Columns(set(TRACE_COLUMNS), POSTGRES)
+_COLUMNS = Columns(frozenset(TRACE_COLUMNS))
+_INFORMATION_SCHEMA = table(
+    "columns", column("column_name"), column("table_schema"), column("table_name"), schema="information_schema"
+)
+_TRACE_COLUMNS = Statement(
+    select(_INFORMATION_SCHEMA.c.column_name).where(
+        _INFORMATION_SCHEMA.c.table_schema == func.current_schema(), _INFORMATION_SCHEMA.c.table_name == "traces"
+    )
+)
 
 
 class PostgresReviewReader(StoreReviewReader):
@@ -110,14 +92,8 @@ class PostgresReviewReader(StoreReviewReader):
         if version == 0:
             raise StoreUnavailable(f"{self.where} is not a result store (no agent-monitor schema in it yet)")
         if version < SCHEMA_VERSION:  # an older release's database, read as it is (the CLI does not migrate)
-            present = db.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema()"
-                " AND table_name = 'traces'"
-            ).fetchall()
-            names = {name for (name,) in present}
-            self._columns = Columns(
-                names, POSTGRES, signatures=version >= 4, sessions=version >= 5, reviews=version >= 7
-            )
+            names = frozenset(name for (name,) in execute(db, _TRACE_COLUMNS))
+            self._columns = Columns(names, signatures=version >= 4, sessions=version >= 5, reviews=version >= 7)
         self._checked = True
 
     def _columns_of(self, db: Any) -> Columns:

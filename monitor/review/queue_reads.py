@@ -12,13 +12,14 @@ from monitor.review.queue_sql import (
     Candidate,
     RuleSpec,
     candidate,
-    count_sql,
     packed_query,
     reviewed_query,
+    reviews_since_query,
     rows_query,
 )
 from monitor.review.sql import Columns
 from monitor.store.reviews import ResultKey
+from monitor.store.statements import execute, scalar
 
 MAX_SKIPPED = 200  # skipped results a pick looks past (each rule reads one more than those)
 
@@ -47,7 +48,7 @@ class QueueReads:
                 found: list[Candidate] = []
                 for query in (rows_query(spec, since, limit, cols), packed_query(spec, since, limit, cols)):
                     if query is not None:
-                        found += [candidate(row) for row in db.execute(*query).fetchall()]
+                        found += [candidate(row) for row in execute(db, query.rows, query.params).fetchall()]
                 found.sort(key=lambda c: c.evaluated_at, reverse=True)  # stable: each query's order kept
                 for hit in found:
                     if ResultKey(hit.trace_id, hit.evaluator, hit.level, hit.span_id) not in skipped:
@@ -67,7 +68,7 @@ class QueueReads:
                 if cols.reviews and not spec.empty:
                     for query in (rows_query(spec, since, cap + 1, cols), packed_query(spec, since, cap + 1, cols)):
                         if query is not None:
-                            total += int(db.execute(*count_sql(query)).fetchone()[0])
+                            total += int(scalar(db, query.counted, query.params))
                 counts.append((spec.rule, min(total, cap + 1)))
             return counts
 
@@ -79,7 +80,7 @@ class QueueReads:
         def read(db: Any) -> dict[str, int]:
             if not self._columns_of(db).reviews:
                 return {}
-            return {name: int(db.execute(*reviewed_query(name, since, cap)).fetchone()[0]) for name in evaluators}
+            return {name: int(scalar(db, *reviewed_query(name, since, cap))) for name in evaluators}
 
         return self._run(read)
 
@@ -89,10 +90,7 @@ class QueueReads:
         def read(db: Any) -> tuple[int, int]:
             if not self._columns_of(db).reviews:
                 return 0, 0
-            mine = "SUM(CASE WHEN reviewer = ? THEN 1 ELSE 0 END)"
-            row = db.execute(
-                f"SELECT {mine}, COUNT(*) FROM reviews WHERE created_at >= ?", (reviewer or "", since)
-            ).fetchone()
+            row = execute(db, *reviews_since_query(since, reviewer)).fetchone()
             return int(row[0] or 0), int(row[1] or 0)
 
         return self._run(read)

@@ -1,4 +1,5 @@
-"""The SQL of the review queue (queue.py), on both databases (sql.Columns gives the dialect).
+"""The SQL of the review queue (queue.py), on both databases: Core statements built once per shape of a rule (its
+values bound).
 
 A queue rule is a `RuleSpec`: which results it selects, among those evaluated since a time and not reviewed (no
 review in force: the `reviews_in_force` partial unique index answers each check). A rule reads the `results` rows
@@ -16,9 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, NamedTuple
 
-from monitor.review.sql import Columns, Conditions
+from sqlalchemy import ColumnElement, Select, and_, bindparam, case, func, null, or_, select
+
+from monitor.review.sql import EMPTY, ONE, ZERO, Columns, R, T, packed
+from monitor.store.sql_functions import json_item, json_number, newest_traces_first, trace_row_key
+from monitor.store.statements import Statement
+from monitor.store.tables import results, reviews, signatures
 
 HEX_TAIL = 8  # characters of the trace id's end that decide the sample
 _SPACE = 16**HEX_TAIL
@@ -88,100 +95,161 @@ def sampled_in(trace_id: str, share: float) -> bool:
     return share >= 1.0 or (share > 0.0 and trace_id.lower()[-HEX_TAIL:] < share_bound(share))
 
 
-def _tail(column: str) -> str:
-    return f"lower(substr({column}, length({column}) - {HEX_TAIL - 1}))"
+class QueueQuery(NamedTuple):
+    """A rule's statement over one source (newest first, LIMIT bound), the count of its rows, their values."""
+
+    rows: Statement
+    counted: Statement
+    params: dict[str, Any]
 
 
-def _marks(values: Sequence[Any]) -> str:
-    return ", ".join("?" for _ in values)
+class _Shape(NamedTuple):
+    """What a rule's statements depend on (its values are bound): failing only, an evaluator list, a sample, how
+    many near bounds, a signature rule."""
+
+    failing: bool
+    evaluators: bool
+    sampled: bool
+    near: int
+    new: bool
 
 
-def _unreviewed(trace: str, evaluator: str, level: str, span: str) -> str:
-    return (
-        f"NOT EXISTS (SELECT 1 FROM reviews v WHERE v.trace_id = {trace} AND v.evaluator = {evaluator}"
-        f" AND v.level = {level} AND v.span_id = COALESCE({span}, '') AND v.superseded_at IS NULL)"
-    )
+def _shape(spec: RuleSpec) -> _Shape:
+    sampled = spec.share is not None and spec.share < 1.0
+    return _Shape(spec.failing, spec.evaluators is not None, sampled, len(spec.near), spec.new_since is not None)
 
 
-def rows_query(spec: RuleSpec, since: float, limit: int, cols: Columns) -> tuple[str, list[Any]] | None:
-    """(sql, params) of the unreviewed `results` rows `spec` selects since `since`, newest first; None when the
-    database cannot answer it (a signature rule before schema version 4)."""
-    if spec.new_since is not None and not cols.signatures:
-        return None
-    cond = Conditions("r.created_at >= ?", "r.passed = 0" if spec.failing else "r.passed IS NOT NULL")
-    cond.params.append(since)
+def _params(spec: RuleSpec, since: float, limit: int) -> dict[str, Any]:
+    params: dict[str, Any] = {"since": since, "limit": limit}
     if spec.evaluators is not None:
-        cond.add(f"r.evaluator IN ({_marks(spec.evaluators)})", *spec.evaluators)
+        params["evaluators"] = list(spec.evaluators)
     if spec.share is not None and spec.share < 1.0:
-        cond.add(f"{_tail('r.trace_id')} < ?", share_bound(spec.share))
-    if spec.near:
-        cond.add(
-            "(" + " OR ".join("(r.evaluator = ? AND r.score >= ? AND r.score <= ?)" for _ in spec.near) + ")",
-            *_near_params(spec),
-        )
+        params["share"] = share_bound(spec.share)
+    for n, (name, low, high) in enumerate(spec.near):
+        params.update({f"near{n}": name, f"low{n}": low - _EPSILON, f"high{n}": high + _EPSILON})
     if spec.new_since is not None:
-        cond.add(
-            "r.signature IN (SELECT s.id FROM signatures s WHERE s.first_seen >= ?"
-            f" ORDER BY s.first_seen DESC LIMIT {MAX_NEW_SIGNATURES})",
-            spec.new_since,
-        )
-        cond.add(
-            "r.id IN (SELECT f.id FROM results f WHERE f.signature = r.signature ORDER BY f.created_at, f.id LIMIT ?)",
-            spec.first,
-        )
-    cond.add(_unreviewed("r.trace_id", "r.evaluator", "r.level", "r.span_id"))
-    signature = "r.signature" if cols.signatures else "NULL"
-    sql = (
-        "SELECT r.created_at, r.trace_id, r.evaluator, r.level, COALESCE(r.span_id, ''), r.passed, r.score,"
-        f" r.explanation, r.service, {signature} FROM results r{cond.sql}"
-        " ORDER BY r.created_at DESC, r.id DESC LIMIT ?"
-    )
-    return sql, [*cond.params, limit]
-
-
-def packed_query(spec: RuleSpec, since: float, limit: int, cols: Columns) -> tuple[str, list[Any]] | None:
-    """(sql, params) of the unreviewed passing results packed in `traces.passed` that `spec` selects since
-    `since`, newest first; None when the rule takes no passing results or the database has none packed."""
-    if not spec.takes_passing or "passed" not in cols.present:
-        return None
-    d = cols.dialect
-    evaluator, level, span = d.item("j.value", 0), d.item("j.value", 1), d.item("j.value", 2)
-    score = d.number(d.item("j.value", 5))
-    cond = Conditions("t.passed IS NOT NULL", "t.created_at >= ?")
-    cond.params.append(since)
-    if spec.evaluators is not None:
-        cond.add(f"{evaluator} IN ({_marks(spec.evaluators)})", *spec.evaluators)
-    if spec.share is not None and spec.share < 1.0:
-        cond.add(f"{_tail('t.trace_id')} < ?", share_bound(spec.share))
-    if spec.near:
-        cond.add(
-            "(" + " OR ".join(f"({evaluator} = ? AND {score} >= ? AND {score} <= ?)" for _ in spec.near) + ")",
-            *_near_params(spec),
-        )
-    cond.add(_unreviewed("t.trace_id", evaluator, level, span))
-    sql = (
-        f"SELECT t.created_at, t.trace_id, {evaluator}, {level}, COALESCE({span}, ''), 1, {score},"
-        f" {d.item('j.value', 6)}, t.service, NULL FROM traces t, {d.each_passed('t.passed')}{cond.sql}"
-        f" ORDER BY t.created_at DESC, t.{d.rowid} DESC{d.passed_order} LIMIT ?"
-    )
-    return sql, [*cond.params, limit]
-
-
-def _near_params(spec: RuleSpec) -> list[Any]:
-    params: list[Any] = []
-    for name, low, high in spec.near:
-        params += [name, low - _EPSILON, high + _EPSILON]
+        params.update(new_since=spec.new_since, first=spec.first)
     return params
 
 
-def reviewed_query(evaluator: str, since: float, cap: int) -> tuple[str, list[Any]]:
-    """(sql, params) of the number of reviews in force of `evaluator`'s verdicts (not of skips) made since `since`,
-    counted up to `cap` (the index of the reviews in force by evaluator and time answers it)."""
-    return (
-        "SELECT COUNT(*) FROM (SELECT 1 FROM reviews WHERE evaluator = ? AND superseded_at IS NULL"
-        " AND created_at >= ? AND verdict_passed IS NOT NULL LIMIT ?) c",
-        [evaluator, since, cap],
+def _statements(rows: Select[Any]) -> tuple[Statement, Statement]:
+    """The statement of `rows` and of their number (its LIMIT bounds the count)."""
+    return Statement(rows), Statement(select(func.count()).select_from(rows.subquery("c")))
+
+
+def _tail(column: ColumnElement[str]) -> ColumnElement[str]:
+    return func.lower(func.substr(column, func.length(column) - (HEX_TAIL - 1)))
+
+
+def _near(shape: _Shape, evaluator: ColumnElement[Any], score: ColumnElement[Any]) -> ColumnElement[bool]:
+    """The score within the bound evaluator's bounds, for one of the `near` evaluators."""
+    return or_(
+        *(
+            and_(evaluator == bindparam(f"near{n}"), score >= bindparam(f"low{n}"), score <= bindparam(f"high{n}"))
+            for n in range(shape.near)
+        )
     )
+
+
+def _unreviewed(trace: Any, evaluator: Any, level: Any, span: Any) -> ColumnElement[bool]:
+    v = reviews.alias("v")
+    reviewed = select(ONE).where(v.c.trace_id == trace, v.c.evaluator == evaluator, v.c.level == level)
+    return ~reviewed.where(v.c.span_id == func.coalesce(span, EMPTY), v.c.superseded_at.is_(None)).exists()
+
+
+def rows_query(spec: RuleSpec, since: float, limit: int, cols: Columns) -> QueueQuery | None:
+    """The unreviewed `results` rows `spec` selects since `since`, newest first; None when the database cannot
+    answer it (a signature rule before schema version 4)."""
+    if spec.new_since is not None and not cols.signatures:
+        return None
+    return QueueQuery(*_rows(_shape(spec), cols), _params(spec, since, limit))
+
+
+@lru_cache(maxsize=256)
+def _rows(shape: _Shape, cols: Columns) -> tuple[Statement, Statement]:
+    where = [R.c.created_at >= bindparam("since"), R.c.passed == ZERO if shape.failing else R.c.passed.is_not(None)]
+    if shape.evaluators:
+        where.append(R.c.evaluator.in_(bindparam("evaluators", expanding=True)))
+    if shape.sampled:
+        where.append(_tail(R.c.trace_id) < bindparam("share"))
+    if shape.near:
+        where.append(_near(shape, R.c.evaluator, R.c.score))
+    if shape.new:
+        s, f = signatures.alias("s"), results.alias("f")
+        newest = select(s.c.id).where(s.c.first_seen >= bindparam("new_since"))
+        where.append(R.c.signature.in_(newest.order_by(s.c.first_seen.desc()).limit(MAX_NEW_SIGNATURES)))
+        firsts = select(f.c.id).where(f.c.signature == R.c.signature).order_by(f.c.created_at, f.c.id)
+        where.append(R.c.id.in_(firsts.limit(bindparam("first"))))
+    where.append(_unreviewed(R.c.trace_id, R.c.evaluator, R.c.level, R.c.span_id))
+    c = R.c
+    return _statements(
+        select(c.created_at, c.trace_id, c.evaluator, c.level, func.coalesce(c.span_id, EMPTY), c.passed, c.score)
+        .add_columns(c.explanation, c.service, cols.signature)
+        .select_from(R)
+        .where(*where)
+        .order_by(c.created_at.desc(), c.id.desc())
+        .limit(bindparam("limit"))
+    )
+
+
+def packed_query(spec: RuleSpec, since: float, limit: int, cols: Columns) -> QueueQuery | None:
+    """The unreviewed passing results packed in `traces.passed` that `spec` selects since `since`, newest
+    first; None when the rule takes no passing results or the database has none packed."""
+    if not spec.takes_passing or "passed" not in cols.present:
+        return None
+    return QueueQuery(*_packed(_shape(spec), cols), _params(spec, since, limit))
+
+
+@lru_cache(maxsize=256)
+def _packed(shape: _Shape, cols: Columns) -> tuple[Statement, Statement]:
+    j = packed(cols)
+    evaluator, level, span = json_item(j.c.value, 0), json_item(j.c.value, 1), json_item(j.c.value, 2)
+    score = json_number(j.c.value, 5)
+    where = [T.c.passed.is_not(None), T.c.created_at >= bindparam("since")]
+    if shape.evaluators:
+        where.append(evaluator.in_(bindparam("evaluators", expanding=True)))
+    if shape.sampled:
+        where.append(_tail(T.c.trace_id) < bindparam("share"))
+    if shape.near:
+        where.append(_near(shape, evaluator, score))
+    where.append(_unreviewed(T.c.trace_id, evaluator, level, span))
+    row_key = trace_row_key("t")
+    return _statements(
+        select(T.c.created_at, T.c.trace_id, evaluator, level, func.coalesce(span, EMPTY), ONE, score)
+        .add_columns(json_item(j.c.value, 6), T.c.service, null())
+        .select_from(T, j)
+        .where(*where)
+        .order_by(newest_traces_first(T.c.created_at, row_key, j.c.key))
+        .limit(bindparam("limit"))
+    )
+
+
+_REVIEWED = select(ONE).where(reviews.c.evaluator == bindparam("evaluator"), reviews.c.superseded_at.is_(None))
+_REVIEWED_COUNT = Statement(
+    select(func.count()).select_from(
+        _REVIEWED.where(reviews.c.created_at >= bindparam("since"), reviews.c.verdict_passed.is_not(None))
+        .limit(bindparam("cap"))
+        .subquery("c")
+    )
+)
+
+
+def reviewed_query(evaluator: str, since: float, cap: int) -> tuple[Statement, dict[str, Any]]:
+    """(statement, params) of the number of reviews in force of `evaluator`'s verdicts (not of skips) made since
+    `since`, counted up to `cap` (the index of the reviews in force by evaluator and time answers it)."""
+    return _REVIEWED_COUNT, {"evaluator": evaluator, "since": since, "cap": cap}
+
+
+_REVIEWS_SINCE = Statement(
+    select(func.sum(case((reviews.c.reviewer == bindparam("reviewer"), ONE), else_=ZERO)), func.count()).where(
+        reviews.c.created_at >= bindparam("since")
+    )
+)
+
+
+def reviews_since_query(since: float, reviewer: str | None) -> tuple[Statement, dict[str, Any]]:
+    """(statement, params) of one row (reviews written since `since` by `reviewer`, by anyone)."""
+    return _REVIEWS_SINCE, {"reviewer": reviewer or "", "since": since}
 
 
 def candidate(row: Sequence[Any]) -> Candidate:
@@ -198,9 +266,3 @@ def candidate(row: Sequence[Any]) -> Candidate:
         service,
         signature,
     )
-
-
-def count_sql(query: tuple[str, list[Any]]) -> tuple[str, list[Any]]:
-    """The number of rows `query` gives (its LIMIT bounds the count)."""
-    sql, params = query
-    return f"SELECT COUNT(*) FROM ({sql}) c", params

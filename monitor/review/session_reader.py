@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any
+
+from sqlalchemy import ColumnElement, and_, bindparam, or_, select
 
 from monitor.review.cursor import TEXT, TIME, decode_cursor, encode_cursor
 from monitor.review.session_models import (
@@ -27,21 +30,30 @@ from monitor.review.session_models import (
     StoredTurnError,
     turn_of,
 )
-from monitor.review.sql import Columns, Conditions
+from monitor.review.sql import ONE, ZERO, Columns, R
 from monitor.store.schema import SESSION_TURN_FIELDS
+from monitor.store.statements import Statement, execute
+from monitor.store.tables import sessions, traces
 
 MAX_SESSIONS_PAGE = 500
 MAX_CURSOR_CHARS = 1024  # a cursor holds a session id (at most 256 characters) and a time
 TURN_LOOKUP_WINDOW = 86400.0  # sessions completed this long after a trace was stored are searched for it
 _OUTCOMES = {1: "pass", 0: "fail", None: "skip"}
 _RANK = {"fail": 0, "skip": 1, "pass": 2}
-_ROW = (
-    "s.session_id, s.service, s.source, s.started_at, s.last_turn_at, s.completed_at, s.ended, s.turn_count,"
-    " s.turns_cut, s.total_tokens, s.cost_usd, s.failed, s.turns"
-)
-_RESULT = (
-    "r.session_id, r.created_at, r.evaluator, r.passed, r.score, r.skip_reason, r.explanation, r.details, r.trace_id"
-)
+_S = sessions.alias("s")
+_ROW = tuple(
+    _S.c[name]
+    for name in (
+        "session_id", "service", "source", "started_at", "last_turn_at", "completed_at", "ended", "turn_count",
+        "turns_cut", "total_tokens", "cost_usd", "failed", "turns",
+    )
+)  # fmt: skip
+_RESULT = tuple(
+    R.c[name]
+    for name in (
+        "session_id", "created_at", "evaluator", "passed", "score", "skip_reason", "explanation", "details", "trace_id",
+    )
+)  # fmt: skip
 
 
 def encode_session_cursor(completed_at: float, session_id: str) -> str:
@@ -54,27 +66,58 @@ def decode_session_cursor(cursor: str) -> tuple[float, str]:
     return at, session_id
 
 
-def sessions_query(where: SessionFilter, after: tuple[float, str] | None, limit: int) -> tuple[str, list[Any]]:
-    """(sql, params) of the `sessions` rows matching `where`, after the cursor, newest completed first."""
-    cond = Conditions()
-    if where.service is not None:
-        cond.add("s.service = ?", where.service)
-    if where.since is not None:
-        cond.add("s.completed_at >= ?", where.since)
-    if where.until is not None:
-        cond.add("s.completed_at < ?", where.until)
-    if where.failing:
-        cond.add("s.failed > 0")
-    if where.evaluator is not None:
-        failing = " AND r.passed = 0" if where.failing else ""
-        cond.add(
-            f"EXISTS (SELECT 1 FROM results r WHERE r.session_id = s.session_id AND r.evaluator = ?{failing})",
-            where.evaluator,
-        )
+_FIELDS = ("service", "since", "until", "evaluator")  # of the filter, those that may be unset
+
+
+def sessions_query(
+    where: SessionFilter, after: tuple[float, str] | None, limit: int
+) -> tuple[Statement, dict[str, Any]]:
+    """(statement, params) of the `sessions` rows matching `where`, after the cursor, newest completed first."""
+    fields = frozenset(name for name in _FIELDS if getattr(where, name) is not None)
+    params = {name: getattr(where, name) for name in fields}
     if after is not None:
-        cond.add("(s.completed_at < ? OR (s.completed_at = ? AND s.session_id < ?))", after[0], after[0], after[1])
-    sql = f"SELECT {_ROW} FROM sessions s{cond.sql} ORDER BY s.completed_at DESC, s.session_id DESC LIMIT ?"
-    return sql, [*cond.params, limit]
+        params.update(at=after[0], after_id=after[1])
+    return _sessions(fields, where.failing, after is not None), {**params, "limit": limit}
+
+
+@lru_cache(maxsize=64)
+def _sessions(fields: frozenset[str], failing: bool, after: bool) -> Statement:
+    where: list[ColumnElement[bool]] = []
+    if "service" in fields:
+        where.append(_S.c.service == bindparam("service"))
+    if "since" in fields:
+        where.append(_S.c.completed_at >= bindparam("since"))
+    if "until" in fields:
+        where.append(_S.c.completed_at < bindparam("until"))
+    if failing:
+        where.append(_S.c.failed > ZERO)
+    if "evaluator" in fields:
+        of_session = [R.c.session_id == _S.c.session_id, R.c.evaluator == bindparam("evaluator")]
+        where.append(select(ONE).where(*of_session, *([R.c.passed == ZERO] if failing else [])).exists())
+    if after:
+        at: ColumnElement[float] = bindparam("at")
+        older = and_(_S.c.completed_at == at, _S.c.session_id < bindparam("after_id"))
+        where.append(or_(_S.c.completed_at < at, older))
+    query = select(*_ROW).where(*where).order_by(_S.c.completed_at.desc(), _S.c.session_id.desc())
+    return Statement(query.limit(bindparam("limit")))
+
+
+_SESSION = Statement(select(*_ROW).where(_S.c.session_id == bindparam("session_id")))
+_RESULTS = Statement(select(*_RESULT).where(R.c.session_id == bindparam("session_id")).order_by(R.c.id))
+_RESULTS_OF = Statement(select(*_RESULT).where(R.c.session_id.in_(bindparam("ids", expanding=True))).order_by(R.c.id))
+_SESSION_OF_RESULTS = Statement(
+    select(R.c.session_id)
+    .where(R.c.trace_id == bindparam("trace_id"), R.c.session_id.is_not(None))
+    .order_by(R.c.id.desc())
+    .limit(1)
+)
+_STORED_AT = Statement(select(traces.c.created_at).where(traces.c.trace_id == bindparam("trace_id")))
+_TURNS_WITHIN = Statement(
+    select(_S.c.session_id, _S.c.turns)
+    .where(_S.c.completed_at >= bindparam("since"), _S.c.completed_at < bindparam("until"))
+    .where(_S.c.turns.like(bindparam("pattern")))
+    .order_by(_S.c.completed_at)
+)
 
 
 class SessionReads:
@@ -90,7 +133,7 @@ class SessionReads:
         def read(db: Any) -> SessionsPage:
             if not self._columns_of(db).sessions:
                 return SessionsPage(items=[])
-            rows = db.execute(*sessions_query(where, after, limit + 1)).fetchall()
+            rows = execute(db, *sessions_query(where, after, limit + 1)).fetchall()
             more = len(rows) > limit
             rows = rows[:limit]
             briefs = _briefs(db, [row[0] for row in rows])
@@ -104,12 +147,10 @@ class SessionReads:
         def read(db: Any) -> SessionDetail | None:
             if not self._columns_of(db).sessions:
                 return None
-            row = db.execute(f"SELECT {_ROW} FROM sessions s WHERE s.session_id = ?", (session_id,)).fetchone()
+            row = execute(db, _SESSION, {"session_id": session_id}).fetchone()
             if row is None:
                 return None
-            found = db.execute(
-                f"SELECT {_RESULT} FROM results r WHERE r.session_id = ? ORDER BY r.id", (session_id,)
-            ).fetchall()
+            found = execute(db, _RESULTS, {"session_id": session_id}).fetchall()
             verdicts = sorted((_verdict(r) for r in found), key=lambda v: _RANK[v.outcome])  # stable
             item = _session_item(row, [_brief(v) for v in verdicts])
             return SessionDetail(session=item, turns=_turns(row[12]), results=verdicts)
@@ -120,23 +161,16 @@ class SessionReads:
         def read(db: Any) -> str | None:
             if not self._columns_of(db).sessions:
                 return None
-            hit = db.execute(
-                "SELECT r.session_id FROM results r WHERE r.trace_id = ? AND r.session_id IS NOT NULL"
-                " ORDER BY r.id DESC LIMIT 1",
-                (trace_id,),
-            ).fetchone()
+            hit = execute(db, _SESSION_OF_RESULTS, {"trace_id": trace_id}).fetchone()
             if hit is not None:
                 return str(hit[0])
-            stored = db.execute("SELECT created_at FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
+            stored = execute(db, _STORED_AT, {"trace_id": trace_id}).fetchone()
             if stored is None:
                 return None
             at = float(stored[0])
             pattern = f'%"{trace_id}"%'  # a trace id is hex: nothing to escape
-            for session_id, turns in db.execute(
-                "SELECT s.session_id, s.turns FROM sessions s WHERE s.completed_at >= ? AND s.completed_at < ?"
-                " AND s.turns LIKE ? ORDER BY s.completed_at",
-                (at - 60.0, at + TURN_LOOKUP_WINDOW, pattern),
-            ):
+            within = {"since": at - 60.0, "until": at + TURN_LOOKUP_WINDOW, "pattern": pattern}
+            for session_id, turns in execute(db, _TURNS_WITHIN, within):
                 if any(turn.trace_id == trace_id for turn in _turns(turns)):
                     return str(session_id)
             return None
@@ -148,9 +182,8 @@ def _briefs(db: Any, ids: Sequence[str]) -> dict[str, list[SessionVerdictBrief]]
     """The session-level results of the sessions `ids`, in brief, failing first."""
     if not ids:
         return {}
-    marks = ", ".join("?" for _ in ids)
     found: dict[str, list[SessionVerdict]] = {}
-    for row in db.execute(f"SELECT {_RESULT} FROM results r WHERE r.session_id IN ({marks}) ORDER BY r.id", ids):
+    for row in execute(db, _RESULTS_OF, {"ids": list(ids)}):
         found.setdefault(row[0], []).append(_verdict(row))
     return {sid: [_brief(v) for v in sorted(vs, key=lambda v: _RANK[v.outcome])] for sid, vs in found.items()}
 

@@ -42,6 +42,7 @@ from monitor.review.signature_sql import (
     verdicts_query,
 )
 from monitor.review.sql import Columns
+from monitor.store.statements import execute
 
 T = TypeVar("T")
 MAX_PAGE = 200  # signatures or traces per page
@@ -108,7 +109,7 @@ class SignatureReads:
             items = _items(db, cols, where, [signature], current, previous, (now, resolve_after))
             if not items:
                 return None
-            found = db.execute(*traces_query(signature, where, after, limit + 1)).fetchall()
+            found = execute(db, *traces_query(signature, where, after, limit + 1)).fetchall()
             traces = _traces(db, cols, found[:limit])
             following = None
             if len(found) > limit:
@@ -129,8 +130,8 @@ class SignatureReads:
             totals: dict[str, int] = {}
             per: dict[str, dict[str, int]] = {}
             if cols.signatures:
-                totals = {str(v): n for v, n in db.execute(*variant_traces_query(cols, variants, since, until))}
-                for sig, variant, n in db.execute(*variant_counts_query(cols, variants, since, until)):
+                totals = {str(v): n for v, n in execute(db, *variant_traces_query(cols, variants, since, until))}
+                for sig, variant, n in execute(db, *variant_counts_query(cols, variants, since, until)):
                     per.setdefault(sig, {})[str(variant)] = n
             found = _candidate_items(db, per, totals, candidate, baseline)
             found.sort(key=lambda c: (-c.candidate_results, c.id))
@@ -148,11 +149,11 @@ class SignatureReads:
 
 
 def _counts(db: Any, query: tuple) -> Counts:
-    return {sig: (results, traces) for sig, results, traces in db.execute(*query)}
+    return {sig: (results, traces) for sig, results, traces in execute(db, *query)}
 
 
 def _rows(db: Any, ids: Sequence[str]) -> dict[str, tuple]:
-    return {row[0]: row for row in db.execute(*rows_query(ids))} if ids else {}
+    return {row[0]: row for row in execute(db, *rows_query(ids))} if ids else {}
 
 
 def _items(
@@ -170,7 +171,7 @@ def _items(
     rows = _rows(db, ids)
     step, points = trend_step(where.since, where.until), trend_points(where.since, where.until)
     trends = {sig: [0] * points for sig in ids}
-    for sig, bucket, n in db.execute(*trend_query(where, cols, ids, step)):
+    for sig, bucket, n in execute(db, *trend_query(where, cols, ids, step)):
         if sig in trends:
             trends[sig][min(max(int(bucket), 0), points - 1)] += n
     items = []
@@ -230,8 +231,8 @@ def _traces(db: Any, cols: Columns, found: Sequence[tuple]) -> list[SignatureTra
         return []
     verdicts: dict[str, list[SignatureVerdict]] = {trace_id: [] for trace_id in ids}
     services: dict[str, str | None] = {}
-    for trace_id, at, evaluator, level, explanation, score, sig, agent, model, span_id, service in db.execute(
-        *verdicts_query(ids)
+    for trace_id, at, evaluator, level, explanation, score, sig, agent, model, span_id, service in execute(
+        db, *verdicts_query(ids)
     ):
         services.setdefault(trace_id, service)
         verdicts[trace_id].append(
@@ -248,7 +249,7 @@ def _traces(db: Any, cols: Columns, found: Sequence[tuple]) -> list[SignatureTra
             )
         )
     stored = {
-        trace_id: (service, variant) for trace_id, service, variant in db.execute(*trace_variants_query(ids, cols))
+        trace_id: (service, variant) for trace_id, service, variant in execute(db, *trace_variants_query(ids, cols))
     }
     return [
         SignatureTrace(

@@ -1,4 +1,5 @@
-"""The SQL of the review's failure signatures (signature_reader.py), on both databases (the `sql.Dialect`s).
+"""The SQL of the review's failure signatures (signature_reader.py), on both databases: Core statements built
+once per shape of the filter (which of its fields are set), its values bound by name.
 
 Counts come from the failing `results` rows by their signature (index `results_signature(signature,
 created_at)` for one signature; the time index for a range); the signature's own facts (template, first/last
@@ -10,112 +11,167 @@ so a relative `since` does not shift the pages), [since, until, time, trace id] 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
+from sqlalchemy import ColumnElement, Double, Select, and_, bindparam, func, or_, select
+
 from monitor.review.signature_models import SignatureFilter
-from monitor.review.sql import Columns, Conditions
+from monitor.review.sql import FIRST, SECOND, ZERO, Columns, R, T
+from monitor.store.sql_functions import whole_part
+from monitor.store.statements import Statement
+from monitor.store.tables import signatures
 
 MAX_GROUPS = 5000  # signatures ranked per range (the busiest first)
 MAX_CURSOR_CHARS = 256
 SIGNATURE_FIELDS = (
-    "id, version, evaluator, level, agent, step_kind, step_name, error_type, template, example, first_seen,"
-    " last_seen, count, services, agents, models, variants, versions, example_traces, regressed_at"
-)
+    "id", "version", "evaluator", "level", "agent", "step_kind", "step_name", "error_type", "template", "example",
+    "first_seen", "last_seen", "count", "services", "agents", "models", "variants", "versions", "example_traces",
+    "regressed_at",
+)  # fmt: skip
+FIELDS = ("evaluator", "service", "agent", "variant")  # of the filter, those that may be unset
 
 
-def filtered(where: SignatureFilter, cols: Columns, since: float, until: float) -> tuple[str, Conditions]:
-    """(the FROM clause, the WHERE conditions) of the failing results with a signature matching `where` in
-    [since, until)."""
-    conditions = Conditions("r.signature IS NOT NULL")
-    join = ""
-    if where.evaluator is not None:
-        conditions.add("r.evaluator = ?", where.evaluator)
-    if where.service is not None:
-        conditions.add("r.service = ?", where.service)
-    if where.agent is not None:
-        conditions.add(f"COALESCE(r.agent, {cols.first('agents')}, '') = ?", where.agent)
-        join = " LEFT JOIN traces t ON t.trace_id = r.trace_id"
-    if where.variant is not None:
-        conditions.add(cols.variant_is(where.variant, indexed=False), where.variant)
-        join = " LEFT JOIN traces t ON t.trace_id = r.trace_id"
-    conditions.add("r.created_at >= ?", since)
-    conditions.add("r.created_at < ?", until)
-    return f"results r{join}", conditions
+def _shape(where: SignatureFilter) -> tuple[frozenset[str], bool]:
+    return frozenset(name for name in FIELDS if getattr(where, name) is not None), where.variant == ""
+
+
+def _params(where: SignatureFilter, since: float, until: float, **more: Any) -> dict[str, Any]:
+    values = {name: getattr(where, name) for name in FIELDS if getattr(where, name) is not None}
+    return {**values, "since": since, "until": until, **more}
+
+
+def _filtered(columns: Sequence[ColumnElement[Any]], fields: frozenset[str], empty: bool, cols: Columns) -> Select:
+    """The failing results with a signature matching the filter's `fields` in [since, until)."""
+    where: list[ColumnElement[bool]] = [R.c.signature.is_not(None)]
+    if "evaluator" in fields:
+        where.append(R.c.evaluator == bindparam("evaluator"))
+    if "service" in fields:
+        where.append(R.c.service == bindparam("service"))
+    if "agent" in fields:
+        where.append(cols.agent(R.c.agent) == bindparam("agent"))
+    if "variant" in fields:
+        where.append(cols.variant_is(empty, indexed=False))
+    where += [R.c.created_at >= bindparam("since"), R.c.created_at < bindparam("until")]
+    joined = "agent" in fields or "variant" in fields
+    source = R.outerjoin(T, T.c.trace_id == R.c.trace_id) if joined else R
+    return select(*columns).select_from(source).where(*where)
 
 
 def counts_query(where: SignatureFilter, cols: Columns, since: float, until: float, one: str | None = None) -> tuple:
-    """(sql, params) of rows (signature, results, traces) in [since, until), the busiest first (`one`: only it)."""
-    source, conditions = filtered(where, cols, since, until)
-    if one is not None:
-        conditions.add("r.signature = ?", one)
-    sql = (
-        f"SELECT r.signature, COUNT(*), COUNT(DISTINCT r.trace_id) FROM {source}{conditions.sql}"
-        " GROUP BY r.signature ORDER BY 2 DESC, 1 LIMIT ?"
-    )
-    return sql, [*conditions.params, MAX_GROUPS]
+    """(statement, params) of rows (signature, results, traces) in [since, until), the busiest first (`one`: only
+    it)."""
+    params = _params(where, since, until, groups=MAX_GROUPS, **({} if one is None else {"one": one}))
+    return _counts(*_shape(where), cols, one is not None), params
+
+
+@lru_cache(maxsize=128)
+def _counts(fields: frozenset[str], empty: bool, cols: Columns, one: bool) -> Statement:
+    query = _filtered((R.c.signature, func.count(), func.count(R.c.trace_id.distinct())), fields, empty, cols)
+    if one:
+        query = query.where(R.c.signature == bindparam("one"))
+    return Statement(query.group_by(R.c.signature).order_by(SECOND.desc(), FIRST).limit(bindparam("groups")))
 
 
 def trend_query(where: SignatureFilter, cols: Columns, ids: Sequence[str], step: float) -> tuple:
-    """(sql, params) of rows (signature, bucket index, results) of `ids` over the range of `where`."""
-    source, conditions = filtered(where, cols, where.since, where.until)
-    conditions.add(f"r.signature IN ({marks(ids)})", *ids)
-    bucket = cols.dialect.bucket("(r.created_at - ?) / ?")
-    sql = f"SELECT r.signature, {bucket}, COUNT(*) FROM {source}{conditions.sql} GROUP BY 1, 2"
-    return sql, [where.since, step, *conditions.params]
+    """(statement, params) of rows (signature, bucket index, results) of `ids` over the range of `where`."""
+    return _trend(*_shape(where), cols), _params(where, where.since, where.until, ids=list(ids), step=step)
+
+
+@lru_cache(maxsize=128)
+def _trend(fields: frozenset[str], empty: bool, cols: Columns) -> Statement:
+    since: ColumnElement[float] = bindparam("since", type_=Double())
+    step: ColumnElement[float] = bindparam("step", type_=Double())
+    bucket = whole_part((R.c.created_at - since) / step)
+    query = _filtered((R.c.signature, bucket, func.count()), fields, empty, cols)
+    return Statement(query.where(R.c.signature.in_(bindparam("ids", expanding=True))).group_by(FIRST, SECOND))
+
+
+_ROWS = Statement(
+    select(*(signatures.c[name] for name in SIGNATURE_FIELDS)).where(
+        signatures.c.id.in_(bindparam("ids", expanding=True))
+    )
+)
 
 
 def rows_query(ids: Sequence[str]) -> tuple:
-    return f"SELECT {SIGNATURE_FIELDS} FROM signatures WHERE id IN ({marks(ids)})", list(ids)
+    return _ROWS, {"ids": list(ids)}
+
+
+_NEWEST = func.max(R.c.created_at)
+_TRACES = (
+    select(R.c.trace_id, _NEWEST)
+    .where(R.c.signature == bindparam("signature"), R.c.created_at >= bindparam("since"))
+    .where(R.c.created_at < bindparam("until"))
+    .group_by(R.c.trace_id)
+    .order_by(SECOND.desc(), FIRST.desc())
+    .limit(bindparam("limit"))
+)
+_AT: ColumnElement[float] = bindparam("at")
+_TRACES_AFTER = _TRACES.having(or_(_NEWEST < _AT, and_(_NEWEST == _AT, R.c.trace_id < bindparam("trace_id"))))
+_TRACE_PAGES = {False: Statement(_TRACES), True: Statement(_TRACES_AFTER)}
 
 
 def traces_query(signature: str, where: SignatureFilter, after: tuple[float, str] | None, limit: int) -> tuple:
-    """(sql, params) of rows (trace id, its newest result with the signature) in the range, newest first."""
-    conditions = Conditions("r.signature = ?", "r.created_at >= ?", "r.created_at < ?")
-    conditions.params += [signature, where.since, where.until]
-    having, params = "", []
+    """(statement, params) of rows (trace id, its newest result with the signature) in the range, newest first."""
+    params: dict[str, Any] = {"signature": signature, "since": where.since, "until": where.until, "limit": limit}
     if after is not None:
-        having = " HAVING MAX(r.created_at) < ? OR (MAX(r.created_at) = ? AND r.trace_id < ?)"
-        params = [after[0], after[0], after[1]]
-    sql = (
-        f"SELECT r.trace_id, MAX(r.created_at) FROM results r{conditions.sql} GROUP BY r.trace_id{having}"
-        " ORDER BY 2 DESC, 1 DESC LIMIT ?"
-    )
-    return sql, [*conditions.params, *params, limit]
+        params.update(at=after[0], trace_id=after[1])
+    return _TRACE_PAGES[after is not None], params
+
+
+_VERDICTS = Statement(
+    select(R.c.trace_id, R.c.created_at, R.c.evaluator, R.c.level, R.c.explanation, R.c.score, R.c.signature)
+    .add_columns(R.c.agent, R.c.model, R.c.span_id, R.c.service)
+    .where(R.c.trace_id.in_(bindparam("ids", expanding=True)), R.c.passed == ZERO)
+    .order_by(R.c.id)
+)
 
 
 def verdicts_query(trace_ids: Sequence[str]) -> tuple:
-    """(sql, params) of the failing results of the traces, in evaluation order."""
-    sql = (
-        "SELECT r.trace_id, r.created_at, r.evaluator, r.level, r.explanation, r.score, r.signature, r.agent,"
-        f" r.model, r.span_id, r.service FROM results r WHERE r.trace_id IN ({marks(trace_ids)}) AND r.passed = 0"
-        " ORDER BY r.id"
-    )
-    return sql, list(trace_ids)
+    """(statement, params) of the failing results of the traces, in evaluation order."""
+    return _VERDICTS, {"ids": list(trace_ids)}
+
+
+@lru_cache(maxsize=16)
+def _trace_variants(cols: Columns) -> Statement:
+    query = select(T.c.trace_id, T.c.service, cols.variant).where(T.c.trace_id.in_(bindparam("ids", expanding=True)))
+    return Statement(query)
 
 
 def trace_variants_query(trace_ids: Sequence[str], cols: Columns) -> tuple:
-    sql = f"SELECT t.trace_id, t.service, {cols.variant} FROM traces t WHERE t.trace_id IN ({marks(trace_ids)})"
-    return sql, list(trace_ids)
+    return _trace_variants(cols), {"ids": list(trace_ids)}
+
+
+@lru_cache(maxsize=16)
+def _variant_counts(cols: Columns) -> Statement:
+    query = (
+        select(R.c.signature, cols.variant, func.count())
+        .select_from(R.join(T, T.c.trace_id == R.c.trace_id))
+        .where(R.c.signature.is_not(None), R.c.created_at >= bindparam("since"), R.c.created_at < bindparam("until"))
+        .where(cols.variant.in_(bindparam("variants", expanding=True)))
+        .group_by(FIRST, SECOND)
+    )
+    return Statement(query)
 
 
 def variant_counts_query(cols: Columns, variants: Sequence[str], since: float, until: float) -> tuple:
-    """(sql, params) of rows (signature, variant, results) of the variants' traces in [since, until)."""
-    sql = (
-        f"SELECT r.signature, {cols.variant}, COUNT(*) FROM results r JOIN traces t ON t.trace_id = r.trace_id"
-        f" WHERE r.signature IS NOT NULL AND r.created_at >= ? AND r.created_at < ? AND {cols.variant}"
-        f" IN ({marks(variants)}) GROUP BY 1, 2"
+    """(statement, params) of rows (signature, variant, results) of the variants' traces in [since, until)."""
+    return _variant_counts(cols), {"since": since, "until": until, "variants": list(variants)}
+
+
+@lru_cache(maxsize=16)
+def _variant_traces(cols: Columns) -> Statement:
+    query = (
+        select(cols.variant, func.count())
+        .select_from(T)
+        .where(T.c.created_at >= bindparam("since"), T.c.created_at < bindparam("until"))
+        .where(cols.variant.in_(bindparam("variants", expanding=True)))
+        .group_by(FIRST)
     )
-    return sql, [since, until, *variants]
+    return Statement(query)
 
 
 def variant_traces_query(cols: Columns, variants: Sequence[str], since: float, until: float) -> tuple:
-    """(sql, params) of rows (variant, stored traces) in [since, until)."""
-    sql = (
-        f"SELECT {cols.variant}, COUNT(*) FROM traces t WHERE t.created_at >= ? AND t.created_at < ?"
-        f" AND {cols.variant} IN ({marks(variants)}) GROUP BY 1"
-    )
-    return sql, [since, until, *variants]
-
-
-def marks(values: Sequence[Any]) -> str:
-    return ", ".join("?" for _ in values)
+    """(statement, params) of rows (variant, stored traces) in [since, until)."""
+    return _variant_traces(cols), {"since": since, "until": until, "variants": list(variants)}

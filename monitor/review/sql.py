@@ -1,32 +1,56 @@
-"""The SQL of the review reader (sqlite_reader.py, postgres_reader.py) and the cursor it pages with.
+"""The SQL of the review reader (sqlite_reader.py, postgres_reader.py) and the cursor it pages with: SQLAlchemy Core
+statements over the store's tables (monitor/store/tables.py), compiled once per database (store/statements.py);
+what the databases spell differently is in store/sql_functions.py.
 
 Results come from two places: `results` rows (failing results and skips; passing ones too in the oldest
-databases) and the passing results packed per trace in `traces.passed` (expanded with json_each). Both are read
-newest first in one order, the order key (evaluated_at, source, id, index) descending, where a `results` row is
-(created_at, 1, id, 0) and a packed passing result (the trace's created_at, 0, the trace's rowid, minus its
-index in the array: a trace's results in array order, as json_each gives them, so that SQLite streams the
-traces in index order instead of sorting them all). The cursor is that key of the last item shown, base64 of
-JSON: a page starts strictly after it, so rows stored while paging (newer) never shift the pages, and none is
-shown twice or skipped.
+databases) and the passing results packed per trace in `traces.passed` (expanded with json_elements). Both are
+read newest first in one order, the order key (evaluated_at, source, id, index) descending, where a `results` row
+is (created_at, 1, id, 0) and a packed passing result (the trace's created_at, 0, the trace's row key, minus its
+index in the array: a trace's results in array order, as SQLite's json_each gives them, so that SQLite streams
+the traces in index order instead of sorting them all: `newest_traces_first`). The cursor is that key of the last
+item shown, base64 of JSON: a page starts strictly after it, so rows stored while paging (newer) never shift the
+pages, and none is shown twice or skipped.
 
 Agent and model: a result's own (its dispatch unit's) when set, else the trace's first agent / model. Variant: the
 trace's (a result row of a trace that was not stored has none). A value that is missing altogether is "" (in
 breakdown groups, and as a filter value that selects those results).
+
+A statement depends on the shape of a request (which filters are set, the cursor's source), never on its values:
+those are bound by name (a filter's by its field's name), and each shape's statement is built once (`lru_cache`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+from sqlalchemy import ColumnElement, and_, bindparam, func, literal_column, null, or_, select
 
 from monitor.review.cursor import INT64, TIME, decode_cursor, encode_cursor
 from monitor.review.models import ResultFilter
+from monitor.store.sql_functions import json_elements, json_item, newest_traces_first, no_index, trace_row_key
+from monitor.store.statements import Statement
+from monitor.store.tables import results, traces
 
 RESULT_SOURCE, PASSING_SOURCE = 1, 0
 OrderKey = tuple[float, int, int, int]
 
-
 MAX_CURSOR_CHARS = 128  # an encoded order key is about 60 characters
 _ORDER_KEY = (TIME, INT64, INT64, INT64)
+
+# The tables as the review's statements name them.
+R = results.alias("r")
+T = traces.alias("t")
+# Constants written into the SQL (not bound): SQLite matches a partial index's WHERE (`passed = 0`) only to the
+# same constant, and PostgreSQL groups by an expression only when it is the selected one, bound values included.
+ZERO: ColumnElement[Any] = literal_column("0")
+ONE: ColumnElement[Any] = literal_column("1")
+EMPTY: ColumnElement[Any] = literal_column("''")
+# GROUP BY / ORDER BY an output column by its position
+FIRST: ColumnElement[Any] = literal_column("1")
+SECOND: ColumnElement[Any] = literal_column("2")
+FILTERS = ("evaluator", "service", "variant", "agent", "model", "trace_id", "since", "until")  # bound by name
 
 
 def encode_results_cursor(key: OrderKey) -> str:
@@ -42,277 +66,199 @@ def decode_results_cursor(cursor: str) -> OrderKey:
     return at, source, ident, index
 
 
-class Dialect:
-    """The SQL that differs between SQLite (the base: JSON as text, json_each, rowid) and PostgreSQL
-    (postgres.dialect.POSTGRES: jsonb, jsonb_array_elements, an identity column)."""
-
-    rowid = "rowid"  # the traces' insertion-ordered key
-    array_length = "json_array_length"
-    passed_order = ""  # ORDER BY tail giving a trace's packed results in array order (json_each streams them so)
-
-    def item(self, array: str, index: int) -> str:
-        """Element `index` of a JSON array, as text."""
-        return f"json_extract({array}, '$[{index}]')"
-
-    def each_passed(self, column: str) -> str:
-        """A FROM item `j` expanding the packed results: j.value (a packed result), j.key (its index)."""
-        return f"json_each({column}) j"
-
-    def each_tool(self, column: str) -> str:
-        """A FROM item `tool` expanding a JSON array of names: tool.value."""
-        return f"json_each({column}) tool"
-
-    def no_index(self, column: str) -> str:
-        """`column` as an expression no index serves: SQLite plans without statistics and would otherwise drive
-        a query on the `results` rows from an index on `traces` (PostgreSQL's planner weighs both itself)."""
-        return f"+{column}"
-
-    def bucket(self, expression: str) -> str:
-        """The whole part of a non-negative number (a trend bucket's index)."""
-        return f"CAST({expression} AS INTEGER)"
-
-    def each_of(self, column: str, key: str, alias: str) -> str:
-        """A FROM item `alias` expanding the JSON array under `key` of a JSON object column: alias.value (none
-        when the key is missing)."""
-        return f"json_each({column}, '$.{key}') {alias}"
-
-    def number(self, expression: str) -> str:
-        """A JSON value (from `item`) as a number, for SUM."""
-        return expression
-
-
-SQLITE = Dialect()
-
-
+@dataclass(frozen=True)
 class Columns:
-    """SQL for the `traces` columns a database has (one from before schema version 1 lacks some: NULL then),
-    in the database's dialect."""
+    """The `traces` columns a database has (one from before schema version 1 lacks some: NULL then), and the
+    tables and columns of later versions it has."""
 
-    def __init__(
-        self,
-        present: set[str],
-        dialect: Dialect = SQLITE,
-        signatures: bool = True,
-        sessions: bool = True,
-        reviews: bool = True,
-    ) -> None:
-        self.present = present
-        self.dialect = dialect
-        self.signatures = signatures  # the database has `signatures` and `results.signature` (schema version 4)
-        self.sessions = sessions  # the database has `sessions` and `results.session_id` (schema version 5)
-        self.reviews = reviews  # the database has `reviews` (schema version 7)
+    present: frozenset[str]
+    signatures: bool = True  # the database has `signatures` and `results.signature` (schema version 4)
+    sessions: bool = True  # the database has `sessions` and `results.session_id` (schema version 5)
+    reviews: bool = True  # the database has `reviews` (schema version 7)
 
-    def __call__(self, name: str, alias: str = "t") -> str:
-        return f"{alias}.{name}" if name in self.present else "NULL"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "present", frozenset(self.present))
+
+    def __call__(self, name: str) -> ColumnElement[Any]:
+        """The trace's column `name` (of `T`), NULL when the database lacks it."""
+        return T.c[name] if name in self.present else null()
 
     @property
-    def session_id(self) -> str:
+    def session_id(self) -> ColumnElement[Any]:
         """A result's session id (NULL in a database from before schema version 5)."""
-        return "r.session_id" if self.sessions else "NULL"
-
-    def first(self, name: str) -> str:
-        """The first name of a JSON array column (agents, models)."""
-        return self.dialect.item(f"t.{name}", 0) if name in self.present else "NULL"
+        return R.c.session_id if self.sessions else null()
 
     @property
-    def variant(self) -> str:
-        """The trace's variant, "" for none (a database from before schema version 3, a trace not stored)."""
-        return f"COALESCE({self('variant')}, '')"
+    def signature(self) -> ColumnElement[Any]:
+        return R.c.signature if self.signatures else null()
 
-    def variant_is(self, value: str, indexed: bool = True) -> str:
-        """The condition (one `?`) that the trace's variant is `value`: the bare column unless "" is asked for,
-        so that the traces' (variant, created_at) index serves it; `indexed` False for the `results` rows, read
-        newest first by their own time index (a page then stops early whatever the variant's share)."""
-        if value == "":
-            return f"{self.variant} = ?"
+    def first(self, name: str) -> ColumnElement[Any]:
+        """The first name of a JSON array column (agents, models)."""
+        return json_item(T.c[name], 0) if name in self.present else null()
+
+    @property
+    def variant(self) -> ColumnElement[Any]:
+        """The trace's variant, "" for none (a database from before schema version 3, a trace not stored)."""
+        return func.coalesce(self("variant"), EMPTY)
+
+    def variant_is(self, empty: bool, indexed: bool = True) -> ColumnElement[bool]:
+        """The condition that the trace's variant is the bound `variant` (`empty`: it is ""): the bare column
+        unless "" is asked for, so that the traces' (variant, created_at) index serves it; `indexed` False for the
+        `results` rows, read newest first by their own time index (a page then stops early whatever the
+        variant's share)."""
+        if empty:
+            return self.variant == bindparam("variant")
         column = self("variant")
-        return f"{column if indexed or column == 'NULL' else self.dialect.no_index(column)} = ?"
+        return (column if indexed or "variant" not in self.present else no_index(column)) == bindparam("variant")
+
+    def agent(self, own: ColumnElement[Any]) -> ColumnElement[Any]:
+        """A result's agent: its own, else the trace's first, else ""."""
+        return func.coalesce(own, self.first("agents"), EMPTY)
+
+    def model(self, own: ColumnElement[Any]) -> ColumnElement[Any]:
+        return func.coalesce(own, self.first("models"), EMPTY)
+
+
+class Shape(NamedTuple):
+    """What a results page's statements depend on: the filter's fields that are set, its outcome, whether it asks
+    for the results without a variant, and the source of the cursor's key (None: the first page)."""
+
+    fields: frozenset[str]
+    outcome: str | None
+    no_variant: bool
+    after: int | None
+
+
+def shape_of(where: ResultFilter, after: OrderKey | None) -> Shape:
+    fields = frozenset(name for name in FILTERS if getattr(where, name) is not None)
+    return Shape(fields, where.outcome, where.variant == "", None if after is None else after[1])
+
+
+def bound(where: ResultFilter | Any, after: OrderKey | None = None, **more: Any) -> dict[str, Any]:
+    """The values of a request's statement: the filter's set fields by their names, the cursor's key (`at`,
+    `ident`, `index`: minus the key's, the array index), and `more`."""
+    params = {name: getattr(where, name) for name in FILTERS if getattr(where, name, None) is not None}
+    if after is not None:
+        params.update(at=after[0], ident=after[2], index=-after[3])
+    return {**params, **more}
+
+
+def time_range(column: ColumnElement[Any], fields: frozenset[str]) -> list[ColumnElement[bool]]:
+    """`since` inclusive, `until` exclusive, on `column`."""
+    found = [column >= bindparam("since")] if "since" in fields else []
+    return found + ([column < bindparam("until")] if "until" in fields else [])
 
 
 def results_query(where: ResultFilter, after: OrderKey | None, limit: int, cols: Columns, excerpt: int) -> tuple:
-    """(sql, params) of the `results` rows matching `where`, after the cursor, newest first."""
-    sql_where = Conditions()
-    add = sql_where.add
-
-    if where.evaluator is not None:
-        add("r.evaluator = ?", where.evaluator)
-    if where.service is not None:
-        add("r.service = ?", where.service)
-    if where.variant is not None:
-        add(cols.variant_is(where.variant, indexed=False), where.variant)
-    if where.agent is not None:
-        add(f"COALESCE(r.agent, {cols.first('agents')}, '') = ?", where.agent)
-    if where.model is not None:
-        add(f"COALESCE(r.model, {cols.first('models')}, '') = ?", where.model)
-    if where.outcome is not None:
-        add({"pass": "r.passed = 1", "fail": "r.passed = 0", "skip": "r.passed IS NULL"}[where.outcome])
-    if where.trace_id is not None:
-        add("r.trace_id = ?", where.trace_id)
-    sql_where.time_range("r.created_at", where)
-    if after is not None:
-        at, source, ident, _ = after
-        if source == RESULT_SOURCE:
-            add("r.created_at <= ? AND (r.created_at < ? OR r.id < ?)", at, at, ident)
-        else:
-            add("r.created_at < ?", at)
-    sql = (
-        "SELECT r.created_at, r.id, r.trace_id, r.evaluator, r.level, r.passed, r.score, r.skip_reason,"
-        f" r.explanation, r.details, r.service, r.agent, r.model, r.span_id, substr(t.input, 1, {excerpt + 1}),"
-        f" substr(t.output, 1, {excerpt + 1}), {cols.variant}, {cols.session_id} FROM results r"
-        " LEFT JOIN traces t ON t.trace_id = r.trace_id"
-        f"{sql_where.sql} ORDER BY r.created_at DESC, r.id DESC LIMIT ?"
-    )
-    return sql, [*sql_where.params, limit]
+    """(statement, params) of the `results` rows matching `where`, after the cursor, newest first."""
+    return _results(shape_of(where, after), cols, excerpt), bound(where, after, limit=limit)
 
 
 def passing_query(where: ResultFilter, after: OrderKey | None, limit: int, cols: Columns, excerpt: int) -> tuple:
-    """(sql, params) of the packed passing results matching `where`, after the cursor, newest first."""
-    d = cols.dialect
-    sql_where = Conditions("t.passed IS NOT NULL")
-    add = sql_where.add
+    """(statement, params) of the packed passing results matching `where`, after the cursor, newest first."""
+    return _passing(shape_of(where, after), cols, excerpt), bound(where, after, limit=limit)
 
-    if where.evaluator is not None:
-        add(f"{d.item('j.value', 0)} = ?", where.evaluator)
-    if where.service is not None:
-        add("t.service = ?", where.service)
-    if where.variant is not None:
-        add(cols.variant_is(where.variant), where.variant)
-    if where.agent is not None:
-        add(f"COALESCE({d.item('j.value', 3)}, {cols.first('agents')}, '') = ?", where.agent)
-    if where.model is not None:
-        add(f"COALESCE({d.item('j.value', 4)}, {cols.first('models')}, '') = ?", where.model)
-    if where.trace_id is not None:
-        add("t.trace_id = ?", where.trace_id)
-    sql_where.time_range("t.created_at", where)
-    if after is not None:
-        at, source, ident, index = after
-        if source == RESULT_SOURCE:
-            add("t.created_at <= ?", at)
-        else:
-            add(
-                f"t.created_at <= ? AND (t.created_at < ? OR t.{d.rowid} < ? OR (t.{d.rowid} = ? AND j.key > ?))",
-                at,
-                at,
-                ident,
-                ident,
-                -index,
-            )
-    sql = (
-        f"SELECT t.created_at, t.{d.rowid}, j.key, t.trace_id, j.value, t.service, substr(t.input, 1,"
-        f" {excerpt + 1}), substr(t.output, 1, {excerpt + 1}), {cols.variant} FROM traces t,"
-        f" {d.each_passed('t.passed')}"
-        f"{sql_where.sql} ORDER BY t.created_at DESC, t.{d.rowid} DESC{d.passed_order} LIMIT ?"  # then array order
+
+OUTCOMES = {"pass": R.c.passed == ONE, "fail": R.c.passed == ZERO, "skip": R.c.passed.is_(None)}
+
+
+@lru_cache(maxsize=256)
+def _results(shape: Shape, cols: Columns, excerpt: int) -> Statement:
+    has = shape.fields.__contains__
+    where: list[ColumnElement[bool]] = []
+    if has("evaluator"):
+        where.append(R.c.evaluator == bindparam("evaluator"))
+    if has("service"):
+        where.append(R.c.service == bindparam("service"))
+    if has("variant"):
+        where.append(cols.variant_is(shape.no_variant, indexed=False))
+    if has("agent"):
+        where.append(cols.agent(R.c.agent) == bindparam("agent"))
+    if has("model"):
+        where.append(cols.model(R.c.model) == bindparam("model"))
+    if shape.outcome is not None:
+        where.append(OUTCOMES[shape.outcome])
+    if has("trace_id"):
+        where.append(R.c.trace_id == bindparam("trace_id"))
+    where += time_range(R.c.created_at, shape.fields)
+    at: ColumnElement[float] = bindparam("at")
+    if shape.after == RESULT_SOURCE:
+        where.append(and_(R.c.created_at <= at, or_(R.c.created_at < at, R.c.id < bindparam("ident"))))
+    elif shape.after is not None:
+        where.append(R.c.created_at < at)
+    c = R.c
+    query = (
+        select(c.created_at, c.id, c.trace_id, c.evaluator, c.level, c.passed, c.score, c.skip_reason)
+        .add_columns(c.explanation, c.details, c.service, c.agent, c.model, c.span_id)
+        .add_columns(*_excerpts(excerpt), cols.variant, cols.session_id)
+        .select_from(R.outerjoin(T, T.c.trace_id == R.c.trace_id))
+        .where(*where)
+        .order_by(R.c.created_at.desc(), R.c.id.desc())
+        .limit(bindparam("limit"))
     )
-    return sql, [*sql_where.params, limit]
+    return Statement(query)
 
 
-def breakdown_queries(by: str, where: ResultFilter, cols: Columns) -> list[tuple[str, list[Any]]]:
-    """(sql, params) pairs, each giving rows (value, passed, failed, skipped): the `results` rows, then the
-    packed passing results (summed by array length when no evaluator is asked for and none need expanding).
-    `where`: its evaluator, variant and time range."""
-    d = cols.dialect
-    queries = []
-    tools = f", {d.each_tool(cols('tools'))}" if by == "tool" else ""
-    # results rows
-    rows_where = Conditions()
-    if where.evaluator is not None:
-        rows_where.add("r.evaluator = ?", where.evaluator)
-    if where.variant is not None:
-        rows_where.add(cols.variant_is(where.variant, indexed=False), where.variant)
-    rows_where.time_range("r.created_at", where)
-    group = {
-        "service": "COALESCE(r.service, '')",
-        "agent": f"COALESCE(r.agent, {cols.first('agents')}, '')",
-        "model": f"COALESCE(r.model, {cols.first('models')}, '')",
-        "tool": "tool.value",
-        "variant": cols.variant,
-    }[by]
-    traces_needed = by != "service" or where.variant is not None
-    join = " LEFT JOIN traces t ON t.trace_id = r.trace_id" if traces_needed else ""
-    queries.append(
-        (
-            f"SELECT {group}, {_count_if('r.passed = 1')}, {_count_if('r.passed = 0')},"
-            f" {_count_if('r.passed IS NULL')} FROM results r"
-            f"{join}{tools}{rows_where.sql} GROUP BY 1",
-            rows_where.params,
-        )
+def _excerpts(excerpt: int) -> tuple[ColumnElement[Any], ColumnElement[Any]]:
+    return func.substr(T.c.input, 1, excerpt + 1), func.substr(T.c.output, 1, excerpt + 1)
+
+
+def packed(cols: Columns) -> Any:
+    """The FROM item `j` of the trace's packed passing results: j.value (one, a JSON array), j.key (its index)."""
+    return json_elements(cols("passed"), "j", key=True)
+
+
+@lru_cache(maxsize=256)
+def _passing(shape: Shape, cols: Columns, excerpt: int) -> Statement:
+    has = shape.fields.__contains__
+    j = packed(cols)
+    where: list[ColumnElement[bool]] = [T.c.passed.is_not(None)]
+    if has("evaluator"):
+        where.append(json_item(j.c.value, 0) == bindparam("evaluator"))
+    if has("service"):
+        where.append(T.c.service == bindparam("service"))
+    if has("variant"):
+        where.append(cols.variant_is(shape.no_variant))
+    if has("agent"):
+        where.append(cols.agent(json_item(j.c.value, 3)) == bindparam("agent"))
+    if has("model"):
+        where.append(cols.model(json_item(j.c.value, 4)) == bindparam("model"))
+    if has("trace_id"):
+        where.append(T.c.trace_id == bindparam("trace_id"))
+    where += time_range(T.c.created_at, shape.fields)
+    at: ColumnElement[float] = bindparam("at")
+    ident: ColumnElement[int] = bindparam("ident")
+    row_key = trace_row_key("t")
+    if shape.after == RESULT_SOURCE:
+        where.append(T.c.created_at <= at)
+    elif shape.after is not None:
+        newer = or_(T.c.created_at < at, row_key < ident, and_(row_key == ident, j.c.key > bindparam("index")))
+        where.append(and_(T.c.created_at <= at, newer))
+    query = (
+        select(T.c.created_at, row_key, j.c.key, T.c.trace_id, j.c.value, T.c.service, *_excerpts(excerpt))
+        .add_columns(cols.variant)
+        .select_from(T, j)
+        .where(*where)
+        .order_by(newest_traces_first(T.c.created_at, row_key, j.c.key))  # then array order
+        .limit(bindparam("limit"))
     )
-    # packed passing results
-    packed_where = Conditions("t.passed IS NOT NULL")
-    if where.variant is not None:
-        packed_where.add(cols.variant_is(where.variant), where.variant)
-    packed_where.time_range("t.created_at", where)
-    per_trace = {"service": "COALESCE(t.service, '')", "tool": "tool.value", "variant": cols.variant}
-    if by in per_trace and where.evaluator is None:
-        group = per_trace[by]
-        count, source = f"SUM({d.array_length}(t.passed))", f"traces t{tools}"
-    else:
-        if where.evaluator is not None:
-            packed_where.add(f"{d.item('j.value', 0)} = ?", where.evaluator)
-        group = {
-            **per_trace,
-            "agent": f"COALESCE({d.item('j.value', 3)}, {cols.first('agents')}, '')",
-            "model": f"COALESCE({d.item('j.value', 4)}, {cols.first('models')}, '')",
-        }[by]
-        count, source = "COUNT(*)", f"traces t, {d.each_passed('t.passed')}{tools}"
-    queries.append((f"SELECT {group}, {count}, 0, 0 FROM {source}{packed_where.sql} GROUP BY 1", packed_where.params))
-    return queries
+    return Statement(query)
 
 
-def spend_query(by: str, where: ResultFilter, cols: Columns) -> tuple[str, list[Any]] | None:
-    """(sql, params) giving rows (value, calls, cost USD or NULL, priced entries, unpriced calls): the spend of
-    the stored traces in `where`'s range and variant, from their review detail (store/packing.py): per model or
-    agent its own calls, per service, variant or tool every call of the traces. None for a database from before
-    the review detail."""
-    if "detail" not in cols.present:
-        return None
-    d = cols.dialect
-    conditions = Conditions("t.detail IS NOT NULL")
-    if where.variant is not None:
-        conditions.add(cols.variant_is(where.variant), where.variant)
-    conditions.time_range("t.created_at", where)
-    tools = f", {d.each_tool(cols('tools'))}" if by == "tool" else ""
-    if by == "agent":  # [agent, calls, cost, unpriced]
-        source, calls, cost, unpriced = d.each_of("t.detail", "agent_spend", "s"), 1, 2, 3
-        group = f"COALESCE({d.item('s.value', 0)}, '')"
-    else:  # models: [model, calls, input, output, cost, unpriced]
-        source, calls, cost, unpriced = d.each_of("t.detail", "models", "s"), 1, 4, 5
-        group = {
-            "service": "COALESCE(t.service, '')",
-            "model": f"COALESCE({d.item('s.value', 0)}, '')",
-            "tool": "tool.value",
-            "variant": cols.variant,
-        }[by]
-    value = d.number(d.item("s.value", cost))
-    sql = (
-        f"SELECT {group}, SUM({d.number(d.item('s.value', calls))}), SUM({value}), COUNT({value}),"
-        f" SUM({d.number(d.item('s.value', unpriced))}) FROM traces t, {source}{tools}{conditions.sql} GROUP BY 1"
+TRACE_FIELDS = ("created_at", "service", "input", "output", "span_count", "duration_ms", "has_errors")
+TRACE_EXTRA = ("passed", "agents", "tools", "detail", "variant")  # NULL in the databases that lack them
+RESULT_FIELDS = (
+    "created_at", "id", "trace_id", "evaluator", "level", "passed", "score", "skip_reason", "explanation", "details",
+    "service", "agent", "model", "span_id",
+)  # fmt: skip
+
+
+@lru_cache(maxsize=16)
+def trace_queries(cols: Columns) -> tuple[Statement, Statement]:
+    """The statements of one trace (bound `trace_id`): its `traces` row, its `results` rows in evaluation order."""
+    row = select(*(T.c[name] for name in TRACE_FIELDS), *(cols(name) for name in TRACE_EXTRA))
+    rows = select(*(R.c[name] for name in RESULT_FIELDS), null(), null(), cols.session_id)
+    return (
+        Statement(row.where(T.c.trace_id == bindparam("trace_id"))),
+        Statement(rows.where(R.c.trace_id == bindparam("trace_id")).order_by(R.c.id)),
     )
-    return sql, conditions.params
-
-
-def _count_if(condition: str) -> str:
-    return f"SUM(CASE WHEN {condition} THEN 1 ELSE 0 END)"
-
-
-class Conditions:
-    """A WHERE clause built up condition by condition, with its parameters in order."""
-
-    def __init__(self, *conditions: str) -> None:
-        self.conditions = list(conditions)
-        self.params: list[Any] = []
-
-    def add(self, condition: str, *values: Any) -> None:
-        self.conditions.append(condition)
-        self.params.extend(values)
-
-    def time_range(self, column: str, where: ResultFilter) -> None:
-        """`since` inclusive, `until` exclusive, on `column`."""
-        if where.since is not None:
-            self.add(f"{column} >= ?", where.since)
-        if where.until is not None:
-            self.add(f"{column} < ?", where.until)
-
-    @property
-    def sql(self) -> str:
-        return f" WHERE {' AND '.join(self.conditions)}" if self.conditions else ""

@@ -26,6 +26,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar, get_args
 
+from sqlalchemy import bindparam, column, func, literal_column, select, table
+
+from monitor.review.breakdown_sql import breakdown_queries, spend_query
 from monitor.review.models import (
     Breakdown,
     BreakdownBy,
@@ -43,17 +46,17 @@ from monitor.review.signature_reader import SignatureReads
 from monitor.review.sql import (
     Columns,
     OrderKey,
-    breakdown_queries,
     decode_results_cursor,
     encode_results_cursor,
     passing_query,
     results_query,
-    spend_query,
+    trace_queries,
 )
 from monitor.review.stored_rows import EXCERPT, detail_of_rows, passing_item, result_item
 from monitor.review.verdict_reads import VerdictReads
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.schema import BUSY_TIMEOUT_SECONDS, Database, StoreSchemaError, check_version
+from monitor.store.statements import Statement, execute, scalar
 
 MAX_LIMIT = 1000
 IDLE_CONNECTIONS = 4
@@ -107,11 +110,10 @@ class StoreReviewReader(SignatureReads, SessionReads, ReviewReads, QueueReads, V
         def read(db: Database) -> ResultsPage:
             cols = self._columns_of(db)
             found: list[tuple[OrderKey, ResultItem]] = []
-            sql, params = results_query(where, after, limit + 1, cols, EXCERPT)
-            found += [result_item(row) for row in db.execute(sql, params)]
+            found += [result_item(row) for row in execute(db, *results_query(where, after, limit + 1, cols, EXCERPT))]
             if where.outcome in (None, "pass") and "passed" in cols.present:
-                sql, params = passing_query(where, after, limit + 1, cols, EXCERPT)
-                found += [passing_item(row) for row in db.execute(sql, params)]
+                passing = passing_query(where, after, limit + 1, cols, EXCERPT)
+                found += [passing_item(row) for row in execute(db, *passing)]
             page = heapq.nlargest(limit + 1, found, key=lambda pair: pair[0])
             more = len(page) > limit
             page = page[:limit]
@@ -123,20 +125,9 @@ class StoreReviewReader(SignatureReads, SessionReads, ReviewReads, QueueReads, V
 
     def trace(self, trace_id: str) -> TraceDetail | None:
         def read(db: Database) -> TraceDetail | None:
-            cols = self._columns_of(db)
-            names = ("created_at", "service", "input", "output", "span_count", "duration_ms", "has_errors")
-            extra = ("passed", "agents", "tools", "detail", "variant")
-            row = db.execute(
-                f"SELECT {', '.join(names)}, {', '.join(cols(c, 't') for c in extra)} FROM traces t WHERE trace_id = ?",
-                (trace_id,),
-            ).fetchone()
-            rows = db.execute(
-                "SELECT r.created_at, r.id, r.trace_id, r.evaluator, r.level, r.passed, r.score, r.skip_reason,"
-                " r.explanation, r.details, r.service, r.agent, r.model, r.span_id, NULL, NULL,"
-                f" {cols.session_id} FROM results r"
-                " WHERE r.trace_id = ? ORDER BY r.id",
-                (trace_id,),
-            ).fetchall()
+            of_trace, its_results = trace_queries(self._columns_of(db))
+            row = execute(db, of_trace, {"trace_id": trace_id}).fetchone()
+            rows = execute(db, its_results, {"trace_id": trace_id}).fetchall()
             if row is None and not rows:
                 return None
             return detail_of_rows(trace_id, row, rows)
@@ -161,8 +152,8 @@ class StoreReviewReader(SignatureReads, SessionReads, ReviewReads, QueueReads, V
         def read(db: Database) -> list[BreakdownGroup]:
             cols = self._columns_of(db)
             counts: dict[str, list[int]] = {}
-            for sql, params in breakdown_queries(by, where, cols):
-                for value, passed, failed, skipped in db.execute(sql, params):
+            for statement, params in breakdown_queries(by, where, cols):
+                for value, passed, failed, skipped in execute(db, statement, params):
                     group = counts.setdefault(str(value), [0, 0, 0])
                     group[0] += passed or 0
                     group[1] += failed or 0
@@ -170,7 +161,7 @@ class StoreReviewReader(SignatureReads, SessionReads, ReviewReads, QueueReads, V
             spend: dict[str, tuple[int, float | None, int]] = {}
             query = spend_query(by, where, cols)
             if query is not None:
-                for value, calls, usd, priced, unpriced in db.execute(*query):
+                for value, calls, usd, priced, unpriced in execute(db, *query):
                     spend[str(value)] = (int(calls or 0), float(usd) if priced else None, int(unpriced or 0))
             groups = []
             for value in {**counts, **spend}:
@@ -270,8 +261,8 @@ class SQLiteReviewReader(StoreReviewReader):
             f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False
         )
         try:
-            check_version(int(db.execute("PRAGMA user_version").fetchone()[0]), self.path)
-            tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            check_version(int(scalar(db, _USER_VERSION)), self.path)
+            tables = {name for (name,) in execute(db, _TABLES)}
             if not {"results", "traces"} <= tables:
                 raise StoreUnavailable(f"{self.path} is not a result store (no results and traces tables)")
         except BaseException:
@@ -282,12 +273,19 @@ class SQLiteReviewReader(StoreReviewReader):
     def _columns_of(self, db: sqlite3.Connection) -> Columns:
         columns = self._columns
         if columns is None:
-            present = {row[1] for row in db.execute("PRAGMA table_info(traces)")}
-            result_columns = {row[1] for row in db.execute("PRAGMA table_info(results)")}
+            present = {name for (name,) in execute(db, _COLUMN_NAMES, {"table": "traces"})}
+            result_columns = {name for (name,) in execute(db, _COLUMN_NAMES, {"table": "results"})}
             signed, sessions = "signature" in result_columns, "session_id" in result_columns
-            reviews = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'reviews'").fetchone()
-            columns = self._columns = Columns(present, signatures=signed, sessions=sessions, reviews=bool(reviews))
+            reviews = "reviews" in {name for (name,) in execute(db, _TABLES)}
+            columns = self._columns = Columns(frozenset(present), signatures=signed, sessions=sessions, reviews=reviews)
         return columns
+
+
+# The schema SQLite describes (its table-valued pragma functions and sqlite_master).
+_USER_VERSION = Statement(select(column("user_version")).select_from(func.pragma_user_version()))
+_COLUMN_NAMES = Statement(select(column("name")).select_from(func.pragma_table_info(bindparam("table"))))
+_SQLITE_MASTER = table("sqlite_master", column("type"), column("name"))
+_TABLES = Statement(select(_SQLITE_MASTER.c.name).where(_SQLITE_MASTER.c.type == literal_column("'table'")))
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

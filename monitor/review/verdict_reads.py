@@ -15,10 +15,15 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
-from monitor.review.sql import Columns
+from sqlalchemy import ColumnElement, bindparam, case, func, select
+
+from monitor.review.sql import EMPTY, ONE, Columns, R, T, packed
 from monitor.store.rows import RecentVerdicts, StoredVerdict
+from monitor.store.sql_functions import json_item, json_number, newest_traces_first, trace_row_key
+from monitor.store.statements import Statement, execute
 
 CHUNK_ROWS = 5_000  # rows fetched between two looks at the deadline
 
@@ -43,7 +48,7 @@ class VerdictReads:
                 if time.monotonic() >= deadline:
                     cut = math.inf  # nothing of this source read: nothing is complete
                     break
-                found, stopped = _newest(db, query, [since, limit + 1], limit, deadline)
+                found, stopped = _newest(db, query, {"since": since, "limit": limit + 1}, limit, deadline)
                 rows += found
                 if stopped is not None:
                     cut = stopped if cut is None else max(cut, stopped)
@@ -58,10 +63,12 @@ class VerdictReads:
         return result
 
 
-def _newest(db: Any, sql: str, params: list[Any], limit: int, deadline: float) -> tuple[list[tuple], float | None]:
-    """The rows of `sql` (newest first), at most `limit`, fetched in chunks until `deadline`; and the time of the
-    first row left out (None: every row read)."""
-    cursor = db.execute(sql, params)
+def _newest(
+    db: Any, query: Statement, params: dict[str, Any], limit: int, deadline: float
+) -> tuple[list[tuple], float | None]:
+    """The rows of `query` (newest first), at most `limit`, fetched in chunks until `deadline`; and the time of
+    the first row left out (None: every row read)."""
+    cursor = execute(db, query, params)
     rows: list[tuple] = []
     while True:
         chunk = cursor.fetchmany(CHUNK_ROWS)
@@ -74,36 +81,45 @@ def _newest(db: Any, sql: str, params: list[Any], limit: int, deadline: float) -
             return rows, float(rows[-1][0])  # rows at its time may be left: that time is cut too
 
 
-def _variant(cols: Columns, session_id: str | None) -> str:
+def _variant(cols: Columns, session_id: ColumnElement[Any] | None) -> ColumnElement[Any]:
     if "variant" not in cols.present:
-        return "''"
-    trace_variant = "COALESCE(t.variant, '')"
+        return EMPTY
+    trace_variant = func.coalesce(T.c.variant, EMPTY)
     if session_id is None:
         return trace_variant
-    return f"CASE WHEN {session_id} IS NULL THEN {trace_variant} ELSE '' END"
+    return case((session_id.is_(None), trace_variant), else_=EMPTY)
 
 
-def _rows_query(cols: Columns) -> str:
-    variant = _variant(cols, "r.session_id" if cols.sessions else None)
-    join = " LEFT JOIN traces t ON t.trace_id = r.trace_id" if "variant" in cols.present else ""
-    return (
-        f"SELECT r.created_at, r.evaluator, r.level, r.service, r.agent, {variant}, r.score, r.passed"
-        f" FROM results r{join} WHERE r.created_at >= ? AND r.passed IS NOT NULL"
-        " ORDER BY r.created_at DESC, r.id DESC LIMIT ?"
+@lru_cache(maxsize=16)
+def _rows_query(cols: Columns) -> Statement:
+    variant = _variant(cols, R.c.session_id if cols.sessions else None)
+    source = R.outerjoin(T, T.c.trace_id == R.c.trace_id) if "variant" in cols.present else R
+    query = (
+        select(R.c.created_at, R.c.evaluator, R.c.level, R.c.service, R.c.agent, variant, R.c.score, R.c.passed)
+        .select_from(source)
+        .where(R.c.created_at >= bindparam("since"), R.c.passed.is_not(None))
+        .order_by(R.c.created_at.desc(), R.c.id.desc())
+        .limit(bindparam("limit"))
     )
+    return Statement(query)
 
 
-def _packed_query(cols: Columns) -> str | None:
+@lru_cache(maxsize=16)
+def _packed_query(cols: Columns) -> Statement | None:
     if "passed" not in cols.present:
         return None
-    d = cols.dialect
-    evaluator, level, agent = d.item("j.value", 0), d.item("j.value", 1), d.item("j.value", 3)
-    return (
-        f"SELECT t.created_at, {evaluator}, {level}, t.service, {agent}, {_variant(cols, None)},"
-        f" {d.number(d.item('j.value', 5))}, 1 FROM traces t, {d.each_passed('t.passed')}"
-        f" WHERE t.passed IS NOT NULL AND t.created_at >= ?"
-        f" ORDER BY t.created_at DESC, t.{d.rowid} DESC{d.passed_order} LIMIT ?"
+    j = packed(cols)
+    evaluator, level, agent = json_item(j.c.value, 0), json_item(j.c.value, 1), json_item(j.c.value, 3)
+    row_key = trace_row_key("t")
+    query = (
+        select(T.c.created_at, evaluator, level, T.c.service, agent, _variant(cols, None), json_number(j.c.value, 5))
+        .add_columns(ONE)
+        .select_from(T, j)
+        .where(T.c.passed.is_not(None), T.c.created_at >= bindparam("since"))
+        .order_by(newest_traces_first(T.c.created_at, row_key, j.c.key))
+        .limit(bindparam("limit"))
     )
+    return Statement(query)
 
 
 def _verdict(row: tuple) -> StoredVerdict:
