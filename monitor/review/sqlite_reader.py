@@ -53,7 +53,8 @@ from monitor.review.sql import (
 from monitor.review.stored_rows import EXCERPT, detail_of_rows, passing_item, result_item
 from monitor.review.verdict_reads import VerdictReads
 from monitor.store.health import StoreHealth, StoreUnavailable
-from monitor.store.schema import BUSY_TIMEOUT_SECONDS, Database, StoreSchemaError, check_version
+from monitor.store.migrate import refuse_newer, stored_schema
+from monitor.store.schema import BUSY_TIMEOUT_SECONDS, Database, StoreSchemaError
 
 MAX_LIMIT = 1000
 IDLE_CONNECTIONS = 4
@@ -270,7 +271,7 @@ class SQLiteReviewReader(StoreReviewReader):
             f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False
         )
         try:
-            check_version(int(db.execute("PRAGMA user_version").fetchone()[0]), self.path)
+            refuse_newer(stored_schema(db), self.path)
             tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             if not {"results", "traces"} <= tables:
                 raise StoreUnavailable(f"{self.path} is not a result store (no results and traces tables)")
