@@ -8,6 +8,9 @@ columns and, for a partial one, its WHERE clause with whitespace normalized); th
 journal mode. PostgreSQL: per table its columns from information_schema (type, nullability, default, identity),
 its constraints (pg_get_constraintdef) and its indexes (pg_indexes.indexdef), and the versions recorded in
 agent_monitor_schema. Alembic's own `alembic_version` is left out (the earlier releases had none).
+
+A revision that changes the schema on purpose writes the fixtures again from a fresh database of the chain:
+`python -m tests.results.store_schema` (it starts a PostgreSQL server of its own).
 """
 
 from __future__ import annotations
@@ -83,3 +86,26 @@ def postgres_schema(db: psycopg.Connection) -> str:
 
 def fixture(name: str) -> str:
     return (FIXTURES / f"{name}.txt").read_text()
+
+
+def main() -> None:  # pragma: no cover - run by hand
+    import tempfile
+
+    from monitor.store import migrate
+    from tests.pgserver import running_server
+
+    with tempfile.TemporaryDirectory() as directory:
+        db = sqlite3.connect(Path(directory) / "r.db", isolation_level=None)
+        migrate.upgrade(db, "r.db")
+        (FIXTURES / "sqlite.txt").write_text(sqlite_schema(db))
+        db.close()
+    with running_server() as server:
+        url = server.new_database()
+        with psycopg.connect(url, autocommit=True) as pg:
+            migrate.upgrade(pg, url)
+            (FIXTURES / "postgresql.txt").write_text(postgres_schema(pg))
+    print(f"wrote {FIXTURES}/sqlite.txt and postgresql.txt")
+
+
+if __name__ == "__main__":
+    main()
