@@ -230,6 +230,7 @@ def _run(conn: Any, found: StoredSchema, where: object) -> None:
     """The chain from where `found` is to the head, in the caller's transaction on `conn` (SQLAlchemy's)."""
     from alembic import command
 
+    logging.getLogger("alembic.runtime.migration").setLevel(logging.WARNING)  # one line of ours says it
     config = alembic_config(conn)
     start = found.revision
     if start is None and (start := chain().stamp_for(found.legacy)) is not None:
