@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from evaluators.judges import PairwiseJudge
 from monitor.config import ConfigError, Loc, Locator, MonitorConfig, TlsConfig
@@ -26,7 +26,8 @@ from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.evaluator_setup import build_evaluators, build_pairwise_judges
 from monitor.sources.base import SpanFeed, TraceSource
 from monitor.sources.factory import make_source
-from monitor.store.schema import StoreSchemaError, check_version
+from monitor.store.migrate import refuse_newer, stored_schema
+from monitor.store.schema import StoreSchemaError
 from monitor.tls import ServerTls, TlsLoadError, load_server_tls
 
 __all__ = ["ConfigError", "Prepared", "check_store_path", "check_tls", "preflight", "store_warnings"]
@@ -118,7 +119,7 @@ def store_warnings(path: str) -> list[str]:
     if not os.access(target, os.R_OK | os.W_OK) or not os.access(target.parent, os.W_OK | os.X_OK):
         return [f"{target} is not writable (the file and its directory must be)"]
     try:
-        _read_only(target, "PRAGMA schema_version")
+        _read_only(target, lambda db: db.execute("PRAGMA schema_version").fetchone())
     except sqlite3.Error as exc:
         return [f"{target} cannot be opened as a SQLite database: {exc}"]
     return []
@@ -133,8 +134,7 @@ def _existing_ancestor(target: Path) -> Path:
 
 def _newer_schema(target: Path) -> list[str]:
     try:
-        version = int(_read_only(target, "PRAGMA user_version"))
-        check_version(version, target)
+        _read_only(target, lambda db: refuse_newer(stored_schema(db), target))
     except sqlite3.Error:
         return []  # not a database: a warning (store_warnings)
     except StoreSchemaError as exc:
@@ -142,9 +142,9 @@ def _newer_schema(target: Path) -> list[str]:
     return []
 
 
-def _read_only(target: Path, query: str) -> Any:
+def _read_only(target: Path, read: Callable[[sqlite3.Connection], object]) -> None:
     connection = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
     try:
-        return connection.execute(query).fetchone()[0]
+        read(connection)
     finally:
         connection.close()

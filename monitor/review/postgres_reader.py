@@ -18,9 +18,9 @@ from sqlalchemy import column, func, select, table
 from monitor.review.sql import Columns
 from monitor.review.sqlite_reader import StoreReviewReader
 from monitor.store.health import StoreHealth, StoreUnavailable
+from monitor.store.migrate import refuse_newer, stored_schema
 from monitor.store.postgres.connection import Connection, Timeouts, bounded, open_pool, redacted
-from monitor.store.postgres.schema import schema_version
-from monitor.store.schema import SCHEMA_VERSION, TRACE_COLUMNS, check_version
+from monitor.store.schema import SCHEMA_VERSION, TRACE_COLUMNS
 from monitor.store.statements import Statement, execute
 
 T = TypeVar("T")
@@ -87,8 +87,9 @@ class PostgresReviewReader(StoreReviewReader):
             yield db
 
     def _check(self, db: Connection) -> None:
-        version = schema_version(db.conn) or 0
-        check_version(version, self.where)
+        found = stored_schema(db.conn)
+        refuse_newer(found, self.where)
+        version = found.legacy
         if version == 0:
             raise StoreUnavailable(f"{self.where} is not a result store (no agent-monitor schema in it yet)")
         if version < SCHEMA_VERSION:  # an older release's database, read as it is (the CLI does not migrate)

@@ -55,8 +55,9 @@ from monitor.review.sql import (
 from monitor.review.stored_rows import EXCERPT, detail_of_rows, passing_item, result_item
 from monitor.review.verdict_reads import VerdictReads
 from monitor.store.health import StoreHealth, StoreUnavailable
-from monitor.store.schema import BUSY_TIMEOUT_SECONDS, Database, StoreSchemaError, check_version
-from monitor.store.statements import Statement, execute, scalar
+from monitor.store.migrate import refuse_newer, stored_schema
+from monitor.store.schema import BUSY_TIMEOUT_SECONDS, Database, StoreSchemaError
+from monitor.store.statements import Statement, execute
 
 MAX_LIMIT = 1000
 IDLE_CONNECTIONS = 4
@@ -261,7 +262,7 @@ class SQLiteReviewReader(StoreReviewReader):
             f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False
         )
         try:
-            check_version(int(scalar(db, _USER_VERSION)), self.path)
+            refuse_newer(stored_schema(db), self.path)
             tables = {name for (name,) in execute(db, _TABLES)}
             if not {"results", "traces"} <= tables:
                 raise StoreUnavailable(f"{self.path} is not a result store (no results and traces tables)")
@@ -282,7 +283,6 @@ class SQLiteReviewReader(StoreReviewReader):
 
 
 # The schema SQLite describes (its table-valued pragma functions and sqlite_master).
-_USER_VERSION = Statement(select(column("user_version")).select_from(func.pragma_user_version()))
 _COLUMN_NAMES = Statement(select(column("name")).select_from(func.pragma_table_info(bindparam("table"))))
 _SQLITE_MASTER = table("sqlite_master", column("type"), column("name"))
 _TABLES = Statement(select(_SQLITE_MASTER.c.name).where(_SQLITE_MASTER.c.type == literal_column("'table'")))

@@ -1,4 +1,4 @@
-"""Open conversations in the SQLite result store (schema.py version 8: `open_sessions`, `session_turns`), so that a
+"""Open conversations in the SQLite result store (`open_sessions`, `session_turns`: migration 0008), so that a
 restart neither cuts nor splits them: the same interface and the same design as PostgreSQL's shared mode
 (postgres/open_sessions.py, `OpenSessionTables`), for the one replica that owns a SQLite file.
 
@@ -23,30 +23,6 @@ from monitor.store.open_session_rows import REMEMBER_COMPLETED, Arrived, Claimed
 
 Clock = Callable[[], float]
 
-# Version 8 of the SQLite schema (PostgreSQL has had these tables since version 5 and 6).
-OPEN_SESSION_TABLES = (
-    """CREATE TABLE IF NOT EXISTS open_sessions (
-    session_id TEXT PRIMARY KEY,
-    service TEXT NOT NULL,
-    source TEXT NOT NULL,
-    first_arrival REAL NOT NULL,
-    last_arrival REAL NOT NULL,
-    completed_at REAL,
-    turns INTEGER NOT NULL DEFAULT 0,
-    turns_cut INTEGER NOT NULL DEFAULT 0
-)""",
-    "CREATE INDEX IF NOT EXISTS open_sessions_waiting ON open_sessions(last_arrival) WHERE completed_at IS NULL",
-    "CREATE INDEX IF NOT EXISTS open_sessions_completed ON open_sessions(completed_at) WHERE completed_at IS NOT NULL",
-    """CREATE TABLE IF NOT EXISTS session_turns (
-    session_id TEXT NOT NULL,
-    trace_id TEXT NOT NULL,
-    replica TEXT NOT NULL,
-    arrived_at REAL NOT NULL,
-    turn TEXT NOT NULL,
-    PRIMARY KEY (session_id, trace_id)
-)""",
-)
-
 _IDS = "SELECT value FROM json_each(?)"
 _ARRIVE = """INSERT INTO open_sessions (session_id, service, source, first_arrival, last_arrival) VALUES (?,?,?,?,?)
 ON CONFLICT (session_id) DO UPDATE SET last_arrival = excluded.last_arrival WHERE completed_at IS NULL"""
@@ -62,12 +38,6 @@ _TURNS_OF = f"SELECT session_id, turn FROM session_turns WHERE session_id IN ({_
 _COMPLETE = f"UPDATE open_sessions SET completed_at = ? WHERE session_id IN ({_IDS})"
 _DROP_TURNS = f"DELETE FROM session_turns WHERE session_id IN ({_IDS})"
 _FORGET = "DELETE FROM open_sessions WHERE completed_at IS NOT NULL AND completed_at < ?"
-
-
-def create_tables(db: sqlite3.Connection) -> None:
-    """The tables, in the migration's transaction (schema.py)."""
-    for statement in OPEN_SESSION_TABLES:
-        db.execute(statement)
 
 
 def arrive(

@@ -1,4 +1,4 @@
-"""The statements that keep and forget waiting judgements (`pending_judgements`, schema.py version 9), the same on
+"""The statements that keep and forget waiting judgements (`pending_judgements`: migration 0009), the same on
 SQLite and PostgreSQL (`?` placeholders): written with the rows of a write (packing.Packed `pending`, `resolved`),
 the new rows first, so that a judgement kept and settled in one transaction is gone after it."""
 
@@ -8,26 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from monitor.store.packing import Packed
-
-# Version 9: the waiting judgements, the same statements on both databases. `kind`: `judgement` (a JudgeJob) or
-# `pair_offer` (a trace offered to one `variants.pairwise` entry); `created_at`: when it was submitted or offered
-# (epoch seconds: a pairwise window and `judges.pending_max_age` run on across a restart); `owner`: the replica that
-# holds it (the daemon's id for this run); `payload`: the job as JSON, its texts masked like everything the store
-# keeps. A row goes in the transaction that writes its result.
-PENDING_TABLES = (
-    """CREATE TABLE IF NOT EXISTS pending_judgements (
-    id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    created_at DOUBLE PRECISION NOT NULL,
-    owner TEXT NOT NULL,
-    payload TEXT NOT NULL
-)""",
-    "CREATE INDEX IF NOT EXISTS pending_judgements_owner ON pending_judgements(owner, created_at)",
-    """CREATE TABLE IF NOT EXISTS pending_owners (
-    owner TEXT PRIMARY KEY,
-    seen_at DOUBLE PRECISION NOT NULL
-)""",
-)
 
 KEEP = (
     "INSERT INTO pending_judgements (id, kind, created_at, owner, payload) VALUES (?, ?, ?, ?, ?)"

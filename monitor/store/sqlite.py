@@ -42,14 +42,13 @@ from typing import Any, TypeVar
 
 from monitor.config.signatures import SignaturesConfig
 from monitor.outcomes import SessionOutcome
-from monitor.store import open_sessions_sqlite, pending_rows, retention
+from monitor.store import migrate, open_sessions_sqlite, pending_rows, retention
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.packing import PASSED_FIELDS, SAMPLED_OUT, Packed, Written, merged, pack_session
 from monitor.store.schema import (
     BUSY_TIMEOUT_SECONDS,
     TRACE_COLUMNS,
     StoreSchemaError,
-    set_up,
 )
 from monitor.store.session_writes import forget_earlier_completions, upsert_session_sql
 from monitor.store.signatures import Batch, NewCounts, Policy, upsert
@@ -131,7 +130,7 @@ class ResultStore(QueuedResultStore):
                 db = sqlite3.connect(
                     str(self.path), timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False, isolation_level=None
                 )
-                set_up(db, self.path)
+                migrate.upgrade(db, self.path)
                 db.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
             identity = None if self.memory else _identity(self.path)
         except StoreSchemaError:

@@ -3,6 +3,7 @@ SQLite (a file in the test's directory) and PostgreSQL (a fresh database on the 
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -10,18 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-import pytest
 
 from monitor.review.models import ReviewReader
 from monitor.review.open_reader import open_store_reader
 from monitor.store import schema
 from monitor.store import sqlite as sqlite_store
 from monitor.store.packing import Written, pack
-from monitor.store.postgres import schema as pg_schema
 from monitor.store.postgres import store as pg_store
 from monitor.store.postgres.store import PostgresResultStore
 from monitor.store.sqlite import ResultStore
 from monitor.store.writer import QueuedResultStore
+from tests.support.legacy_schema import SCHEMA_TABLE, postgres_at, sqlite_at
 
 
 class Backend:
@@ -60,21 +60,15 @@ class Backend:
         return self.rows(sql, params)[0][0]
 
     def at_version(self, version: int, outcomes: Sequence[Written] = ()) -> None:
-        """An older release's database: set up by this release's own migration code stopped at `version`, then
-        `outcomes` written as that release wrote them (the rows packed by the store, without the columns that
-        later versions added)."""
-        with pytest.MonkeyPatch.context() as patch:
-            if self.name == "postgres":
-                patch.setattr(pg_schema, "MIGRATIONS", pg_schema.MIGRATIONS[:version])
-                patch.setattr(pg_schema, "SCHEMA_VERSION", version)
-                with psycopg.connect(self.location, autocommit=True) as db:
-                    pg_schema.set_up(db, self.location)
-            else:
-                patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:version])
-                patch.setattr(schema, "SCHEMA_VERSION", version)
-                db = sqlite3.connect(self.location, isolation_level=None)
-                schema.set_up(db, self.location)
-                db.close()
+        """An older release's database: made by that release's migrations (their frozen copy, legacy_schema.py)
+        up to `version`, then `outcomes` written as that release wrote them (the rows packed by the store, without
+        the columns that later versions added)."""
+        if self.name == "postgres":
+            with psycopg.connect(self.location, autocommit=True) as db:
+                postgres_at(db, version)
+        else:
+            with contextlib.closing(sqlite3.connect(self.location)) as db:
+                sqlite_at(db, version)
         packed = pack(outcomes, time.time(), failing_only=False)
         present = self.trace_columns()
         kept = [i for i, name in enumerate(schema.TRACE_COLUMNS) if name in present]
@@ -99,7 +93,7 @@ class Backend:
 
     def schema_version(self) -> int:
         if self.name == "postgres":
-            return int(self.scalar(f"SELECT MAX(version) FROM {pg_schema.SCHEMA_TABLE}"))
+            return int(self.scalar(f"SELECT MAX(version) FROM {SCHEMA_TABLE}"))
         return int(self.scalar("PRAGMA user_version"))
 
     def indexes(self) -> set[str]:

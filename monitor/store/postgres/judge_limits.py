@@ -5,8 +5,8 @@ count against one `requests_per_minute` (a window per UTC minute) and its tokens
 
 Each count is one statement, `INSERT ... ON CONFLICT DO UPDATE ... RETURNING`, atomic across replicas: taking a
 request adds 1 only while the window's count is under the limit (no row returned: the window is full). The table
-is a coordination table beside the result store, like the poll leases' advisory locks, not part of its versioned
-schema: it is created (IF NOT EXISTS, under an advisory lock) on each new connection, and windows older than two
+is part of the result store's schema (migration 0010: the store creates it when it opens the database, before any
+judge runs; until then a count fails and the replicas fall back to their own limits), and windows older than two
 days are deleted once an hour. Every statement is bounded (the server's statement_timeout and a client-side
 deadline: deadline.py) and runs in a thread (`asyncio.to_thread`) on one dedicated connection (a lock serialises
 them); a failed one drops the connection and raises: `SharedLimits` then falls back to each replica's own limits.
@@ -24,19 +24,12 @@ from typing import Any
 import psycopg
 
 from monitor.store.postgres.connection import APPLICATION_NAME, Timeouts
-from monitor.store.postgres.deadline import DEADLINES, execute_bounded
+from monitor.store.postgres.deadline import execute_bounded
 
 TABLE = "judge_limits"
-CREATE_LOCK = 0x61676D5F6A6C6D74  # pg_advisory_xact_lock key: "agm_jlmt"
 KEEP_SECONDS = 2 * 86_400  # windows kept: today's and yesterday's day windows outlive every minute window
 PRUNE_EVERY_SECONDS = 3_600.0
 
-_CREATE = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
-    scope TEXT NOT NULL,
-    window_start BIGINT NOT NULL,
-    count BIGINT NOT NULL,
-    PRIMARY KEY (scope, window_start)
-)"""
 _TAKE = f"""INSERT INTO {TABLE} AS l (scope, window_start, count) VALUES (%s, %s, 1)
 ON CONFLICT (scope, window_start) DO UPDATE SET count = l.count + 1 WHERE l.count < %s
 RETURNING count"""
@@ -92,22 +85,14 @@ class JudgeLimitCounters:
     def _connection(self) -> psycopg.Connection[Any]:
         if self._conn is not None and not self._conn.closed:
             return self._conn
-        conn = psycopg.connect(
+        self._conn = psycopg.connect(
             self.url,
             autocommit=True,
             connect_timeout=max(int(self.timeouts.connect), 1),
             application_name=f"{APPLICATION_NAME}-judge-limits",
             options=self.timeouts.options(),
         )
-        try:
-            with DEADLINES.bounded(conn, self.timeouts.deadline()), conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (CREATE_LOCK,))
-                conn.execute(_CREATE)
-        except BaseException:
-            conn.close()
-            raise
-        self._conn = conn
-        return conn
+        return self._conn
 
     def _prune(self, conn: psycopg.Connection[Any]) -> None:
         now = self._clock()

@@ -26,7 +26,7 @@ from psycopg_pool import ConnectionPool
 
 from monitor.config.signatures import SignaturesConfig
 from monitor.outcomes import SessionOutcome
-from monitor.store import writer
+from monitor.store import migrate, writer
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.packing import Packed, merged, pack_session
 from monitor.store.pending_rows import write_pending
@@ -39,7 +39,7 @@ from monitor.store.postgres.connection import (
     open_pool,
     redacted,
 )
-from monitor.store.postgres.schema import JSON_COLUMNS, set_up
+from monitor.store.postgres.schema import JSON_COLUMNS
 from monitor.store.schema import TRACE_COLUMNS
 from monitor.store.session_writes import forget_earlier_completions, upsert_session_sql
 from monitor.store.signatures import NewCounts, upsert
@@ -122,7 +122,7 @@ class PostgresResultStore(writer.QueuedResultStore):
         try:
             pool = open_pool(self.url, self.pool_size, "agent-monitor-results", self.timeouts)
             with bounded(pool, self.timeouts) as db, db.long_statements(retention.LONG_STATEMENT_SECONDS):
-                set_up(db.conn, self.where)
+                migrate.upgrade(db.conn, self.where)
         except BaseException as exc:
             if pool is not None:
                 pool.close(timeout=0)

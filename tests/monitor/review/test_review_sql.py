@@ -192,7 +192,7 @@ def test_the_review_constructs_spell_each_database() -> None:
 
 
 def test_the_readers_schema_statements_compile_for_their_database() -> None:
-    for statement in (sqlite_reader._USER_VERSION, sqlite_reader._COLUMN_NAMES, sqlite_reader._TABLES):
+    for statement in (sqlite_reader._COLUMN_NAMES, sqlite_reader._TABLES):
         assert "?" not in statement.sql(SQLITE)
     assert "information_schema.columns" in _TRACE_COLUMNS.sql(POSTGRESQL)
 

@@ -1,4 +1,6 @@
-"""The store's schema: versioned with user_version, migrated from the unversioned schema keeping its rows."""
+"""The SQLite store's schema on opening: migrated from the unversioned schema keeping its rows, a current database
+opened without a lock, a newer one refused, processes opening a new file together (the chain itself, on both
+databases: test_migrations.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from monitor.review.of_store import reader_of
 from monitor.review.sqlite_reader import SQLiteReviewReader
 from monitor.store import schema
 from monitor.store import sqlite as store_module
+from monitor.store.migrate import chain
 from monitor.store.schema import SCHEMA_VERSION, StoreSchemaError
 from monitor.store.sqlite import ResultStore
 from tests.support.backends import Backend, sqlite_backend
@@ -180,6 +183,7 @@ def test_processes_opening_a_new_database_together_migrate_it_once(tmp_path: Pat
     assert pragma(path, "user_version") == SCHEMA_VERSION
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 6
+        assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [(chain().head,)]
 
 
 def test_a_version_1_database_gains_the_poll_checkpoint_tables_and_keeps_its_rows(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from monitor.config.store import StoreConfig
 from monitor.engine.judge_setup import shared_limits
 from monitor.store.postgres.connection import Timeouts
 from monitor.store.postgres.judge_limits import JudgeLimitCounters
+from monitor.store.postgres.store import PostgresResultStore
 from tests.integration.daemon_process import free_port
 from tests.support.judge_stub import AnswerJudge, StubClient, verdict
 
@@ -105,10 +106,17 @@ def replica(url: str, clock: VirtualTime, stub: StubClient, fallbacks: list[str]
     return JudgeEngine(settings(**changes), stub, clock=clock, monotonic=clock, sleep=clock.sleep, limits=limits)
 
 
-def test_two_replicas_make_at_most_requests_per_minute_together(postgres_url: str) -> None:
+@pytest.fixture
+def store_url(postgres_url: str) -> str:
+    """A database the result store has set up (the counters' table is part of its schema)."""
+    PostgresResultStore(postgres_url).close()
+    return postgres_url
+
+
+def test_two_replicas_make_at_most_requests_per_minute_together(store_url: str) -> None:
     clock = VirtualTime()
     stub = StubClient(clock=clock)  # both replicas' requests, stamped with the virtual time
-    engines = [replica(postgres_url, clock, stub, requests_per_minute=5) for _ in range(2)]
+    engines = [replica(store_url, clock, stub, requests_per_minute=5) for _ in range(2)]
     judge = AnswerJudge()
 
     async def scenario() -> list[EvalResult]:
@@ -126,10 +134,10 @@ def test_two_replicas_make_at_most_requests_per_minute_together(postgres_url: st
     assert max(per_minute.values()) == 5 and per_minute[min(per_minute)] == 5, per_minute
 
 
-def test_two_replicas_spend_one_daily_token_budget(postgres_url: str) -> None:
+def test_two_replicas_spend_one_daily_token_budget(store_url: str) -> None:
     clock = VirtualTime()
     stub = StubClient(default=verdict(1.0, 15, 5))  # 20 tokens a reply
-    one, two = (replica(postgres_url, clock, stub, daily_token_budget=30) for _ in range(2))
+    one, two = (replica(store_url, clock, stub, daily_token_budget=30) for _ in range(2))
     own = AnswerJudge(daily_token_budget=50)  # a judge's own budget is shared too
 
     async def scenario() -> list[EvalResult]:
@@ -148,10 +156,10 @@ def test_two_replicas_spend_one_daily_token_budget(postgres_url: str) -> None:
     assert len(stub.calls) == 2
 
 
-def test_a_judges_own_rate_is_shared_too(postgres_url: str) -> None:
+def test_a_judges_own_rate_is_shared_too(store_url: str) -> None:
     clock = VirtualTime()
     stub = StubClient(clock=clock)
-    engines = [replica(postgres_url, clock, stub) for _ in range(2)]  # no global limit
+    engines = [replica(store_url, clock, stub) for _ in range(2)]  # no global limit
     judge = AnswerJudge(requests_per_minute=3)
 
     async def scenario() -> None:
