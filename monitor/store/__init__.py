@@ -8,7 +8,7 @@ package. Importing the package imports none of its modules.
 """
 
 __all__ = [
-    "from_config", "health", "open_session_rows", "open_sessions_sqlite", "poll_checkpoints", "postgres", "reviews",
-    "rows", "schema", "signatures", "sql_functions", "sqlite", "statements", "step_tree", "tables", "trace_detail",
-    "writer",
+    "errors", "from_config", "health", "open_session_rows", "open_sessions_sqlite", "poll_checkpoints", "postgres",
+    "reviews", "rows", "schema", "signatures", "sql_functions", "sqlite", "statements", "step_tree", "tables",
+    "trace_detail", "writer",
 ]  # fmt: skip

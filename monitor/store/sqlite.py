@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 from monitor.config.signatures import SignaturesConfig
 from monitor.outcomes import SessionOutcome
 from monitor.store import open_sessions_sqlite, pending_rows, retention
+from monitor.store.errors import is_busy
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.packing import PASSED_FIELDS, SAMPLED_OUT, Packed, Written, merged, pack_session
 from monitor.store.schema import (
@@ -87,7 +88,7 @@ class ResultStore(QueuedResultStore):
     )
 
     def _lost_reason(self, error: BaseException) -> str:
-        if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
+        if is_busy(error):
             return "timeout"  # the busy timeout: another process held the database too long
         return super()._lost_reason(error)
 

@@ -17,7 +17,7 @@ import psycopg
 from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool
 
-from monitor.store.postgres.deadline import DEADLINES, Lease
+from monitor.store.postgres.deadline import DEADLINES, DeadlineExceeded, Lease
 from monitor.text import redact_url as redacted
 
 __all__ = ["CONNECTION_ERRORS", "Connection", "Timeouts", "open_pool", "redacted"]
@@ -145,4 +145,9 @@ def bounded(pool: ConnectionPool, timeouts: Timeouts | None = None) -> Iterator[
     deadline (deadline.py) besides the server's timeouts."""
     timeouts = timeouts or Timeouts(connect=CONNECT_TIMEOUT_SECONDS)
     with pool.connection(timeout=timeouts.connect) as conn, DEADLINES.bounded(conn, timeouts.deadline()) as lease:
-        yield Connection(conn, lease, timeouts)
+        try:
+            yield Connection(conn, lease, timeouts)
+        except psycopg.OperationalError as exc:
+            if lease.expired and not isinstance(exc, DeadlineExceeded):
+                raise DeadlineExceeded(f"no answer within the deadline of {timeouts.deadline():g}s: {exc}") from exc
+            raise

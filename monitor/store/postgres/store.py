@@ -39,6 +39,7 @@ from monitor.store.postgres.connection import (
     open_pool,
     redacted,
 )
+from monitor.store.postgres.deadline import DeadlineExceeded
 from monitor.store.postgres.schema import JSON_COLUMNS, set_up
 from monitor.store.schema import TRACE_COLUMNS
 from monitor.store.session_writes import forget_earlier_completions, upsert_session_sql
@@ -65,6 +66,7 @@ _TIMEOUTS = (
     psycopg.errors.LockNotAvailable,
     psycopg.errors.ConnectionTimeout,
     psycopg_pool.PoolTimeout,
+    DeadlineExceeded,  # the client-side deadline cut the connection (deadline.py)
 )
 
 
@@ -75,14 +77,9 @@ class PostgresResultStore(writer.QueuedResultStore):
     pending_tables = pending_owners  # the waiting judgements, each replica's own (engine/pending.py)
 
     def _lost_reason(self, error: BaseException) -> str:
-        if isinstance(error, _TIMEOUTS) or self._cut(error):
+        if isinstance(error, _TIMEOUTS):
             return "timeout"
         return super()._lost_reason(error)
-
-    @staticmethod
-    def _cut(error: BaseException) -> bool:
-        """A connection the client-side deadline shut down (libpq: the server closed it)."""
-        return isinstance(error, psycopg.OperationalError) and "closed the connection" in str(error)
 
     def __init__(
         self,
