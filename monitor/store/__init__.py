@@ -3,8 +3,8 @@ thread and inserted into SQLite (`sqlite.py`) or PostgreSQL (`postgres/`); the s
 retention, and the store's health. The review reads what it writes (`monitor.review`, which builds the
 reader of a store: `monitor.review.of_store.reader_of`); the store imports nothing of the read side.
 
-The public modules are the ones `__all__` names; `packing`, `retention` and `storable` are internal to the
-package. Importing the package imports none of its modules.
+The public modules are the ones `__all__` names; `packing`, `retention`, `row_writes` and `storable` are internal to
+the package. Importing the package imports none of its modules.
 """
 
 __all__ = [
