@@ -16,8 +16,10 @@ from typing import Any
 import psycopg
 from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool
+from sqlalchemy import bindparam, func, literal_column, select
 
 from monitor.store.postgres.deadline import DEADLINES, DeadlineExceeded, Lease
+from monitor.store.statements import POSTGRESQL, Statement, bound
 from monitor.text import redact_url as redacted
 
 __all__ = ["CONNECTION_ERRORS", "Connection", "Timeouts", "open_pool", "redacted"]
@@ -53,6 +55,15 @@ def _ms(seconds: float) -> int:
     return max(int(seconds * 1000), 0)
 
 
+def _setting(name: str) -> Any:
+    """`name` set for the session (as `SET` sets it) to `:ms`, milliseconds as text."""
+    return func.set_config(literal_column(name), bindparam("ms"), literal_column("false"))
+
+
+# The statement and lock timeouts of the session (`long_statements`; RESET puts back the connection's own).
+_LONG_STATEMENTS = Statement(select(_setting("'statement_timeout'"), _setting("'lock_timeout'")))
+
+
 class Connection:
     """A pooled psycopg connection seen as the review SQL expects: `execute(sql with ?, params)`; each statement
     bounded by a client-side deadline when the connection came with a lease (`bounded`)."""
@@ -85,8 +96,7 @@ class Connection:
     def long_statements(self, seconds: float) -> Iterator[None]:
         """The statements in the block may take, and wait for locks, `seconds` each (VACUUM, migrations), on the
         server and here."""
-        self.conn.execute(f"SET statement_timeout = {_ms(seconds)}")
-        self.conn.execute(f"SET lock_timeout = {_ms(seconds)}")
+        self.conn.execute(*bound(_LONG_STATEMENTS, POSTGRESQL, {"ms": str(_ms(seconds))}))
         try:
             self.renew(seconds)
             yield
