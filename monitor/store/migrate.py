@@ -61,6 +61,17 @@ MIGRATIONS = Path(__file__).resolve().with_name("migrations")
 VERSION_TABLE = "alembic_version"
 LEGACY_TABLE = "agent_monitor_schema"  # PostgreSQL's legacy marker, a row per version
 MIGRATION_LOCK = 0x61676D5F73636D61  # pg_advisory_xact_lock key: "agm_scma"
+# The legacy version the chain's head is equivalent to (its `legacy_version`; a test holds the two equal): the
+# marker written for older releases. A constant, so that SQLite's PRAGMA, which takes no bound parameter, is too.
+LEGACY_HEAD = 9
+_MARK_SQLITE = f"PRAGMA user_version = {LEGACY_HEAD}"
+_LEGACY_MAX = "SELECT MAX(version) FROM agent_monitor_schema"
+_REVISION = "SELECT version_num FROM alembic_version"
+_CREATE_LEGACY = (
+    "CREATE TABLE IF NOT EXISTS agent_monitor_schema (version INTEGER PRIMARY KEY,"
+    " applied_at DOUBLE PRECISION NOT NULL, applied_by TEXT NOT NULL)"
+)
+_INSERT_LEGACY = "INSERT INTO agent_monitor_schema VALUES (%s, %s, %s)"
 
 
 @dataclass(frozen=True)
@@ -128,11 +139,11 @@ def stored_schema(db: Any) -> StoredSchema:
         tables = {name for (name,) in db.execute(_SQLITE_TABLES, (VERSION_TABLE,))}
     else:
         tables = {name for (name,) in db.execute(_PG_TABLES, (VERSION_TABLE, LEGACY_TABLE))}
-        marker = db.execute(f"SELECT MAX(version) FROM {LEGACY_TABLE}").fetchone() if LEGACY_TABLE in tables else None
+        marker = db.execute(_LEGACY_MAX).fetchone() if LEGACY_TABLE in tables else None
         legacy = int(marker[0] or 0) if marker else 0
     revision = None
     if VERSION_TABLE in tables:
-        row = db.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()
+        row = db.execute(_REVISION).fetchone()
         revision = row[0] if row else None
     return StoredSchema(revision, legacy)
 
@@ -189,8 +200,8 @@ def _migrate_sqlite(db: sqlite3.Connection, where: object) -> None:
             refuse_newer(found, where)
             if found.revision != chain().head:
                 _run(conn, found, where)
-                if found.legacy < chain().legacy_head:
-                    db.execute(f"PRAGMA user_version = {chain().legacy_head}")
+                if found.legacy < LEGACY_HEAD:
+                    db.execute(_MARK_SQLITE)
             conn.commit()
         except BaseException:
             conn.rollback()
@@ -217,13 +228,10 @@ def _upgrade_postgres(db: Any, where: object) -> None:
 
 
 def _mark_postgres(db: Any, legacy: int) -> None:
-    db.execute(
-        f"CREATE TABLE IF NOT EXISTS {LEGACY_TABLE} (version INTEGER PRIMARY KEY,"
-        " applied_at DOUBLE PRECISION NOT NULL, applied_by TEXT NOT NULL)"
-    )
+    db.execute(_CREATE_LEGACY)
     applied_by = f"{socket.gethostname()} pid {os.getpid()}"
-    for version in range(legacy + 1, chain().legacy_head + 1):
-        db.execute(f"INSERT INTO {LEGACY_TABLE} VALUES (%s, %s, %s)", (version, time.time(), applied_by))
+    for version in range(legacy + 1, LEGACY_HEAD + 1):
+        db.execute(_INSERT_LEGACY, (version, time.time(), applied_by))
 
 
 def _run(conn: Any, found: StoredSchema, where: object) -> None:

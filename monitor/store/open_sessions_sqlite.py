@@ -19,25 +19,53 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
+from sqlalchemy import ColumnElement, bindparam, delete, func, select, update
+from sqlalchemy.dialects.postgresql import insert  # its ON CONFLICT compiles on SQLite too
+
 from monitor.store.open_session_rows import REMEMBER_COMPLETED, Arrived, Claimed, ClaimedSession, turn_json
+from monitor.store.statements import RowStatement, Statement, execute, execute_row, executemany_rows, scalar
+from monitor.store.tables import open_sessions, session_turns
 
 Clock = Callable[[], float]
 
-_IDS = "SELECT value FROM json_each(?)"
-_ARRIVE = """INSERT INTO open_sessions (session_id, service, source, first_arrival, last_arrival) VALUES (?,?,?,?,?)
-ON CONFLICT (session_id) DO UPDATE SET last_arrival = excluded.last_arrival WHERE completed_at IS NULL"""
-_OPEN_TURNS = f"SELECT session_id, turns FROM open_sessions WHERE completed_at IS NULL AND session_id IN ({_IDS})"
-_ADD_TURN = "INSERT OR IGNORE INTO session_turns (session_id, trace_id, replica, arrived_at, turn) VALUES (?,?,?,?,?)"
-_COUNT_TURNS = "UPDATE open_sessions SET turns = turns + ?, turns_cut = turns_cut + ? WHERE session_id = ?"
-_CLAIM_IDLE = """SELECT session_id, source, turns_cut FROM open_sessions
-WHERE completed_at IS NULL AND last_arrival <= ? ORDER BY last_arrival LIMIT ?"""
-_CLAIM_OLDEST = f"""SELECT session_id, source, turns_cut FROM open_sessions
-WHERE completed_at IS NULL AND session_id NOT IN ({_IDS}) ORDER BY last_arrival LIMIT ?"""
-_OPEN = "SELECT count(*) FROM open_sessions WHERE completed_at IS NULL"
-_TURNS_OF = f"SELECT session_id, turn FROM session_turns WHERE session_id IN ({_IDS})"
-_COMPLETE = f"UPDATE open_sessions SET completed_at = ? WHERE session_id IN ({_IDS})"
-_DROP_TURNS = f"DELETE FROM session_turns WHERE session_id IN ({_IDS})"
-_FORGET = "DELETE FROM open_sessions WHERE completed_at IS NOT NULL AND completed_at < ?"
+_o, _t = open_sessions.c, session_turns.c
+_WAITING = _o.completed_at.is_(None)
+
+
+def _in_ids(column: ColumnElement[str]) -> ColumnElement[bool]:
+    """`column` among the ids of `:ids`, a JSON array (one parameter however many ids)."""
+    return column.in_(select(func.json_each(bindparam("ids")).table_valued("value").c.value))
+
+
+_arrived = insert(open_sessions).values(
+    {name: bindparam(name) for name in ("session_id", "service", "source", "first_arrival", "last_arrival")}
+)
+_ARRIVE = RowStatement(
+    _arrived.on_conflict_do_update(
+        index_elements=[_o.session_id], set_={"last_arrival": _arrived.excluded.last_arrival}, where=_WAITING
+    ),
+    ("session_id", "service", "source", "first_arrival", "last_arrival"),
+)
+_OPEN_TURNS = Statement(select(_o.session_id, _o.turns).where(_WAITING, _in_ids(_o.session_id)))
+_TURN = ("session_id", "trace_id", "replica", "arrived_at", "turn")
+_ADD_TURN = RowStatement(
+    insert(session_turns).prefix_with("OR IGNORE", dialect="sqlite").values({name: bindparam(name) for name in _TURN}),
+    _TURN,
+)
+_COUNT_TURNS = RowStatement(
+    update(open_sessions)
+    .values(turns=_o.turns + bindparam("added"), turns_cut=_o.turns_cut + bindparam("cut"))
+    .where(_o.session_id == bindparam("sid")),
+    ("added", "cut", "sid"),
+)
+_CLAIMED = select(_o.session_id, _o.source, _o.turns_cut).order_by(_o.last_arrival).limit(bindparam("limit"))
+_CLAIM_IDLE = Statement(_CLAIMED.where(_WAITING, _o.last_arrival <= bindparam("idle_since")))
+_CLAIM_OLDEST = Statement(_CLAIMED.where(_WAITING, ~_in_ids(_o.session_id)))
+_OPEN = Statement(select(func.count()).select_from(open_sessions).where(_WAITING))
+_TURNS_OF = Statement(select(_t.session_id, _t.turn).where(_in_ids(_t.session_id)))
+_COMPLETE = Statement(update(open_sessions).values(completed_at=bindparam("now")).where(_in_ids(_o.session_id)))
+_DROP_TURNS = Statement(delete(session_turns).where(_in_ids(_t.session_id)))
+_FORGET = Statement(delete(open_sessions).where(_o.completed_at.is_not(None), _o.completed_at < bindparam("before")))
 
 
 def arrive(
@@ -51,8 +79,8 @@ def arrive(
         by_session[wire[0]].append(wire)
     ids = sorted(by_session)
     now = clock()
-    db.executemany(_ARRIVE, [(s, by_session[s][0][13] or "", by_session[s][0][1], now, now) for s in ids])
-    open_turns = dict(db.execute(_OPEN_TURNS, (json.dumps(ids),)).fetchall())
+    executemany_rows(db, _ARRIVE, [(s, by_session[s][0][13] or "", by_session[s][0][1], now, now) for s in ids])
+    open_turns = dict(execute(db, _OPEN_TURNS, {"ids": json.dumps(ids)}).fetchall())
     counts: list[tuple[int, int, str]] = []
     for session_id in ids:
         batch = list({w[2]: w for w in by_session[session_id]}.values())  # one per trace
@@ -63,7 +91,7 @@ def arrive(
         room = max(max_turns - open_turns[session_id], 0)
         added = 0
         for w in batch[:room]:
-            added += db.execute(_ADD_TURN, (session_id, w[2], replica, now, turn_json(w))).rowcount
+            added += execute_row(db, _ADD_TURN, (session_id, w[2], replica, now, turn_json(w))).rowcount
         cut = max(len(batch) - room, 0)
         done.kept += added
         done.duplicate += min(len(batch), room) - added
@@ -71,7 +99,7 @@ def arrive(
         if added or cut:
             counts.append((added, cut, session_id))
     if counts:
-        db.executemany(_COUNT_TURNS, counts)
+        executemany_rows(db, _COUNT_TURNS, counts)
     return done
 
 
@@ -80,16 +108,16 @@ def claim(db: sqlite3.Connection, idle: float, limit: int, max_open_sessions: in
     are open, the longest-idle others (ended `cut`); each with all its turns. In the caller's transaction (which
     holds the file's write lock): `complete` them in it."""
     now = clock()
-    rows = [(*row, "idle") for row in db.execute(_CLAIM_IDLE, (now - idle, limit)).fetchall()]
+    rows = [(*row, "idle") for row in execute(db, _CLAIM_IDLE, {"idle_since": now - idle, "limit": limit})]
     over = open_count(db) - len(rows) - max_open_sessions
     if over > 0 and len(rows) < limit:
-        taken = json.dumps([row[0] for row in rows])
-        rows += [(*row, "cut") for row in db.execute(_CLAIM_OLDEST, (taken, min(over, limit - len(rows))))]
+        taken = {"ids": json.dumps([row[0] for row in rows]), "limit": min(over, limit - len(rows))}
+        rows += [(*row, "cut") for row in execute(db, _CLAIM_OLDEST, taken)]
     claimed = Claimed()
     if not rows:
         return claimed
     turns: dict[str, list[str]] = defaultdict(list)
-    for session_id, turn in db.execute(_TURNS_OF, (json.dumps([row[0] for row in rows]),)).fetchall():
+    for session_id, turn in execute(db, _TURNS_OF, {"ids": json.dumps([row[0] for row in rows])}).fetchall():
         turns[session_id].append(turn)
     for session_id, source, turns_cut, ended in rows:
         loaded = [json.loads(text) for text in turns[session_id]]
@@ -101,18 +129,18 @@ def claim(db: sqlite3.Connection, idle: float, limit: int, max_open_sessions: in
 def complete(db: sqlite3.Connection, session_ids: Sequence[str], clock: Clock = time.time) -> None:
     """Mark the claimed sessions completed and drop their turns, in the claim's transaction."""
     ids = json.dumps(list(session_ids))
-    db.execute(_COMPLETE, (clock(), ids))
-    db.execute(_DROP_TURNS, (ids,))
+    execute(db, _COMPLETE, {"now": clock(), "ids": ids})
+    execute(db, _DROP_TURNS, {"ids": ids})
 
 
 def open_count(db: sqlite3.Connection) -> int:
     """Sessions open in the file."""
-    return int(db.execute(_OPEN).fetchone()[0])
+    return int(scalar(db, _OPEN))
 
 
 def forget_completed(db: sqlite3.Connection, after: float = REMEMBER_COMPLETED, clock: Clock = time.time) -> int:
     """Forget the sessions completed more than `after` seconds ago; how many."""
-    return db.execute(_FORGET, (clock() - after,)).rowcount
+    return int(execute(db, _FORGET, {"before": clock() - after}).rowcount)
 
 
 def hold(db: sqlite3.Connection, seconds: float) -> None:

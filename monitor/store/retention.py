@@ -16,7 +16,14 @@ import math
 import os
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import BindParameter, ColumnElement, Table, bindparam, delete, func, select
+
+from monitor.store.schema import BUSY_TIMEOUT_SECONDS
+from monitor.store.sql_functions import trace_row_key
+from monitor.store.statements import Statement, execute, scalar
+from monitor.store.tables import results, sessions, signatures, traces
 
 if TYPE_CHECKING:
     from monitor.store.schema import Database
@@ -25,26 +32,52 @@ CHUNK_ROWS = 20_000  # rows deleted per transaction by age
 MAX_CHUNK_TRACES = 5_000  # traces deleted per transaction by size
 SIZE_TARGET = 0.9
 CHECKPOINT_WAIT_MS = 1000  # how long the truncating checkpoint waits for readers (then it is left for later)
+# PRAGMAs bind no parameter: constants.
+_CHECKPOINT_WAIT = f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS:d}"
+_BUSY_WAIT = f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000):d}"
 
 
-def prune_by_age(db: Database, cutoff: float, trace_key: str = "rowid") -> int:
+def _chunk_of(key: ColumnElement[Any], table: Table, column: ColumnElement[Any]) -> Statement:
+    """Up to `:rows` rows of `table` whose `column` is before `:cutoff`, deleted by their `key`."""
+    old = select(key).select_from(table).where(column < bindparam("cutoff")).limit(bindparam("rows"))
+    return Statement(delete(table).where(key.in_(old.scalar_subquery())))
+
+
+# By age: results, traces (by their row key: SQLite's rowid, PostgreSQL's id), sessions by when they completed,
+# signatures by when they were last seen.
+_BY_AGE = (
+    _chunk_of(results.c.id, results, results.c.created_at),
+    _chunk_of(trace_row_key(), traces, traces.c.created_at),
+    _chunk_of(sessions.c.session_id, sessions, sessions.c.completed_at),
+    _chunk_of(signatures.c.id, signatures, signatures.c.last_seen),
+)
+_COUNT_TRACES = Statement(select(func.count()).select_from(traces))
+_COUNT_RESULTS = Statement(select(func.count()).select_from(results))
+_BOUNDARY = {  # the created_at of the `:offset`-th oldest row
+    table.name: Statement(select(table.c.created_at).order_by(table.c.created_at).limit(1).offset(bindparam("offset")))
+    for table in (traces, results)
+}
+# By size, in one transaction: every row up to a boundary time (`:boundary`).
+_UP_TO: BindParameter[float] = bindparam("boundary")
+DELETE_RESULTS_OF_TRACES = Statement(
+    delete(results).where(results.c.trace_id.in_(select(traces.c.trace_id).where(traces.c.created_at <= _UP_TO)))
+)
+DELETE_RESULTS = Statement(delete(results).where(results.c.created_at <= _UP_TO))
+DELETE_TRACES = Statement(delete(traces).where(traces.c.created_at <= _UP_TO))
+DELETE_SESSIONS = Statement(delete(sessions).where(sessions.c.completed_at <= _UP_TO))
+
+
+def prune_by_age(db: Database, cutoff: float) -> int:
     """Delete results and traces created before `cutoff`, the sessions completed before it and the failure
-    signatures last seen before it (autocommit connection, SQLite's or PostgreSQL's: the traces' key is
-    `trace_key`); the results deleted."""
-    removed = _delete_chunks(db, "results", "id", cutoff)
-    _delete_chunks(db, "traces", trace_key, cutoff)
-    _delete_chunks(db, "sessions", "session_id", cutoff, "completed_at")
-    _delete_chunks(db, "signatures", "id", cutoff, "last_seen")
-    return removed
+    signatures last seen before it (autocommit connection, SQLite's or PostgreSQL's); the results deleted."""
+    removed = [_delete_chunks(db, statement, cutoff) for statement in _BY_AGE]
+    return removed[0]
 
 
-def _delete_chunks(db: Database, table: str, key: str, cutoff: float, column: str = "created_at") -> int:
+def _delete_chunks(db: Database, statement: Statement, cutoff: float) -> int:
     removed = 0
     while True:
-        count = db.execute(
-            f"DELETE FROM {table} WHERE {key} IN (SELECT {key} FROM {table} WHERE {column} < ? LIMIT ?)",
-            (cutoff, CHUNK_ROWS),
-        ).rowcount
+        count = execute(db, statement, {"cutoff": cutoff, "rows": CHUNK_ROWS}).rowcount
         removed += count
         if count < CHUNK_ROWS:
             return removed
@@ -80,23 +113,20 @@ def delete_oldest_chunk(db: sqlite3.Connection, max_size: int) -> int:
     excess = used - SIZE_TARGET * max_size
     if excess <= 0:
         return 0
-    traces = db.execute("SELECT COUNT(*) FROM traces").fetchone()[0]
+    traces = scalar(db, _COUNT_TRACES)
     table = "traces" if traces else "results"  # results of traces not stored (late judge results) go by time too
-    rows = traces or db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+    rows = traces or scalar(db, _COUNT_RESULTS)
     if not rows:
         return 0
     share = min(max(math.ceil(rows * excess / used * 1.1), 1), MAX_CHUNK_TRACES)
-    boundary = db.execute(
-        f"SELECT created_at FROM {table} ORDER BY created_at LIMIT 1 OFFSET ?", (min(share, rows) - 1,)
-    ).fetchone()[0]
+    boundary = scalar(db, _BOUNDARY[table], {"offset": min(share, rows) - 1})
     db.execute("BEGIN IMMEDIATE")
     try:
-        db.execute(
-            "DELETE FROM results WHERE trace_id IN (SELECT trace_id FROM traces WHERE created_at <= ?)", (boundary,)
-        )
-        removed = db.execute("DELETE FROM results WHERE created_at <= ?", (boundary,)).rowcount
-        deleted = db.execute("DELETE FROM traces WHERE created_at <= ?", (boundary,)).rowcount
-        db.execute("DELETE FROM sessions WHERE completed_at <= ?", (boundary,))
+        up_to = {"boundary": boundary}
+        execute(db, DELETE_RESULTS_OF_TRACES, up_to)
+        removed = execute(db, DELETE_RESULTS, up_to).rowcount
+        deleted = execute(db, DELETE_TRACES, up_to).rowcount
+        execute(db, DELETE_SESSIONS, up_to)
         db.execute("COMMIT")
     except BaseException:
         if db.in_transaction:
@@ -105,13 +135,13 @@ def delete_oldest_chunk(db: sqlite3.Connection, max_size: int) -> int:
     return deleted or removed
 
 
-def give_back_space(db: sqlite3.Connection, busy_timeout_ms: int) -> None:
+def give_back_space(db: sqlite3.Connection) -> None:
     """Free pages back to the file system (incremental auto-vacuum; nothing on older databases), then the WAL
     checkpointed and truncated (waiting at most CHECKPOINT_WAIT_MS for readers; else done at a later prune)."""
     # One page is freed per step: executescript steps to the end (execute would stop after the first page).
     db.executescript("PRAGMA incremental_vacuum;")
-    db.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
+    db.execute(_CHECKPOINT_WAIT)
     try:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     finally:
-        db.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
+        db.execute(_BUSY_WAIT)

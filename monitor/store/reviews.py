@@ -8,21 +8,26 @@ reviewer saw it and a snapshot of the trace (`task`: what a dataset task needs, 
 retention). A review changed later is a new row; the earlier one is kept with the time it was superseded (the
 audit trail), in the same transaction, so exactly one review of a result is in force.
 
-Every function takes a connection of either database (`?` placeholders: sqlite3's, or the PostgreSQL store's
-`Connection`) and runs in the caller's transaction (`QueuedResultStore.transaction`).
+Every function takes a connection of either database (sqlite3's, or the PostgreSQL store's `Connection`: the
+statements are statements.py's) and runs in the caller's transaction (`QueuedResultStore.transaction`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
+from sqlalchemy import Select, bindparam, func, insert, literal_column, select, update
+
 from monitor.outcomes import MAX_TEXT
 from monitor.store.packing import PASSED_FIELDS
 from monitor.store.schema import Database
+from monitor.store.statements import RowStatement, Statement, execute, execute_row
 from monitor.store.storable import storable, storable_json
+from monitor.store.tables import results, reviews, traces
 
 Agreement = Literal["agree", "disagree"]
 AGREEMENTS: tuple[Agreement, ...] = ("agree", "disagree")
@@ -48,9 +53,33 @@ REVIEW_COLUMNS = (
     "superseded_at",
     "task",
 )
-_SELECT = f"SELECT {', '.join(REVIEW_COLUMNS)} FROM reviews"
-_KEY = "trace_id = ? AND evaluator = ? AND level = ? AND span_id = ?"
-_IN_FORCE = "superseded_at IS NULL"
+_r = reviews.c
+_SELECT = select(*(_r[name] for name in REVIEW_COLUMNS))
+_KEY = tuple(_r[name] == bindparam(name) for name in ("trace_id", "evaluator", "level", "span_id"))
+_IN_FORCE = _r.superseded_at.is_(None)
+_THE_RESULT = (results.c.trace_id == bindparam("trace_id"), results.c.evaluator == bindparam("evaluator"),
+               results.c.level == bindparam("level"))  # fmt: skip
+_VERDICT = Statement(
+    select(results.c.passed, results.c.score, results.c.signature, results.c.session_id, results.c.service)
+    .where(*_THE_RESULT, func.coalesce(results.c.span_id, literal_column("''")) == bindparam("span_id"))
+    .order_by(results.c.created_at.desc())
+    .limit(1)
+)
+_OF_TRACE = traces.c.trace_id == bindparam("trace_id")
+_PASSED_OF_TRACE = Statement(select(traces.c.passed, traces.c.service).where(_OF_TRACE))
+_RESULT_SPANS = Statement(select(results.c.span_id).distinct().where(*_THE_RESULT))
+_REVIEWED_SPANS = Statement(
+    select(_r.span_id).distinct().where(*(_r[name] == bindparam(name) for name in ("trace_id", "evaluator", "level")))
+)
+_TASK = Statement(
+    select(*(traces.c[name] for name in ("input", "output", "duration_ms", "service", "agents", "tools", "detail")))
+    .where(_OF_TRACE)
+)  # fmt: skip
+_SUPERSEDE = Statement(update(reviews).values(superseded_at=bindparam("now")).where(*_KEY, _IN_FORCE))
+_INSERT = RowStatement(insert(reviews).values({name: bindparam(name) for name in REVIEW_COLUMNS}), REVIEW_COLUMNS)
+_OF_TRACE_IN_FORCE = Statement(_SELECT.where(_r.trace_id == bindparam("trace_id"), _IN_FORCE).order_by(_r.created_at))
+_OF_TRACES_IN_FORCE = Statement(_SELECT.where(_r.trace_id.in_(bindparam("ids", expanding=True)), _IN_FORCE))
+_HISTORY = Statement(_SELECT.where(*_KEY).order_by(_r.created_at.desc()))
 
 
 class ResultKey(NamedTuple):
@@ -126,15 +155,11 @@ class ResultNotFound(LookupError):
 
 def verdict_of(db: Database, key: ResultKey) -> EvaluatorVerdict:
     """The stored verdict on `key`: its `results` row, else its entry in the trace's `passed` list."""
-    row = db.execute(
-        "SELECT passed, score, signature, session_id, service FROM results WHERE trace_id = ? AND evaluator = ?"
-        " AND level = ? AND COALESCE(span_id, '') = ? ORDER BY created_at DESC LIMIT 1",
-        tuple(key),
-    ).fetchone()
+    row = execute(db, _VERDICT, key._asdict()).fetchone()
     if row is not None:
         passed, score, signature, session_id, service = row
         return EvaluatorVerdict(None if passed is None else bool(passed), score, signature, session_id, service)
-    row = db.execute("SELECT passed, service FROM traces WHERE trace_id = ?", (key.trace_id,)).fetchone()
+    row = execute(db, _PASSED_OF_TRACE, {"trace_id": key.trace_id}).fetchone()
     if row is not None and row[0]:
         for values in json.loads(row[0]):
             entry = dict(zip(PASSED_FIELDS, values, strict=False))
@@ -157,28 +182,23 @@ def _spans_of(db: Database, key: ResultKey) -> set[str]:
     """The span ids of the stored results of `key`'s trace, evaluator and level (results rows, the passed list,
     and the reviews, which outlive both)."""
     trace_id, evaluator, level = key.trace_id, key.evaluator, key.level
-    where = "WHERE trace_id = ? AND evaluator = ? AND level = ?"
-    rows = db.execute(f"SELECT DISTINCT span_id FROM results {where}", (trace_id, evaluator, level)).fetchall()
-    spans = {r[0] or "" for r in rows}
-    row = db.execute("SELECT passed FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
+    the_result = {"trace_id": trace_id, "evaluator": evaluator, "level": level}
+    spans = {r[0] or "" for r in execute(db, _RESULT_SPANS, the_result).fetchall()}
+    row = execute(db, _PASSED_OF_TRACE, {"trace_id": trace_id}).fetchone()
     if row is not None and row[0]:
         for values in json.loads(row[0]):
             entry = dict(zip(PASSED_FIELDS, values, strict=False))
             if (entry["evaluator"], entry["level"]) == (evaluator, level):
                 spans.add(entry["span_id"] or "")
     if not spans:
-        rows = db.execute(f"SELECT DISTINCT span_id FROM reviews {where}", (trace_id, evaluator, level)).fetchall()
-        spans = {r[0] or "" for r in rows}
+        spans = {r[0] or "" for r in execute(db, _REVIEWED_SPANS, the_result).fetchall()}
     return spans
 
 
 def task_snapshot(db: Database, trace_id: str) -> dict[str, Any] | None:
     """What a dataset task needs of a stored trace: input, output, the tools in call order, duration, cost, models,
     agents and service; None when the trace is not stored."""
-    row = db.execute(
-        "SELECT input, output, duration_ms, service, agents, tools, detail FROM traces WHERE trace_id = ?",
-        (trace_id,),
-    ).fetchone()
+    row = execute(db, _TASK, {"trace_id": trace_id}).fetchone()
     if row is None:
         return None
     text_in, text_out, duration_ms, service, agents, tools, detail = row
@@ -204,7 +224,7 @@ def write_review(db: Database, review: ReviewInput, now: float) -> StoredReview:
     becomes U+FFFD), and a key without a span id names the result's span when there is one result (resolved_key)."""
     key = resolved_key(db, ResultKey(*(storable(part) for part in review.key)))
     verdict = verdict_of(db, key)
-    db.execute(f"UPDATE reviews SET superseded_at = ? WHERE {_KEY} AND {_IN_FORCE}", (now, *key))
+    execute(db, _SUPERSEDE, {"now": now, **key._asdict()})
     stored = StoredReview(
         uuid.uuid4().hex,
         *key,
@@ -222,49 +242,35 @@ def write_review(db: Database, review: ReviewInput, now: float) -> StoredReview:
         None,
         task_snapshot(db, key.trace_id),
     )
-    db.execute(
-        f"INSERT INTO reviews ({', '.join(REVIEW_COLUMNS)}) VALUES ({', '.join('?' * len(REVIEW_COLUMNS))})",
-        _row(stored),
-    )
+    execute_row(db, _INSERT, _row(stored))
     return stored
 
 
 def reviews_of_trace(db: Database, trace_id: str) -> list[StoredReview]:
     """The reviews in force of a trace's results."""
-    rows = db.execute(f"{_SELECT} WHERE trace_id = ? AND {_IN_FORCE} ORDER BY created_at", (trace_id,)).fetchall()
-    return [_stored(r) for r in rows]
+    return [_stored(r) for r in execute(db, _OF_TRACE_IN_FORCE, {"trace_id": trace_id}).fetchall()]
 
 
 def reviews_of_traces(db: Database, trace_ids: Sequence[str]) -> list[StoredReview]:
     """The reviews in force of these traces' results (a page of results: at most a few hundred traces)."""
     if not trace_ids:
         return []
-    marks = ", ".join("?" * len(trace_ids))
-    rows = db.execute(f"{_SELECT} WHERE trace_id IN ({marks}) AND {_IN_FORCE}", tuple(trace_ids)).fetchall()
-    return [_stored(r) for r in rows]
+    return [_stored(r) for r in execute(db, _OF_TRACES_IN_FORCE, {"ids": list(trace_ids)}).fetchall()]
 
 
 def history(db: Database, key: ResultKey) -> list[StoredReview]:
     """Every review of one result, newest first (the one in force first)."""
     key = resolved_key(db, ResultKey(*(storable(part) for part in key)))
-    rows = db.execute(f"{_SELECT} WHERE {_KEY} ORDER BY created_at DESC", tuple(key)).fetchall()
-    return [_stored(r) for r in rows]
+    return [_stored(r) for r in execute(db, _HISTORY, key._asdict()).fetchall()]
 
 
 def reviews_in_force(
     db: Database, evaluator: str | None = None, since: float | None = None, limit: int = 100_000
 ) -> list[StoredReview]:
     """The reviews in force (of `evaluator`, made since `since`), oldest first."""
-    where: list[str] = [_IN_FORCE]
-    params: list[Any] = []
-    if evaluator is not None:
-        where.append("evaluator = ?")
-        params.append(evaluator)
-    if since is not None:
-        where.append("created_at >= ?")
-        params.append(since)
-    sql = f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY created_at LIMIT ?"
-    return [_stored(r) for r in db.execute(sql, (*params, limit)).fetchall()]
+    params = _given({"evaluator": evaluator, "since": since}, limit)
+    statement = _filtered(tuple(params), newest_first=False)
+    return [_stored(r) for r in execute(db, statement, params).fetchall()]
 
 
 def find_reviews(
@@ -279,18 +285,26 @@ def find_reviews(
 ) -> list[StoredReview]:
     """The reviews in force matching every filter given (`since`: made at or after), newest first, at most
     `limit`."""
-    where: list[str] = [_IN_FORCE]
-    params: list[Any] = []
-    for column, value in (("evaluator", evaluator), ("trace_id", trace_id), ("reviewer", reviewer),
-                          ("agreement", agreement)):  # fmt: skip
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
-    if since is not None:
-        where.append("created_at >= ?")
-        params.append(since)
-    sql = f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY created_at DESC, review_id LIMIT ?"
-    return [_stored(r) for r in db.execute(sql, (*params, limit)).fetchall()]
+    filters = {"evaluator": evaluator, "trace_id": trace_id, "reviewer": reviewer, "agreement": agreement}
+    params = _given({**filters, "since": since}, limit)
+    statement = _filtered(tuple(params), newest_first=True)
+    return [_stored(r) for r in execute(db, statement, params).fetchall()]
+
+
+def _given(filters: dict[str, Any], limit: int) -> dict[str, Any]:
+    """The filters given (not None), and the limit."""
+    return {**{name: value for name, value in filters.items() if value is not None}, "limit": limit}
+
+
+@functools.cache
+def _filtered(names: tuple[str, ...], newest_first: bool) -> Statement:
+    """The reviews in force matching the filters `names` (a column each, equal to the parameter of its name;
+    `since`: made at or after), oldest or newest first, at most `:limit` (one statement per set of filters)."""
+    order = (_r.created_at.desc(), _r.review_id) if newest_first else (_r.created_at,)
+    conditions = [_r.created_at >= bindparam(name) if name == "since" else _r[name] == bindparam(name)
+                  for name in names if name != "limit"]  # fmt: skip
+    query: Select[Any] = _SELECT.where(_IN_FORCE, *conditions).order_by(*order).limit(bindparam("limit"))
+    return Statement(query)
 
 
 def _cut(text: str | None, limit: int) -> str | None:

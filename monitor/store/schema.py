@@ -17,7 +17,8 @@ BUSY_TIMEOUT_SECONDS = 30.0  # how long a writer waits for another process's tra
 
 class Database(Protocol):
     """What retention and the review readers need of a connection (sqlite3's, or the PostgreSQL one of
-    postgres/connection.py): `execute` with `?` placeholders, giving rows to iterate, `fetchone` or `fetchall`."""
+    postgres/connection.py): `execute` with the SQL a statement compiles to for its database (statements.py),
+    giving rows to iterate, `fetchone` or `fetchall`."""
 
     def execute(self, sql: str, parameters: Any = ..., /) -> Any: ...
 

@@ -10,7 +10,7 @@ upsert locks each row it touches until the transaction ends (PostgreSQL: concurr
 one writer at a time), and the rows are taken in id order (no deadlock between replicas), so counts are exact
 and what RETURNING tells is this transaction's own: the bounded sets (services, agents, models, variants,
 versions: the last `MAX_VALUES` distinct; example traces: the last `MAX_TRACES`, newest last) are merged from it
-and written back by one `executemany`.
+and written back by one `executemany`. The upsert of n rows is one statement per n (compiled once each).
 
 New: the transaction that takes a signature's count to `signatures.min_count` while last_seen - first_seen is
 within `signatures.window` counts it as new, once (one transaction does, whatever the replicas), for the
@@ -23,15 +23,22 @@ before it: that failure mode was known under its old id.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from sqlalchemy import bindparam, case, literal_column, or_, select, update
+from sqlalchemy.dialects.postgresql import insert  # its ON CONFLICT compiles on SQLite too
+
 from evaluators.signatures import FailureSignature
 from monitor.config.signatures import SignaturesConfig
+from monitor.store.sql_functions import greatest, least
+from monitor.store.statements import RowStatement, Statement, execute_row, executemany_rows, scalar
 from monitor.store.storable import storable, storable_json
+from monitor.store.tables import signatures
 
 MAX_VALUES = 20  # services, agents, models, variants and versions kept per signature
 MAX_TRACES = 10  # example trace ids kept per signature (newest last)
@@ -160,28 +167,44 @@ def _json(values: Sequence[str]) -> str:
     return storable_json(json.dumps(list(values), ensure_ascii=False, separators=(",", ":")))
 
 
-def upsert_sql(rows: int, greatest: str) -> str:
-    """The upsert of `rows` signatures (`?` placeholders; `greatest`: SQLite's `max`, PostgreSQL's `GREATEST`,
-    `least` alike): parameters are each row's COLUMNS, then `resolve_after`."""
-    least = "min" if greatest == "max" else "LEAST"
-    values = ", ".join(["(" + ", ".join("?" * len(COLUMNS)) + ")"] * rows)
-    return (
-        f"INSERT INTO signatures ({', '.join(COLUMNS)}) VALUES {values} ON CONFLICT (id) DO UPDATE SET"
-        " count = signatures.count + excluded.count,"
-        f" first_seen = {least}(signatures.first_seen, excluded.first_seen),"
-        f" last_seen = {greatest}(signatures.last_seen, excluded.last_seen),"
-        " regressed_at = CASE WHEN excluded.first_seen - signatures.last_seen >= ? THEN excluded.first_seen"
-        " ELSE signatures.regressed_at END"
-        f" RETURNING id, count, first_seen, last_seen, {', '.join(SETS)}, example_traces"
-    )
+@functools.cache
+def upsert_statement(rows: int) -> RowStatement:
+    """The upsert of `rows` signatures, the same on both databases: its row of values is each signature's COLUMNS,
+    then `resolve_after`."""
+    names = [[f"{name}_{i}" for name in COLUMNS] for i in range(rows)]
+    values: list[dict[str, Any]] = [{name: bindparam(bound) for name, bound in zip(COLUMNS, row)} for row in names]
+    inserted = insert(signatures).values(values)
+    new, s = inserted.excluded, signatures.c
+    regressed = case((new.first_seen - s.last_seen >= bindparam("resolve_after"), new.first_seen), else_=s.regressed_at)
+    changed = {
+        "count": s["count"] + new["count"],
+        "first_seen": least(s.first_seen, new.first_seen),
+        "last_seen": greatest(s.last_seen, new.last_seen),
+        "regressed_at": regressed,
+    }
+    returned = (s.id, s["count"], s.first_seen, s.last_seen, *(s[name] for name in SETS), s.example_traces)
+    statement = inserted.on_conflict_do_update(index_elements=[s.id], set_=changed).returning(*returned)
+    return RowStatement(statement, [*(bound for row in names for bound in row), "resolve_after"])
 
 
+_s = signatures.c
 # a signature of another version on the same step, seen since a time (`_known_before`)
-_KNOWN_BEFORE = (
-    "SELECT 1 FROM signatures WHERE version <> ? AND evaluator = ? AND level = ? AND agent = ? AND step_kind = ?"
-    " AND (step_kind = 'llm' OR step_name = ?) AND last_seen >= ? LIMIT 1"
+_KNOWN_BEFORE = Statement(
+    select(literal_column("1"))
+    .select_from(signatures)
+    .where(
+        _s.version != bindparam("version"),
+        *(_s[name] == bindparam(name) for name in ("evaluator", "level", "agent", "step_kind")),
+        or_(_s.step_kind == literal_column("'llm'"), _s.step_name == bindparam("step_name")),
+        _s.last_seen >= bindparam("since"),
+    )
+    .limit(1)
 )
-_UPDATE_SETS = f"UPDATE signatures SET {', '.join(f'{c} = ?' for c in (*SETS, 'example_traces'))} WHERE id = ?"
+_MERGED = (*SETS, "example_traces")
+_UPDATE_SETS = RowStatement(
+    update(signatures).values({name: bindparam(f"merged_{name}") for name in _MERGED}).where(_s.id == bindparam("sid")),
+    (*(f"merged_{name}" for name in _MERGED), "sid"),
+)
 
 
 def _row(b: Batch) -> tuple:
@@ -202,19 +225,20 @@ def _merged(stored: str, batch: Sequence[str], limit: int) -> list[str]:
 def _known_before(db: Any, s: FailureSignature, since: float) -> bool:
     """Whether a signature of another algorithm version on `s`'s step was seen since `since` (the same failure
     mode under its id before an upgrade, so `s` is not new)."""
-    params = (s.version, s.evaluator, s.level, s.agent, s.step_kind, s.step_name, since)
-    return bool(db.execute(_KNOWN_BEFORE, params).fetchall())
+    params = {"version": s.version, "evaluator": s.evaluator, "level": s.level, "agent": s.agent,
+              "step_kind": s.step_kind, "step_name": s.step_name, "since": since}  # fmt: skip
+    return scalar(db, _KNOWN_BEFORE, params) is not None
 
 
-def upsert(db: Any, batches: Sequence[Batch], policy: Policy, greatest: str) -> NewCounts:
-    """Upsert `batches` (in id order) through `db` (`execute`, `executemany` with `?`), in the caller's
-    transaction; the signatures this transaction counted new, by (evaluator, service)."""
+def upsert(db: Any, batches: Sequence[Batch], policy: Policy) -> NewCounts:
+    """Upsert `batches` (in id order) on `db` (either store's connection), in the caller's transaction; the
+    signatures this transaction counted new, by (evaluator, service)."""
     new: NewCounts = {}
     updates: list[tuple] = []
     for start in range(0, len(batches), ROWS_PER_STATEMENT):
         chunk = {b.signature.id: b for b in batches[start : start + ROWS_PER_STATEMENT]}
-        params = [value for b in chunk.values() for value in _row(b)]
-        returned = db.execute(upsert_sql(len(chunk), greatest), (*params, policy.resolve_after)).fetchall()
+        params = (*(value for b in chunk.values() for value in _row(b)), policy.resolve_after)
+        returned = execute_row(db, upsert_statement(len(chunk)), params).fetchall()
         for sid, count, first_seen, last_seen, *sets in returned:
             b = chunk[sid]
             before = int(count) - b.count
@@ -227,5 +251,5 @@ def upsert(db: Any, batches: Sequence[Batch], policy: Policy, greatest: str) -> 
                 traces = _merged(sets[-1], b.traces, MAX_TRACES)
                 updates.append((*(_json(m) for m in merged), _json(traces), sid))
     if updates:
-        db.executemany(_UPDATE_SETS, updates)
+        executemany_rows(db, _UPDATE_SETS, updates)
     return new

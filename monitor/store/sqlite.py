@@ -40,19 +40,24 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from sqlalchemy import bindparam, insert
+
 from monitor.config.signatures import SignaturesConfig
 from monitor.outcomes import SessionOutcome
 from monitor.store import migrate, open_sessions_sqlite, pending_rows, retention
+from monitor.store.errors import is_busy
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.packing import PASSED_FIELDS, SAMPLED_OUT, Packed, Written, merged, pack_session
+from monitor.store.row_writes import write_rows
 from monitor.store.schema import (
     BUSY_TIMEOUT_SECONDS,
     TRACE_COLUMNS,
     StoreSchemaError,
 )
-from monitor.store.session_writes import forget_earlier_completions, upsert_session_sql
 from monitor.store.signatures import Batch, NewCounts, Policy, upsert
-from monitor.store.writer import REOPEN_SECONDS, STORE_DEFAULTS, QueuedResultStore
+from monitor.store.statements import RowStatement, Statement, execute
+from monitor.store.tables import traces
+from monitor.store.writer import REOPEN_SECONDS, STORE_DEFAULTS, Params, QueuedResultStore
 
 __all__ = ["PASSED_FIELDS", "SAMPLED_OUT", "ResultStore", "StoreSchemaError", "StoreUnavailable", "Written"]
 
@@ -60,15 +65,12 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 JOURNAL_SIZE_LIMIT = 32 * 1024 * 1024  # the WAL file is cut back to this after a checkpoint resets it
-_INSERT_TRACE = (
-    f"INSERT OR REPLACE INTO traces ({', '.join(TRACE_COLUMNS)}) VALUES ({', '.join('?' * len(TRACE_COLUMNS))})"
+_JOURNAL_SIZE_LIMIT = f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT:d}"  # a constant (PRAGMAs bind nothing)
+# A trace stored again (evaluated again) replaces its row, and takes a new rowid: the newest last.
+INSERT_TRACE = RowStatement(
+    insert(traces).prefix_with("OR REPLACE", dialect="sqlite").values({c: bindparam(c) for c in TRACE_COLUMNS}),
+    TRACE_COLUMNS,
 )
-_INSERT_RESULT = (
-    "INSERT INTO results (created_at, trace_id, service, span_id, agent, model, evaluator, level, score, passed,"
-    " skip_reason, explanation, details, signature, session_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-)
-_UPSERT_SESSION = upsert_session_sql("?")
-_APPEND_PASSED = "UPDATE traces SET passed = json_insert(COALESCE(passed, '[]'), '$[#]', json(?)) WHERE trace_id = ?"
 
 
 class ResultStore(QueuedResultStore):
@@ -86,7 +88,7 @@ class ResultStore(QueuedResultStore):
     )
 
     def _lost_reason(self, error: BaseException) -> str:
-        if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
+        if is_busy(error):
             return "timeout"  # the busy timeout: another process held the database too long
         return super()._lost_reason(error)
 
@@ -131,7 +133,7 @@ class ResultStore(QueuedResultStore):
                     str(self.path), timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False, isolation_level=None
                 )
                 migrate.upgrade(db, self.path)
-                db.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
+                db.execute(_JOURNAL_SIZE_LIMIT)
             identity = None if self.memory else _identity(self.path)
         except StoreSchemaError:
             _close_quietly(db)
@@ -230,27 +232,19 @@ class ResultStore(QueuedResultStore):
             if not chunk:
                 break
         with self._lock:
-            retention.give_back_space(self._connection(), int(BUSY_TIMEOUT_SECONDS * 1000))
+            retention.give_back_space(self._connection())
         log.info("result store over store.max_size: deleted the %d oldest traces", deleted)
         return deleted
 
-    def _fetch(self, query: str, params: Sequence[Any]) -> list[tuple]:
+    def _fetch(self, query: Statement, params: Params) -> list[tuple]:
         with self._lock:
-            return self._connection().execute(query, params).fetchall()
+            return execute(self._connection(), query, params).fetchall()
 
 
 def _write_rows(db: sqlite3.Connection, packed: Packed, batches: list[Batch], policy: Policy) -> NewCounts:
     """The rows and the signatures' upserts, in the caller's transaction; the signatures it counted new."""
-    if packed.completions:
-        forget_earlier_completions(db, packed.completions)
-    db.executemany(_INSERT_TRACE, packed.traces)
-    db.executemany(_INSERT_RESULT, packed.results)
-    if packed.appended:
-        db.executemany(_APPEND_PASSED, packed.appended)
-    if packed.sessions:
-        db.executemany(_UPSERT_SESSION, packed.sessions)
-    pending_rows.write_pending(db, packed)
-    return upsert(db, batches, policy, "max") if batches else {}
+    write_rows(db, packed, INSERT_TRACE)
+    return upsert(db, batches, policy) if batches else {}
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

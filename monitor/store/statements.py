@@ -11,11 +11,17 @@ postgres/deadline.py), and the write path pays nothing per statement beyond the 
 
 A connection says which database it talks to by `dialect_name` ("postgresql": postgres/connection.py); one
 without it is sqlite3's.
+
+The write path's inserts take their rows as the tuples the writer packs (packing.py), which cost less to build than
+dicts: a `RowStatement` is compiled with positional parameters (`?` for sqlite3, `%s` for psycopg) and names the
+order of the values in a row (`layout`); the values are put in the order the SQL wants them once per statement
+(nothing per row when the two orders agree), a parameter used twice is given twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import operator
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy.dialects import postgresql, sqlite
@@ -23,14 +29,17 @@ from sqlalchemy.engine.interfaces import BindTyping, Dialect
 from sqlalchemy.sql.compiler import Compiled
 from sqlalchemy.sql.elements import ClauseElement
 
-__all__ = ["POSTGRESQL", "SQLITE", "Statement", "dialect_of", "execute", "executemany", "scalar"]
+__all__ = [
+    "POSTGRESQL", "SQLITE", "RowStatement", "Statement", "bound", "dialect_of", "execute", "execute_row",
+    "executemany", "executemany_rows", "scalar",
+]  # fmt: skip
 
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
 
 
-def _postgresql() -> Dialect:
-    dialect = postgresql.psycopg.dialect()
+def _postgresql(paramstyle: str = "pyformat") -> Dialect:
+    dialect = postgresql.psycopg.dialect(paramstyle=paramstyle)
     # No `::VARCHAR` casts on bind parameters: the server infers each parameter's type from where it is used, as
     # it did for the hand-written SQL (a cast would only change how a text parameter meets a jsonb column).
     dialect.bind_typing = BindTyping.NONE
@@ -38,6 +47,7 @@ def _postgresql() -> Dialect:
 
 
 DIALECTS: dict[str, Dialect] = {SQLITE: sqlite.dialect(paramstyle="named"), POSTGRESQL: _postgresql()}
+POSITIONAL: dict[str, Dialect] = {SQLITE: sqlite.dialect(paramstyle="qmark"), POSTGRESQL: _postgresql("format")}
 
 
 class Statement:
@@ -87,6 +97,12 @@ def dialect_of(db: Any) -> str:
     return getattr(db, "dialect_name", SQLITE)
 
 
+def bound(statement: Statement, dialect: str, params: Mapping[str, Any] | None = None) -> tuple[str, Mapping[str, Any]]:
+    """The SQL and parameters that run `statement` on a connection of `dialect` that is not the store's (a psycopg
+    connection of its own, run under a deadline: postgres/leases.py, postgres/judge_limits.py)."""
+    return statement.compiled(dialect).bind(params or {})
+
+
 def execute(db: Any, statement: Statement, params: Mapping[str, Any] | None = None) -> Any:
     """Run `statement` on `db` (a sqlite3 connection or postgres/connection.Connection); its cursor."""
     text, bound = statement.compiled(dialect_of(db)).bind(params or {})
@@ -108,3 +124,73 @@ def scalar(db: Any, statement: Statement, params: Mapping[str, Any] | None = Non
     """The first column of the first row (None when there is no row)."""
     row = execute(db, statement, params).fetchone()
     return None if row is None else row[0]
+
+
+class RowStatement:
+    """A Core construct run with rows of values in `layout`'s order (the names of its bind parameters), compiled
+    with positional parameters on first use for each database."""
+
+    __slots__ = ("_compiled", "clause", "layout")
+
+    def __init__(self, clause: ClauseElement, layout: Sequence[str]) -> None:
+        self.clause = clause
+        self.layout = tuple(layout)
+        self._compiled: dict[str, _Positional] = {}
+
+    def compiled(self, dialect: str) -> _Positional:
+        found = self._compiled.get(dialect)
+        if found is None:
+            compiled = self.clause.compile(dialect=POSITIONAL[dialect])
+            found = self._compiled[dialect] = _Positional(compiled, self.layout)
+        return found
+
+    def sql(self, dialect: str) -> str:
+        return self.compiled(dialect).text
+
+    def __repr__(self) -> str:
+        return f"RowStatement({self.sql(SQLITE)!r}, {self.layout!r})"
+
+
+class _Positional:
+    """One database's SQL for a RowStatement, and how a row becomes its parameters: as it is when the SQL takes the
+    values in the layout's order; else reordered (a value used twice given twice, a value Core bound itself added)."""
+
+    __slots__ = ("order", "text")
+
+    def __init__(self, compiled: Compiled, layout: tuple[str, ...]) -> None:
+        self.text = str(compiled)
+        binds = getattr(compiled, "binds", {})
+        names = list(getattr(compiled, "positiontup", None) or ())
+        if any(bind.expanding for bind in binds.values()) or "POSTCOMPILE" in self.text:
+            raise ValueError(f"a RowStatement takes no expanding parameter: {self.text}")
+        self.order: Callable[[Sequence[Any]], Sequence[Any]] | None = None
+        if names == list(layout):
+            return
+        unknown = [name for name in names if name not in layout and binds[name].value is None]
+        if unknown:
+            raise ValueError(f"parameters {unknown} are not in the layout {layout}: {self.text}")
+        if all(name in layout for name in names):
+            picked = operator.itemgetter(*(layout.index(name) for name in names))
+            self.order = picked if len(names) > 1 else lambda row: (picked(row),)
+            return
+        sources = [(layout.index(name), None) if name in layout else (-1, binds[name].value) for name in names]
+        self.order = lambda row: tuple(row[i] if i >= 0 else value for i, value in sources)
+
+    def rows(self, rows: Iterable[Sequence[Any]]) -> Iterable[Sequence[Any]]:
+        order = self.order
+        return rows if order is None else map(order, rows)
+
+    def row(self, row: Sequence[Any]) -> Sequence[Any]:
+        return row if self.order is None else self.order(row)
+
+
+def execute_row(db: Any, statement: RowStatement, row: Sequence[Any]) -> Any:
+    """Run `statement` on `db` with one row of values in its layout's order; its cursor."""
+    compiled = statement.compiled(dialect_of(db))
+    return db.execute(compiled.text, compiled.row(row))
+
+
+def executemany_rows(db: Any, statement: RowStatement, rows: Iterable[Sequence[Any]]) -> None:
+    """Run `statement` once per row of values in its layout's order (the writer's batches)."""
+    compiled = statement.compiled(dialect_of(db))
+    db.executemany(compiled.text, compiled.rows(rows))

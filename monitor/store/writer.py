@@ -23,8 +23,10 @@ import logging
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
+
+from sqlalchemy import bindparam, func, select
 
 from monitor.config.signatures import SignaturesConfig
 from monitor.config.store import StoreConfig
@@ -35,6 +37,8 @@ from monitor.store.open_session_rows import OpenSessionTables
 from monitor.store.packing import PASSED_FIELDS, Packed, Written, mask
 from monitor.store.poll_checkpoints import PollCheckpointRows
 from monitor.store.signatures import Batch, NewCounts, Policy, SignatureNews, batched
+from monitor.store.statements import Statement
+from monitor.store.tables import results, traces
 from monitor.store.write_queue import MAX_KEPT_TRACES, WriteQueue
 
 log = logging.getLogger(__name__)
@@ -45,6 +49,12 @@ REOPEN_SECONDS = 30.0  # between attempts to open a store that could not be open
 STORED_IDS_CHUNK = 500  # trace ids per query of `stored_trace_ids`
 STORE_DEFAULTS = StoreConfig()  # the stores' defaults are the `store:` section's
 T = TypeVar("T")
+Params = Mapping[str, Any]
+
+_PASSED = Statement(select(traces.c.passed).where(traces.c.trace_id == bindparam("trace_id")))
+_STORED = Statement(select(traces.c.trace_id).where(traces.c.trace_id.in_(bindparam("ids", expanding=True))))
+_COUNT = {name: Statement(select(func.count()).select_from(table)) for name, table in (("results", results),
+                                                                                      ("traces", traces))}  # fmt: skip
 
 
 class QueuedResultStore(ABC):
@@ -165,14 +175,14 @@ class QueuedResultStore(ABC):
         return "rejected" if isinstance(error, self.ROW_ERRORS) else "failed"
 
     @abstractmethod
-    def _fetch(self, query: str, params: Sequence[Any]) -> list[tuple]:
-        """Rows of a query with `?` placeholders, through the writer's connection (raises when it fails)."""
+    def _fetch(self, query: Statement, params: Params) -> list[tuple]:
+        """Rows of a query (statements.py), through the writer's connection (raises when it fails)."""
 
-    def _read(self, query: str, params: Sequence[Any] = ()) -> list[tuple]:
+    def _read(self, query: Statement, params: Params | None = None) -> list[tuple]:
         """`_fetch`, its failures counted (a store that is not open: counted only) and raised."""
         failures: tuple[type[Exception], ...] = (*self.DATABASE_ERRORS, StoreUnavailable)
         try:
-            rows = self._fetch(query, params)
+            rows = self._fetch(query, params or {})
         except failures as exc:
             self.health.failed("read", exc, counted_only=isinstance(exc, StoreUnavailable))
             raise
@@ -181,8 +191,9 @@ class QueuedResultStore(ABC):
 
     @abstractmethod
     def transaction(self, work: Callable[[Any], T]) -> T:
-        """`work(db)` in one transaction (committed when it returns, rolled back when it raises); `db` has
-        `execute` and `executemany` with `?` placeholders. Raises when it fails (StoreUnavailable when not open)."""
+        """`work(db)` in one transaction (committed when it returns, rolled back when it raises); `db` is the store's
+        connection, which statements.py's `execute` and `executemany` run statements on. Raises when it fails
+        (StoreUnavailable when not open)."""
 
     def write_sessions(self, db: Any, outcomes: Sequence[SessionOutcome]) -> NewCounts:
         """Store evaluated sessions on `db` (from `transaction`), within that transaction; the signatures' new
@@ -279,7 +290,7 @@ class QueuedResultStore(ABC):
     # --- reading --------------------------------------------------------------------------------
     def passed(self, trace_id: str) -> list[dict[str, Any]]:
         """The passing results stored for a trace (`results: all`), as dicts of `PASSED_FIELDS`."""
-        rows = self._read("SELECT passed FROM traces WHERE trace_id = ?", (trace_id,))
+        rows = self._read(_PASSED, {"trace_id": trace_id})
         if not rows or not rows[0][0]:
             return []
         return [dict(zip(PASSED_FIELDS, values)) for values in json.loads(rows[0][0])]
@@ -290,16 +301,15 @@ class QueuedResultStore(ABC):
         return _stored_in(list(dict.fromkeys(trace_ids)), self._read)
 
     def count(self, table: str = "results") -> int:
-        if table not in ("results", "traces"):
+        if table not in _COUNT:
             raise ValueError(table)
-        return int(self._read(f"SELECT COUNT(*) FROM {table}")[0][0])
+        return int(self._read(_COUNT[table])[0][0])
 
 
-def _stored_in(trace_ids: list[str], fetch: Callable[[str, Sequence[Any]], list[tuple]]) -> set[str]:
+def _stored_in(trace_ids: list[str], fetch: Callable[[Statement, Params], list[tuple]]) -> set[str]:
     """Those of `trace_ids` with a trace row, by the primary key, STORED_IDS_CHUNK per query."""
     found: set[str] = set()
     for start in range(0, len(trace_ids), STORED_IDS_CHUNK):
-        chunk = trace_ids[start : start + STORED_IDS_CHUNK]
-        rows = fetch(f"SELECT trace_id FROM traces WHERE trace_id IN ({', '.join('?' * len(chunk))})", chunk)
+        rows = fetch(_STORED, {"ids": trace_ids[start : start + STORED_IDS_CHUNK]})
         found.update(row[0] for row in rows)
     return found

@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
 
 from monitor.review.api_params import BadRequest, NotFound, ReviewError, Unavailable
+from monitor.store.errors import is_unique_violation
 from monitor.store.health import StoreUnavailable
 from monitor.store.reviews import ResultNotFound, ReviewInput, StoredReview, write_review
 from monitor.store.writer import QueuedResultStore
@@ -60,7 +60,7 @@ class ReviewWriter:
         except ResultNotFound as exc:
             raise NotFound(str(exc)) from exc
         except failures as exc:
-            if _is_conflict(exc):
+            if is_unique_violation(exc):  # reviews_in_force: another review of the result came first
                 raise Conflict(f"{review.key.evaluator} on trace {review.key.trace_id} was reviewed at the same "
                                "moment by someone else: send it again") from exc  # fmt: skip
             if isinstance(exc, store.ROW_ERRORS):
@@ -73,9 +73,3 @@ class ReviewWriter:
         if self.on_reviewed is not None:
             self.on_reviewed(stored)
         return stored
-
-
-def _is_conflict(error: Any) -> bool:
-    """A unique violation of `reviews_in_force` (both drivers name the index or say UNIQUE)."""
-    text = str(error)
-    return "reviews_in_force" in text or ("UNIQUE" in text and "reviews" in text)

@@ -11,15 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from sqlalchemy import bindparam, insert
 
 from monitor.review.models import ReviewReader
 from monitor.review.open_reader import open_store_reader
 from monitor.store import schema
-from monitor.store import sqlite as sqlite_store
 from monitor.store.packing import Written, pack
-from monitor.store.postgres import store as pg_store
 from monitor.store.postgres.store import PostgresResultStore
+from monitor.store.row_writes import RESULT_ROW
+from monitor.store.sql_functions import stored_flag, stored_number
 from monitor.store.sqlite import ResultStore
+from monitor.store.statements import POSTGRESQL, SQLITE, RowStatement
+from monitor.store.tables import results as results_table
 from monitor.store.writer import QueuedResultStore
 from tests.support.legacy_schema import SCHEMA_TABLE, postgres_at, sqlite_at
 
@@ -76,20 +79,19 @@ class Backend:
         for values in packed.traces:
             marks = ", ".join("?" for _ in kept)
             self.execute(f"INSERT INTO traces ({columns}) VALUES ({marks})", tuple(values[i] for i in kept))
-        insert = pg_store._INSERT_RESULT if self.name == "postgres" else sqlite_store._INSERT_RESULT
-        results = packed.results
-        if version < 5:  # before results.session_id: the row's last value
-            insert = insert.replace(", session_id)", ")").replace(", %s)", ")").replace(",?)", ")")
-            results = [row[:-1] for row in results]
-        if version < 4:  # before results.signature: the row's last value then
-            insert = insert.replace(", signature)", ")").replace(", %s)", ")").replace(",?)", ")")
-            results = [row[:-1] for row in results]
+        # before version 5 no results.session_id (the row's last value), before 4 no results.signature (then last)
+        names = RESULT_ROW[: len(RESULT_ROW) - (version < 5) - (version < 4)]
+        results = [row[: len(names)] for row in packed.results]
+        converted = {"score": stored_number(bindparam("score")), "passed": stored_flag(bindparam("passed"))}
+        values = {name: converted.get(name, bindparam(name)) for name in names}
+        statement = RowStatement(insert(results_table).inline().values(values), names)
+        compiled = statement.compiled(POSTGRESQL if self.name == "postgres" else SQLITE)
         if self.name == "postgres":
             with psycopg.connect(self.location, autocommit=True) as db, db.cursor() as cursor:
-                cursor.executemany(insert, results)
+                cursor.executemany(compiled.text, compiled.rows(results))
         else:
             with sqlite3.connect(self.location) as db:
-                db.executemany(insert, results)
+                db.executemany(compiled.text, compiled.rows(results))
 
     def schema_version(self) -> int:
         if self.name == "postgres":

@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sqlalchemy import bindparam, select
+
 from evaluators.traces import Trace
 from monitor.outcomes import ResultRow, TraceDetailRow, TraceOutcome
+from monitor.store.statements import Statement
+from monitor.store.tables import results
 from monitor.store.writer import QueuedResultStore
 from tests.support.spanfactory import make_span, trace_of
 
@@ -109,5 +113,12 @@ def outcome(
 def failing(store: QueuedResultStore, limit: int = 50) -> list[dict[str, Any]]:
     """The store's newest failing results (trace_id, evaluator, explanation), read through the store's own
     connection: its failure is counted in the store's health and raised (StoreUnavailable while not open)."""
-    query = "SELECT trace_id, evaluator, explanation FROM results WHERE passed = 0 ORDER BY created_at DESC LIMIT ?"
-    return [dict(zip(("trace_id", "evaluator", "explanation"), r)) for r in store._read(query, (limit,))]
+    return [dict(zip(("trace_id", "evaluator", "explanation"), r)) for r in store._read(_FAILING, {"limit": limit})]
+
+
+_FAILING = Statement(
+    select(results.c.trace_id, results.c.evaluator, results.c.explanation)
+    .where(results.c.passed == 0)
+    .order_by(results.c.created_at.desc())
+    .limit(bindparam("limit"))
+)

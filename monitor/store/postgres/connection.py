@@ -1,4 +1,4 @@
-"""Connections to the PostgreSQL result store: a psycopg pool, the `?` placeholders of the shared SQL, jsonb read as
+"""Connections to the PostgreSQL result store: a psycopg pool, jsonb read as
 the JSON text SQLite gives, and the URL without its password for every message.
 
 Every connection is bounded in time (`Timeouts`, from `store.connect_timeout`, `statement_timeout` and
@@ -16,8 +16,10 @@ from typing import Any
 import psycopg
 from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool
+from sqlalchemy import bindparam, func, literal_column, select
 
-from monitor.store.postgres.deadline import DEADLINES, Lease
+from monitor.store.postgres.deadline import DEADLINES, DeadlineExceeded, Lease
+from monitor.store.statements import POSTGRESQL, Statement, bound
 from monitor.text import redact_url as redacted
 
 __all__ = ["CONNECTION_ERRORS", "Connection", "Timeouts", "open_pool", "redacted"]
@@ -53,6 +55,15 @@ def _ms(seconds: float) -> int:
     return max(int(seconds * 1000), 0)
 
 
+def _setting(name: str) -> Any:
+    """`name` set for the session (as `SET` sets it) to `:ms`, milliseconds as text."""
+    return func.set_config(literal_column(name), bindparam("ms"), literal_column("false"))
+
+
+# The statement and lock timeouts of the session (`long_statements`; RESET puts back the connection's own).
+_LONG_STATEMENTS = Statement(select(_setting("'statement_timeout'"), _setting("'lock_timeout'")))
+
+
 class Connection:
     """A pooled psycopg connection seen as the review SQL expects: `execute(sql with ?, params)`; each statement
     bounded by a client-side deadline when the connection came with a lease (`bounded`)."""
@@ -69,12 +80,12 @@ class Connection:
 
     def execute(self, sql: str, params: Any = ()) -> psycopg.Cursor[Any]:
         self.renew()
-        return self.conn.execute(placeholders(sql), params)
+        return self.conn.execute(sql, params)
 
     def executemany(self, sql: str, rows: Any) -> None:
         self.renew()
         with self.conn.cursor() as cursor:
-            cursor.executemany(placeholders(sql), rows)
+            cursor.executemany(sql, rows)
 
     def renew(self, statement_seconds: float | None = None) -> None:
         """A statement starts: the deadline is set again (for one of `statement_seconds`, default the timeout)."""
@@ -85,8 +96,7 @@ class Connection:
     def long_statements(self, seconds: float) -> Iterator[None]:
         """The statements in the block may take, and wait for locks, `seconds` each (VACUUM, migrations), on the
         server and here."""
-        self.conn.execute(f"SET statement_timeout = {_ms(seconds)}")
-        self.conn.execute(f"SET lock_timeout = {_ms(seconds)}")
+        self.conn.execute(*bound(_LONG_STATEMENTS, POSTGRESQL, {"ms": str(_ms(seconds))}))
         try:
             self.renew(seconds)
             yield
@@ -98,11 +108,6 @@ class Connection:
         """The first column of the first row (None when there is no row)."""
         row = self.execute(sql, params).fetchone()
         return None if row is None else row[0]
-
-
-def placeholders(sql: str) -> str:
-    """`?` placeholders as psycopg's `%s` (the shared SQL has no `?` nor `%` of its own)."""
-    return sql.replace("?", "%s")
 
 
 def open_pool(url: str, size: int, name: str, timeouts: Timeouts | None = None) -> ConnectionPool:
@@ -145,4 +150,9 @@ def bounded(pool: ConnectionPool, timeouts: Timeouts | None = None) -> Iterator[
     deadline (deadline.py) besides the server's timeouts."""
     timeouts = timeouts or Timeouts(connect=CONNECT_TIMEOUT_SECONDS)
     with pool.connection(timeout=timeouts.connect) as conn, DEADLINES.bounded(conn, timeouts.deadline()) as lease:
-        yield Connection(conn, lease, timeouts)
+        try:
+            yield Connection(conn, lease, timeouts)
+        except psycopg.OperationalError as exc:
+            if lease.expired and not isinstance(exc, DeadlineExceeded):
+                raise DeadlineExceeded(f"no answer within the deadline of {timeouts.deadline():g}s: {exc}") from exc
+            raise

@@ -2,7 +2,9 @@
 drops packets silently) enforces no statement_timeout, and libpq waits for its answer forever. While a connection
 is used under `DEADLINES.bounded(conn, seconds)`, a watchdog thread shuts its socket down once the time is up
 (each `renew` of the lease sets it again: a bound per statement, not per use): the call waiting on it fails at once
-with psycopg.OperationalError, and the pool discards the connection.
+with psycopg.OperationalError, and the pool discards the connection. The lease then says it `expired`: the store
+tells a statement cut by its deadline from a connection lost otherwise by that (`DeadlineExceeded`), not by the
+message libpq gives.
 """
 
 from __future__ import annotations
@@ -17,24 +19,31 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import psycopg
+
 log = logging.getLogger(__name__)
 
 TICK_SECONDS = 0.25  # how often the watchdog looks (a deadline is kept to within this)
 
 
-class Lease:
-    """One connection's use under a deadline."""
+class DeadlineExceeded(psycopg.OperationalError):
+    """A statement outlived its client-side deadline: the connection was cut under it (the server hangs)."""
 
-    __slots__ = ("_deadlines", "_key", "conn")
+
+class Lease:
+    """One connection's use under a deadline; `expired` once the watchdog cut the connection."""
+
+    __slots__ = ("_deadlines", "_key", "conn", "expired")
 
     def __init__(self, deadlines: Deadlines, key: int, conn: Any) -> None:
         self._deadlines = deadlines
         self._key = key
         self.conn = conn
+        self.expired = False
 
     def renew(self, seconds: float) -> None:
         """The connection may be used for `seconds` from now (a new statement starts)."""
-        self._deadlines._set(self._key, time.monotonic() + seconds, self.conn)
+        self._deadlines._set(self._key, time.monotonic() + seconds, self)
 
 
 class Deadlines:
@@ -42,7 +51,7 @@ class Deadlines:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._active: dict[int, tuple[float, Any]] = {}  # id → (time.monotonic() deadline, psycopg connection)
+        self._active: dict[int, tuple[float, Lease]] = {}  # id → (time.monotonic() deadline, the lease)
         self._ids = itertools.count()
         self._watchdog: threading.Thread | None = None
         self.cut = 0  # connections cut so far
@@ -58,9 +67,9 @@ class Deadlines:
             with self._lock:
                 self._active.pop(lease._key, None)
 
-    def _set(self, key: int, deadline: float, conn: Any) -> None:
+    def _set(self, key: int, deadline: float, lease: Lease) -> None:
         with self._lock:
-            self._active[key] = (deadline, conn)
+            self._active[key] = (deadline, lease)
             if self._watchdog is None or not self._watchdog.is_alive():
                 self._watchdog = threading.Thread(target=self._watch, name="postgres-deadlines", daemon=True)
                 self._watchdog.start()
@@ -70,12 +79,13 @@ class Deadlines:
             time.sleep(TICK_SECONDS)
             now = time.monotonic()
             with self._lock:  # held while cutting: a connection is cut only while it is still in use here
-                for key, (deadline, conn) in list(self._active.items()):
+                for key, (deadline, lease) in list(self._active.items()):
                     if now >= deadline:
                         del self._active[key]
-                        self._cut(conn)
+                        self._cut(lease)
 
-    def _cut(self, conn: Any) -> None:
+    def _cut(self, lease: Lease) -> None:
+        conn = lease.conn
         if conn.closed:
             return
         try:
@@ -84,6 +94,7 @@ class Deadlines:
         except (OSError, ValueError) as exc:  # closed in between: nothing waits on it any more
             log.debug("could not cut a PostgreSQL connection past its deadline: %r", exc)
             return
+        lease.expired = True
         self.cut += 1
 
 

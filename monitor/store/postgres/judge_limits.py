@@ -22,22 +22,36 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
+from sqlalchemy import bindparam, literal_column, select
+from sqlalchemy.dialects.postgresql import insert
 
 from monitor.store.postgres.connection import APPLICATION_NAME, Timeouts
 from monitor.store.postgres.deadline import execute_bounded
+from monitor.store.statements import POSTGRESQL, Statement, bound
+from monitor.store.tables import judge_limits
 
 TABLE = "judge_limits"
 KEEP_SECONDS = 2 * 86_400  # windows kept: today's and yesterday's day windows outlive every minute window
 PRUNE_EVERY_SECONDS = 3_600.0
 
-_TAKE = f"""INSERT INTO {TABLE} AS l (scope, window_start, count) VALUES (%s, %s, 1)
-ON CONFLICT (scope, window_start) DO UPDATE SET count = l.count + 1 WHERE l.count < %s
-RETURNING count"""
-_ADD = f"""INSERT INTO {TABLE} AS l (scope, window_start, count) VALUES (%s, %s, %s)
-ON CONFLICT (scope, window_start) DO UPDATE SET count = l.count + EXCLUDED.count
-RETURNING count"""
-_TOTAL = f"SELECT count FROM {TABLE} WHERE scope = %s AND window_start = %s"
-_PRUNE = f"DELETE FROM {TABLE} WHERE window_start < %s"
+_l = judge_limits.c
+_KEY = [_l.scope, _l.window_start]
+_taken = insert(judge_limits).values(
+    scope=bindparam("scope"), window_start=bindparam("window"), count=literal_column("1")
+)
+_TAKE = Statement(  # no row returned: the window is full
+    _taken.on_conflict_do_update(
+        index_elements=_KEY, set_={"count": _l["count"] + literal_column("1")}, where=_l["count"] < bindparam("limit")
+    ).returning(_l["count"])
+)
+_added = insert(judge_limits).values(scope=bindparam("scope"), window_start=bindparam("window"), count=bindparam("n"))
+_ADD = Statement(
+    _added.on_conflict_do_update(index_elements=_KEY, set_={"count": _l["count"] + _added.excluded["count"]}).returning(
+        _l["count"]
+    )
+)
+_TOTAL = Statement(select(_l["count"]).where(_l.scope == bindparam("scope"), _l.window_start == bindparam("window")))
+_PRUNE = Statement(judge_limits.delete().where(_l.window_start < bindparam("before")))
 
 
 class JudgeLimitCounters:
@@ -55,14 +69,16 @@ class JudgeLimitCounters:
     async def take(self, scope: str, window: int, limit: int) -> bool:
         if limit <= 0:
             return True
-        return await asyncio.to_thread(self._run, _TAKE, (scope, window, limit)) is not None
+        params = {"scope": scope, "window": window, "limit": limit}
+        return await asyncio.to_thread(self._run, _TAKE, params) is not None
 
     async def add(self, scope: str, window: int, amount: int) -> int:
-        row = await asyncio.to_thread(self._run, _ADD, (scope, window, max(0, int(amount))))
+        params = {"scope": scope, "window": window, "n": max(0, int(amount))}
+        row = await asyncio.to_thread(self._run, _ADD, params)
         return int(row[0]) if row is not None else 0
 
     async def total(self, scope: str, window: int) -> int:
-        row = await asyncio.to_thread(self._run, _TOTAL, (scope, window))
+        row = await asyncio.to_thread(self._run, _TOTAL, {"scope": scope, "window": window})
         return int(row[0]) if row is not None else 0
 
     async def aclose(self) -> None:
@@ -70,14 +86,14 @@ class JudgeLimitCounters:
         await asyncio.to_thread(self._drop)
 
     # --- on the connection (threads) ------------------------------------------------------------
-    def _run(self, sql: str, params: tuple[Any, ...]) -> Any:
+    def _run(self, statement: Statement, params: dict[str, Any]) -> Any:
         with self._lock:
             if self._closed:
                 raise psycopg.InterfaceError("the judge limit counters are closed")
             try:
                 conn = self._connection()
                 self._prune(conn)
-                return self._execute(conn, sql, params)
+                return self._execute(conn, statement, params)
             except BaseException:
                 self._drop_locked()
                 raise
@@ -98,11 +114,11 @@ class JudgeLimitCounters:
         now = self._clock()
         if now - self._pruned_at < PRUNE_EVERY_SECONDS:
             return
-        self._execute(conn, _PRUNE, (int(now) - KEEP_SECONDS,))
+        self._execute(conn, _PRUNE, {"before": int(now) - KEEP_SECONDS})
         self._pruned_at = now
 
-    def _execute(self, conn: psycopg.Connection[Any], sql: str, params: tuple[Any, ...]) -> Any:
-        return execute_bounded(conn, self.timeouts.deadline(), sql, params)
+    def _execute(self, conn: psycopg.Connection[Any], statement: Statement, params: dict[str, Any]) -> Any:
+        return execute_bounded(conn, self.timeouts.deadline(), *bound(statement, POSTGRESQL, params))
 
     def _drop(self) -> None:
         with self._lock:

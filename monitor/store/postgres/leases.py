@@ -25,14 +25,26 @@ import threading
 from typing import Any
 
 import psycopg
+from sqlalchemy import bindparam, func, literal_column, select
 
 from monitor.store.postgres.connection import APPLICATION_NAME, CONNECTION_ERRORS, Timeouts, redacted
 from monitor.store.postgres.deadline import execute_bounded
+from monitor.store.statements import POSTGRESQL, Statement, bound
 
 log = logging.getLogger(__name__)
 
 NAMESPACE = 0x61676D6F  # the first key of agent-monitor's two-key advisory locks ("agmo")
 HEARTBEATS_PER_LEASE = 3
+_PING = Statement(select(literal_column("1")))
+_TRY_LOCK = Statement(select(func.pg_try_advisory_lock(bindparam("namespace"), bindparam("key"))))
+# The session's idle_session_timeout (milliseconds, as text), as `SET` would set it.
+_IDLE_TIMEOUT = Statement(
+    select(func.set_config(literal_column("'idle_session_timeout'"), bindparam("ms"), literal_column("false")))
+)
+
+# Every lock of the session, released at a clean stop: the server would release them only once it sees the
+# session end, which it may do a moment after the client closed its socket (a replica taking over could miss them).
+_RELEASE_ALL = Statement(select(func.pg_advisory_unlock_all()))
 
 
 def lock_key(source: str) -> int:
@@ -69,7 +81,7 @@ class PollLeases:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._heartbeat
-        await asyncio.to_thread(self._drop)
+        await asyncio.to_thread(self._release)
 
     # --- on the connection (threads) ------------------------------------------------------------
     def _hold(self, source: str) -> bool:
@@ -94,9 +106,9 @@ class PollLeases:
     def _try(self, source: str) -> bool:
         conn = self._connection()
         if source in self._held:
-            self._execute(conn, "SELECT 1")
+            self._execute(conn, _PING)
             return True
-        row = self._execute(conn, "SELECT pg_try_advisory_lock(%s, %s)", (NAMESPACE, lock_key(source)))
+        row = self._execute(conn, _TRY_LOCK, {"namespace": NAMESPACE, "key": lock_key(source)})
         if row is not None and row[0]:
             self._held.add(source)
             return True
@@ -107,7 +119,7 @@ class PollLeases:
             if self._conn is None:
                 return
             try:
-                self._execute(self._conn, "SELECT 1")
+                self._execute(self._conn, _PING)
             except Exception as exc:
                 if self._held:
                     log.warning("the poll lease connection to %s failed (%s): this replica gives up %s",
@@ -126,7 +138,7 @@ class PollLeases:
             options=self.timeouts.options(),
         )
         try:
-            self._execute(conn, f"SET idle_session_timeout = {max(int(self.lease * 1000), 1)}")
+            self._execute(conn, _IDLE_TIMEOUT, {"ms": str(max(int(self.lease * 1000), 1))})
         except psycopg.errors.UndefinedObject:  # PostgreSQL < 14: only a closed connection frees the sources
             if not self._warned_timeout:
                 log.warning("PostgreSQL has no idle_session_timeout (before 14): a replica that is stuck but "
@@ -138,11 +150,19 @@ class PollLeases:
         self._conn = conn
         return conn
 
-    def _execute(self, conn: psycopg.Connection[Any], sql: str, params: Any = ()) -> Any:
-        return execute_bounded(conn, self.timeouts.deadline(), sql, params)
+    def _execute(self, conn: psycopg.Connection[Any], statement: Statement, params: dict | None = None) -> Any:
+        return execute_bounded(conn, self.timeouts.deadline(), *bound(statement, POSTGRESQL, params))
 
     def _drop(self) -> None:
+        """The connection closed, its locks left to the server to release when it sees the session end."""
         with self._lock:
+            self._drop_locked()
+
+    def _release(self) -> None:
+        with self._lock:
+            if self._conn is not None and not self._conn.closed and self._held:
+                with contextlib.suppress(Exception):  # the session ends just after: its locks go then anyway
+                    self._execute(self._conn, _RELEASE_ALL)
             self._drop_locked()
 
     def _drop_locked(self) -> None:

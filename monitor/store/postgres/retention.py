@@ -20,8 +20,13 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from sqlalchemy import bindparam, func, literal_column, select
+
 from monitor.store import retention
 from monitor.store.postgres.connection import Connection
+from monitor.store.sql_functions import trace_row_key
+from monitor.store.statements import Statement, execute, scalar
+from monitor.store.tables import traces
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +34,17 @@ RETENTION_LOCK = 0x61676D5F72746E6E  # pg_try_advisory_lock key: "agm_rtnn"
 SIZE_TARGET = retention.SIZE_TARGET
 MAX_CHUNK_TRACES = retention.MAX_CHUNK_TRACES
 LONG_STATEMENT_SECONDS = 300.0  # VACUUM and migrations may take longer than `store.statement_timeout`
+_LOCK = Statement(select(func.pg_try_advisory_lock(bindparam("key"))))
+_UNLOCK = Statement(select(func.pg_advisory_unlock(bindparam("key"))))
+_size = func.pg_total_relation_size
+_TABLES_SIZE = Statement(  # the tables that grow with the traffic
+    select(_size(literal_column("'results'")) + _size(literal_column("'traces'")) + _size(literal_column("'sessions'")))
+)
+_COUNT_TRACES = Statement(select(func.count()).select_from(traces))
+# the created_at of the `:offset`-th oldest trace (ties in insertion order)
+_BOUNDARY = Statement(
+    select(traces.c.created_at).order_by(traces.c.created_at, trace_row_key()).limit(1).offset(bindparam("offset"))
+)
 
 
 @dataclass(slots=True)
@@ -41,28 +57,23 @@ class SizeBudget:
 @contextlib.contextmanager
 def retention_turn(db: Connection) -> Iterator[bool]:
     """Whether this replica got the retention lock (held until the block ends; then released)."""
-    got = bool(db.scalar("SELECT pg_try_advisory_lock(?)", (RETENTION_LOCK,)))
+    got = bool(scalar(db, _LOCK, {"key": RETENTION_LOCK}))
     try:
         yield got
     finally:
         if got:
-            db.execute("SELECT pg_advisory_unlock(?)", (RETENTION_LOCK,))
+            execute(db, _UNLOCK, {"key": RETENTION_LOCK})
 
 
 def prune_by_age(db: Connection, cutoff: float) -> int:
     """Delete rows created before `cutoff`; the results deleted (0 when another replica is pruning)."""
     with retention_turn(db) as mine:
-        return retention.prune_by_age(db, cutoff, trace_key="id") if mine else 0
+        return retention.prune_by_age(db, cutoff) if mine else 0
 
 
 def tables_size(db: Connection) -> int:
     """Bytes of the tables that grow with the traffic (results, traces, sessions) with their TOAST and indexes."""
-    return int(
-        db.scalar(
-            "SELECT pg_total_relation_size('results') + pg_total_relation_size('traces')"
-            " + pg_total_relation_size('sessions')"
-        )
-    )
+    return int(scalar(db, _TABLES_SIZE))
 
 
 def enforce_size(db: Connection, max_size: int, budget: SizeBudget) -> int:
@@ -73,7 +84,7 @@ def enforce_size(db: Connection, max_size: int, budget: SizeBudget) -> int:
         size = tables_size(db)
         if size <= max_size:
             return 0
-        count = int(db.scalar("SELECT COUNT(*) FROM traces"))
+        count = int(scalar(db, _COUNT_TRACES))
         if budget.traces is None or count <= budget.traces:
             budget.traces = int(count * SIZE_TARGET * max_size / size)
         deleted = 0
@@ -93,13 +104,12 @@ def enforce_size(db: Connection, max_size: int, budget: SizeBudget) -> int:
 def _delete_oldest(db: Connection, traces: int) -> int:
     """One transaction deleting the `traces` oldest traces and every result, and every session completed, up to the
     last one's time."""
-    boundary = db.scalar("SELECT created_at FROM traces ORDER BY created_at, id LIMIT 1 OFFSET ?", (traces - 1,))
+    boundary = scalar(db, _BOUNDARY, {"offset": traces - 1})
     if boundary is None:
         return 0
+    up_to = {"boundary": boundary}
     with db.conn.transaction():
-        db.execute(
-            "DELETE FROM results WHERE trace_id IN (SELECT trace_id FROM traces WHERE created_at <= ?)", (boundary,)
-        )
-        db.execute("DELETE FROM results WHERE created_at <= ?", (boundary,))
-        db.execute("DELETE FROM sessions WHERE completed_at <= ?", (boundary,))
-        return int(db.execute("DELETE FROM traces WHERE created_at <= ?", (boundary,)).rowcount)
+        execute(db, retention.DELETE_RESULTS_OF_TRACES, up_to)
+        execute(db, retention.DELETE_RESULTS, up_to)
+        execute(db, retention.DELETE_SESSIONS, up_to)
+        return int(execute(db, retention.DELETE_TRACES, up_to).rowcount)

@@ -23,13 +23,14 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg_pool
 from psycopg_pool import ConnectionPool
+from sqlalchemy import bindparam
+from sqlalchemy.dialects.postgresql import insert
 
 from monitor.config.signatures import SignaturesConfig
 from monitor.outcomes import SessionOutcome
 from monitor.store import migrate, writer
 from monitor.store.health import StoreHealth, StoreUnavailable
 from monitor.store.packing import Packed, merged, pack_session
-from monitor.store.pending_rows import write_pending
 from monitor.store.postgres import open_sessions, pending_owners, retention
 from monitor.store.postgres.connection import (
     CONNECTION_ERRORS,
@@ -39,25 +40,21 @@ from monitor.store.postgres.connection import (
     open_pool,
     redacted,
 )
-from monitor.store.postgres.schema import JSON_COLUMNS
+from monitor.store.postgres.deadline import DeadlineExceeded
+from monitor.store.row_writes import write_rows
 from monitor.store.schema import TRACE_COLUMNS
-from monitor.store.session_writes import forget_earlier_completions, upsert_session_sql
 from monitor.store.signatures import NewCounts, upsert
+from monitor.store.statements import RowStatement, Statement, execute
+from monitor.store.tables import traces
 
-_UPDATED = ", ".join(f"{c} = EXCLUDED.{c}" for c in TRACE_COLUMNS if c != "trace_id")
-_INSERT_TRACE = (
-    f"INSERT INTO traces ({', '.join(TRACE_COLUMNS)}) VALUES"
-    f" ({', '.join('%s::jsonb' if c in JSON_COLUMNS else '%s' for c in TRACE_COLUMNS)})"
-    f" ON CONFLICT (trace_id) DO UPDATE SET {_UPDATED}"
-)
-_INSERT_RESULT = (
-    "INSERT INTO results (created_at, trace_id, service, span_id, agent, model, evaluator, level, score, passed,"
-    " skip_reason, explanation, details, signature, session_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s,"
-    " NULLIF(%s::float8, 'NaN'), %s::int, %s, %s, %s, %s, %s)"
-)
-_UPSERT_SESSION = upsert_session_sql("%s")
-_APPEND_PASSED = (
-    "UPDATE traces SET passed = COALESCE(passed, '[]'::jsonb) || jsonb_build_array(%s::jsonb) WHERE trace_id = %s"
+# A trace stored again (evaluated again, or by two replicas) replaces its row, as SQLite's INSERT OR REPLACE does.
+_trace = insert(traces).values({name: bindparam(name) for name in TRACE_COLUMNS})
+INSERT_TRACE = RowStatement(
+    _trace.on_conflict_do_update(
+        index_elements=[traces.c.trace_id],
+        set_={name: _trace.excluded[name] for name in TRACE_COLUMNS if name != "trace_id"},
+    ),
+    TRACE_COLUMNS,
 )
 T = TypeVar("T")
 _TIMEOUTS = (
@@ -65,6 +62,7 @@ _TIMEOUTS = (
     psycopg.errors.LockNotAvailable,
     psycopg.errors.ConnectionTimeout,
     psycopg_pool.PoolTimeout,
+    DeadlineExceeded,  # the client-side deadline cut the connection (deadline.py)
 )
 
 
@@ -75,14 +73,9 @@ class PostgresResultStore(writer.QueuedResultStore):
     pending_tables = pending_owners  # the waiting judgements, each replica's own (engine/pending.py)
 
     def _lost_reason(self, error: BaseException) -> str:
-        if isinstance(error, _TIMEOUTS) or self._cut(error):
+        if isinstance(error, _TIMEOUTS):
             return "timeout"
         return super()._lost_reason(error)
-
-    @staticmethod
-    def _cut(error: BaseException) -> bool:
-        """A connection the client-side deadline shut down (libpq: the server closed it)."""
-        return isinstance(error, psycopg.OperationalError) and "closed the connection" in str(error)
 
     def __init__(
         self,
@@ -191,19 +184,8 @@ class PostgresResultStore(writer.QueuedResultStore):
     def write_packed(self, db: Connection, packed: Packed) -> NewCounts:
         """Write `packed` on `db`, within the caller's transaction; the signatures' new counts."""
         batches = self._batches(packed)
-        if packed.completions:  # a session evaluated again: its earlier completion's rows go, in this transaction
-            forget_earlier_completions(db, packed.completions)
-        with db.conn.cursor() as cursor:
-            for sql, rows in ((_INSERT_TRACE, packed.traces), (_INSERT_RESULT, packed.results),
-                              (_APPEND_PASSED, packed.appended), (_UPSERT_SESSION, packed.sessions)):  # fmt: skip
-                if rows:
-                    db.renew()
-                    cursor.executemany(sql, rows)
-        write_pending(db, packed)
-        if not batches:
-            return {}
-        db.renew()
-        return upsert(db, batches, self.policy, "GREATEST")
+        write_rows(db, packed, INSERT_TRACE)
+        return upsert(db, batches, self.policy) if batches else {}
 
     def transaction(self, work: Callable[[Any], T]) -> T:
         with self._connection() as db, db.conn.transaction():
@@ -219,6 +201,6 @@ class PostgresResultStore(writer.QueuedResultStore):
         with self._connection() as db:
             return retention.enforce_size(db, self.max_size, self._budget)
 
-    def _fetch(self, query: str, params: Sequence[Any]) -> list[tuple]:
+    def _fetch(self, query: Statement, params: writer.Params) -> list[tuple]:
         with self._connection() as db:
-            return db.execute(query, params).fetchall()
+            return execute(db, query, params).fetchall()

@@ -67,7 +67,7 @@ def test_the_chain_declares_the_legacy_versions_this_release_writes() -> None:
     """Each legacy version 1 to 9 is made by one revision, in order; the head is equivalent to SCHEMA_VERSION."""
     legacy = [chain().legacy[revision] for revision in chain().order]
     assert legacy == sorted(legacy) and legacy[0] == 0
-    assert chain().legacy_head == SCHEMA_VERSION == LATEST
+    assert chain().legacy_head == migrate.LEGACY_HEAD == SCHEMA_VERSION == LATEST
     assert [chain().stamp_for(v) for v in range(LATEST + 1)] == [None, *(f"{v:04}" for v in range(1, LATEST + 1))]
 
 

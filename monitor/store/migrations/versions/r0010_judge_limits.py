@@ -25,7 +25,7 @@ CREATE_LOCK = 0x61676D5F6A6C6D74  # pg_advisory_xact_lock key: "agm_jlmt", the o
 def upgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
-    op.execute(sa.text(f"SELECT pg_advisory_xact_lock({CREATE_LOCK})"))
+    op.execute(sa.text("SELECT pg_advisory_xact_lock(:key)").bindparams(key=CREATE_LOCK))
     op.create_table(
         "judge_limits",
         sa.Column("scope", sa.Text, primary_key=True),
