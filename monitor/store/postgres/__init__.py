@@ -1,5 +1,6 @@
 """The result store on PostgreSQL (`store.url: postgresql://…`): one database that every replica writes and reads,
-so the review of any replica shows all of them. Same tables, versions and review SQL as SQLite (the Dialect).
+so the review of any replica shows all of them. Same tables, migrations and statements as SQLite (store/tables.py,
+statements.py).
 
 The public modules are the ones `__all__` names (the review's PostgreSQL reader uses `connection` and `schema`;
 `leases` gives each poll source to one replica; `open_sessions` shares open conversations between them;
