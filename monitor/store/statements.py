@@ -98,15 +98,14 @@ def dialect_of(db: Any) -> str:
 
 
 def bound(statement: Statement, dialect: str, params: Mapping[str, Any] | None = None) -> tuple[str, Mapping[str, Any]]:
-    """The SQL and parameters that run `statement` on a connection of `dialect` that is not the store's (a psycopg
+    """The SQL and parameters that run `statement` on a connection of `dialect` (`execute` on the store's; a psycopg
     connection of its own, run under a deadline: postgres/leases.py, postgres/judge_limits.py)."""
     return statement.compiled(dialect).bind(params or {})
 
 
 def execute(db: Any, statement: Statement, params: Mapping[str, Any] | None = None) -> Any:
     """Run `statement` on `db` (a sqlite3 connection or postgres/connection.Connection); its cursor."""
-    text, bound = statement.compiled(dialect_of(db)).bind(params or {})
-    return db.execute(text, bound)
+    return db.execute(*bound(statement, dialect_of(db), params))
 
 
 def executemany(db: Any, statement: Statement, rows: Iterable[Mapping[str, Any]]) -> None:

@@ -20,43 +20,11 @@ from monitor.store.migrate import chain
 from monitor.store.schema import SCHEMA_VERSION, StoreSchemaError
 from monitor.store.sqlite import ResultStore
 from tests.support.backends import Backend, sqlite_backend
+from tests.support.legacy_schema import BASELINE
 from tests.support.store_builders import detail, outcome, row
 
-# The schema exactly as the store created it before versioning (user_version 0).
-UNVERSIONED = """
-CREATE TABLE IF NOT EXISTS results (
-    id INTEGER PRIMARY KEY,
-    created_at REAL NOT NULL,
-    trace_id TEXT NOT NULL,
-    span_id TEXT,
-    service TEXT,
-    agent TEXT,
-    model TEXT,
-    evaluator TEXT NOT NULL,
-    level TEXT NOT NULL,
-    score REAL,
-    passed INTEGER,
-    skip_reason TEXT,
-    explanation TEXT,
-    details TEXT
-);
-CREATE INDEX IF NOT EXISTS results_trace ON results(trace_id);
-DROP INDEX IF EXISTS results_eval_time;
-CREATE INDEX IF NOT EXISTS results_failing ON results(evaluator, created_at) WHERE passed = 0;
-CREATE INDEX IF NOT EXISTS results_failing_time ON results(created_at) WHERE passed = 0;
-CREATE TABLE IF NOT EXISTS traces (
-    trace_id TEXT PRIMARY KEY,
-    created_at REAL NOT NULL,
-    service TEXT,
-    input TEXT,
-    output TEXT,
-    span_count INTEGER,
-    duration_ms REAL,
-    has_errors INTEGER,
-    passed TEXT
-);
-CREATE INDEX IF NOT EXISTS traces_time ON traces(created_at);
-"""
+# The schema exactly as the store created it before versioning (user_version 0): the frozen baseline.
+UNVERSIONED = ";\n".join(BASELINE) + ";\n"
 T1, T2 = "1" * 32, "2" * 32
 
 
