@@ -56,6 +56,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+# Alembic logs each plugin as it loads and each step it runs, at INFO: one line of ours says what happened.
+logging.getLogger("alembic").setLevel(logging.WARNING)
 
 MIGRATIONS = Path(__file__).resolve().with_name("migrations")
 VERSION_TABLE = "alembic_version"
@@ -238,13 +240,15 @@ def _run(conn: Any, found: StoredSchema, where: object) -> None:
     """The chain from where `found` is to the head, in the caller's transaction on `conn` (SQLAlchemy's)."""
     from alembic import command
 
-    logging.getLogger("alembic.runtime.migration").setLevel(logging.WARNING)  # one line of ours says it
     config = alembic_config(conn)
     start = found.revision
     if start is None and (start := chain().stamp_for(found.legacy)) is not None:
         command.stamp(config, start)  # an older release's database: at the revision of its version
     command.upgrade(config, "head")
-    log.info("the result store %s: schema upgraded from %s to revision %s", where, start or "nothing", chain().head)
+    if start is None and found.legacy == 0:  # a new database (the workers' in-memory ones too): nothing to report
+        log.debug("the result store %s: schema created at revision %s", where, chain().head)
+    else:
+        log.info("the result store %s: schema upgraded from %s to revision %s", where, start or "nothing", chain().head)
 
 
 class _Borrowed:

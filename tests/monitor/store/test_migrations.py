@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -315,3 +316,18 @@ def test_a_postgresql_database_at_an_unknown_revision_is_refused_naming_it(postg
         PostgresResultStore(postgres_url)
     with pytest.raises(StoreSchemaError, match=message):
         PostgresReviewReader.open(postgres_url)
+
+
+def test_an_upgrade_is_one_line_of_ours_and_a_new_database_none(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Alembic's own INFO lines (a line per plugin and per step) stay out of the daemon's log."""
+    caplog.set_level(logging.INFO)
+    old = _sqlite(tmp_path / "old.db")
+    sqlite_at(old, 4)
+    migrate.upgrade(old, "old.db")
+    migrate.upgrade(_sqlite(tmp_path / "new.db"), "new.db")
+    lines = [(record.name, record.getMessage()) for record in caplog.records if record.levelno >= logging.INFO]
+    assert lines == [
+        (migrate.__name__, f"the result store old.db: schema upgraded from 0004 to revision {chain().head}")
+    ]
