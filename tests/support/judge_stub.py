@@ -42,12 +42,14 @@ class StubClient:
     """Returns the scripted replies in order (then `default`), raising the scripted exceptions.
 
     Counts calls and requests in flight (overall and by system instruction, i.e. by judge); `delay`
-    seconds of asyncio.sleep per call; `clock` (optional) stamps each call.
+    seconds of asyncio.sleep per call; a call cancelled during it takes `abort_delay` more seconds to give up (a
+    client closing its connection), holding its slot; `clock` (optional) stamps each call.
     """
 
     script: list[Script] = field(default_factory=list)
     default: Script | None = None
     delay: float = 0.0
+    abort_delay: float = 0.0
     calls: list[Call] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
@@ -78,7 +80,7 @@ class StubClient:
         self.max_by_system[system] = max(self.max_by_system[system], self.by_system[system])
         try:
             if self.delay:
-                await asyncio.sleep(self.delay)
+                await self._sleep(self.delay)
             else:
                 await asyncio.sleep(0)
             if isinstance(step, BaseException):
@@ -87,6 +89,14 @@ class StubClient:
         finally:
             self.in_flight -= 1
             self.by_system[system] -= 1
+
+    async def _sleep(self, seconds: float) -> None:
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            if self.abort_delay:
+                await asyncio.shield(asyncio.sleep(self.abort_delay))
+            raise
 
     async def aclose(self) -> None:
         self.closed = True

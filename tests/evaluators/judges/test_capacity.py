@@ -48,7 +48,9 @@ def test_a_judgement_waiting_for_the_rate_limit_past_its_timeout_is_a_rate_limit
 
 
 def test_a_wait_for_a_judges_own_concurrency_is_rate_limited_and_a_slow_reply_is_not() -> None:
-    stub, observer = StubClient(delay=5.0), RecordingObserver()
+    # The call in flight holds its slot for 1 s after its timeout, so that the queued judgement's own timeout
+    # (started a moment later) always comes while it waits, however loaded the host.
+    stub, observer = StubClient(delay=5.0, abort_delay=1.0), RecordingObserver()
     engine = JudgeEngine(settings(judgement_timeout=0.3), stub, observer)
     judge = AnswerJudge(max_concurrency=1)
 
