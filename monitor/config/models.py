@@ -34,6 +34,7 @@ from .receivers import GrpcReceiverConfig, HttpReceiverConfig, ReceiversConfig
 from .review import ReviewConfig
 from .security import AuthConfig, TlsConfig
 from .sessions import SessionsConfig
+from .drift import DriftConfig
 from .signatures import SignaturesConfig
 from .sources import AnySourceConfig, check_distinct_names
 from .store import StoreConfig
@@ -88,6 +89,7 @@ class MonitorConfig(Section):
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
     signatures: SignaturesConfig = Field(default_factory=SignaturesConfig)
+    drift: DriftConfig = Field(default_factory=DriftConfig)
     pricing: PricingConfig = Field(default_factory=PricingConfig)
     api: ApiConfig = Field(default_factory=ApiConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
