@@ -116,6 +116,7 @@ class DriftReport(BaseModel):
     signals: list[SignalState] = Field(default_factory=list)
     tested: int = 0  # signals with a p-value (the family the false discovery rate is controlled over)
     complete: bool = True  # False: a read of the store failed or was cut (the report keeps the last good values)
+    duration_seconds: float = 0.0  # how long the report took to make (its reads and tests)
 
     def changes(self) -> list[SignalState]:
         """The active changes, largest effect first (points and relative effects ranked together by |effect|)."""

@@ -1,0 +1,137 @@
+"""The drift job: a lifecycle component that makes a `DriftReport` every `drift.interval` from the result store and
+hands it to the metrics and the Changes page.
+
+Each report is as of a time aligned to the interval (`windows.report_time`), `settle` seconds behind the clock, so
+that every replica reading the same shared store makes the same report. Its reads run in a thread (they are the
+review reader's, with their deadlines); the windows are summed from buckets read once each (buckets.py): the
+recent window from buckets of `interval`, the baselines from coarser ones. A failed read keeps the last good
+report exported and counts the failure; the daemon never stops for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from monitor.config.drift import DriftConfig
+from monitor.store.signal_rows import DriftEpisode, WindowAggregates
+
+from .buckets import BucketCache
+from .model import DriftReport
+
+log = logging.getLogger(__name__)
+
+EpisodeKey = tuple[str, str, str, str]
+
+
+class DriftReads(Protocol):
+    """What the job needs of the store (the review reader's drift reads)."""
+
+    def drift_window(self, since: float, until: float) -> WindowAggregates: ...
+
+    def drift_episodes(self) -> list[DriftEpisode]: ...
+
+    def record_drift_episodes(self, started: Sequence[DriftEpisode], ended: Sequence[EpisodeKey]) -> None: ...
+
+
+def baseline_bucket(config: DriftConfig) -> float:
+    """The baselines' bucket: a sixth of the recent window, a whole number of intervals (at least one)."""
+    intervals = max(1, int(config.recent / 6 // config.interval))
+    return intervals * config.interval
+
+
+class DriftJob:
+    def __init__(
+        self,
+        config: DriftConfig,
+        reads: DriftReads,
+        publish: Callable[[DriftReport], None],
+        *,
+        failed: Callable[[], None] = lambda: None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self._reads = reads
+        self._publish = publish
+        self._failed = failed
+        self._clock = clock
+        self._recent = BucketCache(reads.drift_window, config.interval)
+        self._same_hours = BucketCache(reads.drift_window, baseline_bucket(config))
+        self._trailing = BucketCache(reads.drift_window, max(config.recent, baseline_bucket(config)))
+        self.latest: DriftReport | None = None
+        self._last_as_of = float("-inf")
+        self._task: asyncio.Task[None] | None = None
+
+    def report(self, as_of: float) -> DriftReport:
+        """The report as of `as_of` (blocking: the store's reads), its episodes merged with the stored ones."""
+        from .detect import detect  # scipy only once drift runs
+        from .episodes import merge_episodes
+        from .moments import signal_moments
+        from .windows import recent_range, same_hours_ranges, trailing_range
+
+        config = self.config
+        recent = self._recent.windows([recent_range(config, as_of)])
+        same_hours = self._same_hours.windows(same_hours_ranges(config, as_of))
+        trailing = self._trailing.windows([trailing_range(config, as_of)])
+        report = detect(
+            config,
+            as_of,
+            signal_moments(config, recent),
+            signal_moments(config, same_hours),
+            signal_moments(config, trailing),
+            (recent.variants, [*same_hours.variants, *trailing.variants]),
+        )
+        report, started, ended = merge_episodes(report, self._reads.drift_episodes())
+        if started or ended:
+            self._reads.record_drift_episodes(started, ended)
+        return report
+
+    async def run_once(self) -> DriftReport | None:
+        """Make the report due now, unless it was made; None when it was, or when the store failed."""
+        as_of = _report_time(self.config, self._clock())
+        if as_of <= self._last_as_of:
+            return None
+        started = time.perf_counter()
+        try:
+            report = await asyncio.to_thread(self.report, as_of)
+        except Exception as exc:  # the store, or a bug: the last good report stays
+            for cache in (self._recent, self._same_hours, self._trailing):
+                cache.forget()
+            log.warning("drift: the report as of %.0f failed (%s: %s); the last one stays", as_of, type(exc).__name__, exc)
+            self._failed()
+            return None
+        self._last_as_of = as_of
+        self.latest = report.model_copy(update={"duration_seconds": time.perf_counter() - started})
+        self._publish(self.latest)
+        return self.latest
+
+    async def _loop(self) -> None:
+        while True:
+            await self.run_once()
+            now = self._clock()
+            due = _report_time(self.config, now) + self.config.interval + self.config.settle
+            await asyncio.sleep(max(0.05, due - now))
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="drift")
+
+    async def shutdown(self, grace: float) -> None:
+        task, self._task = self._task, None
+        if task is None:
+            return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def _report_time(config: DriftConfig, now: float) -> float:
+    from .windows import report_time
+
+    return report_time(config, now)
+
+
+__all__ = ["DriftJob", "DriftReads", "baseline_bucket"]
