@@ -101,7 +101,8 @@ class DriftJob:
         except Exception as exc:  # the store, or a bug: the last good report stays
             for cache in (self._recent, self._same_hours, self._trailing):
                 cache.forget()
-            log.warning("drift: the report as of %.0f failed (%s: %s); the last one stays", as_of, type(exc).__name__, exc)
+            name = type(exc).__name__
+            log.warning("drift: the report as of %.0f failed (%s: %s); the last one stays", as_of, name, exc)
             self._failed()
             return None
         self._last_as_of = as_of
