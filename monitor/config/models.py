@@ -16,6 +16,7 @@ from pydantic import Field, field_validator, model_validator
 
 from .alerting import AlertingConfig
 from .api import ApiConfig
+from .drift import DriftConfig
 from .evaluators import (
     AlertConfig,
     EvaluatorSet,
@@ -34,7 +35,6 @@ from .receivers import GrpcReceiverConfig, HttpReceiverConfig, ReceiversConfig
 from .review import ReviewConfig
 from .security import AuthConfig, TlsConfig
 from .sessions import SessionsConfig
-from .drift import DriftConfig
 from .signatures import SignaturesConfig
 from .sources import AnySourceConfig, check_distinct_names
 from .store import StoreConfig

@@ -10,6 +10,6 @@ the package. Importing the package imports none of its modules.
 
 __all__ = [
     "errors", "from_config", "health", "migrate", "open_session_rows", "open_sessions_sqlite", "poll_checkpoints",
-    "postgres", "reviews", "rows", "schema", "signal_rows", "signatures", "sql_functions", "sqlite", "statements", "step_tree",
-    "tables", "trace_detail", "writer",
+    "postgres", "reviews", "rows", "schema", "signal_rows", "signatures", "sql_functions", "sqlite", "statements",
+    "step_tree", "tables", "trace_detail", "writer",
 ]  # fmt: skip
