@@ -41,6 +41,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "list recent evaluation results, one trace, a breakdown or the evaluators",
     ),
     ("signatures", "monitor.commands.signatures_cmd", "failure signatures by impact, or one signature and its traces"),
+    (
+        "changes",
+        "monitor.commands.changes_cmd",
+        "drift: each agent's signals that changed against its own baseline, largest effect first",
+    ),
     ("calibrate", "monitor.commands.calibrate_cmd", "the threshold of a scored evaluator that matches reviewers best"),
     (
         "poll",

@@ -8,6 +8,7 @@ are internal to the package; offline evaluation, which `evaluate`, `compare` and
 
 __all__ = [
     "calibrate_cmd",
+    "changes_cmd",
     "check_config",
     "compare_cmd",
     "daemon_address",

@@ -1,6 +1,6 @@
 """The review API v1 under /api/v1: results, one trace, a breakdown, failure signatures (by impact, and one with
-its traces), conversations (sessions, and one with its turns), the evaluators, the OpenAPI document, and the
-reviewers' verdicts (api_reviews.py: the only path that writes).
+its traces), conversations (sessions, and one with its turns), the evaluators, drift's changes (api_changes.py),
+the OpenAPI document, and the reviewers' verdicts (api_reviews.py: the only path that writes).
 
 Handlers read what they are given: a ReviewReader (None: the store is disabled) and a callable listing the
 configured evaluators. Reader calls run on a worker thread, so SQLite never blocks the event loop that also
@@ -20,11 +20,14 @@ from collections.abc import Callable
 from aiohttp import web
 from pydantic import BaseModel, TypeAdapter
 
+from monitor.config.drift import DriftConfig
 from monitor.review.api_params import ReviewError, Unavailable
 from monitor.review.models import EvaluatorStatus, ReviewReader, VariantComparison
 from monitor.review.service import RESOLVE_AFTER, STORE_DISABLED, ReviewService
 from monitor.web.access import Access
+from monitor.web.api_changes import changes_routes
 from monitor.web.api_reviews import review_routes
+from monitor.web.changes import ChangesSource
 from monitor.web.openapi import OPENAPI_PATH, PREFIX, openapi_document
 from monitor.web.review_writer import ReviewWriter
 
@@ -67,10 +70,13 @@ def api_v1_routes(
     resolve_after: float = RESOLVE_AFTER,
     reviewing: ReviewWriter | None = None,
     access: Access | None = None,
+    changes: ChangesSource | None = None,
+    drift: DriftConfig | None = None,
 ) -> list[web.RouteDef]:
     """The routes of /api/v1; `unavailable`: the 503 reason while `reader` is None; `clock`: the "now" of relative
     times; `comparisons_info`: the live variant comparisons (none: []); `resolve_after`: signatures.resolve_after;
-    `reviewing` writes reviews (None: 503) with the token of `access` (None, or no token: nothing is reviewed)."""
+    `reviewing` writes reviews (None: 503) with the token of `access` (None, or no token: nothing is reviewed);
+    `changes`: drift's latest report (None: drift is not run, 503) and `drift` its config (api_changes.py)."""
     review = ReviewService(reader, unavailable, clock, resolve_after)
 
     async def results(request: web.Request) -> web.Response:
@@ -93,6 +99,7 @@ def api_v1_routes(
         *_session_routes(review),
         *review_routes(review, reviewing, access, _answer, json_error),
         *_live_routes(evaluators_info, comparisons_info),
+        *changes_routes(changes, drift, _answer, json_error),
         _openapi_route(),
     ]
 

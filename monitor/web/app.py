@@ -7,12 +7,14 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from monitor.config.drift import DriftConfig
 from monitor.config.review import ReviewConfig
 from monitor.review.models import ReviewReader
 from monitor.review.service import RESOLVE_AFTER, STORE_DISABLED
 from monitor.web.access import Access, access_control
 from monitor.web.api_failing import api_failing_routes
 from monitor.web.api_v1 import ComparisonsInfo, EvaluatorsInfo, api_error_response, api_v1_routes
+from monitor.web.changes import ChangesSource
 from monitor.web.csrf import SAME_SITE
 from monitor.web.health import Readiness, Render, health_routes
 from monitor.web.pages import login_redirect, review_headers, review_page_routes, wants_login_page
@@ -76,6 +78,11 @@ async def nosniff(request: web.BaseRequest, response: web.StreamResponse) -> Non
         response.headers.setdefault("Cache-Control", "no-store")
 
 
+def _application(access: Access) -> web.Application:
+    middlewares = [access_control(access, refusal_answer), api_errors]
+    return web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)
+
+
 def build_api_app(
     render: Render,
     readiness: Readiness,
@@ -90,17 +97,18 @@ def build_api_app(
     resolve_after: float = RESOLVE_AFTER,
     queue: ReviewQueue | None = None,
     reviewing: ReviewWriter | None = None,
+    changes: ChangesSource | None = None,
+    drift: DriftConfig | None = None,
 ) -> web.Application:
     """The metrics port: what it serves is passed in (it reads, never drives, the engine). `reader` and
-    `evaluators_info` serve /api/v1 (api_v1.py) and the review page /review (pages/); while `reader` is None both
-    answer 503 "review unavailable" with `unavailable` as the reason. `comparisons_info`: the live variant
-    comparisons, for /api/v1/comparisons and /review/canary. `access`: who reads trace content (default: the
-    token, else loopback clients only; access.py). `resolve_after`: signatures.resolve_after (signature statuses).
-    `queue`: the review queue (/review/queue); `reviewing`: writes reviewers' verdicts (POST /api/v1/reviews and
-    the page's forms; None: nothing can be reviewed)."""
+    `evaluators_info` serve /api/v1 (api_v1.py) and /review (pages/); while `reader` is None both answer 503 "review
+    unavailable" with `unavailable` as the reason. `comparisons_info`: the live variant comparisons (for
+    /api/v1/comparisons and /review/canary). `access`: who reads trace content (default: the token, else loopback
+    clients only; access.py). `resolve_after`: signatures.resolve_after. `queue`: /review/queue; `reviewing` writes
+    reviewers' verdicts (None: nothing can be reviewed). `changes`, `drift`: drift's latest report (None before the
+    first; `changes` None: drift is not run) and its config section, for /api/v1/changes and /review/changes."""
     access = access if access is not None else Access(token)
-    middlewares = [access_control(access, refusal_answer), api_errors]
-    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)
+    app = _application(access)
     app.add_routes(
         [
             *health_routes(render, readiness),
@@ -113,6 +121,8 @@ def build_api_app(
                 resolve_after=resolve_after,
                 reviewing=reviewing,
                 access=access,
+                changes=changes,
+                drift=drift,
             ),
             *review_page_routes(
                 reader,
@@ -125,6 +135,8 @@ def build_api_app(
                 resolve_after=resolve_after,
                 queue=queue,
                 reviewing=reviewing,
+                changes=changes,
+                drift=drift,
             ),
         ]
     )

@@ -22,12 +22,14 @@ from monitor.review.api_params import (
     TRACE_ID_PATTERN,
     QueryParam,
 )
+from monitor.review.change_models import ChangesPage
 from monitor.review.models import Breakdown, EvaluatorStatus, ResultsPage, TraceDetail, VariantComparison
 from monitor.review.review_models import ReviewHistory, ReviewRecord, ReviewRequest, ReviewsPage
 from monitor.review.review_params import HISTORY_PARAMS, MAX_BODY_BYTES, REVIEWS_PARAMS
 from monitor.review.session_models import SessionDetail, SessionsPage
 from monitor.review.session_params import SESSION_ID_PATTERN, SESSIONS_PARAMS
 from monitor.review.signature_models import SignatureDetail, SignaturesPage
+from monitor.web.changes import CHANGES_PARAMS
 
 PREFIX = "/api/v1"
 OPENAPI_PATH = f"{PREFIX}/openapi.json"
@@ -59,7 +61,7 @@ def _schemas() -> dict[str, Any]:
     schemas: dict[str, Any] = {}
     models = (ResultsPage, TraceDetail, Breakdown, SignaturesPage, SignatureDetail, EvaluatorStatus, VariantComparison)
     reviews = (ReviewsPage, ReviewHistory, ReviewRecord)
-    for model in (*models, SessionsPage, SessionDetail, *reviews, ApiError):
+    for model in (*models, SessionsPage, SessionDetail, *reviews, ChangesPage, ApiError):
         schema = model.model_json_schema(ref_template=REF, mode="serialization")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
@@ -272,8 +274,28 @@ def _live_paths() -> dict[str, Any]:
             [],
             ("400", "401", "404"),
         ),
+        f"{PREFIX}/changes": _changes_operation(),
         OPENAPI_PATH: _OPENAPI_OPERATION,
     }
+
+
+def _changes_operation() -> dict[str, Any]:
+    """Drift's changes: its 503 is drift's, not the store's."""
+    operation = _operation(
+        "listChanges",
+        "Drift (issue 41): the latest report's active changes, each (service, agent)'s signal against its own "
+        "baseline (the same hours of the previous days, or the window before), largest |effect| first, with both "
+        "windows' means, counts and 95 % intervals, the test's p and q values, since when, a one-line summary and "
+        "the review page's link to the recent window's results; `all=true`: every tested signal.",
+        _ref("ChangesPage"),
+        [_query(p) for p in CHANGES_PARAMS],
+        ("400", "401", "404", "503"),
+    )
+    operation["get"]["responses"]["503"]["description"] = (
+        "Drift detection is not run by this process (drift.enabled: false), or no report is made yet (then with "
+        'Retry-After); the message starts with "drift unavailable: ".'
+    )
+    return operation
 
 
 def openapi_document() -> dict[str, Any]:

@@ -106,6 +106,7 @@ def _nav(site: ReviewSite, active: str) -> Html:
         el("a", "results", href=RESULTS, class_="active" if active == "results" else None),
         el("a", "breakdown", href=f"{ROOT}/breakdown", class_="active" if active == "breakdown" else None),
         el("a", "sessions", href=f"{ROOT}/sessions", class_="active" if active == "sessions" else None),
+        el("a", "changes", href=f"{ROOT}/changes", class_="active" if active == "changes" else None),
         el("a", "queue", href=QUEUE, class_="active" if active == "queue" else None),
     ]
     if site.comparisons is not None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar, cast
 
 from aiohttp import web
 
+from monitor.config.drift import DriftConfig
 from monitor.config.review import MAX_PAGE_SIZE, ReviewConfig
 from monitor.logutil import RateLimitedLogger
 from monitor.review.models import BreakdownBy, BreakdownSort, EvaluatorStatus, ReviewReader, VariantComparison
@@ -25,6 +26,7 @@ from monitor.review.service import RESOLVE_AFTER
 from monitor.review.session_models import MAX_SESSION_ID_CHARS, SessionFilter
 from monitor.review.signature_models import DEFAULT_RANGE, SignatureFilter
 from monitor.web.access import Access
+from monitor.web.changes import ChangesSource
 from monitor.web.html import Html, el
 from monitor.web.page_params import (
     QueryError,
@@ -39,6 +41,7 @@ from monitor.web.pages.breakdown import PAGE as BREAKDOWN
 from monitor.web.pages.breakdown import breakdown_page
 from monitor.web.pages.canary import PAGE as CANARY
 from monitor.web.pages.canary import canary_page
+from monitor.web.pages.changes import changes_routes
 from monitor.web.pages.failures import candidate_section, failures_page, signature_page
 from monitor.web.pages.layout import (
     RESULTS,
@@ -323,10 +326,13 @@ def review_page_routes(
     resolve_after: float = RESOLVE_AFTER,
     queue: ReviewQueue | None = None,
     reviewing: ReviewWriter | None = None,
+    changes: ChangesSource | None = None,
+    drift: DriftConfig | None = None,
 ) -> list[web.RouteDef]:
     """The review page's routes. `reader` None: every data page is a 503 saying `unavailable_reason`. `access`:
     the port's policy (its sessions and guess limiter; default: one of `token`'s own). `queue`, `reviewing`: the
     review queue (/review/queue) and the review writer its forms post to (None: the queue page is a 503).
+    `changes`, `drift`: drift's latest report and config (/review/changes; None: its empty state says drift is off).
     Register `layout.review_headers` as the app's on_response_prepare too (build_api_app does)."""
     site = ReviewSite(
         reader,
@@ -355,5 +361,6 @@ def review_page_routes(
         *login_routes(site),
         *review_routes(site),
         *queue_routes(site, queue, reviewing),
+        *changes_routes(site, changes, drift),
         web.get(f"{ROOT}/{{tail:.*}}", pages.not_found),
     ]
