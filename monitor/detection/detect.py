@@ -137,7 +137,9 @@ def detect(
     for i, q in zip(tested, q_values):
         states[i] = _judged(config, states[i], q)
     new = _new_variants(Variants(*variants) if variants is not None else Variants())
-    states = [s.model_copy(update={"recent_variants": new.get((s.service, s.agent), ())}) for s in states]
+    for i, state in enumerate(states):
+        if names := new.get((state.service, state.agent)):
+            states[i] = state.model_copy(update={"recent_variants": names})
     return DriftReport(as_of=as_of, recent_seconds=config.recent, signals=states, tested=len(tested))
 
 

@@ -3,9 +3,11 @@ and is the same on every replica.
 
 `merge_episodes` joins a new report with the stored episodes: an active change already stored in the same
 direction keeps its stored `since`; a new one (or one whose direction flipped: a new episode) starts at the
-report's time; a stored episode whose change is no longer active ends. The store applies the ended keys before
-the started episodes (a flip ends and starts the same key). An incomplete report ends nothing: a signal it lacks
-may be one whose read failed.
+report's time; a stored episode whose change is no longer active ends. An incomplete report ends nothing: a
+signal it lacks may be one whose read failed.
+
+A flip both ends and starts its key: the ended keys must be deleted before the started episodes are inserted (an
+insert keeps an episode already stored under the key, so that the first replica's `since` wins).
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ def _variance(m: Moments) -> float:
     """The sample variance (n − 1) from the moments; rounding noise of equal values counts as 0."""
     mean = m.total / m.n
     spread = m.squares - m.n * mean * mean
-    if spread <= 1e-12 * max(m.squares, 1e-300) or spread <= 0:
+    if spread <= 1e-12 * m.squares:  # within the sums' rounding (and never negative)
         return 0.0
     return spread / (m.n - 1)
 

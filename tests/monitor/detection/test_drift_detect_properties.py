@@ -53,6 +53,7 @@ def test_every_state_is_consistent(inputs: Windows) -> None:
     report = detect(config(), AS_OF, *inputs)
     assert report.tested == sum(s.p_value is not None for s in report.signals)
     for state in report.signals:
+        assert (state.p_value is None) == (min(state.baseline.n, state.recent.n) < 30)  # drift.min_samples
         if state.p_value is None:
             assert state.q_value is None and not state.significant
         else:
