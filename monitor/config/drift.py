@@ -13,9 +13,26 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from monitor.detection.signals import SIGNALS
-
 from .units import Duration, Section
+
+# The names of the signals (monitor/detection/signals.py's catalogue; tests/monitor/detection keeps the two the
+# same). Spelt here because the detector reads store rows and the store reads the config: importing the catalogue
+# would close a cycle config → detection → store → config.
+SIGNAL_NAMES = (
+    "pass_ratio",
+    "score",
+    "error_rate",
+    "tool_success",
+    "tool_share",
+    "llm_calls",
+    "tool_calls",
+    "response_length",
+    "tokens",
+    "cost",
+    "latency",
+    "turns",
+    "conversation_ended",
+)
 
 
 class MinEffect(Section):
@@ -75,8 +92,8 @@ class DriftConfig(Section):
         if self.recent >= self.period:
             problems.append(f"recent ({self.recent:g} s) must be shorter than a period ({self.period:g} s)")
         for name in [*self.signals, *self.exclude]:
-            if name.split(":", 1)[0] not in SIGNALS:
-                problems.append(f"unknown signal {name!r} (signals: {', '.join(SIGNALS)})")
+            if name.split(":", 1)[0] not in SIGNAL_NAMES:
+                problems.append(f"unknown signal {name!r} (signals: {', '.join(SIGNAL_NAMES)})")
         if problems:
             raise ValueError("; ".join(problems))
         return self

@@ -4,4 +4,6 @@ with scipy and exported as a `model.DriftReport` to the metrics, the rules and t
 The public modules are the ones `__all__` names. Importing the package imports none of its modules.
 """
 
-__all__ = ["model", "signals"]
+__all__ = [
+    "describe", "detect", "episodes", "model", "moments", "settings", "signals", "statistics", "windows",
+]  # fmt: skip
