@@ -13,7 +13,8 @@
   `agent_monitor_drift_signals_tested` and `agent_monitor_drift_report_failures_total`.
 
 `publish(report, duration)` is called by the drift job (any thread): the samples are prepared there and swapped in
-under a lock, so a scrape only copies them out. An incomplete report (`complete=False`: a read of the store failed
+under a lock, so a scrape only copies them out (a report's 8 series a signal cost /metrics what as many result
+series do: tests/bench/bench_drift_scrape.py). An incomplete report (`complete=False`: a read of the store failed
 or was cut) and `failed()` (the job raised) count a failure and leave the last good report exported.
 
 Label values are cleaned like the result series' (labels.py): `service` and `agent` through the result metrics'
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
 
 from monitor.detection.model import Direction, DriftReport, SignalState
 from monitor.metrics.labels import clean_label_text, sanitize_label_value
@@ -65,9 +67,9 @@ _FAMILIES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 
 @dataclass(frozen=True, slots=True)
 class _Snapshot:
-    """One report's samples, by family name (label values, value), and the report's own gauges."""
+    """One report's samples, by family name (built once, at `publish`), and the report's own gauges."""
 
-    samples: dict[str, list[tuple[tuple[str, ...], float]]] = field(default_factory=dict)
+    samples: dict[str, list[Sample]] = field(default_factory=dict)
     as_of: float = 0.0
     tested: int = 0
 
@@ -121,9 +123,13 @@ class DriftMetrics(Collector):
                 break
             seen.add(key)
             _add(samples, key, state)
-        for rows in samples.values():
-            rows.sort()
-        return _Snapshot(samples, report.as_of, report.tested)
+        built = {}
+        for name, _, extra in _FAMILIES:
+            labelnames = (*SIGNAL_LABELS, *extra)
+            built[name] = [
+                Sample(name, dict(zip(labelnames, labels)), value) for labels, value in sorted(samples[name])
+            ]
+        return _Snapshot(built, report.as_of, report.tested)
 
     def _key(self, state: SignalState) -> tuple[str, ...]:
         service, agent = self._labels(state.service, state.agent)
@@ -134,8 +140,7 @@ class DriftMetrics(Collector):
             snapshot, duration = self._snapshot, self._duration
         for name, documentation, extra in _FAMILIES:
             family = GaugeMetricFamily(name, documentation, labels=[*SIGNAL_LABELS, *extra])
-            for labels, value in snapshot.samples.get(name, ()):
-                family.add_metric(labels, value)
+            family.samples = list(snapshot.samples.get(name, ()))  # built at publish: a scrape copies them out
             yield family
         yield _gauge("agent_monitor_drift_report_timestamp_seconds", "The last drift report's time.", snapshot.as_of)
         yield _gauge("agent_monitor_drift_report_duration_seconds", "How long the last drift report took.", duration)
