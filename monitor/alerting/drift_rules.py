@@ -11,7 +11,7 @@ to the Changes page of the agent.
 
 from __future__ import annotations
 
-from monitor.config.drift import DriftConfig
+from monitor.config import MonitorConfig
 
 from .context import Rule, RuleContext, template_text
 from .promql import duration, select, string
@@ -47,14 +47,14 @@ def read(query: str, then: str, selector: str = "") -> str:
     return f"{{{{ with printf `{text}` {_ARGS} | query }}}}{{{{ . | first | {then} }}}}{{{{ end }}}}"
 
 
-def annotations(config: DriftConfig, context: RuleContext, worse: bool) -> dict[str, str]:
+def drift_annotations(config: MonitorConfig, context: RuleContext, worse: bool) -> dict[str, str]:
     s = context.selector
     baseline = read(f"max({BASELINE}{{OWN}})", 'value | printf "%.3g"', s)
     kind = read(f"max by (baseline) ({BASELINE}{{OWN}})", 'label "baseline"', s)
     recent = read(f"max({RECENT}{{OWN}})", 'value | printf "%.3g"', s)
     direction = read(f"max by (direction) ({DRIFT}{{OWN}}) > 0", 'label "direction"', s)
     since = read(f"max({SINCE}{{OWN}})", "value | humanizeTimestamp", s)
-    window = duration(config.recent)
+    window = duration(config.drift.recent)
     verdict = "worse than" if worse else "changed from"
     return {
         "summary": f"{WHAT} {'regressed' if worse else 'drifted'} from its baseline",
@@ -64,10 +64,10 @@ def annotations(config: DriftConfig, context: RuleContext, worse: bool) -> dict[
     }
 
 
-def drift_rules(config: DriftConfig, context: RuleContext) -> list[Rule]:
+def drift_rules(config: MonitorConfig, context: RuleContext) -> list[Rule]:
     """The two alerts, each when its switch (`drift.alerts.quality`, `.behaviour`) is on; none with drift off."""
-    alerts = config.alerts
-    if not config.enabled:
+    alerts = config.drift.alerts
+    if not config.drift.enabled:
         return []
     wanted = [
         (QUALITY_ALERT, "quality", alerts.quality, alerts.severity),
@@ -79,7 +79,7 @@ def drift_rules(config: DriftConfig, context: RuleContext) -> list[Rule]:
             drift_expr(kind, context.selector),
             severity=severity,
             for_seconds=alerts.for_,
-            annotations=annotations(config, context, kind == "quality"),
+            annotations=drift_annotations(config, context, kind == "quality"),
         )
         for name, kind, on, severity in wanted
         if on

@@ -65,7 +65,7 @@ def rule_groups(config: MonitorConfig, evaluators: Labelled | None = None) -> li
     if health := health_rules(config.alerting.health, context):
         groups.append(group("agent-monitor.health", interval, health))
     groups.append(group("agent-monitor.spend", interval, spend_rules(config.alerting.spend, context)))
-    if drift := drift_rules(config.drift, context):
+    if drift := drift_rules(config, context):
         groups.append(group("agent-monitor.drift", interval, drift))
     return groups
 

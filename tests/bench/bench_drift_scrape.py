@@ -1,7 +1,7 @@
 """Benchmark: what the drift series (monitor/metrics/drift.py) add to a scrape.
 
 Two exporters hold the same results: 50 agents (5 services x 10 agents), each judged by 5 evaluators at trace and
-agent level, with traces; one also holds a drift report of the 50 agents x 20 signals (1,000 signals: 11 series
+agent level, with traces; one also holds a drift report of the 50 agents x 20 signals (1,000 signals: 8 series
 each, the baseline, recent, both directions of the change, active, since and both windows' samples), a tenth of
 them active. Prints the /metrics render time of each (classic text and OpenMetrics), interleaved, and their ratio;
 and what `publish` (preparing a report's samples, on the drift job's thread) takes. Each figure is the median of
@@ -20,16 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from monitor.detection.model import (
-    BaselineKind,
-    Direction,
-    DriftReport,
-    Moments,
-    Scale,
-    SignalKind,
-    SignalState,
-    Statistic,
-)
+from monitor.detection.model import BaselineKind, Direction, DriftReport, Moments, SignalKind, SignalState
 from monitor.detection.signals import SIGNALS
 from monitor.metrics import MetricsExporter
 from monitor.metrics.tally import MetricsTally
@@ -53,14 +44,20 @@ def add_results(m: MetricsExporter, rng: random.Random) -> None:
                 trace_id = f"{rng.getrandbits(128):032x}"
                 tally.add_trace(service, rng.random() * 5, n % 10 == 0, trace_id)
                 rows = [
-                    ResultRow(None, agent if level == "agent" else None, None, evaluator, level, score, score < 0.9,
-                              None, None, None, 0.001)  # fmt: skip
+                    result_row(agent if level == "agent" else None, evaluator, level, rng.random())
                     for evaluator in EVALUATORS
                     for level in ("trace", "agent")
-                    for score in (rng.random(),)
                 ]
                 tally.add_results(service, trace_id, rows)
     m.results.apply_tally(tally)
+
+
+def result_row(agent: str | None, evaluator: str, level: str, score: float) -> ResultRow:
+    return ResultRow(None, agent, None, evaluator, level, score, score < 0.9, None, None, None, 0.001)
+
+
+BASELINE = Moments(n=5000, total=4850.0, squares=4850.0)
+RECENT = Moments(n=300, total=270.0, squares=270.0)
 
 
 def signals_of(service: str, agent: str, rng: random.Random) -> list[SignalState]:
@@ -73,17 +70,14 @@ def signals_of(service: str, agent: str, rng: random.Random) -> list[SignalState
     for name, subject in names[:SIGNALS_PER_AGENT]:
         signal = SIGNALS[name]
         active = rng.random() < 0.1
-        states.append(
-            SignalState(
-                service=service, agent=agent, signal=name, subject=subject, kind=signal.kind,
-                statistic=signal.statistic, scale=signal.scale, baseline_kind=BaselineKind.SAME_HOURS,
-                baseline=Moments(n=5000, total=4850.0, squares=4850.0), recent=Moments(n=300, total=270.0, squares=270.0),
-                effect=-0.07 if active else 0.0, p_value=0.001 if active else 0.4, q_value=0.004 if active else 0.7,
-                significant=active, direction=Direction.DOWN if active else None,
-                worse=(True if active else None) if signal.kind is SignalKind.QUALITY else None,
-                since=1_700_000_000.0 if active else None,
-            )  # fmt: skip
-        )
+        quality = signal.kind is SignalKind.QUALITY
+        fields = dict(service=service, agent=agent, signal=name, subject=subject, kind=signal.kind,
+                      statistic=signal.statistic, scale=signal.scale, baseline_kind=BaselineKind.SAME_HOURS,
+                      baseline=BASELINE, recent=RECENT, p_value=0.4, q_value=0.7)  # fmt: skip
+        if active:
+            fields.update(effect=-0.07, p_value=0.001, q_value=0.004, significant=True, direction=Direction.DOWN,
+                          worse=True if quality else None, since=1_700_000_000.0)  # fmt: skip
+        states.append(SignalState.model_validate(fields))
     return states
 
 
