@@ -42,9 +42,10 @@ def drift_expr(kind: str, selector: str = "") -> str:
 def read(query: str, then: str, selector: str = "") -> str:
     """A Go template that runs `query` (a PromQL expression whose `{OWN}` is the alert's signal's matchers) and
     renders its first sample with `then` (e.g. `value | printf "%.3g"`); nothing when it returns none."""
-    matchers = _OWN + (f",{template_text(selector)}" if selector else "")
+    matchers = _OWN + (f",{selector}" if selector else "")
     text = query.replace("{OWN}", "{" + matchers + "}")
-    return f"{{{{ with printf `{text}` {_ARGS} | query }}}}{{{{ . | first | {then} }}}}{{{{ end }}}}"
+    literal = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'  # a Go string, whatever the selector
+    return f"{{{{ with printf {literal} {_ARGS} | query }}}}{{{{ . | first | {then} }}}}{{{{ end }}}}"
 
 
 def drift_annotations(config: MonitorConfig, context: RuleContext, worse: bool) -> dict[str, str]:

@@ -68,10 +68,10 @@ def expected(labels: dict[str, str], severity: str, moved: str, worse: bool = Tr
 REGRESSED = expected(QUALITY, "warning", "down from 0.97 (baseline: same_hours) to 0.89")
 
 
-def check(tmp_path: Path, inputs: list[dict], expectations: dict[tuple[str, str], list[dict]]) -> None:
+def check(tmp_path: Path, inputs: list[dict], expectations: dict[tuple[str, str], list[dict]], cfg=CONFIG) -> None:
     """Run the rules over `inputs` and expect `expectations` ((alert, eval time) → firing alerts)."""
     cases = [{"alertname": a, "eval_time": at, "exp_alerts": exp} for (a, at), exp in expectations.items()]
-    run_rule_tests(tmp_path, config(CONFIG), [{"interval": "1m", "input_series": inputs, "alert_rule_test": cases}])
+    run_rule_tests(tmp_path, config(cfg), [{"interval": "1m", "input_series": inputs, "alert_rule_test": cases}])
 
 
 def test_the_rule_text_and_promtool_check(tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def test_the_rule_text_and_promtool_check(tmp_path: Path) -> None:
         " == 1\n"
     )
     assert rule["for"] == "10m" and rule["labels"] == {"severity": "warning"}
-    assert 'subject=%q,namespace="agents"})` $labels.service' in rule["annotations"]["description"]
+    assert 'subject=%q,namespace=\\"agents\\"})" $labels.service' in rule["annotations"]["description"]
     check_rules(write_rules(tmp_path, cfg))
     runbooks = (Path(__file__).resolve().parents[3] / "docs" / "runbooks.md").read_text()
     assert f'<a id="{QUALITY_ALERT}"></a>' in runbooks and f'<a id="{BEHAVIOUR_ALERT}"></a>' in runbooks
@@ -132,3 +132,13 @@ def test_a_behaviour_change_fires_agent_behaviour_drift(tmp_path: Path) -> None:
 def test_two_replicas_make_one_alert(tmp_path: Path) -> None:
     inputs = signal(QUALITY, "1x40") + signal(QUALITY, "1x40", instance="b")
     check(tmp_path, inputs, {(QUALITY_ALERT, "15m"): [REGRESSED]})
+
+
+def test_the_selector_reaches_the_annotations_queries(tmp_path: Path) -> None:
+    # two namespaces export the same signal: the alert and its annotations read the selected one only
+    cfg = {**CONFIG, "alerting": {**CONFIG["alerting"], "selector": 'namespace="agents"'}}
+    inputs = [{**s, "series": s["series"].replace("{", '{namespace="agents",', 1)} for s in signal(QUALITY, "1x40")] + [
+        {**s, "series": s["series"].replace("{", '{namespace="other",', 1)}
+        for s in signal(QUALITY, "1x40", baseline=0.5, recent=0.4)
+    ]
+    check(tmp_path, inputs, {(QUALITY_ALERT, "15m"): [REGRESSED]}, cfg)
