@@ -77,7 +77,9 @@ class _Snapshot:
 class DriftMetrics(Collector):
     """`publish` (the drift job's reports), `failed`, and the agent_quality_* families at scrape time."""
 
-    def __init__(self, registry: CollectorRegistry, labels: Labels | None = None, max_signals: int = MAX_SIGNALS):
+    def __init__(
+        self, registry: CollectorRegistry, labels: Labels | None = None, max_signals: int = MAX_SIGNALS
+    ) -> None:
         """`labels`: the result metrics' label values of (service, agent) (sanitised, capped); by default cleaned
         only."""
         self._labels = labels or _cleaned
