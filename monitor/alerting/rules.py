@@ -5,7 +5,8 @@ per evaluator with `alert:`, and `AgentEvalNewFailureSignature` over every evalu
 `agent-monitor.slo.<evaluator>` per evaluator with `slo:` (recording rules and the four `AgentEvalErrorBudgetBurn`
 alerts), `agent-monitor.canary` (one `AgentEvalVariantWorse` per `variants.compare` entry), and
 `agent-monitor.health` (the daemon's own alerts, when `alerting.health.enabled`), and `agent-monitor.spend` (the
-spend recording rules, always, and `AgentSpendOverBudget` when `alerting.spend.max_usd_per_hour` is set). Disabled
+spend recording rules, always, and `AgentSpendOverBudget` when `alerting.spend.max_usd_per_hour` is set), and
+`agent-monitor.drift` (`AgentQualityRegression` and `AgentBehaviourDrift`, while `drift.enabled`). Disabled
 evaluators get no rules; empty groups are left out. `render` writes them as a Prometheus rule file (`groups:`) or as a
 `PrometheusRule` resource of the Prometheus Operator.
 """
@@ -22,6 +23,7 @@ from monitor.config.address import external_url
 
 from .canary_rules import canary_rules
 from .context import RuleContext, group
+from .drift_rules import drift_rules
 from .health_rules import health_rules
 from .quality_rules import quality_rules
 from .signature_rules import signature_rules
@@ -45,8 +47,8 @@ def labelled_entries(config: MonitorConfig) -> list[tuple[str, EvaluatorEntry]]:
 
 
 def rule_groups(config: MonitorConfig, evaluators: Labelled | None = None) -> list[dict[str, Any]]:
-    """The rule groups for this config, in a fixed order (quality, SLOs by evaluator, canary, health,
-    spend); `evaluators`: the (metric label, entry) pairs to write rules for, by default `labelled_entries(config)`."""
+    """The rule groups for this config, in a fixed order (quality, SLOs by evaluator, canary, health, spend,
+    drift); `evaluators`: the (metric label, entry) pairs to write rules for, by default `labelled_entries(config)`."""
     context = RuleContext.of(config.alerting, external_url(config))
     interval = config.alerting.group_interval
     pairs = labelled_entries(config) if evaluators is None else evaluators
@@ -63,6 +65,8 @@ def rule_groups(config: MonitorConfig, evaluators: Labelled | None = None) -> li
     if health := health_rules(config.alerting.health, context):
         groups.append(group("agent-monitor.health", interval, health))
     groups.append(group("agent-monitor.spend", interval, spend_rules(config.alerting.spend, context)))
+    if drift := drift_rules(config, context):
+        groups.append(group("agent-monitor.drift", interval, drift))
     return groups
 
 

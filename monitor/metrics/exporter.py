@@ -18,6 +18,8 @@ one component only (the daemon hands each component its own group, or the group'
 - `sessions` (`SessionMetrics`): conversations open, completed, cut, and their late turns: the session tracker.
 - `reviews` (`ReviewMetrics`): reviewers' verdicts written by this process: counted by the daemon's ReviewWriter.
 - `rebuild` (`RebuildMetrics`): the start-up rebuild of the windows from the stored results: `WindowRebuild`.
+- `drift` (`DriftMetrics`): each agent's signals against its baseline (agent_quality_*) and the drift job's health:
+  the drift job's `publish(report, duration)` and `failed(duration)`.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from monitor.config.signatures import SignaturesConfig
 from monitor.config.variants import VariantsConfig
 from monitor.metrics.assembly import AssemblyMetrics
 from monitor.metrics.build import BuildInfo
+from monitor.metrics.drift import DriftMetrics
 from monitor.metrics.evaluation import EvaluationMetrics
 from monitor.metrics.exposition import render
 from monitor.metrics.intake import IntakeMetrics
@@ -84,6 +87,7 @@ class MetricsExporter:
         self.sessions = SessionMetrics(r, self._service_label)
         self.reviews = ReviewMetrics(r)
         self.rebuild = RebuildMetrics(r)
+        self.drift = DriftMetrics(r, self.results.service_agent)
         signatures = signatures or SignaturesConfig()
         self.signatures = SignatureMetrics(
             r,

@@ -312,6 +312,11 @@ class ResultMetrics:
         """The label values of (evaluator, service), as the result series have them (sanitised, capped)."""
         return sanitize_label_value(evaluator), self._capped("service", service)
 
+    def service_agent(self, service: str, agent: str) -> tuple[str, str]:
+        """The label values of (service, agent) as the trace series have them (sanitised, capped; agent "" when
+        none)."""
+        return self._capped("service", service), self._call_agent(agent)
+
     def variant_label(self, variant: str) -> str:
         """The capped variant; empty for no variant (variants off, or the trace lacks the attribute)."""
         text = clean_label_text(variant)

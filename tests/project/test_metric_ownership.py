@@ -32,6 +32,7 @@ OWNERS: dict[str, set[str]] = {
     "sessions": set(),
     "reviews": set(),
     "rebuild": set(),
+    "drift": set(),
     "intake_log": {"monitor/intake/consumer.py", "monitor/intake/log.py", "monitor/intake/replay.py"},
 }
 

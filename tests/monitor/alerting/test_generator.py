@@ -178,12 +178,15 @@ def test_health_alerts() -> None:
         "agent-monitor.slo.latency",
         "agent-monitor.slo.loop_detection",
         "agent-monitor.spend",
+        "agent-monitor.drift",
     ]
 
 
 def test_nothing_to_alert_on_leaves_the_spend_recording_rules_alone() -> None:
-    cfg = config(
-        evaluators=[{"name": "latency"}], alerting={"default_alerts": {"enabled": False}, "health": {"enabled": False}}
+    cfg = config(  # drift off too: its alerts are on by default, over every agent
+        evaluators=[{"name": "latency"}],
+        alerting={"default_alerts": {"enabled": False}, "health": {"enabled": False}},
+        drift={"enabled": False},
     )
     [group] = rule_file(cfg)["groups"]
     assert group["name"] == "agent-monitor.spend" and all("record" in rule for rule in group["rules"])
@@ -212,13 +215,15 @@ def test_output_is_deterministic_yaml_with_block_expressions() -> None:
     text = render(config(FULL), source="monitor.yaml")
     assert text == render(config(FULL), source="monitor.yaml")
     assert yaml.safe_load(text) == rule_file(config(FULL))
-    assert "    expr: |\n" in text and "&" not in text.split("\n", 3)[3].replace("&s=", "")  # no YAML anchors
+    body = text.split("\n", 3)[3].replace("&s=", "").replace("&agent=", "")  # the links' query strings
+    assert "    expr: |\n" in text and "&" not in body  # no YAML anchors
     assert [g["name"] for g in rule_groups(config(FULL))] == [
         "agent-monitor.quality",
         "agent-monitor.slo.latency",
         "agent-monitor.slo.loop_detection",
         "agent-monitor.health",
         "agent-monitor.spend",
+        "agent-monitor.drift",
     ]
 
 
@@ -240,6 +245,6 @@ def test_every_alert_has_a_runbook_section() -> None:
     """deploy/monitor.yaml links each alert to docs/runbooks.md#<alert>: every name needs its anchor there."""
     runbooks = (Path(__file__).resolve().parents[3] / "docs" / "runbooks.md").read_text()
     names = {rule["alert"] for rule in rules(config(FULL)) if "alert" in rule}
-    assert len(names) == 11
+    assert len(names) == 13
     for name in names:
         assert f'<a id="{name}"></a>' in runbooks, name
