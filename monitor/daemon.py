@@ -22,6 +22,7 @@ from monitor.config import MonitorConfig
 from monitor.config.address import external_url
 from monitor.config.models import usable_cpus
 from monitor.consumer import TraceConsumer
+from monitor.detection.job import drift_job_of
 from monitor.engine.admission import Admission, AdmissionGate
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.configured import ConfiguredEvaluator
@@ -140,6 +141,7 @@ class Daemon:
         self.agreement = AgreementCache(self.review.reviews_in_force if self.review is not None else list)
         self.annotator = review_annotator(config.sources, _judge_labels(prepared))
         self.reviewing = ReviewWriter(self.store, on_reviewed=self._reviewed)  # reviewers' verdicts
+        self.drift = drift_job_of(config.drift, self.review, telemetry.drift)  # each agent against its own past
         self.api = self._api(prepared)
         self.lifecycle = Lifecycle(self._parts())
         self._stopping = asyncio.Event()
@@ -185,6 +187,8 @@ class Daemon:
                 config.review.queue, prepared.evaluators, self.review, self.metrics.results.alert_states
             ),
             reviewing=self.reviewing,
+            changes=(lambda: drift.latest) if (drift := self.drift) is not None else None,
+            drift=config.drift,
         )
         context = prepared.api_tls.ssl_context() if prepared.api_tls is not None else None
         return WebServer(
@@ -212,6 +216,7 @@ class Daemon:
             Part("api", self.api, Grace.fixed(0.5)),
             *([Part("review", Closing(self.review.close))] if self.review is not None else []),
             *([Part("store", self.store)] if self.store is not None else []),
+            *([Part("drift", self.drift)] if self.drift is not None else []),  # reads the store: stops before it
             *([Part("intake_log", self.intake.log)] if self.intake.log is not None else []),
             Part("judge_engine", Closing(self.judge_engine.aclose)),
             *([Part("sessions", self.sessions, Grace(floor=0.5))] if self.sessions is not None else []),

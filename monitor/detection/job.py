@@ -68,26 +68,23 @@ class DriftJob:
 
     def report(self, as_of: float) -> DriftReport:
         """The report as of `as_of` (blocking: the store's reads), its episodes merged with the stored ones."""
-        from .detect import detect  # scipy only once drift runs
+        from .detect import Variants, detect  # scipy only once drift runs
         from .episodes import merge_episodes
-        from .moments import signal_moments
+        from .moments import report_moments
         from .windows import recent_range, same_hours_ranges, trailing_range
 
         config = self.config
         recent = self._recent.windows([recent_range(config, as_of)])
         same_hours = self._same_hours.windows(same_hours_ranges(config, as_of))
         trailing = self._trailing.windows([trailing_range(config, as_of)])
-        report = detect(
-            config,
-            as_of,
-            signal_moments(config, recent),
-            signal_moments(config, same_hours),
-            signal_moments(config, trailing),
-            (recent.variants, [*same_hours.variants, *trailing.variants]),
-        )
+        moments = report_moments(config, recent, [same_hours], trailing)
+        variants = Variants(recent.variants, [*same_hours.variants, *trailing.variants])
+        report = detect(config, as_of, moments.recent, moments.same_hours, moments.trailing, variants)
         report, started, ended = merge_episodes(report, self._reads.drift_episodes())
-        if started or ended:
-            self._reads.record_drift_episodes(started, ended)
+        if ended:  # first: a flipped change's old episode goes before its new one is written under the same key
+            self._reads.record_drift_episodes((), ended)
+        if started:
+            self._reads.record_drift_episodes(started, ())
         return report
 
     async def run_once(self) -> DriftReport | None:
@@ -129,10 +126,28 @@ class DriftJob:
             await task
 
 
+class DriftSink(Protocol):
+    """Where reports go (the metrics' `DriftMetrics`)."""
+
+    def publish(self, report: DriftReport, duration: float | None = None) -> None: ...
+
+    def failed(self, duration: float | None = None) -> None: ...
+
+
+def drift_job_of(config: DriftConfig, reads: DriftReads | None, sink: DriftSink) -> DriftJob | None:
+    """The daemon's drift job; None when drift is off or there is no result store to read (said once)."""
+    if not config.enabled:
+        return None
+    if reads is None:
+        log.info("drift detection is off: it reads the result store, and the store is disabled (store.enabled)")
+        return None
+    return DriftJob(config, reads, lambda report: sink.publish(report, report.duration_seconds), failed=sink.failed)
+
+
 def _report_time(config: DriftConfig, now: float) -> float:
     from .windows import report_time
 
     return report_time(config, now)
 
 
-__all__ = ["DriftJob", "DriftReads", "baseline_bucket"]
+__all__ = ["DriftJob", "DriftReads", "DriftSink", "baseline_bucket", "drift_job_of"]
