@@ -17,11 +17,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, insert
+from sqlalchemy import ARRAY, bindparam, cast, func, insert, select
 from sqlalchemy.dialects import postgresql
 
 from monitor.outcomes import TraceOutcome
-from monitor.store.statements import POSTGRESQL, SQLITE, RowStatement, dialect_of, executemany_rows
+from monitor.store.statements import SQLITE, RowStatement, Statement, dialect_of, execute, executemany_rows
 from monitor.store.storable import storable
 from monitor.store.tables import trace_signals, trace_tools
 
@@ -34,22 +34,31 @@ SIGNAL_ROW = (
 TOOL_ROW = ("trace_id", "tool", "created_at", "service", "agent")
 
 
-def _replacing(table: Any, layout: tuple[str, ...], key: tuple[str, ...]) -> dict[str, RowStatement]:
-    """The insert of a `table` row in `layout` that replaces the row of the same `key`, per database."""
+def _replacing(table: Any, layout: tuple[str, ...]) -> RowStatement:
+    """SQLite: the insert of a `table` row in `layout` that replaces the row of the same key."""
     values: dict[str, Any] = {name: bindparam(name) for name in layout}
-    upsert = postgresql.insert(table).values(values)
-    upsert = upsert.on_conflict_do_update(
-        index_elements=[table.c[name] for name in key],
-        set_={name: upsert.excluded[name] for name in layout if name not in key},
+    return RowStatement(insert(table).prefix_with("OR REPLACE", dialect="sqlite").values(values), layout)
+
+
+def _unnested(table: Any, layout: tuple[str, ...], key: tuple[str, ...]) -> Statement:
+    """PostgreSQL: the insert of a batch of `table` rows given as one array per column of `layout` (one statement
+    per batch, not one per row: the trace rows' executemany already costs the writer a round of the pipeline per
+    row), replacing the rows of the same `key` (a key once per batch: `_last_of`)."""
+    arrays = [cast(bindparam(name), ARRAY(table.c[name].type)) for name in layout]
+    rows = func.unnest(*arrays).table_valued(*layout).render_derived(name="u")
+    upsert = postgresql.insert(table).from_select(list(layout), select(*(rows.c[name] for name in layout)))
+    return Statement(
+        upsert.on_conflict_do_update(
+            index_elements=[table.c[name] for name in key],
+            set_={name: upsert.excluded[name] for name in layout if name not in key},
+        )
     )
-    return {
-        SQLITE: RowStatement(insert(table).prefix_with("OR REPLACE", dialect="sqlite").values(values), layout),
-        POSTGRESQL: RowStatement(upsert, layout),
-    }
 
 
-INSERT_SIGNALS = _replacing(trace_signals, SIGNAL_ROW, ("trace_id",))
-INSERT_TOOLS = _replacing(trace_tools, TOOL_ROW, ("trace_id", "tool"))
+INSERT_SIGNALS = _replacing(trace_signals, SIGNAL_ROW)
+INSERT_TOOLS = _replacing(trace_tools, TOOL_ROW)
+UNNEST_SIGNALS = _unnested(trace_signals, SIGNAL_ROW, ("trace_id",))
+UNNEST_TOOLS = _unnested(trace_tools, TOOL_ROW, ("trace_id", "tool"))
 
 
 def _agent(o: TraceOutcome) -> str:
@@ -80,9 +89,22 @@ def signal_rows(o: TraceOutcome, now: float, trace_id: str, service: str, varian
 
 
 def write_signals(db: Any, signals: Sequence[tuple], tools: Sequence[tuple]) -> None:
-    """Insert (replacing) the rows `signal_rows` made, in the caller's transaction."""
-    dialect = dialect_of(db)
-    if signals:
-        executemany_rows(db, INSERT_SIGNALS[dialect], signals)
-    if tools:
-        executemany_rows(db, INSERT_TOOLS[dialect], tools)
+    """Insert (replacing) the rows `signal_rows` made, in the caller's transaction: SQLite's a row per statement
+    (executemany costs it nothing more), PostgreSQL's a statement per table."""
+    if dialect_of(db) == SQLITE:
+        for statement, rows in ((INSERT_SIGNALS, signals), (INSERT_TOOLS, tools)):
+            if rows:
+                executemany_rows(db, statement, rows)
+        return
+    for unnest, layout, rows, width in ((UNNEST_SIGNALS, SIGNAL_ROW, signals, 1), (UNNEST_TOOLS, TOOL_ROW, tools, 2)):
+        if rows:
+            columns = zip(*_last_of(rows, width), strict=True)
+            execute(db, unnest, {name: list(values) for name, values in zip(layout, columns, strict=True)})
+
+
+def _last_of(rows: Sequence[tuple], width: int) -> Sequence[tuple]:
+    """`rows` with one row per key (their first `width` values): the last (PostgreSQL refuses to update a row twice
+    in one statement; a trace evaluated twice in one batch keeps its last row, as executemany would)."""
+    if len(rows) == 1:
+        return rows
+    return list({row[:width]: row for row in rows}.values())

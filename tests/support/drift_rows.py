@@ -31,9 +31,9 @@ from monitor.store.postgres.store import PostgresResultStore
 from monitor.store.row_writes import INSERT_RESULT
 from monitor.store.schema import SESSION_COLUMNS
 from monitor.store.session_writes import UPSERT_SESSION
-from monitor.store.signal_writes import INSERT_SIGNALS, INSERT_TOOLS
+from monitor.store.signal_writes import write_signals
 from monitor.store.sqlite import ResultStore
-from monitor.store.statements import RowStatement, dialect_of, executemany_rows
+from monitor.store.statements import RowStatement, executemany_rows
 from monitor.store.tables import traces
 
 Database = str | Path | sqlite3.Connection | psycopg.Connection | Connection
@@ -140,9 +140,8 @@ def write_traces(db: Database, rows: Iterable[SyntheticTrace], *, packed: bool =
         if trace_row is not None:
             trace_rows.append(trace_row)
     with _connected(db) as conn:
-        dialect = dialect_of(conn)
-        for statement, batch in ((INSERT_SIGNALS[dialect], signals), (INSERT_TOOLS[dialect], tools),
-                                 (INSERT_RESULT, results), (_INSERT_TRACE, trace_rows)):  # fmt: skip
+        write_signals(conn, signals, tools)  # as the store writes them
+        for statement, batch in ((INSERT_RESULT, results), (_INSERT_TRACE, trace_rows)):
             if batch:
                 executemany_rows(conn, statement, batch)
     return len(signals)

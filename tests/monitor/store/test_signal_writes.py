@@ -108,3 +108,11 @@ def test_retention_by_size_removes_the_signal_rows_of_the_traces_it_deletes(tmp_
     with sqlite3.connect(path) as db:
         kept = {t for (t,) in db.execute("SELECT trace_id FROM traces")}
         assert kept and {t for (t,) in db.execute("SELECT trace_id FROM trace_signals")} == kept
+
+
+def test_a_trace_twice_in_one_write_keeps_one_signal_row_its_last(backend: Backend) -> None:
+    store = backend.store()
+    store.write([_full(), _full()._replace(output="Paris, France."), outcome("9" * 32, row("a", False))])
+    assert [(r[0], r[9]) for r in backend.rows(SIGNALS)] == [("9" * 32, len("out")), ("a" * 32, len("Paris, France."))]
+    assert sorted(tool for _, tool, *_ in backend.rows(TOOLS)) == ["calc", "search"]
+    store.close()
