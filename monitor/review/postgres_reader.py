@@ -86,6 +86,11 @@ class PostgresReviewReader(StoreReviewReader):
                 self._check(db)
             yield db
 
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        with self._connection() as db, db.conn.transaction():
+            yield db
+
     def _check(self, db: Connection) -> None:
         found = stored_schema(db.conn)
         refuse_newer(found, self.where)

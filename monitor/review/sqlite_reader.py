@@ -29,6 +29,7 @@ from typing import Any, TypeVar, get_args
 from sqlalchemy import bindparam, column, func, literal_column, select, table
 
 from monitor.review.breakdown_sql import breakdown_queries, spend_query
+from monitor.review.drift_reads import DriftReads, sqlite_writing
 from monitor.review.models import (
     Breakdown,
     BreakdownBy,
@@ -64,9 +65,10 @@ IDLE_CONNECTIONS = 4
 T = TypeVar("T")
 
 
-class StoreReviewReader(SignatureReads, SessionReads, ReviewReads, QueueReads, VerdictReads, ABC):
+class StoreReviewReader(SignatureReads, SessionReads, ReviewReads, QueueReads, VerdictReads, DriftReads, ABC):
     """The ReviewReader over the result store's tables, whatever the database. A subclass gives `_connection` (a
-    connection of its own, checked), `DATABASE_ERRORS` (what its driver raises), `where` (the store, for
+    connection of its own, checked), `_writing` (one in a transaction, for the few writes: drift_reads.py),
+    `DATABASE_ERRORS` (what its driver raises), `where` (the store, for
     messages), `_columns_of` (the `traces` columns present, in the database's dialect) and `close`."""
 
     health: StoreHealth
@@ -79,12 +81,16 @@ class StoreReviewReader(SignatureReads, SessionReads, ReviewReads, QueueReads, V
     @abstractmethod
     def _connection(self) -> contextlib.AbstractContextManager[Any]: ...
 
-    def _run(self, read: Callable[[Any], T]) -> T:
-        """`read(db)` on a connection of its own; a failure counted and raised as StoreUnavailable (a store that
-        is not there: counted only), a database from a newer release as StoreSchemaError."""
+    @abstractmethod
+    def _writing(self) -> contextlib.AbstractContextManager[Any]: ...
+
+    def _run(self, read: Callable[[Any], T], writing: bool = False) -> T:
+        """`read(db)` on a connection of its own (`writing`: in a transaction of its own, committed when `read`
+        returns); a failure counted and raised as StoreUnavailable (a store that is not there: counted only), a
+        database from a newer release as StoreSchemaError."""
         failures: tuple[type[Exception], ...] = (*self.DATABASE_ERRORS, StoreUnavailable)
         try:
-            with self._connection() as db:
+            with self._writing() if writing else self._connection() as db:
                 result = read(db)
         except StoreSchemaError:
             raise
@@ -256,6 +262,13 @@ class SQLiteReviewReader(StoreReviewReader):
                 self._idle.append(db)
                 return
         db.close()
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        if _identity(self.path) is None:
+            raise StoreUnavailable(f"the result store {self.path} does not exist")
+        with sqlite_writing(self.path, BUSY_TIMEOUT_SECONDS) as db:
+            yield db
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(

@@ -20,8 +20,9 @@ revision that made its version (0001 to 0009; version 0 runs the idempotent base
 did) and upgraded, its rows kept. The markers are still written, so that an older release opening an upgraded
 database behaves as it did: each revision declares `legacy_version`, the version its schema is equivalent to for
 the releases before the chain, and the marker is set to the head's. While the head's tables are what version 9's
-were (0010 only adds the judges' limits table, which version 9 made at its first count), it is 9: a rollback to
-the release before the chain uses the database as it is. A revision that changes what an older release reads or
+were (0010 only adds the judges' limits table, which version 9 made at its first count; 0011 only adds drift's
+tables, which no older release reads or writes), it is 9: a rollback to the release before the chain uses the
+database as it is. A revision that changes what an older release reads or
 writes sets it higher, and those releases then refuse the database as "from a newer release". This release's
 readers, which never migrate (the review CLI, preflight), check both: the marker, and the revision being known
 here.

@@ -32,6 +32,7 @@ from typing import NamedTuple
 from evaluators.redaction import redact_texts
 from monitor.outcomes import MAX_TEXT, LateResults, ResultRow, SessionOutcome, TraceDetailRow, TraceOutcome
 from monitor.store.rows import PendingWrite
+from monitor.store.signal_writes import signal_rows
 from monitor.store.signatures import Sighting
 from monitor.store.storable import storable, storable_json, storable_values
 from monitor.store.trace_detail import NAME, STEP_TEXT
@@ -82,6 +83,8 @@ class Packed(NamedTuple):
     kept: int = 0  # the results these rows hold (what is lost when they cannot be written)
     pending: tuple[tuple, ...] = ()  # pending_judgements rows (id, kind, created_at, owner, payload) to keep
     resolved: tuple[str, ...] = ()  # pending_judgements ids to forget (settled by the results written with them)
+    signals: tuple[tuple, ...] = ()  # trace_signals rows (signal_writes.SIGNAL_ROW), one per evaluated trace
+    tools: tuple[tuple, ...] = ()  # trace_tools rows (signal_writes.TOOL_ROW)
 
 
 def pack(outcomes: Sequence[Written], now: float, failing_only: bool) -> Packed:
@@ -103,7 +106,9 @@ def merged(parts: Sequence[Packed]) -> Packed:
         packed.completions.extend(part.completions)
     pending = tuple(row for part in parts for row in part.pending)
     resolved = tuple(key for part in parts for key in part.resolved)
-    return packed._replace(pending=pending, resolved=resolved) if pending or resolved else packed
+    signals = tuple(row for part in parts for row in part.signals)
+    tools = tuple(row for part in parts for row in part.tools)
+    return packed._replace(pending=pending, resolved=resolved, signals=signals, tools=tools)
 
 
 def pack_one(o: Written, now: float, failing_only: bool) -> Packed:
@@ -130,10 +135,12 @@ def pack_one(o: Written, now: float, failing_only: bool) -> Packed:
         packed.results.extend(_result_row(now, o.trace_id, o.service, r, masked) for r in stored)
         trace_id = storable(o.trace_id)
         packed.appended.extend((_json(_passed_entry(r, masked)), trace_id) for r in passing)
-    elif stored or not failing_only:
-        _pack_trace(o, stored, passing, now, packed)
-    else:
-        return packed
+    else:  # its drift rows whether its trace row is kept or not (`results: failing`): signal_writes.py
+        if stored or not failing_only:
+            _pack_trace(o, stored, passing, now, packed)
+        trace_id, service, variant = storable_values((o.trace_id, o.service, o.variant))
+        row, tools = signal_rows(o, now, trace_id, service, variant)
+        packed = packed._replace(signals=(row,), tools=tuple(tools))
     _sightings(o, stored, now, packed.sightings)
     return packed
 

@@ -23,7 +23,7 @@ from sqlalchemy import BindParameter, ColumnElement, Table, bindparam, delete, f
 from monitor.store.schema import BUSY_TIMEOUT_SECONDS
 from monitor.store.sql_functions import trace_row_key
 from monitor.store.statements import Statement, execute, scalar
-from monitor.store.tables import results, sessions, signatures, traces
+from monitor.store.tables import results, sessions, signatures, trace_signals, trace_tools, traces
 
 if TYPE_CHECKING:
     from monitor.store.schema import Database
@@ -43,11 +43,13 @@ def _chunk_of(key: ColumnElement[Any], table: Table, column: ColumnElement[Any])
     return Statement(delete(table).where(key.in_(old.scalar_subquery())))
 
 
-# By age: results, traces (by their row key: SQLite's rowid, PostgreSQL's id), sessions by when they completed,
-# signatures by when they were last seen.
+# By age: results, traces (by their row key: SQLite's rowid, PostgreSQL's id) and their drift rows (signal_writes.py,
+# by trace: the same cutoff), sessions by when they completed, signatures by when they were last seen.
 _BY_AGE = (
     _chunk_of(results.c.id, results, results.c.created_at),
     _chunk_of(trace_row_key(), traces, traces.c.created_at),
+    _chunk_of(trace_signals.c.trace_id, trace_signals, trace_signals.c.created_at),
+    _chunk_of(trace_tools.c.trace_id, trace_tools, trace_tools.c.created_at),
     _chunk_of(sessions.c.session_id, sessions, sessions.c.completed_at),
     _chunk_of(signatures.c.id, signatures, signatures.c.last_seen),
 )
@@ -65,11 +67,16 @@ DELETE_RESULTS_OF_TRACES = Statement(
 DELETE_RESULTS = Statement(delete(results).where(results.c.created_at <= _UP_TO))
 DELETE_TRACES = Statement(delete(traces).where(traces.c.created_at <= _UP_TO))
 DELETE_SESSIONS = Statement(delete(sessions).where(sessions.c.completed_at <= _UP_TO))
+DELETE_SIGNALS = (  # the traces' drift rows
+    Statement(delete(trace_signals).where(trace_signals.c.created_at <= _UP_TO)),
+    Statement(delete(trace_tools).where(trace_tools.c.created_at <= _UP_TO)),
+)
 
 
 def prune_by_age(db: Database, cutoff: float) -> int:
-    """Delete results and traces created before `cutoff`, the sessions completed before it and the failure
-    signatures last seen before it (autocommit connection, SQLite's or PostgreSQL's); the results deleted."""
+    """Delete results and traces (and their drift rows) created before `cutoff`, the sessions completed before it
+    and the failure signatures last seen before it (autocommit connection, SQLite's or PostgreSQL's); the results
+    deleted."""
     removed = [_delete_chunks(db, statement, cutoff) for statement in _BY_AGE]
     return removed[0]
 
@@ -127,6 +134,8 @@ def delete_oldest_chunk(db: sqlite3.Connection, max_size: int) -> int:
         removed = execute(db, DELETE_RESULTS, up_to).rowcount
         deleted = execute(db, DELETE_TRACES, up_to).rowcount
         execute(db, DELETE_SESSIONS, up_to)
+        for statement in DELETE_SIGNALS:
+            execute(db, statement, up_to)
         db.execute("COMMIT")
     except BaseException:
         if db.in_transaction:

@@ -1,7 +1,8 @@
 """The statements of a write of packed rows (packing.Packed), the same on SQLite and PostgreSQL but the insert of a
 trace (each store's own: sqlite.py, postgres/store.py): results inserted, late passing results appended to their
 trace's packed array, sessions upserted (session_writes.py) and waiting judgements kept and forgotten
-(pending_rows.py), all in the caller's transaction. Each is one `executemany` of the rows as packed (tuples)."""
+(pending_rows.py), and drift's rows of each trace (signal_writes.py), all in the caller's transaction. Each is one
+`executemany` of the rows as packed (tuples)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from sqlalchemy import bindparam, insert, update
 from monitor.store.packing import Packed
 from monitor.store.pending_rows import write_pending
 from monitor.store.session_writes import UPSERT_SESSION, forget_earlier_completions
+from monitor.store.signal_writes import write_signals
 from monitor.store.sql_functions import json_appended, stored_flag, stored_number
 from monitor.store.statements import RowStatement, executemany_rows
 from monitor.store.tables import results, traces
@@ -46,4 +48,6 @@ def write_rows(db: Any, packed: Packed, insert_trace: RowStatement) -> None:
                             (APPEND_PASSED, packed.appended), (UPSERT_SESSION, packed.sessions)):  # fmt: skip
         if rows:
             executemany_rows(db, statement, rows)
+    if packed.signals:
+        write_signals(db, packed.signals, packed.tools)
     write_pending(db, packed)

@@ -15,6 +15,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 __all__ = [
     "JSON_TEXT",
     "METADATA",
+    "drift_episodes",
     "judge_limits",
     "open_sessions",
     "pending_judgements",
@@ -26,6 +27,8 @@ __all__ = [
     "session_turns",
     "sessions",
     "signatures",
+    "trace_signals",
+    "trace_tools",
     "traces",
 ]
 
@@ -221,4 +224,49 @@ judge_limits = Table(
     Column("scope", Text, primary_key=True),
     Column("window_start", BigInteger, primary_key=True),
     Column("count", BigInteger, nullable=False),
+)
+
+# Drift detection's compact rows (signal_reads.py): one per stored trace, written with its trace row (same
+# created_at), and one per distinct tool it called; NULL where a trace has no value (no answer, no usage, nothing
+# priced).
+trace_signals = Table(
+    "trace_signals",
+    METADATA,
+    Column("trace_id", Text, primary_key=True),
+    _real("created_at", nullable=False),
+    _text("service", nullable=False),
+    Column("agent", Text, nullable=False, server_default=""),
+    Column("variant", Text, nullable=False, server_default=""),
+    Column("has_error", FLAG, nullable=False),
+    Column("llm_calls", Integer, nullable=False),
+    Column("tool_calls", Integer, nullable=False),
+    Column("tool_failures", Integer, nullable=False),
+    Column("response_chars", Integer),
+    Column("tokens", BigInteger),
+    _real("cost_usd"),
+    _real("duration_ms"),
+    Index("trace_signals_time", "created_at"),
+)
+
+trace_tools = Table(
+    "trace_tools",
+    METADATA,
+    Column("trace_id", Text, primary_key=True),
+    Column("tool", Text, primary_key=True),
+    _real("created_at", nullable=False),
+    _text("service", nullable=False),
+    Column("agent", Text, nullable=False, server_default=""),
+    Index("trace_tools_time", "created_at"),
+)
+
+# The drift episodes still active (signal_rows.DriftEpisode): the first replica to see one writes its `since`.
+drift_episodes = Table(
+    "drift_episodes",
+    METADATA,
+    Column("service", Text, primary_key=True),
+    Column("agent", Text, primary_key=True),
+    Column("signal", Text, primary_key=True),
+    Column("subject", Text, primary_key=True),
+    _text("direction", nullable=False),
+    _real("since", nullable=False),
 )

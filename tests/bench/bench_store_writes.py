@@ -141,7 +141,7 @@ def databases() -> Iterator[list[tuple[str, object]]]:
     if not POSTGRES:
         yield [("sqlite", None)]
         return
-    from tests.pgserver import PostgresServer
+    from tests.support.pgserver import PostgresServer
 
     try:
         server = PostgresServer().start()

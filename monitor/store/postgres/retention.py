@@ -112,4 +112,6 @@ def _delete_oldest(db: Connection, traces: int) -> int:
         execute(db, retention.DELETE_RESULTS_OF_TRACES, up_to)
         execute(db, retention.DELETE_RESULTS, up_to)
         execute(db, retention.DELETE_SESSIONS, up_to)
+        for statement in retention.DELETE_SIGNALS:
+            execute(db, statement, up_to)
         return int(execute(db, retention.DELETE_TRACES, up_to).rowcount)
