@@ -6,6 +6,8 @@ same hours of the previous days when they hold `min_samples` items, else the tra
 when both windows hold `min_samples`; an untested signal is still reported when either window has data (its
 baseline is exported). The q-values are the Benjamini–Hochberg adjustment over every signal tested in the report
 (`false_discovery_rate` bounds the expected share of false changes among those flagged, across all agents). A
+tested signal whose effect is below `min_effect` cannot be significant: its test is not run and its p-value is
+1, and it still counts in the family (so the adjustment is the same as if it had been run, or stricter). A
 change is significant when its q-value is at most `false_discovery_rate` and its effect is at least `min_effect`:
 points (recent − baseline) for unit-scale signals, relative (recent / baseline − 1) for magnitudes.
 
@@ -22,7 +24,7 @@ from typing import NamedTuple
 from monitor.store.signal_rows import VariantCount
 
 from .model import BaselineKind, Direction, DriftReport, Moments, Scale, SignalId, SignalState, Statistic
-from .settings import DriftSettings, EffectSettings
+from .settings import DriftSettings, EffectSettings, SignalSettings
 from .signals import SIGNALS
 from .statistics import adjusted, mean_p_value, ratio_p_value
 
@@ -76,6 +78,13 @@ def _compare(
     if baseline.n <= 0 and recent.n <= 0:
         return None
     tested = baseline.n >= least and recent.n >= least
+    p_value = None
+    if tested:  # a change below min_effect cannot be significant: its test is not run (p 1), still in the family
+        p_value = (
+            _p_value(signal.statistic, baseline, recent)
+            if _reaches(settings, config, signal.scale, baseline, recent)
+            else 1.0
+        )
     return SignalState(
         service=key.service,
         agent=key.agent,
@@ -87,15 +96,24 @@ def _compare(
         baseline_kind=kind,
         baseline=baseline,
         recent=recent,
-        p_value=_p_value(signal.statistic, baseline, recent) if tested else None,
+        p_value=p_value,
     )
+
+
+def _bound(settings: SignalSettings, config: DriftSettings, scale: Scale) -> float:
+    least: EffectSettings = settings.min_effect or config.min_effect
+    return least.absolute if scale is Scale.UNIT else least.relative
+
+
+def _reaches(settings: SignalSettings, config: DriftSettings, scale: Scale, baseline: Moments, recent: Moments) -> bool:
+    effect = raw_effect(scale, baseline, recent)
+    return effect != 0 and abs(effect) >= _bound(settings, config, scale) - _TOLERANCE
 
 
 def _judged(config: DriftSettings, state: SignalState, q_value: float) -> SignalState:
     """The state with its q-value and verdict: significant, its direction, whether it is worse, and its effect."""
     effect = raw_effect(state.scale, state.baseline, state.recent)
-    least: EffectSettings = config.override(state.signal, state.subject).min_effect or config.min_effect
-    bound = least.absolute if state.scale is Scale.UNIT else least.relative
+    bound = _bound(config.override(state.signal, state.subject), config, state.scale)
     significant = q_value <= config.false_discovery_rate and abs(effect) >= bound - _TOLERANCE and effect != 0
     if not significant:
         return state.model_copy(update={"q_value": q_value})

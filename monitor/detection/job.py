@@ -31,7 +31,7 @@ EpisodeKey = tuple[str, str, str, str]
 class DriftReads(Protocol):
     """What the job needs of the store (the review reader's drift reads)."""
 
-    def drift_window(self, since: float, until: float) -> WindowAggregates: ...
+    def drift_window(self, since: float, until: float, timeout: float | None = None) -> WindowAggregates: ...
 
     def drift_episodes(self) -> list[DriftEpisode]: ...
 
@@ -59,9 +59,13 @@ class DriftJob:
         self._publish = publish
         self._failed = failed
         self._clock = clock
-        self._recent = BucketCache(reads.drift_window, config.interval)
-        self._same_hours = BucketCache(reads.drift_window, baseline_bucket(config))
-        self._trailing = BucketCache(reads.drift_window, max(config.recent, baseline_bucket(config)))
+
+        def read(since: float, until: float) -> WindowAggregates:
+            return reads.drift_window(since, until, config.read_timeout)
+
+        self._recent = BucketCache(read, config.interval)
+        self._same_hours = BucketCache(read, baseline_bucket(config))
+        self._trailing = BucketCache(read, max(config.recent, baseline_bucket(config)))
         self.latest: DriftReport | None = None
         self._last_as_of = float("-inf")
         self._task: asyncio.Task[None] | None = None
@@ -134,13 +138,20 @@ class DriftSink(Protocol):
     def failed(self, duration: float | None = None) -> None: ...
 
 
-def drift_job_of(config: DriftConfig, reads: DriftReads | None, sink: DriftSink) -> DriftJob | None:
-    """The daemon's drift job; None when drift is off or there is no result store to read (said once)."""
+def drift_job_of(
+    config: DriftConfig, reads: DriftReads | None, sink: DriftSink, *, stored_results: str = "all"
+) -> DriftJob | None:
+    """The daemon's drift job; None when drift is off or there is no result store to read (said once). With
+    `store.results: failing` (`stored_results`) the passing verdicts are not stored: the evaluators' pass ratios
+    and scores cannot be measured, and are left out."""
     if not config.enabled:
         return None
     if reads is None:
         log.info("drift detection is off: it reads the result store, and the store is disabled (store.enabled)")
         return None
+    if stored_results != "all":
+        left_out = [name for name in ("pass_ratio", "score") if name not in config.exclude]
+        config = config.model_copy(update={"exclude": [*config.exclude, *left_out]})
     return DriftJob(config, reads, lambda report: sink.publish(report, report.duration_seconds), failed=sink.failed)
 
 

@@ -32,9 +32,12 @@ def test_an_error_rate_from_1_to_5_percent_is_a_regression() -> None:
 
 
 def test_an_error_rate_from_1_to_1_3_percent_is_below_the_minimum_effect() -> None:
-    state = one(ratio(1_000_000, 13_000), ratio(7_000_000, 70_000), key("error_rate"))
-    assert state.q_value is not None and state.q_value < 1e-10  # surely different, but too small to matter
-    assert not state.significant and not state.active
+    recent, baseline = ratio(1_000_000, 13_000), ratio(7_000_000, 70_000)
+    tested = one(recent, baseline, key("error_rate"), min_effect={"absolute": 0, "relative": 0})
+    assert tested.significant and tested.q_value is not None and tested.q_value < 1e-10  # surely different...
+    state = one(recent, baseline, key("error_rate"))
+    assert not state.significant and not state.active  # ...but too small to matter: its test is not even run
+    assert state.p_value == 1.0 and state.q_value == 1.0
     assert state.effect == 0.0 and state.direction is None and state.worse is None
 
 
