@@ -72,7 +72,7 @@ class DriftConfig(Section):
     trailing: Duration = 86400.0  # the fallback (and `seasonality: none`) baseline, before the recent window
     seasonality: Literal["hour_of_day", "none"] = "hour_of_day"
     period: Duration = 86400.0  # a season's length
-    interval: Duration = 60.0  # how often a report is made (its time is aligned to it: every replica agrees)
+    interval: Duration = 300.0  # how often a report is made (its time is aligned to it: every replica agrees)
     settle: Annotated[float, Field(ge=0)] = 30.0  # seconds a trace may take to reach the store
     min_samples: Annotated[int, Field(ge=2, le=10_000_000)] = 30  # in each window
     min_effect: MinEffect = Field(default_factory=MinEffect)

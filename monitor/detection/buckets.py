@@ -60,31 +60,65 @@ def bucket_starts(since: float, until: float, size: float) -> list[float]:
 
 
 class BucketCache:
-    """Buckets of one size read through `read` and kept until a call no longer needs them."""
+    """Buckets of one size, each read once: from memory, else as kept in the store (`stored`), else from the
+    traces' rows (`read`, then kept with `keep`); forgotten from memory when a report no longer needs them."""
 
-    def __init__(self, read: ReadWindow, size: float) -> None:
+    def __init__(
+        self,
+        read: ReadWindow,
+        size: float,
+        *,
+        stored: Callable[[float, float], WindowAggregates | None] | None = None,
+        keep: Callable[[float, float, WindowAggregates], None] | None = None,
+    ) -> None:
         self._read = read
+        self._stored = stored
+        self._keep = keep
         self.size = size
         self._buckets: dict[float, WindowAggregates] = {}
         self._sums: dict[tuple[float, ...], WindowAggregates] = {}
-        self.reads = 0  # buckets read from the store so far
+        self.reads = 0  # buckets read from the traces' rows so far
+        self.kept_reads = 0  # buckets read as kept in the store
 
-    def windows(self, ranges: Sequence[tuple[float, float]]) -> WindowAggregates:
-        """The summed aggregates of `ranges` (each rounded to buckets); buckets no range needs are forgotten."""
-        starts = tuple(s for since, until in ranges for s in bucket_starts(since, until, self.size))
-        total = self._sums.get(starts)
-        if total is not None:
-            return total
-        for start in starts:
-            if start not in self._buckets:
-                self._buckets[start] = self._read(start, start + self.size)
-                self.reads += 1
-        needed = set(starts)
+    def load(self, ranges: Sequence[tuple[float, float]]) -> None:
+        """Have every bucket of `ranges` at hand, and only those."""
+        needed = {s for since, until in ranges for s in bucket_starts(since, until, self.size)}
         for start in [s for s in self._buckets if s not in needed]:
             del self._buckets[start]
-        total = merged([self._buckets[s] for s in starts])
-        self._sums = {starts: total}
+        for start in sorted(needed - self._buckets.keys()):
+            self._buckets[start] = self._fetch(start)
+
+    def _fetch(self, start: float) -> WindowAggregates:
+        end = start + self.size
+        if self._stored is not None:
+            kept = self._stored(start, end - start)
+            if kept is not None:
+                self.kept_reads += 1
+                return kept
+        got = self._read(start, end)
+        self.reads += 1
+        if self._keep is not None:
+            self._keep(start, self.size, got)
+        return got
+
+    def total(self, ranges: Sequence[tuple[float, float]]) -> WindowAggregates:
+        """The summed aggregates of `ranges` (each rounded to buckets; `load` them first)."""
+        starts = tuple(s for since, until in ranges for s in bucket_starts(since, until, self.size))
+        total = self._sums.get(starts)
+        if total is None:
+            missing = [s for s in starts if s not in self._buckets]
+            for start in missing:
+                self._buckets[start] = self._fetch(start)
+            total = merged([self._buckets[s] for s in starts])
+            if len(self._sums) >= 4:
+                self._sums.clear()
+            self._sums[starts] = total
         return total
+
+    def windows(self, ranges: Sequence[tuple[float, float]]) -> WindowAggregates:
+        """`load(ranges)`, then their total."""
+        self.load(ranges)
+        return self.total(ranges)
 
     def forget(self) -> None:
         """Drop everything (a read failed: the next report reads its buckets again)."""

@@ -3,8 +3,10 @@ hands it to the metrics and the Changes page.
 
 Each report is as of a time aligned to the interval (`windows.report_time`), `settle` seconds behind the clock, so
 that every replica reading the same shared store makes the same report. Its reads run in a thread (they are the
-review reader's, with their deadlines); the windows are summed from buckets read once each (buckets.py): the
-recent window from buckets of `interval`, the baselines from coarser ones. A failed read keeps the last good
+review reader's, with their deadlines); the windows are summed from buckets of aggregates read once each
+(buckets.py): the recent window and the same hours of the previous days from buckets of `interval`, the trailing
+window from buckets of `recent`. A bucket read from the traces' rows is kept in the store (`drift_buckets`), so the
+following days' baselines, a restart and the other replicas read it back as one row. A failed read keeps the last good
 report exported and counts the failure; the daemon never stops for it.
 """
 
@@ -20,8 +22,9 @@ from typing import Protocol
 from monitor.config.drift import DriftConfig
 from monitor.store.signal_rows import DriftEpisode, WindowAggregates
 
-from .buckets import BucketCache
-from .model import DriftReport
+from .buckets import EMPTY, BucketCache
+from .model import DriftReport, Moments
+from .moments import SignalMoments
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +40,21 @@ class DriftReads(Protocol):
 
     def record_drift_episodes(self, started: Sequence[DriftEpisode], ended: Sequence[EpisodeKey]) -> None: ...
 
+    def drift_bucket(self, start: float, size: float) -> WindowAggregates | None: ...
 
-def baseline_bucket(config: DriftConfig) -> float:
-    """The baselines' bucket: a sixth of the recent window, a whole number of intervals (at least one)."""
-    intervals = max(1, int(config.recent / 6 // config.interval))
-    return intervals * config.interval
+    def keep_drift_bucket(self, start: float, size: float, aggregates: WindowAggregates, before: float) -> None: ...
+
+
+def _needs_trailing(config: DriftConfig, recent: SignalMoments, same_hours: SignalMoments) -> bool:
+    """Whether a signal of the recent window has too few samples in the same hours (less history): then the
+    trailing window is its baseline. Once every signal has its same hours, the trailing window is not read."""
+    empty = Moments()
+    least = config.min_samples
+    for key in recent:
+        settings = config.override(key.signal, key.subject)
+        if settings.enabled and same_hours.get(key, empty).n < (settings.min_samples or least):
+            return True
+    return False
 
 
 class DriftJob:
@@ -63,9 +76,13 @@ class DriftJob:
         def read(since: float, until: float) -> WindowAggregates:
             return reads.drift_window(since, until, config.read_timeout)
 
-        self._recent = BucketCache(read, config.interval)
-        self._same_hours = BucketCache(read, baseline_bucket(config))
-        self._trailing = BucketCache(read, max(config.recent, baseline_bucket(config)))
+        def keep(start: float, size: float, aggregates: WindowAggregates) -> None:
+            reads.keep_drift_bucket(start, size, aggregates, start - config.baseline - config.period)
+
+        # The recent window and the same hours of the previous days from the same buckets (the recent ones are
+        # kept in the store and are the following days' baselines); the trailing window from coarser ones.
+        self._buckets = BucketCache(read, config.interval, stored=reads.drift_bucket, keep=keep)
+        self._trailing = BucketCache(read, max(config.recent, config.interval), stored=reads.drift_bucket, keep=keep)
         self.latest: DriftReport | None = None
         self._last_as_of = float("-inf")
         self._task: asyncio.Task[None] | None = None
@@ -78,10 +95,16 @@ class DriftJob:
         from .windows import recent_range, same_hours_ranges, trailing_range
 
         config = self.config
-        recent = self._recent.windows([recent_range(config, as_of)])
-        same_hours = self._same_hours.windows(same_hours_ranges(config, as_of))
-        trailing = self._trailing.windows([trailing_range(config, as_of)])
-        moments = report_moments(config, recent, [same_hours], trailing)
+        recent_window, same_hours_windows = [recent_range(config, as_of)], same_hours_ranges(config, as_of)
+        self._buckets.load([*recent_window, *same_hours_windows])
+        recent, same_hours = self._buckets.total(recent_window), self._buckets.total(same_hours_windows)
+        moments = report_moments(config, recent, [same_hours], EMPTY)
+        trailing = EMPTY
+        if _needs_trailing(config, moments.recent, moments.same_hours):
+            trailing = self._trailing.windows([trailing_range(config, as_of)])
+            moments = report_moments(config, recent, [same_hours], trailing)
+        else:
+            self._trailing.forget()
         variants = Variants(recent.variants, [*same_hours.variants, *trailing.variants])
         report = detect(config, as_of, moments.recent, moments.same_hours, moments.trailing, variants)
         report, started, ended = merge_episodes(report, self._reads.drift_episodes())
@@ -100,7 +123,7 @@ class DriftJob:
         try:
             report = await asyncio.to_thread(self.report, as_of)
         except Exception as exc:  # the store, or a bug: the last good report stays
-            for cache in (self._recent, self._same_hours, self._trailing):
+            for cache in (self._buckets, self._trailing):
                 cache.forget()
             name = type(exc).__name__
             log.warning("drift: the report as of %.0f failed (%s: %s); the last one stays", as_of, name, exc)
@@ -161,4 +184,4 @@ def _report_time(config: DriftConfig, now: float) -> float:
     return report_time(config, now)
 
 
-__all__ = ["DriftJob", "DriftReads", "DriftSink", "baseline_bucket", "drift_job_of"]
+__all__ = ["DriftJob", "DriftReads", "DriftSink", "drift_job_of"]

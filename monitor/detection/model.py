@@ -68,7 +68,8 @@ class Moments(BaseModel):
         return self.total / self.n if self.n else None
 
     def __add__(self, other: Moments) -> Moments:
-        return Moments(n=self.n + other.n, total=self.total + other.total, squares=self.squares + other.squares)
+        n, total, squares = self.n + other.n, self.total + other.total, self.squares + other.squares
+        return Moments.model_construct(n=n, total=total, squares=squares)  # numbers already: no validation
 
 
 class SignalId(BaseModel):

@@ -72,26 +72,33 @@ def select(config: DriftSettings, windows: Iterable[WindowAggregates]) -> Covera
     )
 
 
+# Moments and ids are built with `model_construct` here (a report builds thousands; their fields are the store's
+# numbers and names, already typed): pydantic's validation was a fifth of a report's time.
+
+
+_moments, _id = Moments.model_construct, SignalId.model_construct
+
+
 def _ratio(n: float, k: float) -> Moments:
     """A proportion's moments: k of n items (rounded to whole items, k within [0, n])."""
     items = round(n)
     hits = float(min(max(round(k), 0), items))
-    return Moments(n=items, total=hits, squares=hits)
+    return _moments(n=items, total=hits, squares=hits)
 
 
 def _trace_moments(t: TraceAggregate, tools: frozenset[str], calling: dict[str, int]) -> SignalMoments:
     def at(signal: str, subject: str = "") -> SignalId:
-        return SignalId(service=t.service, agent=t.agent, signal=signal, subject=subject)
+        return _id(service=t.service, agent=t.agent, signal=signal, subject=subject)
 
     found = {
         at("error_rate"): _ratio(t.traces, t.errors),
         at("tool_success"): _ratio(t.tool_calls, t.tool_calls - t.tool_failures),
-        at("llm_calls"): Moments(n=t.traces, total=t.llm_calls, squares=t.llm_calls_sq),
-        at("tool_calls"): Moments(n=t.traces, total=t.tool_calls, squares=t.tool_calls_sq),
-        at("response_length"): Moments(n=t.response_n, total=t.response_chars, squares=t.response_chars_sq),
-        at("tokens"): Moments(n=t.tokens_n, total=t.tokens, squares=t.tokens_sq),
-        at("cost"): Moments(n=t.cost_n, total=t.cost, squares=t.cost_sq),
-        at("latency"): Moments(n=t.latency_n, total=t.latency, squares=t.latency_sq),
+        at("llm_calls"): _moments(n=t.traces, total=t.llm_calls, squares=t.llm_calls_sq),
+        at("tool_calls"): _moments(n=t.traces, total=t.tool_calls, squares=t.tool_calls_sq),
+        at("response_length"): _moments(n=t.response_n, total=t.response_chars, squares=t.response_chars_sq),
+        at("tokens"): _moments(n=t.tokens_n, total=t.tokens, squares=t.tokens_sq),
+        at("cost"): _moments(n=t.cost_n, total=t.cost, squares=t.cost_sq),
+        at("latency"): _moments(n=t.latency_n, total=t.latency, squares=t.latency_sq),
     }
     for tool in tools:
         found[at("tool_share", tool)] = _ratio(t.traces, calling.get(tool, 0))
@@ -100,13 +107,13 @@ def _trace_moments(t: TraceAggregate, tools: frozenset[str], calling: dict[str, 
 
 def _conversation_moments(service: str, rows: Sequence[SessionAggregate], endings: frozenset[str]) -> SignalMoments:
     def at(signal: str, subject: str = "") -> SignalId:
-        return SignalId(service=service, agent="", signal=signal, subject=subject)
+        return _id(service=service, agent="", signal=signal, subject=subject)
 
     sessions = sum(r.sessions for r in rows)
     ended = Counter[str]()
     for r in rows:
         ended[r.ended] += r.sessions
-    found = {at("turns"): Moments(n=sessions, total=sum(r.turns for r in rows), squares=sum(r.turns_sq for r in rows))}
+    found = {at("turns"): _moments(n=sessions, total=sum(r.turns for r in rows), squares=sum(r.turns_sq for r in rows))}
     for ending in endings:
         found[at("conversation_ended", ending)] = _ratio(sessions, ended[ending])
     return found
@@ -125,10 +132,10 @@ def window_moments(window: WindowAggregates, coverage: Coverage) -> SignalMoment
             found.update(_trace_moments(t, coverage.tools.get(agent, frozenset()), calling.get(agent, {})))
     for r in window.results:
         if (r.service, r.agent) in coverage.agents:
-            pass_ratio = SignalId(service=r.service, agent=r.agent, signal="pass_ratio", subject=r.evaluator)
-            score = pass_ratio.model_copy(update={"signal": "score"})
+            pass_ratio = _id(service=r.service, agent=r.agent, signal="pass_ratio", subject=r.evaluator)
+            score = _id(service=r.service, agent=r.agent, signal="score", subject=r.evaluator)
             found[pass_ratio] = found.get(pass_ratio, Moments()) + _ratio(r.verdicts, r.passed)
-            found[score] = found.get(score, Moments()) + Moments(n=r.scores_n, total=r.scores, squares=r.scores_sq)
+            found[score] = found.get(score, Moments()) + _moments(n=r.scores_n, total=r.scores, squares=r.scores_sq)
     by_service: dict[str, list[SessionAggregate]] = {}
     for s in window.sessions:
         if s.service in coverage.services:

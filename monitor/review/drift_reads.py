@@ -7,7 +7,8 @@ deadline) holds each statement to it. `record_drift_episodes` writes in one shor
 the store's writer (episodes change rarely, and a write queue of traces is no place to wait for their answer):
 SQLite's on a read-write connection of its own (`BEGIN IMMEDIATE`, the busy timeout: WAL writers take turns),
 PostgreSQL's on a connection of the store's pool. A failure is counted in the store's health and raised as
-StoreUnavailable, like every read.
+StoreUnavailable, like every read. `drift_bucket` and `keep_drift_bucket` read and keep the buckets of aggregates
+kept in the store (store/drift_buckets.py), the latter in a short transaction like the episodes.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from monitor.store import signal_reads
+from monitor.store import drift_buckets, signal_reads
 from monitor.store.signal_rows import DriftEpisode, WindowAggregates
 from monitor.store.statements import SQLITE, dialect_of
 
@@ -39,6 +40,16 @@ class DriftReads:
             lambda db: _bounded(db, timeout, lambda: signal_reads.window_aggregates(db, since, until))
         )
         return result
+
+    def drift_bucket(self, start: float, size: float) -> WindowAggregates | None:
+        """A bucket's aggregates as kept in the store (drift_buckets.py), None when it was not kept."""
+        result: WindowAggregates | None = self._run(lambda db: drift_buckets.stored_bucket(db, start, size))
+        return result
+
+    def keep_drift_bucket(self, start: float, size: float, aggregates: WindowAggregates, before: float) -> None:
+        """Keep a bucket's aggregates (the first copy stays) and forget the buckets that start before `before`."""
+        now = time.time()
+        self._run(lambda db: drift_buckets.keep_bucket(db, start, size, aggregates, now, before), writing=True)
 
     def drift_episodes(self) -> list[DriftEpisode]:
         """The drift episodes stored (still active)."""

@@ -15,6 +15,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 __all__ = [
     "JSON_TEXT",
     "METADATA",
+    "drift_buckets",
     "drift_episodes",
     "judge_limits",
     "open_sessions",
@@ -269,4 +270,15 @@ drift_episodes = Table(
     Column("subject", Text, primary_key=True),
     _text("direction", nullable=False),
     _real("since", nullable=False),
+)
+
+# A window bucket's drift aggregates (signal_rows.WindowAggregates as JSON), kept once read: a same-hours baseline
+# reads each bucket again on each of the following days, from here instead of the traces' rows.
+drift_buckets = Table(
+    "drift_buckets",
+    METADATA,
+    Column("start", Double, primary_key=True),
+    Column("size", Double, primary_key=True),
+    _text("aggregates", nullable=False),
+    _real("stored_at", nullable=False),
 )

@@ -22,9 +22,11 @@ AS_OF = 1_764_770_400.0  # a multiple of 60
 
 
 def test_the_report_time_is_aligned_behind_the_settle_time() -> None:
-    assert report_time(config(), AS_OF + 30) == AS_OF
-    assert report_time(config(), AS_OF + 29.9) == AS_OF - 60
-    assert report_time(config(), AS_OF + 89.9) == AS_OF
+    minutely = config(interval=60)
+    assert report_time(minutely, AS_OF + 30) == AS_OF
+    assert report_time(minutely, AS_OF + 29.9) == AS_OF - 60
+    assert report_time(minutely, AS_OF + 89.9) == AS_OF
+    assert report_time(config(), AS_OF + 30) == AS_OF - AS_OF % 300  # the default: every 5 minutes
 
 
 @settings(max_examples=100)

@@ -6,7 +6,8 @@ its answer's length, tokens, cost and duration (NULL where it has none); `trace_
 a trace called. Both are what a drift report aggregates per window (GROUP BY over their time index), and retention
 deletes them with their traces. `drift_episodes`: the changes found significant and still active, (service, agent,
 signal, subject) → direction and since, so that an episode's start survives a restart and every replica agrees on
-it. The window reads of verdicts use `results_time` (0001).
+it. `drift_buckets`: a bucket's aggregates (JSON) once read, so that the same-hours baselines of the following
+days read one row instead of the bucket's traces. The window reads of verdicts use `results_time` (0001).
 
 Only tables are added: nothing an older release reads or writes changes, so the legacy version stays 9 and a
 release before the chain still uses a database at this revision (it writes no signal rows: its traces are missing
@@ -62,6 +63,13 @@ def upgrade() -> None:
         sa.Column("subject", sa.Text, primary_key=True),
         sa.Column("direction", sa.Text, nullable=False),
         sa.Column("since", real, nullable=False),
+    )
+    op.create_table(
+        "drift_buckets",
+        sa.Column("start", real, primary_key=True),
+        sa.Column("size", real, primary_key=True),
+        sa.Column("aggregates", sa.Text, nullable=False),
+        sa.Column("stored_at", real, nullable=False),
     )
 
 
