@@ -46,7 +46,7 @@ SCENARIOS = {
 
 
 def _hour_factor(at: float) -> float:
-    """Daily seasonality: 1 ± 0.5 over the day (peak in the afternoon)."""
+    """Daily seasonality: 1 ± 0.5 over the day (peak in the afternoon): the traffic, and the latency with it."""
     return 1.0 + 0.5 * math.sin(2 * math.pi * ((at % DAY) / DAY - 0.3))
 
 
@@ -107,7 +107,7 @@ def _trace(rng: random.Random, s: Scenario, at: float, service: str, agent: str)
         "response_chars": int(rng.lognormvariate(math.log(180 * s.response_factor), 0.35)),
         "tokens": tokens,
         "cost_usd": tokens * 2.5e-6 * s.cost_factor,
-        "duration_ms": rng.lognormvariate(math.log(2500 * (0.8 + 0.4 * _hour_factor(at) / 1.5)), 0.3),
+        "duration_ms": rng.lognormvariate(math.log(2500 * _hour_factor(at)), 0.3),  # slower at the peak
         "verdicts": (
             ("answer_relevance", score >= 0.7, score),
             ("tool_arguments_valid", rng.random() < 0.98, None),

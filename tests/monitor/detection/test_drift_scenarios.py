@@ -65,3 +65,25 @@ def test_no_change_raises_no_alert_over_a_day(tmp_path: Path, name: str) -> None
     assert result.last is not None and result.last.tested > 0  # it did test: the signals had their samples
     if name == "new_version_same_behaviour":
         assert all(s.recent_variants == ("1.5",) for s in result.last.signals if s.agent == "planner")
+
+
+def test_the_same_hours_are_what_keeps_daily_seasonality_quiet(tmp_path: Path) -> None:
+    """The stationary agent is 50 % slower at its afternoon peak: against the trailing 24 h (`seasonality: none`)
+    that is latency drift every afternoon; against the same hours of the previous days it is nothing."""
+    scenario = SCENARIOS["stationary"]
+    change_at = store_with(tmp_path / "results.db", scenario, history_days=HISTORY_DAYS, hours_after=24)
+    fired = {}
+    for seasonality in ("none", "hour_of_day"):
+        config = DriftConfig(seasonality=seasonality)
+        result = run(
+            tmp_path / "results.db",
+            scenario,
+            config,
+            since=change_at,
+            until=change_at + 24 * 3600,
+            step=900,
+            change_at=change_at,
+        )
+        fired[seasonality] = {key[2] for key, _ in result.alerts}
+    assert "latency" in fired["none"]
+    assert fired["hour_of_day"] == set()
