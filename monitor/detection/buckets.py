@@ -53,6 +53,54 @@ def merged(windows: Sequence[WindowAggregates]) -> WindowAggregates:
     return WindowAggregates(*(_summed(kind, [w[i] for w in windows]) for i, kind in enumerate(kinds)))
 
 
+_KINDS = (TraceAggregate, ToolAggregate, ResultAggregate, SessionAggregate, VariantCount)
+
+
+class RunningTotal:
+    """The sum of a set of buckets that slides from one report to the next: the buckets that left the set are
+    subtracted and those that joined it added, instead of summing every bucket again. Counts stay exact (integers);
+    the float sums are summed afresh every `REBUILD_AFTER` updates, so rounding cannot build up."""
+
+    REBUILD_AFTER = 288
+
+    def __init__(self) -> None:
+        self._members: dict[float, WindowAggregates] = {}
+        self._sums: list[dict[tuple, list[float]]] = [{} for _ in _KINDS]
+        self._updates = 0
+
+    def update(self, buckets: dict[float, WindowAggregates], starts: Sequence[float]) -> WindowAggregates:
+        """The total of `buckets[s]` for `starts`."""
+        new = set(starts)
+        added = new - self._members.keys()
+        removed = self._members.keys() - new
+        self._updates += 1
+        if self._updates > self.REBUILD_AFTER or len(added) + len(removed) >= len(new):
+            self._members, self._sums, self._updates = {}, [{} for _ in _KINDS], 0
+            added, removed = new, set()
+        for start in removed:
+            self._apply(self._members.pop(start), -1)
+        for start in sorted(added):
+            self._members[start] = buckets[start]
+            self._apply(buckets[start], 1)
+        pairs = zip(_KINDS, self._sums, strict=True)
+        return WindowAggregates(*([kind(*key, *values) for key, values in sums.items()] for kind, sums in pairs))
+
+    def _apply(self, aggregates: WindowAggregates, sign: int) -> None:
+        for kind, rows, sums in zip(_KINDS, aggregates, self._sums, strict=True):
+            width = _KEYS[kind]
+            row: Any
+            for row in rows:
+                key = row[:width]
+                found = sums.get(key)
+                if found is None:
+                    sums[key] = [sign * value for value in row[width:]]
+                    continue
+                for i, value in enumerate(row[width:]):
+                    found[i] += sign * value
+                if sign < 0 and found[0] <= 0:  # its count (every row's first figure) is back to 0: gone
+                    del sums[key]
+
+
 def bucket_starts(since: float, until: float, size: float) -> list[float]:
     """The buckets of `size` that tile [since, until), both ends rounded down to a bucket boundary."""
     first, last = int(since // size), int(until // size)
@@ -76,7 +124,7 @@ class BucketCache:
         self._keep = keep
         self.size = size
         self._buckets: dict[float, WindowAggregates] = {}
-        self._sums: dict[tuple[float, ...], WindowAggregates] = {}
+        self._sums: dict[str, RunningTotal] = {}
         self.reads = 0  # buckets read from the traces' rows so far
         self.kept_reads = 0  # buckets read as kept in the store
 
@@ -101,19 +149,17 @@ class BucketCache:
             self._keep(start, self.size, got)
         return got
 
-    def total(self, ranges: Sequence[tuple[float, float]]) -> WindowAggregates:
-        """The summed aggregates of `ranges` (each rounded to buckets; `load` them first)."""
+    def total(self, ranges: Sequence[tuple[float, float]], series: str = "") -> WindowAggregates:
+        """The summed aggregates of `ranges` (each rounded to buckets; `load` them first), kept as a running total
+        per `series` (a window that slides from report to report: only the buckets that changed are summed)."""
         starts = tuple(s for since, until in ranges for s in bucket_starts(since, until, self.size))
-        total = self._sums.get(starts)
-        if total is None:
-            missing = [s for s in starts if s not in self._buckets]
-            for start in missing:
+        for start in starts:
+            if start not in self._buckets:
                 self._buckets[start] = self._fetch(start)
-            total = merged([self._buckets[s] for s in starts])
-            if len(self._sums) >= 4:
-                self._sums.clear()
-            self._sums[starts] = total
-        return total
+        running = self._sums.get(series)
+        if running is None:
+            running = self._sums[series] = RunningTotal()
+        return running.update(self._buckets, starts)
 
     def windows(self, ranges: Sequence[tuple[float, float]]) -> WindowAggregates:
         """`load(ranges)`, then their total."""
@@ -126,4 +172,4 @@ class BucketCache:
         self._sums.clear()
 
 
-__all__ = ["EMPTY", "BucketCache", "ReadWindow", "bucket_starts", "merged"]
+__all__ = ["EMPTY", "BucketCache", "ReadWindow", "RunningTotal", "bucket_starts", "merged"]

@@ -97,7 +97,8 @@ class DriftJob:
         config = self.config
         recent_window, same_hours_windows = [recent_range(config, as_of)], same_hours_ranges(config, as_of)
         self._buckets.load([*recent_window, *same_hours_windows])
-        recent, same_hours = self._buckets.total(recent_window), self._buckets.total(same_hours_windows)
+        recent = self._buckets.total(recent_window, "recent")
+        same_hours = self._buckets.total(same_hours_windows, "same_hours")
         moments = report_moments(config, recent, [same_hours], EMPTY)
         trailing = EMPTY
         if _needs_trailing(config, moments.recent, moments.same_hours):
