@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 EpisodeKey = tuple[str, str, str, str]
 
 
-class DriftReads(Protocol):
+class DriftStore(Protocol):
     """What the job needs of the store (the review reader's drift reads)."""
 
     def drift_window(self, since: float, until: float, timeout: float | None = None) -> WindowAggregates: ...
@@ -61,7 +61,7 @@ class DriftJob:
     def __init__(
         self,
         config: DriftConfig,
-        reads: DriftReads,
+        reads: DriftStore,
         publish: Callable[[DriftReport], None],
         *,
         failed: Callable[[], None] = lambda: None,
@@ -163,7 +163,7 @@ class DriftSink(Protocol):
 
 
 def drift_job_of(
-    config: DriftConfig, reads: DriftReads | None, sink: DriftSink, *, stored_results: str = "all"
+    config: DriftConfig, reads: DriftStore | None, sink: DriftSink, *, stored_results: str = "all"
 ) -> DriftJob | None:
     """The daemon's drift job; None when drift is off or there is no result store to read (said once). With
     `store.results: failing` (`stored_results`) the passing verdicts are not stored: the evaluators' pass ratios
@@ -185,4 +185,4 @@ def _report_time(config: DriftConfig, now: float) -> float:
     return report_time(config, now)
 
 
-__all__ = ["DriftJob", "DriftReads", "DriftSink", "drift_job_of"]
+__all__ = ["DriftJob", "DriftSink", "DriftStore", "drift_job_of"]
