@@ -9,7 +9,7 @@ already `settle` seconds behind the clock, so its traces are stored) and kept wh
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 from monitor.store.signal_rows import (
     ResultAggregate,
@@ -86,9 +86,9 @@ class RunningTotal:
         return WindowAggregates(*([kind(*key, *values) for key, values in sums.items()] for kind, sums in pairs))
 
     def _apply(self, aggregates: WindowAggregates, sign: int) -> None:
-        for kind, rows, sums in zip(_KINDS, aggregates, self._sums, strict=True):
+        groups = cast(Sequence[Sequence[Any]], aggregates)
+        for kind, rows, sums in zip(_KINDS, groups, self._sums, strict=True):
             width = _KEYS[kind]
-            row: Any
             for row in rows:
                 key = row[:width]
                 found = sums.get(key)

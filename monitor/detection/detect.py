@@ -19,7 +19,7 @@ Relative effects are capped at that bound either way, so that every effect is a 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 from monitor.store.signal_rows import VariantCount
 
@@ -130,6 +130,23 @@ def _judged(config: DriftSettings, state: SignalState, q_value: float) -> Signal
     )
 
 
+class _Overrides:
+    """The settings with each signal's override looked up once per report (a report asks twice per signal)."""
+
+    def __init__(self, config: DriftSettings) -> None:
+        self._config = config
+        self._found: dict[tuple[str, str], SignalSettings] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._config, name)
+
+    def override(self, signal: str, subject: str = "") -> SignalSettings:
+        found = self._found.get((signal, subject))
+        if found is None:
+            found = self._found[(signal, subject)] = self._config.override(signal, subject)
+        return found
+
+
 def _order(key: SignalId) -> tuple[str, str, str, str]:
     return key.service, key.agent, key.signal, key.subject
 
@@ -145,6 +162,7 @@ def detect(
     """The report as of `as_of` from each signal's moments in the recent window and in both baselines (and the
     windows' variants, for `recent_variants`); the same inputs, in any order, give the same report."""
     empty = Moments()
+    config = cast(DriftSettings, _Overrides(config))
     states: list[SignalState] = []
     for key in sorted({*recent, *same_hours, *trailing}, key=_order):
         got = _compare(config, key, recent.get(key, empty), same_hours.get(key, empty), trailing.get(key, empty))

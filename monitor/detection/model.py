@@ -69,7 +69,7 @@ class Moments(BaseModel):
 
     def __add__(self, other: Moments) -> Moments:
         n, total, squares = self.n + other.n, self.total + other.total, self.squares + other.squares
-        return Moments.model_construct(n=n, total=total, squares=squares)  # numbers already: no validation
+        return Moments(n=n, total=total, squares=squares)
 
 
 class SignalId(BaseModel):

@@ -72,11 +72,19 @@ def select(config: DriftSettings, windows: Iterable[WindowAggregates]) -> Covera
     )
 
 
-# Moments and ids are built with `model_construct` here (a report builds thousands; their fields are the store's
-# numbers and names, already typed): pydantic's validation was a fifth of a report's time.
+_moments = Moments
+_IDS: dict[tuple[str, str, str, str], SignalId] = {}  # the ids built so far: a report asks for each id again
+_MAX_IDS = 200_000
 
 
-_moments, _id = Moments.model_construct, SignalId.model_construct
+def _id(*, service: str, agent: str, signal: str, subject: str) -> SignalId:
+    key = (service, agent, signal, subject)
+    found = _IDS.get(key)
+    if found is None:
+        if len(_IDS) >= _MAX_IDS:
+            _IDS.clear()
+        found = _IDS[key] = SignalId(service=service, agent=agent, signal=signal, subject=subject)
+    return found
 
 
 def _ratio(n: float, k: float) -> Moments:

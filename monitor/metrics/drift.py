@@ -91,6 +91,7 @@ class DriftMetrics(Collector):
         )
         self._lock = threading.Lock()
         self._snapshot = _Snapshot()
+        self._label_sets: dict[tuple[str, tuple[str, ...]], dict[str, str]] = {}  # shared, never changed
         self._duration = 0.0
         registry.register(self)
 
@@ -126,11 +127,17 @@ class DriftMetrics(Collector):
             seen.add(key)
             _add(samples, key, state)
         built = {}
+        known, self._label_sets = self._label_sets, {}  # a signal's labels are the same from report to report
         for name, _, extra in _FAMILIES:
             labelnames = (*SIGNAL_LABELS, *extra)
-            built[name] = [
-                Sample(name, dict(zip(labelnames, labels)), value) for labels, value in sorted(samples[name])
-            ]
+            rows = []
+            for labels, value in sorted(samples[name]):
+                label_set = known.get((name, labels))
+                if label_set is None:
+                    label_set = dict(zip(labelnames, labels, strict=True))
+                self._label_sets[(name, labels)] = label_set
+                rows.append(Sample(name, label_set, value))
+            built[name] = rows
         return _Snapshot(built, report.as_of, report.tested)
 
     def _key(self, state: SignalState) -> tuple[str, ...]:
