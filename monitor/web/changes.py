@@ -2,20 +2,21 @@
 signals made `ChangeItem`s (monitor/review/change_models.py), each with its intervals, its one-line summary and
 its link to the recent window's results on the review page.
 
-`describe(state, drift)` is the summary: a thin function, to be switched to monitor/detection/describe.py's
-`describe(state)` when that lands.
+`describe(state, as_of, drift)` is the summary: monitor/detection/describe.py's sentence, the alerts' and the
+command's too.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from monitor.config.drift import DriftConfig
-from monitor.detection.model import BaselineKind, DriftReport, Moments, Scale, SignalState, Statistic
+from monitor.detection.describe import describe as summary
+from monitor.detection.describe import format_value
+from monitor.detection.model import DriftReport, Moments, Scale, SignalState, Statistic
 from monitor.detection.signals import SIGNALS
 from monitor.review.api_params import BadRequest, QueryParam, parse_int, query_values, shown
 from monitor.review.change_models import ChangeItem, ChangesPage, ChangeWindow
@@ -111,17 +112,8 @@ def duration(seconds: float) -> str:
 
 
 def value_text(value: float | None, unit: str) -> str:
-    """A signal's value for people: `0.97`, `1,234 chars`, `$0.0123`, `2.35 s`."""
-    if value is None or not math.isfinite(value):
-        return "–"
-    if unit in ("ratio", "score"):
-        return f"{value:.2f}"
-    if unit == "USD":
-        return f"${value:.4f}" if abs(value) < 100 else f"${value:,.2f}"
-    if unit == "seconds":
-        return f"{value:.2f} s"
-    number = f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
-    return f"{number} {unit}"
+    """A signal's value for people (monitor/detection/describe.py's format, also the summaries')."""
+    return format_value(value if value is not None and math.isfinite(value) else None, unit)
 
 
 def effect_text(effect: float, scale: str) -> str:
@@ -129,35 +121,14 @@ def effect_text(effect: float, scale: str) -> str:
     return f"{effect * 100:+.1f} pts" if scale == Scale.UNIT else f"{effect * 100:+.0f}%"
 
 
-def _baseline_phrase(state: SignalState, drift: DriftConfig | None) -> str:
-    if state.baseline_kind is BaselineKind.SAME_HOURS:
-        if drift is None:
-            return "the same hours of the previous days"
-        days = max(1, round(drift.baseline / drift.period))
-        return f"the same hours of the last {days} day{'s' if days != 1 else ''}"
-    return f"the {duration(drift.trailing)} before" if drift is not None else "the window before"
-
-
-def _when(since: float, as_of: float) -> str:
-    day = time.strftime("%Y-%m-%d", time.gmtime(since))
-    clock = time.strftime("%H:%M", time.gmtime(since))
-    return f"{clock} UTC" if day == time.strftime("%Y-%m-%d", time.gmtime(as_of)) else f"{day} {clock} UTC"
-
-
 def label(signal: str, subject: str) -> str:
     return f"{signal}[{subject}]" if subject else signal
 
 
 def describe(state: SignalState, as_of: float, drift: DriftConfig | None = None) -> str:
-    """One line: "tool_success 0.97 → 0.89 against the same hours of the last 7 days, since 14:05 UTC"."""
-    unit = SIGNALS[state.signal].unit if state.signal in SIGNALS else ""
-    text = (
-        f"{label(state.signal, state.subject)} {value_text(state.baseline.mean, unit)} → "
-        f"{value_text(state.recent.mean, unit)} against {_baseline_phrase(state, drift)}"
-    )
-    if not state.significant:
-        return f"{text}: no significant change"
-    return f"{text}, since {_when(state.since, as_of)}" if state.since is not None else text
+    """The change in one line (monitor/detection/describe.py), and for a signal without one, that it has none."""
+    text = summary(state, drift, now=as_of)
+    return text if state.significant else f"{text}: no significant change"
 
 
 def traces_url(state: SignalState, since: float, until: float) -> str:

@@ -54,7 +54,7 @@ def test_table_of_the_active_changes_largest_first(capsys: pytest.CaptureFixture
     assert [r[3] for r in rows] == ["latency", "pass_ratio[helpfulness]", "tool_success"]
     assert rows[0][:6] == ["1", "search", "-", "latency", "behaviour", "changed"]
     assert "+50%" in lines[2] and "-15.0pt" in lines[3] and "0.970 n=1000" in lines[4] and "v2" in lines[2]
-    assert lines[6].startswith("1. latency 1.20 s → 1.80 s against the same hours of the previous days")
+    assert lines[6].startswith("1. latency mean 1.2 → 1.8 s (+50 %) against the same hours of the previous days")
     assert lines[8].startswith("3. tool_success 0.97 → 0.89")
 
 

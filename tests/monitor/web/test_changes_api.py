@@ -66,7 +66,7 @@ def test_active_changes_ranked_by_effect_with_their_figures() -> None:
     }
     assert tools["recent"]["mean"] == 0.89 and tools["recent"]["n"] == 300
     assert tools["summary"] == "tool_success 0.97 → 0.89 against the same hours of the last 7 days, since 13:45 UTC"
-    assert latency["summary"].endswith("since 2025-12-02 13:50 UTC")  # a day earlier: dated
+    assert latency["summary"].endswith("since 2025-12-02 13:50 UTC, with new version v2")  # a day earlier: dated
     window = f"since={int(AS_OF - RECENT)}&until={int(AS_OF)}"
     assert tools["traces_url"] == f"/review/results?service=checkout&agent=planner&outcome=any&{window}"
     assert passing["traces_url"] == (
@@ -178,5 +178,6 @@ def test_intervals_and_wording() -> None:
         "s", "", "cost", baseline_kind=BaselineKind.TRAILING, baseline=Moments(n=40, total=0.4, squares=0.01),
         recent=Moments(n=40, total=0.8, squares=0.02), significant=True, effect=1.0, since=AS_OF - 60,
     )  # fmt: skip
-    assert describe(trailing, AS_OF, DRIFT) == "cost $0.0100 → $0.0200 against the 1d before, since 13:59 UTC"
-    assert describe(trailing, AS_OF) == "cost $0.0100 → $0.0200 against the window before, since 13:59 UTC"
+    expected = "cost mean 0.01 → 0.02 USD (+100 %) against the trailing {}, since 13:59 UTC"
+    assert describe(trailing, AS_OF, DRIFT) == expected.format("24 h")
+    assert describe(trailing, AS_OF) == expected.format("window")
