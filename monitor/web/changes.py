@@ -111,7 +111,8 @@ def duration(seconds: float) -> str:
 
 
 def value_text(value: float | None, unit: str) -> str:
-    """A signal's value for people: `0.97`, `1,234 chars`, `$0.0123`, `2.35 s`."""
+    """A signal's value for people: `0.97`, `1,234 chars`, `$0.0123`, `2.35 s`, `4.2 ms` (under 0.1 s: a
+    sub-second latency in seconds with 2 decimals would read `0.00 s`)."""
     if value is None or not math.isfinite(value):
         return "–"
     if unit in ("ratio", "score"):
@@ -119,7 +120,7 @@ def value_text(value: float | None, unit: str) -> str:
     if unit == "USD":
         return f"${value:.4f}" if abs(value) < 100 else f"${value:,.2f}"
     if unit == "seconds":
-        return f"{value:.2f} s"
+        return f"{value:.2f} s" if abs(value) >= 0.1 or value == 0 else f"{value * 1000:.3g} ms"
     number = f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
     return f"{number} {unit}"
 

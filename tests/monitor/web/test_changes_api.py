@@ -180,3 +180,11 @@ def test_intervals_and_wording() -> None:
     )  # fmt: skip
     assert describe(trailing, AS_OF, DRIFT) == "cost $0.0100 → $0.0200 against the 1d before, since 13:59 UTC"
     assert describe(trailing, AS_OF) == "cost $0.0100 → $0.0200 against the window before, since 13:59 UTC"
+
+
+def test_short_latencies_read_in_milliseconds() -> None:
+    from monitor.web.changes import value_text
+
+    assert [value_text(v, "seconds") for v in (2.345, 0.1, 0.005, 0.00020286, 0.0)] == [
+        "2.35 s", "0.10 s", "5 ms", "0.203 ms", "0.00 s",
+    ]  # fmt: skip
