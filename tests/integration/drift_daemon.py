@@ -129,3 +129,22 @@ def wait_for_drift(daemon: DaemonProcess, timeout: float = 20.0) -> Series:
 
     daemon.wait_until(drifted, f"error_rate drift active (last seen {seen[0]})", timeout=timeout)
     return seen[0]
+
+
+# --- a change under the default `drift` section (recent 30 min, the same hours of the previous days) -------------
+CHANGED_SERVICE = "drift-history"  # no trace the tests send names it
+
+
+def default_config_change(now: float) -> list[SyntheticTrace]:
+    """Rows that make the daemon's first report under the default drift config (any `interval` up to 10 min)
+    hold an active error rate change of CHANGED_SERVICE's planner for the next 10 minutes: 60 traces a day ago
+    in the recent window's hours (3 failed), 60 in the recent window (50 failed), all between 20 and 7 minutes
+    before `now` (the report time is `settle` and up to an interval behind the clock). Every trace calls `search`:
+    tool_share's subject makes Prometheus see the `subject` label (an empty one is no label)."""
+    rows = []
+    planner = {"service": CHANGED_SERVICE, "agent": "planner", "tool_calls": 1, "tools": ("search",)}
+    for i in range(60):
+        at = now - 1200 + i * 13
+        rows.append(SyntheticTrace(created_at=at - 86400, has_error=i % 20 == 0, **planner))  # type: ignore[arg-type]
+        rows.append(SyntheticTrace(created_at=at, has_error=i % 6 != 0, **planner))  # type: ignore[arg-type]
+    return rows
