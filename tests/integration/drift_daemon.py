@@ -2,7 +2,7 @@
 section, a stationary history written straight into the store at past times for the agent the real OTel SDK
 sender's traces name, failing traces sent through that sender, and the drift series read back from /metrics.
 
-Time is compressed 720-fold: a "day" (`period`) is 120 s, the recent window 36 s, three "days" of same-hours
+Time is compressed 480-fold: a "day" (`period`) is 180 s, the recent window 36 s, three "days" of same-hours
 baseline. The history is one trace a second (at half seconds), 2 LLM calls and 2 `get_weather` calls each like
 the sender's, from `HISTORY_SPAN` seconds before the test up to `HISTORY_GAP` seconds before it, every sixth trace
 failed. The job reads the same-hours windows in buckets of 6 s (job.baseline_bucket: a sixth of the recent window),
@@ -24,16 +24,16 @@ SERVICE = "drift-e2e"
 AGENT = "travel_agent"  # the sender's `invoke_agent travel_agent` span (gen_ai.agent.name): trace_signals.agent
 DRIFT = {
     "recent": "36s",
-    "period": "120s",
-    "baseline": "360s",
+    "period": "180s",
+    "baseline": "540s",
     "trailing": "120s",
     "interval": "2s",
     "settle": 1,
     "min_samples": 20,
 }
-HISTORY_SPAN = 420.0  # seconds of history before the test: the third "day" (same hours) of a report 70 s in
-HISTORY_GAP = 50.0  # none in the last 50 s: the recent window (36 s) of every report of the test is the sender's
-STEADY = 70.0  # seconds after the history is written during which the first same-hours window is all history
+HISTORY_SPAN = 600.0  # seconds of history before the test: the third "day" (same hours) of every report
+HISTORY_GAP = 45.0  # none in the last 45 s: the recent window (36 s) of every report of the test is the sender's
+STEADY = 135.0  # seconds after the history is written during which the first same-hours window is all history
 FAIL_EVERY = 6
 BASELINE_ERROR_RATE = 1 / FAIL_EVERY
 FAILING_TRACES = 40
