@@ -141,9 +141,7 @@ class Daemon:
         self.agreement = AgreementCache(self.review.reviews_in_force if self.review is not None else list)
         self.annotator = review_annotator(config.sources, _judge_labels(prepared))
         self.reviewing = ReviewWriter(self.store, on_reviewed=self._reviewed)  # reviewers' verdicts
-        self.drift = drift_job_of(  # each agent against its own past
-            config.drift, self.review, telemetry.drift, stored_results=config.store.results
-        )
+        self.drift = drift_job_of(config.drift, self.review, telemetry.drift, stored_results=config.store.results)
         self.api = self._api(prepared)
         self.lifecycle = Lifecycle(self._parts())
         self._stopping = asyncio.Event()

@@ -5,5 +5,5 @@ The public modules are the ones `__all__` names. Importing the package imports n
 """
 
 __all__ = [
-    "describe", "detect", "episodes", "model", "moments", "settings", "signals", "statistics", "windows",
+    "describe", "detect", "episodes", "job", "model", "moments", "settings", "signals", "statistics", "windows",
 ]  # fmt: skip
