@@ -5,5 +5,6 @@ The public modules are the ones `__all__` names. Importing the package imports n
 """
 
 __all__ = [
-    "describe", "detect", "episodes", "job", "model", "moments", "settings", "signals", "statistics", "windows",
+    "buckets", "describe", "detect", "episodes", "job", "model", "moments", "settings", "signals", "statistics",
+    "windows",
 ]  # fmt: skip
