@@ -2,7 +2,8 @@
 history of an agent at past times, the real daemon started on it, failing traces of that agent sent through the
 real OTel SDK exporter. From outside: /metrics exports the error rate's change (active, its effect up, its
 baseline), /api/v1/changes lists it, `agent-monitor changes` prints it; stopped (SIGTERM, then SIGKILL) and
-started again on the same store, the daemon exports the same change with the same `since` and baseline."""
+started again on the same store, the daemon exports the same change with the same `since` and baseline. (An xfail
+test shows the seconds after a start in which /metrics answers without the change the store holds.)"""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ def test_an_error_rate_change_is_exported_listed_and_kept_across_restarts(tmp_pa
 
     first = DaemonProcess(workdir, config, env=project_env()).start()
     try:
-        before = error_rate_series(first)  # the history alone: a baseline, nothing recent to test
+        before = error_rate_series(first)  # no report yet, or the history's alone: nothing recent to test
         assert before.get("agent_quality_drift_active", 0.0) == 0.0, before
         send_failing(first)
         series = wait_for_drift(first)
