@@ -44,8 +44,8 @@ def format_value(value: float | None, unit: str) -> str:
         return f"{value:.2f}"
     if unit == "USD":
         return f"{value:.4g} USD"
-    if unit == "seconds":
-        return f"{value:.3g} s"
+    if unit == "seconds":  # under 0.1 s in milliseconds (a 5 ms latency is not "0.005 s")
+        return f"{value:.3g} s" if abs(value) >= 0.1 or value == 0 else f"{value * 1000:.3g} ms"
     return f"{value:.0f} {unit}" if abs(value) >= 100 else f"{value:.3g} {unit}"
 
 

@@ -27,7 +27,7 @@ T = TypeVar("T")
 PROGRESS_STEPS = 10_000  # SQLite virtual machine steps between two looks at the bound
 
 
-class DriftReads:
+class DriftStoreReads:
     """`drift_window`, `drift_episodes` and `record_drift_episodes` over `_run(read, writing=...)`."""
 
     _run: Callable[..., Any]

@@ -33,8 +33,10 @@ from tests.deploy.evals_fixture import CRASH_SERVICE
 from tests.deploy.resend_corpus import new_trace_id
 from tests.integration.conftest import CORPUS, project_env
 from tests.integration.daemon_process import DaemonProcess
+from tests.integration.drift_daemon import default_config_change
 from tests.integration.promstack import ServerSet, query, scrape_config
 from tests.integration.spend_mix import COPIES, MIX, OVERRIDES, UNKNOWN, send_process
+from tests.support.drift_rows import create_store, write_traces
 from tests.support.fake_gemini import FakeGemini
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,8 +69,9 @@ RULE_SERIES = frozenset({*RECORDING_RULES, "ALERTS"})
 # Series that appear with the first review written (a reviewer's act): the live test writes none, so these may be
 # absent from Prometheus there (tests/deploy/test_dashboard_reviews.py runs their queries with promtool).
 UNTIL_REVIEWED = frozenset({"agent_eval_reviews_total"})
-# Series of the drift report's signals: they appear once a report has a signal with min_samples in its windows,
-# which the live test's short run has not (tests/deploy/test_dashboard_drift.py runs their queries with promtool).
+# Series of the drift report's signals: they appear once a report has a signal with data in its windows. The live
+# test's short run has none of its own: its store is given a change (drift_daemon.default_config_change), so all of
+# them are there (tests/deploy/test_dashboard_drift.py runs their queries with promtool too).
 UNTIL_DRIFTED = frozenset(
     {
         "agent_quality_baseline",
@@ -125,6 +128,8 @@ KEY_PANELS = {
     "Open sessions": "finite",
     "Turns per session p50, p95": "positive",
     "Late and cut turns": "finite",
+    "Active changes": "positive",  # the error rate change the store was given
+    "Drift effect per signal": "positive",
 }
 EXEMPLAR_PANELS = {  # panel -> the series its exemplars come from
     "Failing results by evaluator": "agent_eval_results_total",
@@ -637,6 +642,7 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
                 "pairwise": [{"baseline": "1.4", "candidate": "1.5"}],
             },
         }
+        write_traces(create_store(workdir / "results.db"), default_config_change(time.time()))  # the drift series
         daemon = DaemonProcess(workdir, config, env=project_env())
         stack.callback(daemon.stop)
         daemon.start()
@@ -696,7 +702,7 @@ def test_every_dashboard_query_runs_against_the_scraped_daemon(tmp_path):
             results[where] = query(port, substitute(expr), at)  # fails on a query error
             selectors, groupings = analyze(expr)
             for s in selectors:
-                if s.metric in RULE_SERIES or (s.metric in UNTIL_REVIEWED | UNTIL_DRIFTED and s.metric not in names):
+                if s.metric in RULE_SERIES or (s.metric in UNTIL_REVIEWED and s.metric not in names):
                     continue
                 assert s.metric in names, f"{where}: Prometheus has no series {s.metric}"
                 missing = {label for label, _, _ in s.matchers} - labels_of(s.metric)

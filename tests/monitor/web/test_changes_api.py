@@ -181,3 +181,11 @@ def test_intervals_and_wording() -> None:
     expected = "cost mean 0.01 → 0.02 USD (+100 %) against the trailing {}, since 13:59 UTC"
     assert describe(trailing, AS_OF, DRIFT) == expected.format("24 h")
     assert describe(trailing, AS_OF) == expected.format("window")
+
+
+def test_short_latencies_read_in_milliseconds() -> None:
+    from monitor.web.changes import value_text
+
+    assert [value_text(v, "seconds") for v in (2.345, 0.1, 0.005, 0.00020286, 0.0)] == [
+        "2.35 s", "0.1 s", "5 ms", "0.203 ms", "0 s",
+    ]  # fmt: skip
