@@ -22,7 +22,7 @@ from monitor.config import MonitorConfig
 from monitor.config.address import external_url
 from monitor.config.models import usable_cpus
 from monitor.consumer import TraceConsumer
-from monitor.detection.job import drift_job_of
+from monitor.detection.job import FirstReport, drift_job_of
 from monitor.engine.admission import Admission, AdmissionGate
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.configured import ConfiguredEvaluator
@@ -211,6 +211,7 @@ class Daemon:
         pending = PendingTraces(self.assembler, self.pool, self.metrics.evaluation.dropped, lambda: self.evaluated)
         return [
             Part("windows", self.window_rebuild),  # before the API: no scrape sees the windows empty, then full
+            *([Part("drift_first_report", FirstReport(self.drift))] if self.drift is not None else []),  # the same
             Part("event_loop_lag", EventLoopLag(self.metrics.registry)),
             Part("review_writeback", Closing(self.annotator.close)),  # after the API: reviews posted meanwhile
             Part("api", self.api, Grace.fixed(0.5)),

@@ -86,6 +86,7 @@ class DriftJob:
         self.latest: DriftReport | None = None
         self._last_as_of = float("-inf")
         self._task: asyncio.Task[None] | None = None
+        self._first: asyncio.Future[DriftReport | None] | None = None
 
     def report(self, as_of: float) -> DriftReport:
         """The report as of `as_of` (blocking: the store's reads), its episodes merged with the stored ones."""
@@ -135,7 +136,21 @@ class DriftJob:
         self._publish(self.latest)
         return self.latest
 
+    async def first_report(self) -> None:
+        """The report due at start, waited for at most `read_timeout`: the daemon makes it before /metrics answers
+        (a part before the API), so that a restart's first scrape already has a stored change's series (a scrape
+        without them would make Prometheus resolve a firing drift alert and start its `for` again). A report that
+        takes longer is finished by the loop, /metrics answering meanwhile."""
+        self._first = asyncio.ensure_future(self.run_once())
+        done, _ = await asyncio.wait({self._first}, timeout=self.config.read_timeout)
+        if not done:
+            log.warning("drift: the first report takes longer than %g s; /metrics answers without it meanwhile",
+                        self.config.read_timeout)  # fmt: skip
+
     async def _loop(self) -> None:
+        first, self._first = self._first, None
+        if first is not None:
+            await first  # run_once raises nothing: a failure is counted and logged
         while True:
             await self.run_once()
             now = self._clock()
@@ -146,6 +161,9 @@ class DriftJob:
         self._task = asyncio.create_task(self._loop(), name="drift")
 
     async def shutdown(self, grace: float) -> None:
+        first, self._first = self._first, None
+        if first is not None:
+            first.cancel()
         task, self._task = self._task, None
         if task is None:
             return
@@ -179,10 +197,24 @@ def drift_job_of(
     return DriftJob(config, reads, lambda report: sink.publish(report, report.duration_seconds), failed=sink.failed)
 
 
+class FirstReport:
+    """The drift job's report due at start, as a lifecycle part of its own placed before the API
+    (`DriftJob.first_report`); its shutdown is the job's."""
+
+    def __init__(self, job: DriftJob) -> None:
+        self._job = job
+
+    async def start(self) -> None:
+        await self._job.first_report()
+
+    async def shutdown(self, grace: float) -> None:
+        """Nothing: the job's own part stops what is left."""
+
+
 def _report_time(config: DriftConfig, now: float) -> float:
     from .windows import report_time
 
     return report_time(config, now)
 
 
-__all__ = ["DriftJob", "DriftSink", "DriftStore", "drift_job_of"]
+__all__ = ["DriftJob", "DriftSink", "DriftStore", "FirstReport", "drift_job_of"]

@@ -2,8 +2,9 @@
 history of an agent at past times, the real daemon started on it, failing traces of that agent sent through the
 real OTel SDK exporter. From outside: /metrics exports the error rate's change (active, its effect up, its
 baseline), /api/v1/changes lists it, `agent-monitor changes` prints it; stopped (SIGTERM, then SIGKILL) and
-started again on the same store, the daemon exports the same change with the same `since` and baseline. (An xfail
-test shows the seconds after a start in which /metrics answers without the change the store holds.)"""
+started again on the same store, the daemon exports the same change with the same `since` and baseline. The first
+scrape of a daemon started on a store holding a change has it (the first report is made before the API answers:
+a scrape without it would resolve a firing alert)."""
 
 from __future__ import annotations
 
@@ -125,12 +126,6 @@ def test_an_error_rate_change_is_exported_listed_and_kept_across_restarts(tmp_pa
     assert time.monotonic() - started < STEADY, "the test outran its steady baseline: the figures may differ"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the API (its /metrics) starts before the drift job, whose first report comes seconds later: a scrape "
-    "in between sees no agent_quality_* series, so a restart resolves a firing AgentQualityRegression and starts "
-    "its `for` again",
-)
 def test_the_first_scrape_of_a_daemon_started_on_a_changed_store_has_the_change(tmp_path: Path) -> None:
     workdir = tmp_path / "data"
     workdir.mkdir()

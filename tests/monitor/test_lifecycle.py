@@ -36,11 +36,13 @@ from monitor.web.server import WebServer
 # The daemon's components in start order (shutdown runs it backwards): a new one is added here and so tested.
 DAEMON_PARTS = [
     "windows",
+    "drift_first_report",  # before the API too: a restart's first scrape has the stored changes' series
     "event_loop_lag",
     "review_writeback",
     "api",
     "review",
     "store",
+    "drift",  # reads the store: stops before it
     "intake_log",
     "judge_engine",
     "sessions",
