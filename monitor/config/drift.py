@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from .units import Duration, Section
+from .units import Duration, NonNegativeDuration, Section
 
 # The names of the signals (monitor/detection/signals.py's catalogue; tests/monitor/detection keeps the two the
 # same). Spelt here because the detector reads store rows and the store reads the config: importing the catalogue
@@ -83,6 +83,7 @@ class DriftConfig(Section):
     exclude: list[str] = Field(default_factory=list)  # signals off: `<name>` or `<name>:<subject>`
     alerts: DriftAlertsConfig = Field(default_factory=DriftAlertsConfig)
     read_timeout: Duration = 20.0  # seconds a report's reads of the store may take
+    keep_after: NonNegativeDuration = 600.0  # a bucket of aggregates is kept in the store once this old
 
     @model_validator(mode="after")
     def _windows(self) -> DriftConfig:

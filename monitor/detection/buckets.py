@@ -79,6 +79,11 @@ class RunningTotal:
             added, removed = new, set()
         for start in removed:
             self._apply(self._members.pop(start), -1)
+        for start in new - added:  # a bucket read again (kept once old enough, with any row written late)
+            if buckets[start] is not self._members[start]:
+                self._apply(self._members[start], -1)
+                self._members[start] = buckets[start]
+                self._apply(buckets[start], 1)
         for start in sorted(added):
             self._members[start] = buckets[start]
             self._apply(buckets[start], 1)
@@ -109,7 +114,9 @@ def bucket_starts(since: float, until: float, size: float) -> list[float]:
 
 class BucketCache:
     """Buckets of one size, each read once: from memory, else as kept in the store (`stored`), else from the
-    traces' rows (`read`, then kept with `keep`); forgotten from memory when a report no longer needs them."""
+    traces' rows (`read`), and forgotten from memory when a report no longer needs them. A bucket read from the rows
+    is kept (`keep`) once it ended `keep_after` seconds before the report's time: one read sooner is read again then
+    (with any row written late, e.g. a write retried), and that copy is kept and replaces it."""
 
     def __init__(
         self,
@@ -118,35 +125,54 @@ class BucketCache:
         *,
         stored: Callable[[float, float], WindowAggregates | None] | None = None,
         keep: Callable[[float, float, WindowAggregates], None] | None = None,
+        keep_after: float = 0.0,
     ) -> None:
         self._read = read
         self._stored = stored
         self._keep = keep
         self.size = size
+        self.keep_after = keep_after
         self._buckets: dict[float, WindowAggregates] = {}
+        self._fresh: set[float] = set()  # buckets read from the rows, not kept yet (too recent)
         self._sums: dict[str, RunningTotal] = {}
+        self._as_of = float("inf")
         self.reads = 0  # buckets read from the traces' rows so far
         self.kept_reads = 0  # buckets read as kept in the store
 
-    def load(self, ranges: Sequence[tuple[float, float]]) -> None:
-        """Have every bucket of `ranges` at hand, and only those."""
+    def load(self, ranges: Sequence[tuple[float, float]], as_of: float = float("inf")) -> None:
+        """Have every bucket of `ranges` at hand, and only those, for a report as of `as_of`."""
+        self._as_of = as_of
         needed = {s for since, until in ranges for s in bucket_starts(since, until, self.size)}
         for start in [s for s in self._buckets if s not in needed]:
             del self._buckets[start]
+            self._fresh.discard(start)
+        for start in sorted(self._fresh):
+            if self._keepable(start):
+                self._fresh.discard(start)
+                self._buckets[start] = self._from_rows(start)
         for start in sorted(needed - self._buckets.keys()):
             self._buckets[start] = self._fetch(start)
 
+    def _keepable(self, start: float) -> bool:
+        return start + self.size <= self._as_of - self.keep_after
+
     def _fetch(self, start: float) -> WindowAggregates:
-        end = start + self.size
         if self._stored is not None:
-            kept = self._stored(start, end - start)
+            kept = self._stored(start, self.size)
             if kept is not None:
                 self.kept_reads += 1
                 return kept
-        got = self._read(start, end)
+        return self._from_rows(start)
+
+    def _from_rows(self, start: float) -> WindowAggregates:
+        got = self._read(start, start + self.size)
         self.reads += 1
-        if self._keep is not None:
+        if self._keep is None:
+            return got
+        if self._keepable(start):
             self._keep(start, self.size, got)
+        else:
+            self._fresh.add(start)
         return got
 
     def total(self, ranges: Sequence[tuple[float, float]], series: str = "") -> WindowAggregates:
@@ -161,14 +187,15 @@ class BucketCache:
             running = self._sums[series] = RunningTotal()
         return running.update(self._buckets, starts)
 
-    def windows(self, ranges: Sequence[tuple[float, float]]) -> WindowAggregates:
-        """`load(ranges)`, then their total."""
-        self.load(ranges)
+    def windows(self, ranges: Sequence[tuple[float, float]], as_of: float = float("inf")) -> WindowAggregates:
+        """`load(ranges, as_of)`, then their total."""
+        self.load(ranges, as_of)
         return self.total(ranges)
 
     def forget(self) -> None:
         """Drop everything (a read failed: the next report reads its buckets again)."""
         self._buckets.clear()
+        self._fresh.clear()
         self._sums.clear()
 
 

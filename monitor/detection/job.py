@@ -81,8 +81,11 @@ class DriftJob:
 
         # The recent window and the same hours of the previous days from the same buckets (the recent ones are
         # kept in the store and are the following days' baselines); the trailing window from coarser ones.
-        self._buckets = BucketCache(read, config.interval, stored=reads.drift_bucket, keep=keep)
-        self._trailing = BucketCache(read, max(config.recent, config.interval), stored=reads.drift_bucket, keep=keep)
+        def cache(size: float) -> BucketCache:
+            return BucketCache(read, size, stored=reads.drift_bucket, keep=keep, keep_after=config.keep_after)
+
+        self._buckets = cache(config.interval)
+        self._trailing = cache(max(config.recent, config.interval))
         self.latest: DriftReport | None = None
         self._last_as_of = float("-inf")
         self._task: asyncio.Task[None] | None = None
@@ -97,13 +100,13 @@ class DriftJob:
 
         config = self.config
         recent_window, same_hours_windows = [recent_range(config, as_of)], same_hours_ranges(config, as_of)
-        self._buckets.load([*recent_window, *same_hours_windows])
+        self._buckets.load([*recent_window, *same_hours_windows], as_of)
         recent = self._buckets.total(recent_window, "recent")
         same_hours = self._buckets.total(same_hours_windows, "same_hours")
         moments = report_moments(config, recent, [same_hours], EMPTY)
         trailing = EMPTY
         if _needs_trailing(config, moments.recent, moments.same_hours):
-            trailing = self._trailing.windows([trailing_range(config, as_of)])
+            trailing = self._trailing.windows([trailing_range(config, as_of)], as_of)
             moments = report_moments(config, recent, [same_hours], trailing)
         else:
             self._trailing.forget()

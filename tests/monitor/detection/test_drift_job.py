@@ -15,6 +15,7 @@ from monitor.detection.model import DriftReport
 from monitor.review.sqlite_reader import SQLiteReviewReader
 from monitor.store.health import StoreUnavailable
 from tests.support.drift_harness import store_with
+from tests.support.drift_rows import SyntheticTrace, write_traces
 from tests.support.drift_scenarios import SCENARIOS
 
 CONFIG = DriftConfig()
@@ -40,13 +41,43 @@ def test_a_restarted_job_reads_its_buckets_back_and_makes_the_same_report(tmp_pa
     reader.close()
     assert reads > 0 and any(s.active and s.signal == "error_rate" for s in report.signals)
     kept = sqlite3.connect(path).execute("SELECT count(*) FROM drift_buckets").fetchone()[0]
-    assert kept == reads  # every bucket read from the traces was kept
+    fresh = CONFIG.keep_after // CONFIG.interval  # the buckets that ended within keep_after: not kept yet
+    assert kept == reads - fresh
 
     again, reader = _job(path)  # a restart, or another replica on the same store
     same = again.report(as_of)
     reader.close()
-    assert again._buckets.reads == again._trailing.reads == 0  # no trace row read again
+    assert again._buckets.reads == fresh and again._trailing.reads == 0  # no other trace row read again
     assert _figures(same) == _figures(report)  # its since too: the episode was kept
+
+
+def test_a_trace_written_late_into_a_bucket_read_early_counts_once_the_bucket_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "results.db"
+    change_at = store_with(path, SCENARIOS["stationary"], history_days=1, hours_after=1)
+    job, reader = _job(path)
+    as_of = change_at + 3600
+    before = job.report(as_of)
+    late = SyntheticTrace(created_at=as_of - 60, service="shop", agent="planner", has_error=True, duration_ms=1.0)
+    write_traces(str(path), [late] * 1)  # e.g. a write retried: stored after the report read its bucket
+    later = as_of + CONFIG.keep_after
+    report = job.report(later)
+    reader.close()
+    error_rate = next(s for s in report.signals if s.signal == "error_rate")
+    assert error_rate.recent.n == _recent_traces(path, later)  # the late trace is in the recent window now
+    kept = (
+        sqlite3.connect(path)
+        .execute(
+            "SELECT aggregates FROM drift_buckets WHERE start = ? AND size = ?",
+            (as_of - CONFIG.interval, CONFIG.interval),
+        )
+        .fetchone()
+    )
+    assert kept is not None and before.as_of == as_of
+
+
+def _recent_traces(path: Path, as_of: float) -> int:
+    query = "SELECT count(*) FROM trace_signals WHERE created_at >= ? AND created_at < ?"
+    return int(sqlite3.connect(path).execute(query, (as_of - CONFIG.recent, as_of)).fetchone()[0])
 
 
 def test_the_trailing_window_is_read_only_while_the_same_hours_lack_samples(tmp_path: Path) -> None:
