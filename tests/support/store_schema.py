@@ -85,7 +85,7 @@ def postgres_schema(db: psycopg.Connection) -> str:
 
 
 # The tables of revisions after the legacy chains (the legacy version stays 9): the earlier releases made none.
-SINCE_LEGACY = ("drift_episodes", "trace_signals", "trace_tools")
+SINCE_LEGACY = ("drift_buckets", "drift_episodes", "trace_signals", "trace_tools")
 
 
 def fixture(name: str) -> str:

@@ -206,3 +206,23 @@ def test_a_database_at_the_previous_head_with_rows_is_upgraded_and_read(backend:
     assert [(r.agent, r.verdicts, r.passed) for r in window.results] == [("", 1, 1), ("planner", 2, 0)]
     assert [(a.agent, a.traces) for a in window.traces] == [("planner", 1)]
     store.close()
+
+
+def test_a_kept_bucket_reads_back_equal_the_first_copy_stays_and_old_ones_go(backend: Backend) -> None:
+    store = backend.store()
+    create_store(backend.location)
+    verdicts = (("rel", True, 0.75),)
+    rows = [SyntheticTrace(at, "shop", "planner", tools=("search",), response_chars=90, verdicts=verdicts)
+            for at in (10.0, 20.0)]  # fmt: skip
+    write_traces(backend.location, rows)
+    reader, other = reader_of(store), backend.reader()  # two replicas' readers of one store
+    bucket = reader.drift_window(0.0, 300.0)
+    assert reader.drift_bucket(0.0, 300.0) is None
+    reader.keep_drift_bucket(0.0, 300.0, bucket, before=-1.0)
+    other.keep_drift_bucket(0.0, 300.0, WindowAggregates([], [], [], [], []), before=-1.0)  # a second copy
+    assert other.drift_bucket(0.0, 300.0) == bucket == reader.drift_bucket(0.0, 300.0)  # the first one, whole
+    assert reader.drift_bucket(0.0, 600.0) is None  # another size is another bucket
+    other.keep_drift_bucket(900.0, 300.0, bucket, before=600.0)  # keeping one forgets those before `before`
+    assert reader.drift_bucket(0.0, 300.0) is None and reader.drift_bucket(900.0, 300.0) == bucket
+    other.close()
+    store.close()
