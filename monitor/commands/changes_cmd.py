@@ -7,16 +7,14 @@ arguments or an invalid config."""
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any, TextIO
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter
 
-from monitor.commands.daemon_address import CONFIG_ENV, InvalidConfig, add_config_argument, daemon_address
-from monitor.commands.review_cmd import TOKEN_HELP, URL_HELP
+from monitor.commands.daemon_address import CONFIG_ENV, add_config_argument, daemon_address
+from monitor.commands.review_cmd import TOKEN_HELP, URL_HELP, show
 from monitor.commands.review_render import table, when
-from monitor.commands.review_source import ApiReviewSource, ReviewCommandError
+from monitor.commands.review_source import ApiReviewSource
 from monitor.review.change_models import ChangeItem, ChangesPage, ChangeWindow
 from monitor.text import clip
 
@@ -109,24 +107,14 @@ def changes_table(page: ChangesPage) -> str:
     return head + text + more + "\n" + "\n".join(lines) + "\n"
 
 
+def _daemon(args: argparse.Namespace) -> ApiReviewSource:
+    """The running daemon's API (reports exist only there: no --store)."""
+    address = daemon_address(args)
+    return ApiReviewSource(address.url, address.token, args.timeout)
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    out = out or sys.stdout
-    err = err or sys.stderr
-    try:
-        address = daemon_address(args)
-        data: Any = ApiReviewSource(address.url, address.token, args.timeout).fetch("changes", _params(args))
-        try:
-            page = ChangesPage.model_validate(data)
-        except ValidationError as exc:
-            problem = exc.errors()[0]["msg"]
-            raise ReviewCommandError(f"unexpected answer (another agent-monitor version?): {problem}") from None
-    except ReviewCommandError as exc:
-        print(f"agent-monitor changes: {exc}", file=err)
-        return exc.exit_code
-    except InvalidConfig as exc:
-        return exc.report(err)
-    if args.json:
-        out.write(json.dumps(data, indent=2, ensure_ascii=True) + "\n")  # ASCII: no raw control characters
-    else:
-        out.write(changes_table(page))
-    return 0
+    def request() -> tuple[str, list[tuple[str, str]], Any]:
+        return "changes", _params(args), TypeAdapter(ChangesPage)
+
+    return show(args, request, "changes", out, err, source=_daemon, render=changes_table)

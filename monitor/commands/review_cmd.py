@@ -197,14 +197,17 @@ def show(
     command: str,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    *,
+    source: Callable[[argparse.Namespace], ReviewSource] | None = None,
+    render: Callable[[Any], str] | None = None,
 ) -> int:
-    """Fetch `request()`'s (endpoint, params, model) from the arguments' source and print it (`--json`: as JSON);
-    the exit status."""
+    """Fetch `request()`'s (endpoint, params, model) from the arguments' source (`source`, else `source_of`) and
+    print it (`render`, else the review's tables; `--json`: as JSON); the exit status."""
     out = out or sys.stdout
     err = err or sys.stderr
     try:
         endpoint, params, model = request()
-        data = source_of(args).fetch(endpoint, params)
+        data = (source or source_of)(args).fetch(endpoint, params)
         try:
             answer = model.validate_python(data)
         except ValidationError as exc:
@@ -218,5 +221,5 @@ def show(
     if args.json:
         out.write(json.dumps(data, indent=2, ensure_ascii=True) + "\n")  # ASCII: no raw control characters
     else:
-        out.write(_render(answer))
+        out.write((render or _render)(answer))
     return 0
