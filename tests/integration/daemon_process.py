@@ -62,6 +62,18 @@ def config_env(config: dict[str, Any], path: tuple[str, ...] = ()) -> dict[str, 
     return found
 
 
+def replicas(
+    tmp_path: Path, config: dict[str, Any], names: tuple[str, ...] = ("a", "b"), env: dict[str, str] | None = None
+) -> list[DaemonProcess]:
+    """Daemons (not started) of one config, each in a work directory of its own under `tmp_path` (named `names`):
+    the replicas of a shared store."""
+    made = []
+    for name in names:
+        (tmp_path / name).mkdir()
+        made.append(DaemonProcess(tmp_path / name, config, env=env))
+    return made
+
+
 def read_store(path: Path, sql: str, params: tuple = ()) -> list[tuple]:
     """Rows of a read-only query on a daemon's SQLite store; none while it is not there or not set up yet."""
     if not path.exists():

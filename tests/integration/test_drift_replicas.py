@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from tests.integration.conftest import project_env
-from tests.integration.daemon_process import DaemonProcess
+from tests.integration.daemon_process import DaemonProcess, replicas
 from tests.integration.drift_daemon import (
     AGENT,
     BASELINE_ERROR_RATE,
@@ -65,10 +65,7 @@ def test_two_replicas_export_the_same_change_from_one_postgresql_store(tmp_path:
     store = create_store(postgres_url)
     assert write_history(store) > 0
     config = drift_config({"url": postgres_url})
-    daemons = []
-    for name in ("a", "b"):
-        (tmp_path / name).mkdir()
-        daemons.append(DaemonProcess(tmp_path / name, config, env=project_env()))
+    daemons = replicas(tmp_path, config, env=project_env())
     try:
         for daemon in daemons:
             daemon.launch()
@@ -89,8 +86,7 @@ def test_two_replicas_export_the_same_change_from_one_postgresql_store(tmp_path:
             ).fetchall()
         assert episodes == [(a["agent_quality_drift_since_timestamp_seconds"],)]  # one episode, both replicas'
 
-        (tmp_path / "c").mkdir()  # a replica started after the change began: the stored episode's since
-        late = DaemonProcess(tmp_path / "c", config, env=project_env())
+        (late,) = replicas(tmp_path, config, ("c",), project_env())  # started after the change began: its since
         daemons.append(late.start())
         (c,) = _same_report([late])
         since = a["agent_quality_drift_since_timestamp_seconds"]

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from tests.integration.conftest import project_env
-from tests.integration.daemon_process import DaemonProcess
+from tests.integration.daemon_process import DaemonProcess, replicas
 from tests.support.otlp_json import corpus_traces, otlp_document
 
 pytestmark = pytest.mark.integration
@@ -44,12 +44,7 @@ def _replicas(tmp_path: Path, url: str) -> tuple[Path, list[DaemonProcess]]:
         "store": {"url": url, "poll_lease": "3s"},
         "evaluation": {"workers": 1},
     }
-    daemons = []
-    for name in ("a", "b"):
-        workdir = tmp_path / name
-        workdir.mkdir()
-        daemons.append(DaemonProcess(workdir, config, env=project_env()))
-    return directory / "traces.json", daemons
+    return directory / "traces.json", replicas(tmp_path, config, env=project_env())
 
 
 def _leader(daemons: list[DaemonProcess]) -> tuple[DaemonProcess, DaemonProcess]:

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from tests.integration.conftest import project_env, send
-from tests.integration.daemon_process import DaemonProcess
+from tests.integration.daemon_process import replicas
 from tests.integration.test_sessions_store import INTERLEAVED, SUPPORT, expected_sessions
 from tests.support.otlp_json import corpus_traces, otlp_document
 
@@ -51,10 +51,7 @@ def test_turns_split_between_two_replicas_make_each_session_evaluated_once(tmp_p
         "store": {"url": postgres_url, "results": "all"},
         "evaluation": {"workers": 1},
     }
-    daemons = []
-    for name in ("a", "b"):
-        (tmp_path / name).mkdir()
-        daemons.append(DaemonProcess(tmp_path / name, config, env=project_env()))
+    daemons = replicas(tmp_path, config, env=project_env())
     try:
         for daemon in daemons:
             daemon.launch()
