@@ -1,6 +1,6 @@
 """The store's per-window aggregates, read once per time bucket and summed in memory, so that a report reads only
-the buckets it has not read before (the minute that just ended, a same-hours bucket of each previous day) instead
-of every window's rows again.
+the buckets it has not read before (the interval that just ended, a same-hours bucket of each previous day, the
+latter kept in the store) instead of every window's rows again.
 
 A bucket is [start, start + size), `start` a multiple of `size`; it is read when it has ended (the report time is
 already `settle` seconds behind the clock, so its traces are stored) and kept while a window still needs it.
@@ -8,8 +8,8 @@ already `settle` seconds behind the clock, so its traces are stored) and kept wh
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple, TypeVar, cast
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 from monitor.store.signal_rows import (
     ResultAggregate,
@@ -21,38 +21,10 @@ from monitor.store.signal_rows import (
 )
 
 ReadWindow = Callable[[float, float], WindowAggregates]
-Row = TypeVar("Row", bound=NamedTuple)
 
 # How many leading fields of each aggregate row are its key (strings); the others are summed.
 _KEYS: dict[type, int] = {TraceAggregate: 2, ToolAggregate: 3, ResultAggregate: 3, SessionAggregate: 2, VariantCount: 3}
 EMPTY = WindowAggregates([], [], [], [], [])
-
-
-def _summed(kind: type[Any], groups: Iterable[Sequence[Any]]) -> list[Any]:
-    width = _KEYS[kind]
-    totals: dict[tuple, list[float]] = {}
-    for rows in groups:
-        for row in rows:
-            key = row[:width]
-            found = totals.get(key)
-            if found is None:
-                totals[key] = list(row[width:])
-            else:
-                for i, value in enumerate(row[width:]):
-                    found[i] += value
-    return [kind(*key, *values) for key, values in totals.items()]
-
-
-def merged(windows: Sequence[WindowAggregates]) -> WindowAggregates:
-    """The aggregates of the union of disjoint windows: each row summed by its key."""
-    if not windows:
-        return EMPTY
-    if len(windows) == 1:
-        return windows[0]
-    kinds = (TraceAggregate, ToolAggregate, ResultAggregate, SessionAggregate, VariantCount)
-    return WindowAggregates(*(_summed(kind, [w[i] for w in windows]) for i, kind in enumerate(kinds)))
-
-
 _KINDS = (TraceAggregate, ToolAggregate, ResultAggregate, SessionAggregate, VariantCount)
 
 
@@ -137,7 +109,6 @@ class BucketCache:
         self._sums: dict[str, RunningTotal] = {}
         self._as_of = float("inf")
         self.reads = 0  # buckets read from the traces' rows so far
-        self.kept_reads = 0  # buckets read as kept in the store
 
     def load(self, ranges: Sequence[tuple[float, float]], as_of: float = float("inf")) -> None:
         """Have every bucket of `ranges` at hand, and only those, for a report as of `as_of`."""
@@ -160,7 +131,6 @@ class BucketCache:
         if self._stored is not None:
             kept = self._stored(start, self.size)
             if kept is not None:
-                self.kept_reads += 1
                 return kept
         return self._from_rows(start)
 
@@ -179,9 +149,6 @@ class BucketCache:
         """The summed aggregates of `ranges` (each rounded to buckets; `load` them first), kept as a running total
         per `series` (a window that slides from report to report: only the buckets that changed are summed)."""
         starts = tuple(s for since, until in ranges for s in bucket_starts(since, until, self.size))
-        for start in starts:
-            if start not in self._buckets:
-                self._buckets[start] = self._fetch(start)
         running = self._sums.get(series)
         if running is None:
             running = self._sums[series] = RunningTotal()
@@ -199,4 +166,4 @@ class BucketCache:
         self._sums.clear()
 
 
-__all__ = ["EMPTY", "BucketCache", "ReadWindow", "RunningTotal", "bucket_starts", "merged"]
+__all__ = ["EMPTY", "BucketCache", "ReadWindow", "RunningTotal", "bucket_starts"]
