@@ -23,8 +23,11 @@ from monitor.config.drift import DriftConfig
 from monitor.store.signal_rows import DriftEpisode, WindowAggregates
 
 from .buckets import EMPTY, BucketCache
+from .detect import Variants, detect  # scipy is imported by the tests themselves, once a report runs one
+from .episodes import merge_episodes
 from .model import DriftReport, Moments
-from .moments import SignalMoments
+from .moments import SignalMoments, report_moments
+from .windows import recent_range, report_time, same_hours_ranges, trailing_range
 
 log = logging.getLogger(__name__)
 
@@ -93,11 +96,6 @@ class DriftJob:
 
     def report(self, as_of: float) -> DriftReport:
         """The report as of `as_of` (blocking: the store's reads), its episodes merged with the stored ones."""
-        from .detect import Variants, detect  # scipy only once drift runs
-        from .episodes import merge_episodes
-        from .moments import report_moments
-        from .windows import recent_range, same_hours_ranges, trailing_range
-
         config = self.config
         recent_window, same_hours_windows = [recent_range(config, as_of)], same_hours_ranges(config, as_of)
         self._buckets.load([*recent_window, *same_hours_windows], as_of)
@@ -121,7 +119,7 @@ class DriftJob:
 
     async def run_once(self) -> DriftReport | None:
         """Make the report due now, unless it was made; None when it was, or when the store failed."""
-        as_of = _report_time(self.config, self._clock())
+        as_of = report_time(self.config, self._clock())
         if as_of <= self._last_as_of:
             return None
         started = time.perf_counter()
@@ -157,7 +155,7 @@ class DriftJob:
         while True:
             await self.run_once()
             now = self._clock()
-            due = _report_time(self.config, now) + self.config.interval + self.config.settle
+            due = report_time(self.config, now) + self.config.interval + self.config.settle
             await asyncio.sleep(max(0.05, due - now))
 
     async def start(self) -> None:
@@ -212,12 +210,6 @@ class FirstReport:
 
     async def shutdown(self, grace: float) -> None:
         """Nothing: the job's own part stops what is left."""
-
-
-def _report_time(config: DriftConfig, now: float) -> float:
-    from .windows import report_time
-
-    return report_time(config, now)
 
 
 __all__ = ["DriftJob", "DriftSink", "DriftStore", "FirstReport", "drift_job_of"]
