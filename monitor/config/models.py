@@ -17,6 +17,7 @@ from pydantic import Field, field_validator, model_validator
 from .alerting import AlertingConfig
 from .api import ApiConfig
 from .drift import DriftConfig
+from .explain import ExplainConfig
 from .evaluators import (
     AlertConfig,
     EvaluatorSet,
@@ -90,6 +91,7 @@ class MonitorConfig(Section):
     review: ReviewConfig = Field(default_factory=ReviewConfig)
     signatures: SignaturesConfig = Field(default_factory=SignaturesConfig)
     drift: DriftConfig = Field(default_factory=DriftConfig)
+    explain: ExplainConfig = Field(default_factory=ExplainConfig)
     pricing: PricingConfig = Field(default_factory=PricingConfig)
     api: ApiConfig = Field(default_factory=ApiConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
