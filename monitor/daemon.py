@@ -22,7 +22,7 @@ from monitor.config import MonitorConfig
 from monitor.config.address import external_url
 from monitor.config.models import usable_cpus
 from monitor.consumer import TraceConsumer
-from monitor.detection.job import FirstReport, drift_job_of
+from monitor.detection.job import DriftJob, FirstReport, drift_job_of
 from monitor.engine.admission import Admission, AdmissionGate
 from monitor.engine.assembler import TraceAssembler
 from monitor.engine.configured import ConfiguredEvaluator
@@ -36,6 +36,8 @@ from monitor.engine.poll_intake import FEED_RECEIVER, DaemonSink
 from monitor.engine.pool import EvaluationPool, EvaluationStartError, WorkerSlot, process_slots, thread_slot
 from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
+from monitor.explain.attribution import AttributionJob, explanations_of
+from monitor.explain.service import Explainer
 from monitor.intake.from_config import intake_of
 from monitor.lifecycle import Closing, Grace, Hook, Lifecycle, Part, Together
 from monitor.logutil import RateLimitedLogger
@@ -141,13 +143,20 @@ class Daemon:
         self.agreement = AgreementCache(self.review.reviews_in_force if self.review is not None else list)
         self.annotator = review_annotator(config.sources, _judge_labels(prepared))
         self.reviewing = ReviewWriter(self.store, on_reviewed=self._reviewed)  # reviewers' verdicts
-        self.drift = drift_job_of(config.drift, self.review, telemetry.drift, stored_results=config.store.results)
+        self.drift, self.explainer, self.attribution = self._analysis()
         self.api = self._api(prepared)
         self.lifecycle = Lifecycle(self._parts())
         self._stopping = asyncio.Event()
         self.stop_requested = False  # SIGTERM or SIGINT received (request_stop)
         self._stopped = False
         self.started = False
+
+    def _analysis(self) -> tuple[DriftJob | None, Explainer | None, AttributionJob | None]:
+        """What reads the store beside the traces: the drift job, the explainer and the attribution job."""
+        config, telemetry = self.config, self.metrics
+        drift = drift_job_of(config.drift, self.review, telemetry.drift, stored_results=config.store.results)
+        breaches = telemetry.results.alert_states
+        return (drift, *explanations_of(config.explain, self.review, breaches, telemetry.attribution))
 
     def _reviewed(self, review: StoredReview) -> None:
         """A review written here: counted, the agreement figures read again, a judge's posted to Phoenix."""
@@ -218,6 +227,7 @@ class Daemon:
             *([Part("review", Closing(self.review.close))] if self.review is not None else []),
             *([Part("store", self.store)] if self.store is not None else []),
             *([Part("drift", self.drift)] if self.drift is not None else []),  # reads the store: stops before it
+            *([Part("attribution", self.attribution)] if self.attribution is not None else []),  # the same
             *([Part("intake_log", self.intake.log)] if self.intake.log is not None else []),
             Part("judge_engine", Closing(self.judge_engine.aclose)),
             *([Part("sessions", self.sessions, Grace(floor=0.5))] if self.sessions is not None else []),

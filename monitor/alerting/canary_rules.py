@@ -44,9 +44,10 @@ def variant_alert(entry: ComparisonConfig, context: RuleContext) -> Rule:
         },
     )
     notes = rule["annotations"]
-    if "failing_traces_url" in notes:  # the candidate's own failing results
-        url = notes["failing_traces_url"]
-        notes["failing_traces_url"] = f"{url}{'&' if '?' in url else '?'}variant={quote(entry.candidate, safe='')}"
+    for link in ("failing_traces_url", "explain_url"):  # the candidate's own failing results
+        if link in notes:
+            url = notes[link]
+            notes[link] = f"{url}{'&' if '?' in url else '?'}variant={quote(entry.candidate, safe='')}"
     return rule
 
 

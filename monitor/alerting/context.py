@@ -30,6 +30,7 @@ class RuleContext:
     labels: dict[str, str] = field(default_factory=dict)
     runbook_url_template: str = ""
     traces_url_template: str = ""
+    explain_url_template: str = ""
     external_url: str = ""  # {external_url} of the URL templates: where people reach the review page
 
     @classmethod
@@ -40,6 +41,7 @@ class RuleContext:
             labels=dict(alerting.labels),
             runbook_url_template=alerting.runbook_url_template,
             traces_url_template=alerting.traces_url_template,
+            explain_url_template=alerting.explain_url_template,
             external_url=external_url,
         )
 
@@ -82,9 +84,10 @@ class RuleContext:
         by_evaluator: bool = False,
     ) -> Rule:
         """An alerting rule with severity, the given and the configured labels, the runbook link and, for an
-        evaluator's alert, its `evaluator` label and the link to its failing traces (of the alert's service, over
-        its `window` in seconds; `by_service`: the alert has a `service` label). `by_evaluator`: an alert over
-        every evaluator, whose series carry the `evaluator` label; its link is filled in from that label."""
+        evaluator's alert, its `evaluator` label and the links to its failing traces and to their explanation (of
+        the alert's service, over its `window` in seconds; `by_service`: the alert has a `service` label).
+        `by_evaluator`: an alert over every evaluator, whose series carry the `evaluator` label; its links are
+        filled in from that label."""
         notes = dict(annotations)
         if runbook := self.fill(self.runbook_url_template, name, None if by_evaluator else evaluator or ""):
             notes["runbook_url"] = runbook
@@ -93,6 +96,10 @@ class RuleContext:
             traces := self.fill(self.traces_url_template, name, own, window, by_service)
         ):
             notes["failing_traces_url"] = traces
+        if (by_evaluator or evaluator is not None) and (
+            explained := self.fill(self.explain_url_template, name, own, window, by_service)
+        ):
+            notes["explain_url"] = explained
         rule: Rule = {"alert": name, "expr": expr}
         if for_seconds > 0:
             rule["for"] = duration(for_seconds)

@@ -6,7 +6,7 @@ Every replica computes the same report from the shared store, so the rules take 
 (service, agent, signal, subject): two replicas make one alert. The annotations read the signal's baseline and
 recent means, its baseline's kind, the change's direction and since when it is active with template
 queries for the alert's own labels (`%q`: a label value is quoted as a PromQL string, whatever it holds), and link
-to the Changes page of the agent.
+to the Changes page of the agent and to the explanation of its recent window against the trailing one.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ BY = "max by (service, agent, signal, subject)"
 _OWN = "service=%q,agent=%q,signal=%q,subject=%q"  # the alert's signal, filled in by printf from its labels
 _ARGS = "$labels.service $labels.agent $labels.signal $labels.subject"
 CHANGES_PATH = "/review/changes?service={{ $labels.service | urlquery }}&agent={{ $labels.agent | urlquery }}"
+EXPLAIN_PATH = "/review/explain?service={{ $labels.service | urlquery }}&agent={{ $labels.agent | urlquery }}"
 WHAT = (
     "{{ $labels.signal }}{{ with $labels.subject }} ({{ . }}){{ end }} of "
     "{{ with $labels.agent }}agent {{ . }} on {{ end }}service {{ $labels.service }}"
@@ -62,7 +63,18 @@ def drift_annotations(config: MonitorConfig, context: RuleContext, worse: bool) 
         "description": f"{WHAT} moved {direction} from {baseline} (baseline: {kind}) to {recent} over the last "
         f"{window}, {verdict} its own past, since {since}.",
         "changes_url": template_text(context.external_url) + CHANGES_PATH,
+        "explain_url": template_text(context.external_url) + explain_path(config),
     }
+
+
+def explain_path(config: MonitorConfig) -> str:
+    """The explanation of the alert's agent: its recent window against the trailing one before it (durations before
+    the time the link is opened)."""
+    recent, trailing = config.drift.recent, config.drift.trailing
+    return (
+        f"{EXPLAIN_PATH}&since={duration(recent)}&reference_since={duration(recent + trailing)}"
+        f"&reference_until={duration(recent)}"
+    )
 
 
 def drift_rules(config: MonitorConfig, context: RuleContext) -> list[Rule]:

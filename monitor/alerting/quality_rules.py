@@ -27,6 +27,18 @@ def pass_ratio_expr(evaluator: str, alert: AlertConfig, selector: str = "") -> s
     )
 
 
+# The evaluator's top factor (agent_eval_attribution: monitor/metrics/attribution.py), e.g. "model=gemini-2.5-pro
+# (14× the passes)"; nothing while it has none (`%q` quotes the label values as PromQL strings).
+def top_factor(selector: str = "") -> str:
+    matchers = "evaluator=%q,service=%q" + (f",{selector}" if selector else "")
+    query = f"topk(1, max by (dimension, value) (agent_eval_attribution{{{matchers}}}))"
+    literal = '"' + query.replace("\\", "\\\\").replace('"', '\\"') + '"'  # a Go string, whatever the selector
+    return (
+        f"{{{{ with printf {literal} $labels.evaluator $labels.service | query }}}}{{{{ with first . }}}}"
+        '{{ .Labels.dimension }}={{ .Labels.value }} ({{ .Value | printf "%.3g" }}× the passes){{ end }}{{ end }}'
+    )
+
+
 def pass_ratio_alert(evaluator: str, alert: AlertConfig, context: RuleContext) -> Rule:
     window = duration(alert.window)
     return context.alert(
@@ -42,6 +54,7 @@ def pass_ratio_alert(evaluator: str, alert: AlertConfig, context: RuleContext) -
             "description": "{{ $value | humanizePercentage }} of the {{ $labels.evaluator }} results of service "
             f"{{{{ $labels.service }}}} passed over the last {window} (at least {alert.min_samples} results), "
             f"below the minimum of {number(alert.min_pass_ratio * 100)}% for {duration(alert.for_)}.",
+            "top_factor": top_factor(context.selector),
         },
     )
 

@@ -15,6 +15,7 @@ _MATCHER = r'[A-Za-z_]\w*\s*(=~|!=|!~|=)\s*"[^"]*"'
 _SELECTOR = re.compile(rf"{_MATCHER}(\s*,\s*{_MATCHER})*")
 # {external_url}: `api.external_url`, else the metrics port's address (config/address.py)
 TRACES_URL_TEMPLATE = "{external_url}/review?evaluator={evaluator}&service={service}&since={window}"
+EXPLAIN_URL_TEMPLATE = "{external_url}/review/explain?evaluator={evaluator}&service={service}&since={window}"
 _RESERVED = {"alertname", "severity", "evaluator", "service", "slo", "window"}
 
 
@@ -120,6 +121,7 @@ class AlertingConfig(Section):
     labels: dict[str, str] = Field(default_factory=dict)  # added to every alert (team, ...)
     runbook_url_template: str = ""  # {alert}, {evaluator}, {external_url} replaced; Go templates ({{ $labels.x }}) kept
     traces_url_template: str = TRACES_URL_TEMPLATE  # also {service} and {window}: the alert's service and window
+    explain_url_template: str = EXPLAIN_URL_TEMPLATE  # the same: what sets the alert's failing traces apart
     default_alerts: DefaultAlertsConfig = Field(default_factory=DefaultAlertsConfig)
     health: HealthAlertsConfig = Field(default_factory=HealthAlertsConfig)
     spend: SpendAlertConfig = Field(default_factory=SpendAlertConfig)

@@ -26,7 +26,7 @@ __all__ = [
 ]
 # the public modules; the others are internal to the package
 __all__ += [
-    "assembly", "drift", "evaluation", "intake", "intake_log", "judges", "labels", "loop_lag", "pairwise", "poll",
-    "rebuild", "recording", "results", "reviews", "sessions", "signatures", "store", "tally", "variant_compare",
-    "windows",
+    "assembly", "attribution", "drift", "evaluation", "intake", "intake_log", "judges", "labels", "loop_lag",
+    "pairwise", "poll", "rebuild", "recording", "results", "reviews", "sessions", "signatures", "store", "tally",
+    "variant_compare", "windows",
 ]  # fmt: skip

@@ -20,6 +20,8 @@ one component only (the daemon hands each component its own group, or the group'
 - `rebuild` (`RebuildMetrics`): the start-up rebuild of the windows from the stored results: `WindowRebuild`.
 - `drift` (`DriftMetrics`): each agent's signals against its baseline (agent_quality_*) and the drift job's health:
   the drift job's `publish(report, duration)` and `failed(duration)`.
+- `attribution` (`AttributionMetrics`): the top factors of each breached evaluator (agent_eval_attribution): the
+  attribution job's `publish(factors)` and `failed()`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from monitor.config import MetricsConfig
 from monitor.config.signatures import SignaturesConfig
 from monitor.config.variants import VariantsConfig
 from monitor.metrics.assembly import AssemblyMetrics
+from monitor.metrics.attribution import AttributionMetrics
 from monitor.metrics.build import BuildInfo
 from monitor.metrics.drift import DriftMetrics
 from monitor.metrics.evaluation import EvaluationMetrics
@@ -88,6 +91,7 @@ class MetricsExporter:
         self.reviews = ReviewMetrics(r)
         self.rebuild = RebuildMetrics(r)
         self.drift = DriftMetrics(r, self.results.service_agent)
+        self.attribution = AttributionMetrics(r)
         signatures = signatures or SignaturesConfig()
         self.signatures = SignatureMetrics(
             r,

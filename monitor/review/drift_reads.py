@@ -37,7 +37,7 @@ class DriftStoreReads:
         within `timeout` seconds (None: the store's own statement timeout). Raises StoreUnavailable when the store
         cannot be read in time."""
         result: WindowAggregates = self._run(
-            lambda db: _bounded(db, timeout, lambda: signal_reads.window_aggregates(db, since, until))
+            lambda db: bounded_read(db, timeout, lambda: signal_reads.window_aggregates(db, since, until))
         )
         return result
 
@@ -65,7 +65,8 @@ class DriftStoreReads:
             self._run(lambda db: signal_reads.record_drift_episodes(db, started, ended), writing=True)
 
 
-def _bounded(db: Any, timeout: float | None, read: Callable[[], T]) -> T:
+def bounded_read(db: Any, timeout: float | None, read: Callable[[], T]) -> T:
+    """`read()` on `db` within `timeout` seconds (None: the store's own statement timeout)."""
     if timeout is None:
         return read()
     if dialect_of(db) != SQLITE:

@@ -30,6 +30,7 @@ from sqlalchemy import bindparam, column, func, literal_column, select, table
 
 from monitor.review.breakdown_sql import breakdown_queries, spend_query
 from monitor.review.drift_reads import DriftStoreReads, sqlite_writing
+from monitor.review.explain_reads import ExplainStoreReads
 from monitor.review.models import (
     Breakdown,
     BreakdownBy,
@@ -65,7 +66,9 @@ IDLE_CONNECTIONS = 4
 T = TypeVar("T")
 
 
-class StoreReviewReader(SignatureReads, SessionReads, ReviewReads, QueueReads, VerdictReads, DriftStoreReads, ABC):
+class StoreReviewReader(
+    SignatureReads, SessionReads, ReviewReads, QueueReads, VerdictReads, DriftStoreReads, ExplainStoreReads, ABC
+):
     """The ReviewReader over the result store's tables, whatever the database. A subclass gives `_connection` (a
     connection of its own, checked), `_writing` (one in a transaction, for the few writes: drift_reads.py),
     `DATABASE_ERRORS` (what its driver raises), `where` (the store, for

@@ -9,7 +9,8 @@ The public modules are the ones `__all__` names; `packing`, `retention`, `row_wr
 """
 
 __all__ = [
-    "drift_buckets", "errors", "from_config", "health", "migrate", "open_session_rows", "open_sessions_sqlite",
-    "poll_checkpoints", "postgres", "reviews", "rows", "schema", "signal_reads", "signal_rows", "signatures",
-    "sql_functions", "sqlite", "statements", "step_tree", "tables", "trace_detail", "writer",
+    "dimension_codes", "dimension_reads", "drift_buckets", "errors", "from_config", "health", "migrate",
+    "open_session_rows", "open_sessions_sqlite", "poll_checkpoints", "postgres", "reviews", "rows", "schema",
+    "signal_reads", "signal_rows", "signatures", "sql_functions", "sqlite", "statements", "step_tree", "tables",
+    "trace_detail", "writer",
 ]  # fmt: skip

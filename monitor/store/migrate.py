@@ -21,11 +21,11 @@ did) and upgraded, its rows kept. The markers are still written, so that an olde
 database behaves as it did: each revision declares `legacy_version`, the version its schema is equivalent to for
 the releases before the chain, and the marker is set to the head's. While the head's tables are what version 9's
 were (0010 only adds the judges' limits table, which version 9 made at its first count; 0011 only adds drift's
-tables, which no older release reads or writes), it is 9: a rollback to the release before the chain uses the
-database as it is. A revision that changes what an older release reads or
-writes sets it higher, and those releases then refuse the database as "from a newer release". This release's
-readers, which never migrate (the review CLI, preflight), check both: the marker, and the revision being known
-here.
+tables, which no older release reads or writes; 0012 only adds nullable columns to one of them), it is 9: a
+rollback to the release before the chain uses the database as it is. A revision that changes what an older
+release reads or writes sets it higher, and those releases then refuse the database as "from a newer
+release". This release's readers, which never migrate (the review CLI, preflight), check both: the marker, and
+the revision being known here.
 """
 
 from __future__ import annotations

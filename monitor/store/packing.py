@@ -32,7 +32,7 @@ from typing import NamedTuple
 from evaluators.redaction import redact_texts
 from monitor.outcomes import MAX_TEXT, LateResults, ResultRow, SessionOutcome, TraceDetailRow, TraceOutcome
 from monitor.store.rows import PendingWrite
-from monitor.store.signal_writes import signal_rows
+from monitor.store.signal_writes import signal_rows, verdict_lists
 from monitor.store.signatures import Sighting
 from monitor.store.storable import storable, storable_json, storable_values
 from monitor.store.trace_detail import NAME, STEP_TEXT
@@ -85,6 +85,7 @@ class Packed(NamedTuple):
     resolved: tuple[str, ...] = ()  # pending_judgements ids to forget (settled by the results written with them)
     signals: tuple[tuple, ...] = ()  # trace_signals rows (signal_writes.SIGNAL_ROW), one per evaluated trace
     tools: tuple[tuple, ...] = ()  # trace_tools rows (signal_writes.TOOL_ROW)
+    verdicts: tuple[tuple, ...] = ()  # late verdicts for trace_signals (signal_writes.APPEND_VERDICTS)
 
 
 def pack(outcomes: Sequence[Written], now: float, failing_only: bool) -> Packed:
@@ -108,7 +109,8 @@ def merged(parts: Sequence[Packed]) -> Packed:
     resolved = tuple(key for part in parts for key in part.resolved)
     signals = tuple(row for part in parts for row in part.signals)
     tools = tuple(row for part in parts for row in part.tools)
-    return packed._replace(pending=pending, resolved=resolved, signals=signals, tools=tools)
+    verdicts = tuple(row for part in parts for row in part.verdicts)
+    return packed._replace(pending=pending, resolved=resolved, signals=signals, tools=tools, verdicts=verdicts)
 
 
 def pack_one(o: Written, now: float, failing_only: bool) -> Packed:
@@ -135,6 +137,9 @@ def pack_one(o: Written, now: float, failing_only: bool) -> Packed:
         packed.results.extend(_result_row(now, o.trace_id, o.service, r, masked) for r in stored)
         trace_id = storable(o.trace_id)
         packed.appended.extend((_json(_passed_entry(r, masked)), trace_id) for r in passing)
+        failed, passed = verdict_lists(o.results)
+        if failed or passed:
+            packed = packed._replace(verdicts=((failed, passed, trace_id),))
     else:  # its drift rows whether its trace row is kept or not (`results: failing`): signal_writes.py
         if stored or not failing_only:
             _pack_trace(o, stored, passing, now, packed)

@@ -13,7 +13,7 @@ from sqlalchemy import bindparam, insert, update
 from monitor.store.packing import Packed
 from monitor.store.pending_rows import write_pending
 from monitor.store.session_writes import UPSERT_SESSION, forget_earlier_completions
-from monitor.store.signal_writes import write_signals
+from monitor.store.signal_writes import APPEND_VERDICTS, write_signals
 from monitor.store.sql_functions import json_appended, stored_flag, stored_number
 from monitor.store.statements import RowStatement, executemany_rows
 from monitor.store.tables import results, traces
@@ -50,4 +50,6 @@ def write_rows(db: Any, packed: Packed, insert_trace: RowStatement) -> None:
             executemany_rows(db, statement, rows)
     if packed.signals:
         write_signals(db, packed.signals, packed.tools)
+    if packed.verdicts:
+        executemany_rows(db, APPEND_VERDICTS, packed.verdicts)
     write_pending(db, packed)

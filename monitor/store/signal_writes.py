@@ -14,22 +14,32 @@ once, at the time of its trace row.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import ARRAY, bindparam, cast, func, insert, select
+from sqlalchemy import ARRAY, bindparam, case, cast, func, insert, literal_column, select, update
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.types import Text
 
-from monitor.outcomes import TraceOutcome
+from monitor.outcomes import ResultRow, TraceOutcome
+from monitor.store.dimension_codes import packed, verdict_name
 from monitor.store.statements import SQLITE, RowStatement, Statement, dialect_of, execute, executemany_rows
 from monitor.store.storable import storable
 from monitor.store.tables import trace_signals, trace_tools
 
-__all__ = ["SIGNAL_ROW", "TOOL_ROW", "signal_rows", "write_signals"]
+__all__ = [
+    "APPEND_VERDICTS",
+    "SIGNAL_ROW",
+    "TOOL_ROW",
+    "signal_rows",
+    "verdict_lists",
+    "write_signals",
+]
 
 SIGNAL_ROW = (
     "trace_id", "created_at", "service", "agent", "variant", "has_error", "llm_calls", "tool_calls", "tool_failures",
-    "response_chars", "tokens", "cost_usd", "duration_ms",
+    "response_chars", "tokens", "cost_usd", "duration_ms", "dimensions", "dimension_text", "failed_evaluators",
+    "passed_evaluators",
 )  # fmt: skip
 TOOL_ROW = ("trace_id", "tool", "created_at", "service", "agent")
 
@@ -38,6 +48,12 @@ def _replacing(table: Any, layout: tuple[str, ...]) -> RowStatement:
     """SQLite: the insert of a `table` row in `layout` that replaces the row of the same key."""
     values: dict[str, Any] = {name: bindparam(name) for name in layout}
     return RowStatement(insert(table).prefix_with("OR REPLACE", dialect="sqlite").values(values), layout)
+
+
+def _appended(listed: Any, added: Any) -> Any:
+    """`listed` with `added` after it (`|a|` + `|b|` → `|a|b|`); NULL `added` leaves it, NULL `listed` takes it."""
+    joined = listed.concat(func.substr(added, literal_column("2")))
+    return case((added.is_(None), listed), (listed.is_(None), added), else_=joined)
 
 
 def _unnested(table: Any, layout: tuple[str, ...], key: tuple[str, ...]) -> Statement:
@@ -57,6 +73,16 @@ def _unnested(table: Any, layout: tuple[str, ...], key: tuple[str, ...]) -> Stat
 
 INSERT_SIGNALS = _replacing(trace_signals, SIGNAL_ROW)
 INSERT_TOOLS = _replacing(trace_tools, TOOL_ROW)
+# A late verdict (an LLM judge's) appended to its trace's lists; both texts are `|name|` or NULL (nothing added).
+APPEND_VERDICTS = RowStatement(
+    update(trace_signals)
+    .values(
+        failed_evaluators=_appended(trace_signals.c.failed_evaluators, cast(bindparam("failed"), Text)),
+        passed_evaluators=_appended(trace_signals.c.passed_evaluators, cast(bindparam("passed"), Text)),
+    )
+    .where(trace_signals.c.trace_id == bindparam("of_trace")),
+    ("failed", "passed", "of_trace"),
+)
 UNNEST_SIGNALS = _unnested(trace_signals, SIGNAL_ROW, ("trace_id",))
 UNNEST_TOOLS = _unnested(trace_tools, TOOL_ROW, ("trace_id", "tool"))
 
@@ -81,11 +107,31 @@ def signal_rows(o: TraceOutcome, now: float, trace_id: str, service: str, varian
     failures = sum(1 for _, ok in o.tools if not ok)
     duration = o.duration_ms if math.isfinite(o.duration_ms) else None
     chars = None if o.output is None else len(o.output)
+    codes, text = packed(o.dimensions) if o.dimensions else (None, None)
+    failed, passed = verdict_lists(o.results)
     row = (trace_id, now, service, agent, variant, int(o.has_error), len(o.calls), len(o.tools), failures, chars,
-           tokens, cost, duration)  # fmt: skip
+           tokens, cost, duration, codes, storable(text) if text else None, failed, passed)  # fmt: skip
     if not o.tools:
         return row, []
     return row, [(trace_id, storable(tool), now, service, agent) for tool in dict.fromkeys(t for t, _ in o.tools)]
+
+
+def verdict_lists(rows: Iterable[ResultRow]) -> tuple[str | None, str | None]:
+    """(failed, passed) of a trace's results: the evaluators with a failing verdict, those with verdicts and none
+    failing, each as `|name|name|` (None: none). A skip is no verdict."""
+    failed: dict[str, None] = {}
+    passed: dict[str, None] = {}
+    for r in rows:
+        if r.passed is False:
+            failed[r.evaluator] = None
+        elif r.passed:
+            passed[r.evaluator] = None
+    return _listed(failed), _listed(k for k in passed if k not in failed)
+
+
+def _listed(names: Iterable[str]) -> str | None:
+    text = "|".join(storable(verdict_name(n)) for n in names)
+    return f"|{text}|" if text else None
 
 
 def write_signals(db: Any, signals: Sequence[tuple], tools: Sequence[tuple]) -> None:

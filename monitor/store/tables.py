@@ -9,7 +9,19 @@ identity column `traces.id` (`trace_row_key` in sql_functions.py).
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Double, Index, Integer, MetaData, SmallInteger, Table, Text, text
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Double,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    SmallInteger,
+    Table,
+    Text,
+    text,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 
 __all__ = [
@@ -246,6 +258,10 @@ trace_signals = Table(
     Column("tokens", BigInteger),
     _real("cost_usd"),
     _real("duration_ms"),
+    Column("dimensions", LargeBinary),  # monitor/store/dimension_codes.py: 8 bytes a code
+    _text("dimension_text"),
+    _text("failed_evaluators"),  # "|name|name|"
+    _text("passed_evaluators"),
     Index("trace_signals_time", "created_at"),
 )
 

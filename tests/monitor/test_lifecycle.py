@@ -43,6 +43,7 @@ DAEMON_PARTS = [
     "review",
     "store",
     "drift",  # reads the store: stops before it
+    "attribution",  # the same
     "intake_log",
     "judge_engine",
     "sessions",

@@ -26,6 +26,8 @@ FORBIDDEN = {
     "store": {"engine", "receivers", "sources", "web", "daemon", "metrics"},  # the result store: the write side
     "review": {"engine", "receivers", "sources", "web", "daemon", "metrics"},  # the review's read side
     "web": {"engine", "receivers", "sources", "daemon"},
+    # explanations (monitor/explain): read the store through the review's reads, run beside the daemon
+    "explain": {"engine", "receivers", "sources", "web", "daemon", "commands", "metrics"},
     "config": {"engine", "receivers", "sources", "web", "daemon", "metrics", "store", "review"},
     # the intake's contract and the receivers' authentication: below every stage that uses them
     "consumer": {"engine", "receivers", "sources", "web", "daemon", "metrics", "store", "review", "config"},

@@ -33,6 +33,7 @@ OWNERS: dict[str, set[str]] = {
     "reviews": set(),
     "rebuild": set(),
     "drift": set(),
+    "attribution": set(),
     "intake_log": {"monitor/intake/consumer.py", "monitor/intake/log.py", "monitor/intake/replay.py"},
 }
 

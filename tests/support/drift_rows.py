@@ -26,12 +26,13 @@ from typing import Any, NamedTuple
 import psycopg
 from sqlalchemy import bindparam, insert
 
+from monitor.store.dimension_codes import packed as packed_dimensions
 from monitor.store.postgres.connection import Connection
 from monitor.store.postgres.store import PostgresResultStore
 from monitor.store.row_writes import INSERT_RESULT
 from monitor.store.schema import SESSION_COLUMNS
 from monitor.store.session_writes import UPSERT_SESSION
-from monitor.store.signal_writes import write_signals
+from monitor.store.signal_writes import verdict_lists, write_signals
 from monitor.store.sqlite import ResultStore
 from monitor.store.statements import RowStatement, executemany_rows
 from monitor.store.tables import traces
@@ -42,9 +43,15 @@ _TRACE_ROW = ("trace_id", "created_at", "service", "passed", "variant")
 _INSERT_TRACE = RowStatement(insert(traces).values({name: bindparam(name) for name in _TRACE_ROW}), _TRACE_ROW)
 
 
+class _ResultLike(NamedTuple):
+    evaluator: str
+    passed: bool | None
+
+
 class SyntheticTrace(NamedTuple):
     """One stored trace's drift figures (NULL: `response_chars`, `tokens`, `cost_usd` None) and its verdicts
-    (evaluator, passed, score or None); `tools`: the distinct tools it called; `trace_id` "": one is made up."""
+    (evaluator, passed, score or None); `tools`: the distinct tools it called; `trace_id` "": one is made up;
+    `dimensions`: its (dimension, value) pairs (store/dimension_codes.py)."""
 
     created_at: float
     service: str
@@ -61,6 +68,7 @@ class SyntheticTrace(NamedTuple):
     duration_ms: float = 100.0
     verdicts: tuple[tuple[str, bool, float | None], ...] = ()
     trace_id: str = ""
+    dimensions: tuple[tuple[str, str], ...] = ()  # (dimension, value) pairs, as explanations read them
 
 
 class SyntheticSession(NamedTuple):
@@ -112,8 +120,11 @@ def _connected(db: Database) -> Iterator[Any]:
 def _trace_rows(trace: SyntheticTrace, packed: bool) -> tuple[tuple, list[tuple], list[tuple], tuple | None]:
     trace_id = trace.trace_id or f"synthetic-{next(_ids):012d}"
     at, service, agent = trace.created_at, trace.service, trace.agent
+    codes, text = packed_dimensions(trace.dimensions) if trace.dimensions else (None, None)
+    failed, passed = verdict_lists(_ResultLike(e, p) for e, p, _ in trace.verdicts)
     signal = (trace_id, at, service, agent, trace.variant, int(trace.has_error), trace.llm_calls, trace.tool_calls,
-              trace.tool_failures, trace.response_chars, trace.tokens, trace.cost_usd, trace.duration_ms)  # fmt: skip
+              trace.tool_failures, trace.response_chars, trace.tokens, trace.cost_usd, trace.duration_ms, codes, text,
+              failed, passed)  # fmt: skip
     tools = [(trace_id, tool, at, service, agent) for tool in dict.fromkeys(trace.tools)]
     results, passing = [], []
     for evaluator, passed, score in trace.verdicts:

@@ -38,6 +38,7 @@ def expected(evaluator: str) -> dict:
             "the last 30m (at least 50 results a side); agent_eval_variant_delta and its _lower/_upper bounds give "
             "the size of the drop.",
             "failing_traces_url": f"http://localhost:9464/review?evaluator={evaluator}&since=30m&variant=1.5",
+            "explain_url": f"http://localhost:9464/review/explain?evaluator={evaluator}&since=30m&variant=1.5",
         },
     }
 

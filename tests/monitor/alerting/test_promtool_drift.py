@@ -61,6 +61,8 @@ def expected(labels: dict[str, str], severity: str, moved: str, worse: bool = Tr
             "summary": f"{what} {'regressed' if worse else 'drifted'} from its baseline",
             "description": f"{what} moved {moved} over the last 30m, {verdict} its own past, since {SINCE_TEXT}.",
             "changes_url": "http://localhost:9464/review/changes?service=shop&agent=planner",
+            "explain_url": "http://localhost:9464/review/explain?service=shop&agent=planner&since=30m"
+            "&reference_since=1d30m&reference_until=30m",
         },
     }
 

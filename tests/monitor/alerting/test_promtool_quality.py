@@ -55,6 +55,8 @@ def _expected(service: str, ratio: str) -> dict:
             "(at least 20 results), below the minimum of 90% for 5m.",
             "runbook_url": "https://runbooks.example/AgentEvalPassRatioLow?evaluator=error_free",
             "failing_traces_url": f"http://localhost:9464/review?evaluator=error_free&service={service}&since=10m",
+            "explain_url": f"http://localhost:9464/review/explain?evaluator=error_free&service={service}&since=10m",
+            "top_factor": "",
         },
     }
 
@@ -103,3 +105,24 @@ def test_pass_ratio_alert_fires_honours_for_and_min_samples_and_resolves(tmp_pat
 
 def _labels(service: str) -> dict[str, str]:
     return {"evaluator": "error_free", "service": service, "severity": "critical", "team": "ml"}
+
+
+def test_the_alert_names_its_top_factor_from_the_attribution_gauge(tmp_path) -> None:
+    """With agent_eval_attribution exported for the alert's (evaluator, service), its `top_factor` annotation names
+    the highest lift (over the replicas' max); another service's factors and a lower one are not it."""
+    gauge = "agent_eval_attribution"
+    factors = [
+        series(gauge, "14x60", evaluator="error_free", service="broken", dimension="model", value="gemini-2.5-pro"),
+        series(gauge, "3x60", evaluator="error_free", service="broken", dimension="tool", value="search"),
+        series(gauge, "50x60", evaluator="error_free", service="degrading", dimension="tenant.id", value="acme"),
+    ]
+    expected = _expected("broken", "0%")
+    expected["exp_annotations"]["top_factor"] = "model=gemini-2.5-pro (14× the passes)"
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": [*INPUT, *factors],
+            "alert_rule_test": [{"alertname": ALERT, "eval_time": "26m", "exp_alerts": [expected]}],
+        }
+    ]
+    run_rule_tests(tmp_path, config(CONFIG), tests)

@@ -42,6 +42,7 @@ def expected(value: str = "1", evaluator: str = "error_free", service: str = "sh
             "description": f"{value} new failure signatures of evaluator {evaluator} on service {service} over the "
             f"last {since}: the agent fails in a way it did not before.",
             "failing_traces_url": f"http://localhost:9464/review?evaluator={evaluator}&service={service}&since={since}",
+            "explain_url": f"http://localhost:9464/review/explain?evaluator={evaluator}&service={service}&since={since}",
         },
     }
 

@@ -154,4 +154,5 @@ def _annotations(labels: dict[str, str]) -> dict[str, str]:
         f"last {short}): more than {factor} times the 1% error budget of its 99% objective over 30d. At this "
         f"rate {share}% of the budget is spent within {long}.",
         "failing_traces_url": f"http://localhost:9464/review?evaluator=latency&service=burn20&since={long}",
+        "explain_url": f"http://localhost:9464/review/explain?evaluator=latency&service=burn20&since={long}",
     }

@@ -74,6 +74,12 @@ def named(code: int, text: str | None) -> Pair | None:
     return None
 
 
+def verdict_name(evaluator: str) -> str:
+    """`evaluator` as a trace's verdict lists (`trace_signals.failed_evaluators`, `passed_evaluators`: `|a|b|`) hold
+    it: its `|` as `¦`, the lists' separator."""
+    return evaluator.replace("|", "¦")
+
+
 def codes_of(data: bytes | None) -> Sequence[int]:
     """The codes of one row (for tests and small reads; readers use numpy.frombuffer on many rows)."""
     if not data:
@@ -94,4 +100,5 @@ __all__ = [
     "named",
     "packed",
     "unpacked_text",
+    "verdict_name",
 ]

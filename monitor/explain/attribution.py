@@ -1,0 +1,111 @@
+"""The attribution job: a lifecycle component that, every `explain.attribution.interval`, explains the failures of
+each evaluator whose pass-ratio threshold is breached (firing, or pending its `for`: the factors are there when
+the alert fires) over the last `range`, and publishes their top factors as agent_eval_attribution
+(metrics/attribution.py). Explanations run on a thread (they read the store); one that fails is counted and logged
+and that evaluator keeps its last factors; the daemon never stops for it. No breach, no read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from monitor.alerting.thresholds import AlertState
+from monitor.config.explain import AttributionConfig, ExplainConfig
+from monitor.explain.model import ExplainQuery, Factor
+from monitor.explain.service import Explainer, ExplainReads
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+Published = tuple[str, str, float | None]
+
+
+class AttributionSink(Protocol):
+    def publish(self, factors: dict[Key, Sequence[Published]]) -> None: ...
+
+    def failed(self) -> None: ...
+
+
+def published(factor: Factor) -> Published:
+    """A factor as a series: (dimension, value, lift), a pair's dimensions and values joined by " AND "."""
+    dimension = " AND ".join(v.dimension for v in factor.values)
+    value = " AND ".join(v.value for v in factor.values)
+    return dimension, value, factor.lift
+
+
+class AttributionJob:
+    def __init__(
+        self,
+        explainer: Explainer,
+        breaches: Callable[[], list[AlertState]],
+        config: AttributionConfig,
+        sink: AttributionSink,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.explainer = explainer
+        self.breaches = breaches
+        self.config = config
+        self.sink = sink
+        self.clock = clock
+        self._last: dict[Key, Sequence[Published]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    async def run_once(self) -> dict[Key, Sequence[Published]]:
+        """One round: the breached evaluators explained, their factors published (and returned)."""
+        breached = sorted({(s.evaluator, s.service) for s in self.breaches() if s.active or s.pending})
+        found: dict[Key, Sequence[Published]] = {}
+        now = self.clock()
+        for evaluator, service in breached:
+            query = ExplainQuery(evaluator=evaluator, service=service, since=now - self.config.range, until=now)
+            try:
+                explanation = await asyncio.to_thread(self.explainer.explain, query)
+            except Exception as exc:  # a store down, a read past its deadline: the last factors stay
+                self.sink.failed()
+                log.warning("attribution of %s (service %s) failed: %s", evaluator, service, exc)
+                if (evaluator, service) in self._last:
+                    found[(evaluator, service)] = self._last[(evaluator, service)]
+                continue
+            found[(evaluator, service)] = [published(f) for f in explanation.factors[: self.config.top]]
+        self._last = found
+        self.sink.publish(found)
+        return found
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await self.run_once()
+            except Exception:
+                log.exception("attribution round failed")
+            await asyncio.sleep(self.config.interval)
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="attribution")
+
+    async def shutdown(self, grace: float) -> None:
+        task, self._task = self._task, None
+        if task is None:
+            return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def explanations_of(
+    config: ExplainConfig, reader: ExplainReads | None, breaches: Callable[[], list[AlertState]], sink: AttributionSink
+) -> tuple[Explainer | None, AttributionJob | None]:
+    """The daemon's explainer (None: `explain.enabled: false`, or no store) and attribution job (None: no explainer
+    or `explain.attribution.enabled: false`)."""
+    if not config.enabled or reader is None:
+        return None, None
+    explainer = Explainer(reader, config)
+    if not config.attribution.enabled:
+        return explainer, None
+    return explainer, AttributionJob(explainer, breaches, config.attribution, sink)
+
+
+__all__ = ["AttributionJob", "AttributionSink", "explanations_of", "published"]
