@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, distinct, literal_column, or_, select
+from sqlalchemy import Text, bindparam, cast, literal_column, or_, select
 
 from monitor.store.statements import Statement, execute
 from monitor.store.tables import results, trace_signals
@@ -32,7 +32,7 @@ class DimensionRead(NamedTuple):
 
 COLUMNS = ("trace_id", "service", "agent", "variant", "dimensions", "dimension_text", "failed_evaluators",
            "passed_evaluators")  # fmt: skip
-_service = bindparam("service")
+_service = cast(bindparam("service"), Text)  # typed: PostgreSQL cannot infer the type of `$n IS NULL`
 _ROWS = Statement(
     select(*(S.c[name] for name in COLUMNS))
     .where(S.c.created_at >= bindparam("since"), S.c.created_at < bindparam("until"))
@@ -41,7 +41,7 @@ _ROWS = Statement(
     .limit(bindparam("limit"))
 )
 _SIGNATURE = Statement(
-    select(distinct(results.c.trace_id)).where(
+    select(results.c.trace_id).distinct().where(
         results.c.signature == bindparam("signature"),
         results.c.created_at >= bindparam("since"),
         results.c.created_at < bindparam("until"),

@@ -113,9 +113,15 @@ def send_corpus(exporter, directories: list[str], batch: int) -> int:
     return failures
 
 
-def variant_copies(records: list[SpanRecord], copies: int, version: str, fail_tools: bool) -> list[SpanRecord]:
+MODEL_KEYS = ("gen_ai.request.model", "gen_ai.response.model", "llm.model_name")
+
+
+def variant_copies(
+    records: list[SpanRecord], copies: int, version: str, fail_tools: bool, model: str | None = None
+) -> list[SpanRecord]:
     """`copies` copies of every trace of `records` under fresh trace and span ids, with the resource's
-    service.version set to `version`; with `fail_tools`, every tool call's span (as the views find them) fails."""
+    service.version set to `version`; with `fail_tools`, every tool call's span (as the views find them) fails;
+    with `model`, every span's model attributes (MODEL_KEYS) name it."""
     by_trace: dict[str, list[SpanRecord]] = {}
     for record in records:
         by_trace.setdefault(record.trace_id, []).append(record)
@@ -136,15 +142,20 @@ def variant_copies(records: list[SpanRecord], copies: int, version: str, fail_to
                     parent_span_id=ids.get(span.parent_span_id, ""),
                     resource_attributes={**span.resource_attributes, "service.version": version},
                 )
+                if model is not None:
+                    copy.attributes = {k: model if k in MODEL_KEYS else v for k, v in span.attributes.items()}
                 if fail_tools and span.span_id in tools[trace_id]:
                     copy.status_code, copy.status_message = 2, "tool failed (injected)"
                 out.append(copy)
     return out
 
 
-def send_variant(exporter, directories: list[str], copies: int, version: str, fail_tools: bool) -> int:
-    """The corpus traces of `directories` as `copies` traces each of the agent version `version`."""
-    spans = [readable(s) for s in variant_copies(read_paths(directories).spans, copies, version, fail_tools)]
+def send_variant(
+    exporter, directories: list[str], copies: int, version: str, fail_tools: bool, model: str | None = None
+) -> int:
+    """The corpus traces of `directories` as `copies` traces each of the agent version `version` (and `model`)."""
+    records = read_paths(directories).spans
+    spans = [readable(s) for s in variant_copies(records, copies, version, fail_tools, model)]
     failures = 0
     for start in range(0, len(spans), 512):
         result = exporter.export(spans[start : start + 512])
@@ -260,6 +271,7 @@ def main() -> int:
     variant.add_argument("--copies", type=int, default=10)
     variant.add_argument("--version", required=True, help="the resource's service.version")
     variant.add_argument("--fail-tools", action="store_true", help="every tool call's span fails")
+    variant.add_argument("--model", help="the model every LLM call names")
     synthetic = sub.add_parser("synthetic")
     synthetic.add_argument("--traces", type=int, default=5)
     synthetic.add_argument("--max-queue", type=int, default=2048, help="the SDK's span queue (it drops beyond)")
@@ -279,7 +291,7 @@ def main() -> int:
             print(f"sent {send_logs(args.protocol, args.endpoint, headers, args.dirs)} log exports", flush=True)
         failures = send_corpus(exporter, args.dirs, args.batch)
     elif args.mode == "variant":
-        failures = send_variant(exporter, args.dirs, args.copies, args.version, args.fail_tools)
+        failures = send_variant(exporter, args.dirs, args.copies, args.version, args.fail_tools, args.model)
     else:
         failures = send_synthetic(
             exporter, args.traces, args.service, args.fail_every, args.max_queue,
