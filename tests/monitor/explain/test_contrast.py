@@ -219,3 +219,23 @@ def test_masks_of_another_length_are_refused() -> None:
     rows = rows_of([[("model", "x")]] * 3)
     with pytest.raises(ValueError, match="3 rows"):
         contrast(rows, np.ones(2, dtype=bool), np.zeros(2, dtype=bool))
+
+
+def test_factors_rank_by_share_difference_not_by_lift() -> None:
+    def trace(a: bool, b: bool, failed: bool) -> tuple[list[Pair], bool]:
+        return [("a", "on" if a else "off"), ("b", "on" if b else "off")], failed
+
+    traces = [trace(i < 90, i < 20, True) for i in range(100)]
+    traces += [trace(i < 300, 300 <= i < 310, False) for i in range(1000)]
+    factors = explained(traces, ContrastSettings(pair_candidates=0)).factors
+    assert [values(f) for f in factors] == [{("a", "on")}, {("b", "on")}]
+    assert factors[0].lift == pytest.approx(3.0) and factors[1].lift == pytest.approx(20.0)
+
+
+def test_a_value_more_present_but_a_smaller_share_of_its_carriers_is_no_factor() -> None:
+    """The test counts presence over every row, the shares are over the carriers: a value the slice holds more
+    often only because its dimension is carried more often there has a lift under 1, and is left out."""
+    traces = [([("env", "x")], True)] * 20 + [([("env", "y")], True)] * 20
+    traces += [([("env", "x")], False)] * 10 + [([], False)] * 190
+    factors = explained(traces).factors
+    assert [values(f) for f in factors] == [{("env", "y")}]
