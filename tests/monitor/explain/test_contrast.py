@@ -57,7 +57,7 @@ def test_a_pair_failures_need_both_values_of_ranks_first(seed: int) -> None:
     assert set(seeded.planted) <= set(singles)  # both halves are significant too, and rank after the pair
     assert top.lift is not None and seeded.true_lift is not None
     assert all(top.lift > singles[v].lift for v in seeded.planted)  # type: ignore[operator]
-    assert abs(top.lift / seeded.true_lift - 1) < 0.5  # a few reference traces hold the pair: a rough figure
+    assert abs(top.lift / seeded.true_lift - 1) < 0.2  # ~80 reference traces hold the pair: a rougher figure
     assert top.slice_share == pytest.approx(1.0) and top.coverage == pytest.approx(1.0)
 
 
