@@ -107,7 +107,9 @@ class TraceOutcome(NamedTuple):
     pair_keys: tuple[tuple[str, str], ...] = ()  # (pair_by, key): what a pairwise judge pairs it on
     version: str = ""  # the `service.version` of the trace's resource ("" when it has none)
     turn: tuple | None = None  # a conversation's turn (engine/turn_wire.py) when the trace has a session id
-    dimensions: tuple[tuple[str, str], ...] = ()  # (dimension, value) pairs kept for explanations (monitor/explain)
+    # (dimension, value) pairs the store keeps for explanations (monitor/explain/dimensions.py), each value cleaned
+    # and bounded; () when none are kept (explain off, no store)
+    dimensions: tuple[tuple[str, str], ...] = ()
 
 
 class TraceDetailRow(NamedTuple):

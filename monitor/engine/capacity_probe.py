@@ -113,6 +113,7 @@ def spans_per_second(evaluator: TraceEvaluator, rounds: int = ROUNDS) -> float:
         store_results=evaluator.store_results,  # what the store costs counts too
         max_steps=evaluator.max_steps,
         session_attributes=evaluator.session_attributes,
+        dimension_settings=evaluator.dimension_settings,  # and what the dimensions cost
     )
     batch = [typical_trace(n) for n in range(rounds)]
     spans = sum(len(t.spans) for t in batch)

@@ -37,6 +37,7 @@ from monitor.engine.signing import Signer
 from monitor.engine.spend import call_figures
 from monitor.engine.turn_wire import turn_wire
 from monitor.engine.variants import MAX_VARIANT_CHARS, pair_keys, variant_of
+from monitor.explain.dimensions import DimensionSettings, dimensions_of
 from monitor.outcomes import JudgeJob, ResultRow, TraceFailure, TraceOutcome, bounded, result_row
 from monitor.store.trace_detail import call_costs, detail_row_of
 
@@ -61,6 +62,11 @@ class TraceEvaluator:
             signer=Signer(config.signatures.compiled_rules()),
             prices=config.pricing.overrides(),
             session_attributes=config.sessions.attribute if config.sessions.enabled else None,
+            dimension_settings=(
+                DimensionSettings.from_config(config.explain, config.sessions.attribute)
+                if config.explain.enabled and store.enabled
+                else None
+            ),
         )
 
     def __init__(
@@ -75,13 +81,16 @@ class TraceEvaluator:
         signer: Signer | None = None,
         prices: Mapping[str, ModelPrice] | None = None,
         session_attributes: Sequence[str] | None = None,
+        dimension_settings: DimensionSettings | None = None,
     ) -> None:
         """`store_results`: the store's `results` setting ("all", "failing"; None: no store), which decides the
         traces whose review detail (steps, models, tools, errors; trace_detail.py) is built here. `variants`:
         which attribute gives each trace its variant, and which variants are paired for the pairwise judge.
         `signer`: the failure signature of each failing result (`signatures.rules`). `prices`: the `pricing.models`
         overrides of the price table, for what each LLM call cost. `session_attributes`: the `sessions.attribute`
-        names, tried before each convention's own for a trace's session id; None: sessions are off (no turns)."""
+        names, tried before each convention's own for a trace's session id; None: sessions are off (no turns).
+        `dimension_settings`: what each trace's dimensions read (`explain`); None: none are kept (explain off, or no
+        store)."""
         self.evaluators = [c for c in evaluators if str(getattr(c.evaluator, "level", "trace")) != "session"]
         self.timeout_seconds = timeout_seconds
         self.mode = mode
@@ -91,6 +100,7 @@ class TraceEvaluator:
         self.signer = signer if signer is not None else Signer()
         self.prices = prices or {}  # kept as given: the same mapping as cost_budget's lets a call be priced once
         self.session_attributes = None if session_attributes is None else tuple(session_attributes)
+        self.dimension_settings = dimension_settings
         self._label_of = {id(c.evaluator): c.label for c in self.evaluators}
         self._is_judge = {c.label: isinstance(c.evaluator, LLMJudge) for c in self.evaluators}
         self._levels = {c.label: str(getattr(c.evaluator, "level", "trace")) for c in self.evaluators}
@@ -141,6 +151,7 @@ class TraceEvaluator:
             pair_keys=pair_keys(trace, variant, self.variants),
             version=version,
             turn=self._turn(trace),
+            dimensions=self._dimensions(trace),
         )
 
     def _turn(self, trace: Trace) -> tuple | None:
@@ -150,6 +161,17 @@ class TraceEvaluator:
             return None
         ref = session_of(trace, self.session_attributes)
         return None if ref is None else turn_wire(ref, Turn.from_trace(trace, self.prices))
+
+    def _dimensions(self, trace: Trace) -> tuple[tuple[str, str], ...]:
+        """The trace's dimensions for the store (explain); () when none are kept or they cannot be computed (that
+        never fails the trace)."""
+        if self.dimension_settings is None:
+            return ()
+        try:
+            return dimensions_of(trace, self.dimension_settings)
+        except Exception:
+            log.debug("the dimensions of trace %s could not be computed", trace.trace_id, exc_info=True)
+            return ()
 
     def _stores(self, rows: tuple[ResultRow, ...]) -> bool:
         """Whether the store keeps this trace (as ResultStore decides): every one, or those with a failure or a
