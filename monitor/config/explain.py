@@ -16,7 +16,7 @@ from pydantic import Field, field_validator
 
 from .units import Duration, Section
 
-MAX_EXTRA_DIMENSIONS = 16
+MAX_EXTRA_DIMENSIONS = 32
 
 
 class AttributionConfig(Section):

@@ -30,8 +30,8 @@ from typing import NamedTuple
 import numpy as np
 
 from monitor.detection.statistics import adjusted
+from monitor.store.dimension_codes import VALUE_BITS, Pair, named
 
-from .codes import VALUE_BITS, Pair, named
 from .model import DimensionValue, Factor
 from .rows import DimensionRows
 

@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import numpy as np
 
-from monitor.store.dimension_codes import PAIR, SEPARATOR, code_of
 from monitor.explain.contrast import Contrast, contrast
 from monitor.explain.rows import DimensionRows
+from monitor.store.dimension_codes import PAIR, SEPARATOR, code_of
 
 ROWS = int(os.environ.get("BENCH_CONTRAST_ROWS", "100000"))
 REPEATS = 5

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from scipy.stats import fisher_exact
 
-from monitor.store.dimension_codes import Pair, code_of, packed
 from monitor.explain.contrast import Contrast, ContrastSettings, contrast
 from monitor.explain.model import Factor
 from monitor.explain.rows import DimensionRows
-from tests.monitor.explain.seeded import seeded_traces
+from monitor.store.dimension_codes import Pair, code_of, packed
+from tests.support.seeded_traces import seeded_traces
 
 
 def rows_of(traces: Sequence[Sequence[Pair]]) -> DimensionRows:

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from evaluators.traces import Trace, build_trace, load_traces, read_paths
 from monitor.config.explain import MAX_EXTRA_DIMENSIONS, ExplainConfig
-from monitor.store.dimension_codes import MAX_PAIRS, MAX_VALUE_CHARS, clean_value
 from monitor.explain.dimensions import (
     MAX_VALUES,
     DimensionSettings,
@@ -22,6 +21,7 @@ from monitor.explain.dimensions import (
     template_id,
     turn_bucket,
 )
+from monitor.store.dimension_codes import MAX_PAIRS, MAX_VALUE_CHARS, clean_value
 from tests.conftest import CORPUS
 from tests.support.spanfactory import make_span, trace_of
 
