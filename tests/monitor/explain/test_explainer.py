@@ -113,10 +113,10 @@ def test_a_query_that_names_no_slice_or_a_bad_range_is_refused_naming_the_parame
 
 
 def test_without_a_store_or_with_one_that_cannot_be_read_it_is_unavailable(tmp_path) -> None:
-    with pytest.raises(Unavailable, match="^explain unavailable: the result store is disabled"):
+    with pytest.raises(Unavailable, match=r"^explain unavailable: the result store is disabled"):
         Explainer(None).explain(ExplainQuery(evaluator="x", since=0, until=10))
     reader = reader_of(Backend("sqlite", str(tmp_path / "r.db")).store())
     (tmp_path / "r.db").unlink()
     (tmp_path / "r.db").mkdir()  # no database there any more
-    with pytest.raises(Unavailable, match="^explain unavailable: "):
+    with pytest.raises(Unavailable, match=r"^explain unavailable: "):
         Explainer(reader).explain(ExplainQuery(evaluator="x", since=0, until=10))
