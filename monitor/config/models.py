@@ -17,7 +17,6 @@ from pydantic import Field, field_validator, model_validator
 from .alerting import AlertingConfig
 from .api import ApiConfig
 from .drift import DriftConfig
-from .explain import ExplainConfig
 from .evaluators import (
     AlertConfig,
     EvaluatorSet,
@@ -26,6 +25,7 @@ from .evaluators import (
     default_set_names,
     resolve_section,
 )
+from .explain import ExplainConfig
 from .intake import IntakeConfig
 from .judges import JudgeRetryConfig, JudgesConfig
 from .locate import Loc, LocatedError

@@ -16,7 +16,7 @@ Importing the package imports none of its modules.
 """
 
 __all__ = [
-    "agreement", "agreement_cache", "api_params", "calibration", "change_models", "models", "of_store",
+    "agreement", "agreement_cache", "api_model", "api_params", "calibration", "change_models", "models", "of_store",
     "open_reader", "queue", "review_models", "review_params", "review_reads", "service", "session_models",
     "session_params", "signature_models",
 ]  # fmt: skip
