@@ -46,6 +46,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "monitor.commands.changes_cmd",
         "drift: each agent's signals that changed against its own baseline, largest effect first",
     ),
+    (
+        "explain",
+        "monitor.commands.explain_cmd",
+        "what sets an evaluator's failures (a signature, a drift window) apart: model, version, tool, ...",
+    ),
     ("calibrate", "monitor.commands.calibrate_cmd", "the threshold of a scored evaluator that matches reviewers best"),
     (
         "poll",

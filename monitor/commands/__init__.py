@@ -15,6 +15,7 @@ __all__ = [
     "dataset_cmd",
     "evaluate_cmd",
     "evaluators_cmd",
+    "explain_cmd",
     "health_cmd",
     "inspect_cmd",
     "poll_cmd",

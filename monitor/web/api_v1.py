@@ -1,6 +1,7 @@
 """The review API v1 under /api/v1: results, one trace, a breakdown, failure signatures (by impact, and one with
 its traces), conversations (sessions, and one with its turns), the evaluators, drift's changes (api_changes.py),
-the OpenAPI document, and the reviewers' verdicts (api_reviews.py: the only path that writes).
+what sets a slice of traces apart (api_explain.py), the OpenAPI document, and the reviewers' verdicts
+(api_reviews.py: the only path that writes).
 
 Handlers read what they are given: a ReviewReader (None: the store is disabled) and a callable listing the
 configured evaluators. Reader calls run on a worker thread, so SQLite never blocks the event loop that also
@@ -26,8 +27,10 @@ from monitor.review.models import EvaluatorStatus, ReviewReader, VariantComparis
 from monitor.review.service import RESOLVE_AFTER, STORE_DISABLED, ReviewService
 from monitor.web.access import Access
 from monitor.web.api_changes import changes_routes
+from monitor.web.api_explain import explain_routes
 from monitor.web.api_reviews import review_routes
 from monitor.web.changes import ChangesSource
+from monitor.web.explain_info import ExplainSource
 from monitor.web.openapi import OPENAPI_PATH, PREFIX, openapi_document
 from monitor.web.review_writer import ReviewWriter
 
@@ -72,11 +75,14 @@ def api_v1_routes(
     access: Access | None = None,
     changes: ChangesSource | None = None,
     drift: DriftConfig | None = None,
+    explainer: ExplainSource | None = None,
+    explain_unavailable: str | None = None,
 ) -> list[web.RouteDef]:
     """The routes of /api/v1; `unavailable`: the 503 reason while `reader` is None; `clock`: the "now" of relative
     times; `comparisons_info`: the live variant comparisons (none: []); `resolve_after`: signatures.resolve_after;
     `reviewing` writes reviews (None: 503) with the token of `access` (None, or no token: nothing is reviewed);
-    `changes`: drift's latest report (None: drift is not run, 503) and `drift` its config (api_changes.py)."""
+    `changes`: drift's latest report (None: drift is not run, 503) and `drift` its config (api_changes.py);
+    `explainer`: what explains a slice (None: 503 with `explain_unavailable` as the reason; api_explain.py)."""
     review = ReviewService(reader, unavailable, clock, resolve_after)
 
     async def results(request: web.Request) -> web.Response:
@@ -100,6 +106,7 @@ def api_v1_routes(
         *review_routes(review, reviewing, access, _answer, json_error),
         *_live_routes(evaluators_info, comparisons_info),
         *changes_routes(changes, drift, _answer, json_error),
+        *explain_routes(explainer, explain_unavailable, _answer, json_error, clock),
         _openapi_route(),
     ]
 

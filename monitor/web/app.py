@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
@@ -16,6 +16,7 @@ from monitor.web.api_failing import api_failing_routes
 from monitor.web.api_v1 import ComparisonsInfo, EvaluatorsInfo, api_error_response, api_v1_routes
 from monitor.web.changes import ChangesSource
 from monitor.web.csrf import SAME_SITE
+from monitor.web.explain_info import ExplainSource
 from monitor.web.health import Readiness, Render, health_routes
 from monitor.web.pages import login_redirect, review_headers, review_page_routes, wants_login_page
 from monitor.web.pages.layout import error_page, is_review_path
@@ -99,6 +100,8 @@ def build_api_app(
     reviewing: ReviewWriter | None = None,
     changes: ChangesSource | None = None,
     drift: DriftConfig | None = None,
+    explainer: ExplainSource | None = None,
+    explain_unavailable: str | None = None,
 ) -> web.Application:
     """The metrics port: what it serves is passed in (it reads, never drives, the engine). `reader` and
     `evaluators_info` serve /api/v1 (api_v1.py) and /review (pages/); while `reader` is None both answer 503 "review
@@ -106,23 +109,21 @@ def build_api_app(
     /api/v1/comparisons and /review/canary). `access`: who reads trace content (default: the token, else loopback
     clients only; access.py). `resolve_after`: signatures.resolve_after. `queue`: /review/queue; `reviewing` writes
     reviewers' verdicts (None: nothing can be reviewed). `changes`, `drift`: drift's latest report (None before the
-    first; `changes` None: drift is not run) and its config section, for /api/v1/changes and /review/changes."""
+    first; `changes` None: drift is not run) and its config section, for /api/v1/changes and /review/changes.
+    `explainer`: what sets a slice of traces apart (monitor.explain.service.Explainer), for /api/v1/explain, the
+    review's "What's different" panels and /review/explain; None (explain.enabled: false, or no store): those
+    answer "explain unavailable: " with `explain_unavailable` (default: explain_info.DISABLED) as the reason."""
     access = access if access is not None else Access(token)
     app = _application(access)
+    # what both the API and the pages read, under the same names
+    shared: dict[str, Any] = dict(access=access, resolve_after=resolve_after, reviewing=reviewing, changes=changes)
+    shared |= dict(drift=drift, explainer=explainer, explain_unavailable=explain_unavailable)
     app.add_routes(
         [
             *health_routes(render, readiness),
             *api_failing_routes(),
             *api_v1_routes(
-                reader,
-                evaluators_info,
-                unavailable=unavailable,
-                comparisons_info=comparisons_info,
-                resolve_after=resolve_after,
-                reviewing=reviewing,
-                access=access,
-                changes=changes,
-                drift=drift,
+                reader, evaluators_info, unavailable=unavailable, comparisons_info=comparisons_info, **shared
             ),
             *review_page_routes(
                 reader,
@@ -131,12 +132,8 @@ def build_api_app(
                 access.token,
                 unavailable_reason=unavailable,
                 comparisons=comparisons_info,
-                access=access,
-                resolve_after=resolve_after,
                 queue=queue,
-                reviewing=reviewing,
-                changes=changes,
-                drift=drift,
+                **shared,
             ),
         ]
     )

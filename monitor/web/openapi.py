@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from monitor import __version__
 from monitor.auth import SESSION_COOKIE
+from monitor.explain.model import Explanation
 from monitor.review.api_params import (
     BREAKDOWN_PARAMS,
     RESULTS_PARAMS,
@@ -30,6 +31,7 @@ from monitor.review.session_models import SessionDetail, SessionsPage
 from monitor.review.session_params import SESSION_ID_PATTERN, SESSIONS_PARAMS
 from monitor.review.signature_models import SignatureDetail, SignaturesPage
 from monitor.web.changes import CHANGES_PARAMS
+from monitor.web.explain_info import EXPLAIN_PARAMS
 
 PREFIX = "/api/v1"
 OPENAPI_PATH = f"{PREFIX}/openapi.json"
@@ -61,7 +63,7 @@ def _schemas() -> dict[str, Any]:
     schemas: dict[str, Any] = {}
     models = (ResultsPage, TraceDetail, Breakdown, SignaturesPage, SignatureDetail, EvaluatorStatus, VariantComparison)
     reviews = (ReviewsPage, ReviewHistory, ReviewRecord)
-    for model in (*models, SessionsPage, SessionDetail, *reviews, ChangesPage, ApiError):
+    for model in (*models, SessionsPage, SessionDetail, *reviews, ChangesPage, Explanation, ApiError):
         schema = model.model_json_schema(ref_template=REF, mode="serialization")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
@@ -275,6 +277,7 @@ def _live_paths() -> dict[str, Any]:
             ("400", "401", "404"),
         ),
         f"{PREFIX}/changes": _changes_operation(),
+        f"{PREFIX}/explain": _explain_operation(),
         OPENAPI_PATH: _OPENAPI_OPERATION,
     }
 
@@ -294,6 +297,27 @@ def _changes_operation() -> dict[str, Any]:
     operation["get"]["responses"]["503"]["description"] = (
         "Drift detection is not run by this process (drift.enabled: false), or no report is made yet (then with "
         'Retry-After); the message starts with "drift unavailable: ".'
+    )
+    return operation
+
+
+def _explain_operation() -> dict[str, Any]:
+    """What sets a slice apart: its 503 is the explainer's."""
+    operation = _operation(
+        "explainSlice",
+        "What's different (issue 42): the dimension values (model, version, tool, tenant, language ...) and pairs "
+        "of values that set a slice of traces apart from its reference, largest share difference first, each with "
+        "its share of the slice and of the reference, lift, coverage, p and q values (Benjamini–Hochberg). The "
+        "slice: `evaluator`'s failing traces against its passing ones; a `signature`'s traces against the "
+        "evaluator's other verdicts; with `reference_since`, the range's traces against the reference range's "
+        "(a drift's baseline); else the filter's traces against the rest of the range.",
+        _ref("Explanation"),
+        [_query(p) for p in EXPLAIN_PARAMS],
+        ("400", "401", "404", "503"),
+    )
+    operation["get"]["responses"]["503"]["description"] = (
+        "Explanations are off (explain.enabled: false), the result store is disabled or cannot answer; the "
+        'message starts with "explain unavailable: " (or "review unavailable: " from the store).'
     )
     return operation
 

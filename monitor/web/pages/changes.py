@@ -1,12 +1,13 @@
 """GET /review/changes: drift's latest report (monitor/detection), what drifted largest |effect| first, filtered by
 service, agent and kind (`all`: every tested signal). Each change with its summary, baseline → recent with their
-counts, since when, a before/after chart (inline SVG: each window's mean with its 95 % interval; no script) and
-the link to the recent window's results on the review page. Without a report: what drift watches, and when the
-first report comes."""
+counts, since when, a before/after chart (inline SVG: each window's mean with its 95 % interval; no script), the
+link to the recent window's results on the review page and the one to what's different in it (/review/explain,
+against the trailing window before it). Without a report: what drift watches, and when the first report comes."""
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 
 from aiohttp import web
@@ -29,6 +30,7 @@ from monitor.web.changes import (
 )
 from monitor.web.html import Child, Html, el, join
 from monitor.web.page_params import QueryError, text_param
+from monitor.web.pages.explain import PAGE as EXPLAIN
 from monitor.web.pages.layout import ROOT, ReviewSite, error_page, link, respond, shell
 from monitor.web.pages.results import field, select, text_input
 
@@ -110,7 +112,16 @@ def _p(value: float | None) -> str:
     return "–" if value is None else ("< 0.0001" if value < 0.0001 else f"{value:.4f}")
 
 
-def change_section(item: ChangeItem, rank: int) -> Html:
+def explain_href(item: ChangeItem, found: ChangesPage, drift: DriftConfig | None) -> str:
+    """/review/explain of this agent's recent window against the window of `drift.trailing` before it (the report
+    keeps no per-row baseline range: the same hours of previous days are several ranges, not one)."""
+    since, trailing = found.recent_since, (drift or DriftConfig()).trailing
+    window = {"since": str(math.floor(since)), "until": str(math.ceil(found.as_of))}
+    reference = {"reference_since": str(math.floor(since - trailing)), "reference_until": window["since"]}
+    return link(EXPLAIN, {"service": item.service, "agent": item.agent or None, **window, **reference})
+
+
+def change_section(item: ChangeItem, rank: int, explain: str | None = None, trailing: str = "") -> Html:
     who = join(el("strong", item.service), " / ", el("strong", item.agent or "(no agent)"))
     facts = [
         el("dt", "baseline"),
@@ -139,7 +150,12 @@ def change_section(item: ChangeItem, rank: int) -> Html:
         el("p", item.summary, class_="change-summary"),
         el("p", f"{item.description} ({item.unit}), {item.kind}", class_="muted"),
         el("div", el("dl", facts, class_="change-facts"), chart(item), class_="change-body"),
-        el("p", el("a", "the recent window's traces", href=item.traces_url, class_="traces")),
+        el(
+            "p",
+            el("a", "the recent window's traces", href=item.traces_url, class_="traces"),
+            [" · ", el("a", "what's different in it", href=explain, class_="explain")] if explain else None,
+            el("span", f" (against the {trailing} before it)", class_="muted") if explain and trailing else None,
+        ),
         class_=f"change {'worse' if item.worse else item.kind}",
         id=f"change-{rank}",
     )
@@ -202,7 +218,11 @@ def page_of(
         every = link(PAGE, {"service": query.service, "agent": query.agent, "kind": query.kind, "all": "true"})
         body: Child = el("p", "No change matches. ", el("a", "every tested signal", href=every), class_="empty")
     else:
-        body = [change_section(item, rank) for rank, item in enumerate(found.items, 1)]
+        trailing = duration((drift or DriftConfig()).trailing)
+        body = [
+            change_section(item, rank, explain_href(item, found, drift), trailing)
+            for rank, item in enumerate(found.items, 1)
+        ]
     return shell(site, "changes", [el("h1", title), note, _form(query), body], active="changes")
 
 

@@ -1,7 +1,8 @@
 """GET /review, the Failures page: failure signatures by impact over the range, each with its trend (CSS bars: the
 page allows no script nor inline style), status, first/last seen, where it was seen and links to its traces; and
-GET /review/signatures/{id}: one signature's traces, one row per trace with every failing verdict it has. Also
-the canary page's "new failure modes in <candidate>" section."""
+GET /review/signatures/{id}: one signature's traces, one row per trace with every failing verdict it has. Both
+with their "What's different" panel (pages/explain.py). Also the canary page's "new failure modes in <candidate>"
+section."""
 
 from __future__ import annotations
 
@@ -119,7 +120,14 @@ def failures_form(params: Mapping[str, str | None], evaluators: list[str]) -> Ht
     return join(el("form", controls, method="get", action=ROOT, class_="filters"), quick)
 
 
-def failures_page(site: ReviewSite, query: Mapping[str, str], page: SignaturesPage, evaluators: Sequence[str]) -> Html:
+def failures_page(
+    site: ReviewSite,
+    query: Mapping[str, str],
+    page: SignaturesPage,
+    evaluators: Sequence[str],
+    explained: Html | None = None,
+) -> Html:
+    """The page; `explained`: its "What's different" panel (pages/explain.py)."""
     params = state(query)
     span = f"{fmt.utc(page.since)} to {fmt.utc(page.until)}"
     if page.items:
@@ -138,6 +146,7 @@ def failures_page(site: ReviewSite, query: Mapping[str, str], page: SignaturesPa
             "against the range before it.",
             class_="muted",
         ),
+        explained,
         table,
         el("p", join(*links, sep=" · "), class_="pager") if links else None,
     ]
@@ -166,7 +175,10 @@ def _verdicts(detail: SignatureDetail, trace_id: str) -> Html:
     return el("ul", items, class_="verdicts")
 
 
-def signature_page(site: ReviewSite, query: Mapping[str, str], detail: SignatureDetail) -> Html:
+def signature_page(
+    site: ReviewSite, query: Mapping[str, str], detail: SignatureDetail, explained: Html | None = None
+) -> Html:
+    """The page; `explained`: its "What's different" panel (pages/explain.py)."""
     item = detail.signature
     params = {key: query.get(key, "").strip() or None for key in ("since", "until")}
     rows = [
@@ -206,6 +218,7 @@ def signature_page(site: ReviewSite, query: Mapping[str, str], detail: Signature
         el("p", facts),
         el("table", el("tbody", el("tr", _where(item))), class_="where"),
         el("p", el("a", "← failures", href=link(ROOT, {**params, "evaluator": item.evaluator}))),
+        explained,
         table,
         older,
     ]

@@ -15,6 +15,7 @@ from monitor.web.access import Access
 from monitor.web.html import Child, Html, document, el
 
 if TYPE_CHECKING:
+    from monitor.web.explain_info import ExplainSource
     from monitor.web.review_writer import ReviewWriter
 
 ROOT = "/review"  # the Failures page (failure signatures by impact)
@@ -53,6 +54,8 @@ class ReviewSite:
     access: Access | None = None  # the port's policy: sessions, guess limiter, who reads without a token
     resolve_after: float = 86400.0  # signatures.resolve_after: a failure signature's status
     reviewing: ReviewWriter | None = None  # writes the page's reviews (None: no writer, no review forms)
+    explainer: ExplainSource | None = None  # the "What's different" panels (None: they say it is unavailable)
+    explain_unavailable: str | None = None  # why there is no explainer (None: explain_info.DISABLED)
 
     def evaluator_names(self) -> list[str]:
         return sorted({info.name for info in self.evaluators()})

@@ -27,6 +27,7 @@ from monitor.review.session_models import MAX_SESSION_ID_CHARS, SessionFilter
 from monitor.review.signature_models import DEFAULT_RANGE, SignatureFilter
 from monitor.web.access import Access
 from monitor.web.changes import ChangesSource
+from monitor.web.explain_info import ExplainSource
 from monitor.web.html import Html, el
 from monitor.web.page_params import (
     QueryError,
@@ -42,7 +43,8 @@ from monitor.web.pages.breakdown import breakdown_page
 from monitor.web.pages.canary import PAGE as CANARY
 from monitor.web.pages.canary import canary_page
 from monitor.web.pages.changes import changes_routes
-from monitor.web.pages.failures import candidate_section, failures_page, signature_page
+from monitor.web.pages.explain import explain_routes, failures_panel, signature_panel
+from monitor.web.pages.failures import candidate_section, failures_page, signature_page, state
 from monitor.web.pages.layout import (
     RESULTS,
     ROOT,
@@ -187,9 +189,10 @@ class _Pages:
         limit = limit_param(query, self.site.config.page_size, MAX_PAGE_SIZE)
         cursor = text_param(query, "cursor")
         resolve_after = self.site.resolve_after
-        page = await _read(reader.signatures, where, limit, cursor=cursor, now=time.time(), resolve_after=resolve_after)
+        reading = _read(reader.signatures, where, limit, cursor=cursor, now=time.time(), resolve_after=resolve_after)
+        page, panel = await asyncio.gather(reading, failures_panel(self.site, where, state(query)))
         names = sorted({info.name for info in _infos(self.site)})
-        return respond(failures_page(self.site, query, page, names))
+        return respond(failures_page(self.site, query, page, names, panel))
 
     async def signature(self, request: web.Request, reader: ReviewReader) -> web.Response:
         ident = request.match_info["signature_id"]
@@ -206,7 +209,8 @@ class _Pages:
             return error_page(
                 self.site, 404, "signature not found", f"No failure signature {ident.lower()} in the store."
             )
-        return respond(signature_page(self.site, query, detail))
+        panel = await signature_panel(self.site, detail.signature, where, state(query))
+        return respond(signature_page(self.site, query, detail, panel))
 
     async def trace(self, request: web.Request, reader: ReviewReader) -> web.Response:
         trace_id = request.match_info["trace_id"]
@@ -328,11 +332,14 @@ def review_page_routes(
     reviewing: ReviewWriter | None = None,
     changes: ChangesSource | None = None,
     drift: DriftConfig | None = None,
+    explainer: ExplainSource | None = None,
+    explain_unavailable: str | None = None,
 ) -> list[web.RouteDef]:
     """The review page's routes. `reader` None: every data page is a 503 saying `unavailable_reason`. `access`:
     the port's policy (its sessions and guess limiter; default: one of `token`'s own). `queue`, `reviewing`: the
     review queue (/review/queue) and the review writer its forms post to (None: the queue page is a 503).
     `changes`, `drift`: drift's latest report and config (/review/changes; None: its empty state says drift is off).
+    `explainer`: the "What's different" panels and /review/explain (None: they say why not: `explain_unavailable`).
     Register `layout.review_headers` as the app's on_response_prepare too (build_api_app does)."""
     site = ReviewSite(
         reader,
@@ -343,6 +350,8 @@ def review_page_routes(
         access=access if access is not None else Access(token),
         resolve_after=resolve_after,
         reviewing=reviewing,
+        explainer=explainer,
+        explain_unavailable=explain_unavailable,
     )
     if unavailable_reason:
         site = replace(site, unavailable=unavailable_reason)
@@ -362,5 +371,6 @@ def review_page_routes(
         *review_routes(site),
         *queue_routes(site, queue, reviewing),
         *changes_routes(site, changes, drift),
+        *explain_routes(site),
         web.get(f"{ROOT}/{{tail:.*}}", pages.not_found),
     ]

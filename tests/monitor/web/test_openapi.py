@@ -45,7 +45,7 @@ def test_document_is_valid_openapi_31_and_lists_every_route() -> None:
         if route.method == "GET" and route.resource is not None and route.resource.canonical.startswith(PREFIX)
     }
     assert served == set(document["paths"])
-    assert len(served) == 13
+    assert len(served) == 14
     posted = {
         route.resource.canonical
         for route in app.router.routes()
