@@ -36,8 +36,7 @@ from monitor.engine.poll_intake import FEED_RECEIVER, DaemonSink
 from monitor.engine.pool import EvaluationPool, EvaluationStartError, WorkerSlot, process_slots, thread_slot
 from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
-from monitor.explain.attribution import AttributionJob, explanations_of
-from monitor.explain.service import Explainer
+from monitor.explain.attribution import Explanations, explanations_of
 from monitor.intake.from_config import intake_of
 from monitor.lifecycle import Closing, Grace, Hook, Lifecycle, Part, Together
 from monitor.logutil import RateLimitedLogger
@@ -143,7 +142,7 @@ class Daemon:
         self.agreement = AgreementCache(self.review.reviews_in_force if self.review is not None else list)
         self.annotator = review_annotator(config.sources, _judge_labels(prepared))
         self.reviewing = ReviewWriter(self.store, on_reviewed=self._reviewed)  # reviewers' verdicts
-        self.drift, self.explainer, self.attribution = self._analysis()
+        self.drift, self.explanations = self._analysis()
         self.api = self._api(prepared)
         self.lifecycle = Lifecycle(self._parts())
         self._stopping = asyncio.Event()
@@ -151,12 +150,12 @@ class Daemon:
         self._stopped = False
         self.started = False
 
-    def _analysis(self) -> tuple[DriftJob | None, Explainer | None, AttributionJob | None]:
+    def _analysis(self) -> tuple[DriftJob | None, Explanations]:
         """What reads the store beside the traces: the drift job, the explainer and the attribution job."""
         config, telemetry = self.config, self.metrics
         drift = drift_job_of(config.drift, self.review, telemetry.drift, stored_results=config.store.results)
         breaches = telemetry.results.alert_states
-        return (drift, *explanations_of(config.explain, self.review, breaches, telemetry.attribution))
+        return drift, explanations_of(config.explain, self.review, breaches, telemetry.attribution)
 
     def _reviewed(self, review: StoredReview) -> None:
         """A review written here: counted, the agreement figures read again, a judge's posted to Phoenix."""
@@ -198,6 +197,8 @@ class Daemon:
             reviewing=self.reviewing,
             changes=(lambda: drift.latest) if (drift := self.drift) is not None else None,
             drift=config.drift,
+            explainer=self.explanations.explainer,
+            explain_unavailable=self.explanations.unavailable,
         )
         context = prepared.api_tls.ssl_context() if prepared.api_tls is not None else None
         return WebServer(
@@ -227,7 +228,7 @@ class Daemon:
             *([Part("review", Closing(self.review.close))] if self.review is not None else []),
             *([Part("store", self.store)] if self.store is not None else []),
             *([Part("drift", self.drift)] if self.drift is not None else []),  # reads the store: stops before it
-            *([Part("attribution", self.attribution)] if self.attribution is not None else []),  # the same
+            *([Part("attribution", job)] if (job := self.explanations.attribution) is not None else []),  # the same
             *([Part("intake_log", self.intake.log)] if self.intake.log is not None else []),
             Part("judge_engine", Closing(self.judge_engine.aclose)),
             *([Part("sessions", self.sessions, Grace(floor=0.5))] if self.sessions is not None else []),

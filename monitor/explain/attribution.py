@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from monitor.alerting.thresholds import AlertState
 from monitor.config.explain import AttributionConfig, ExplainConfig
@@ -95,17 +95,26 @@ class AttributionJob:
             await task
 
 
+class Explanations(NamedTuple):
+    """The daemon's explainer (None: `explain.enabled: false`, or no store: `unavailable` says which) and its
+    attribution job (None: no explainer, or `explain.attribution.enabled: false`)."""
+
+    explainer: Explainer | None
+    attribution: AttributionJob | None
+    unavailable: str | None
+
+
 def explanations_of(
     config: ExplainConfig, reader: ExplainReads | None, breaches: Callable[[], list[AlertState]], sink: AttributionSink
-) -> tuple[Explainer | None, AttributionJob | None]:
-    """The daemon's explainer (None: `explain.enabled: false`, or no store) and attribution job (None: no explainer
-    or `explain.attribution.enabled: false`)."""
-    if not config.enabled or reader is None:
-        return None, None
+) -> Explanations:
+    """The daemon's Explanations over `reader` (the review's; None: the store is disabled)."""
+    if not config.enabled:
+        return Explanations(None, None, "explanations are off (explain.enabled: false)")
+    if reader is None:
+        return Explanations(None, None, "the result store is disabled (store.enabled: false)")
     explainer = Explainer(reader, config)
-    if not config.attribution.enabled:
-        return explainer, None
-    return explainer, AttributionJob(explainer, breaches, config.attribution, sink)
+    job = AttributionJob(explainer, breaches, config.attribution, sink) if config.attribution.enabled else None
+    return Explanations(explainer, job, None)
 
 
-__all__ = ["AttributionJob", "AttributionSink", "explanations_of", "published"]
+__all__ = ["AttributionJob", "AttributionSink", "Explanations", "explanations_of", "published"]
