@@ -12,7 +12,8 @@ Pairs: every two of the `pair_candidates` significant values with the largest sh
 rows × candidates matrix product. Their shares are over the rows that carry both dimensions (as a single's are
 over its dimension's carriers, so that singles and pairs rank on one scale); they are tested as their own family,
 and a pair is kept only when its lift beats both of its values' (None: infinite), else it is a subset of its
-better half. Singles and kept pairs rank together by share difference, then q-value, then lift.
+better half. Singles and kept pairs rank together by share difference, then those whose dimensions the
+reference carries too, then q-value, then lift.
 
 Counting is sort-based: the distinct codes (`np.unique`), each code's index through a multiplicative-hash table
 (a binary search when the codes do not fit one), and a stable sort of `row × distinct + index`, which the rows'
@@ -81,6 +82,7 @@ class _Tested(NamedTuple):
     p: np.ndarray
     q: np.ndarray
     significant: np.ndarray  # bool
+    compared: np.ndarray  # bool: some reference row carries their dimension(s)
 
     @property
     def difference(self) -> np.ndarray:
@@ -154,7 +156,8 @@ def _tested(
     p = np.clip(hypergeom.sf(a - 1, n_slice + n_reference, a + b, n_slice), 0.0, 1.0)
     q = np.asarray(adjusted(p.tolist()), dtype=float)
     significant = (q <= settings.fdr) & (lift > 1)
-    return _Tested(members, a, b, slice_share, reference_share, lift, p, q, significant)
+    compared = carriers[1][keep] > 0
+    return _Tested(members, a, b, slice_share, reference_share, lift, p, q, significant, compared)
 
 
 def _singles(entries: _Entries, in_slice: np.ndarray, sizes: tuple[int, int], settings: ContrastSettings) -> _Tested:
@@ -222,7 +225,7 @@ def _factor(
     names: list[Pair], a: int, b: int, shares: tuple[float, float], lift: float, p_q: tuple[float, float], n_slice: int
 ) -> Factor:
     return Factor(
-        values=[DimensionValue(dimension=d, value=v) for d, v in names],
+        values=[DimensionValue(dimension=d, value=v) for d, v in sorted(names)],  # a pair by dimension name
         slice_traces=a,
         slice_share=shares[0],
         reference_traces=b,
@@ -237,10 +240,13 @@ def _factor(
 def _ranked(
     rows: DimensionRows, entries: _Entries, found: list[_Tested], n_slice: int, settings: ContrastSettings
 ) -> list[Factor]:
-    """The significant values and pairs of `found`, largest share difference first (then q, then lift), named;
-    a code no row's text names is left out."""
+    """The significant values and pairs of `found`, largest share difference first, then those whose dimensions
+    the reference carries too (a value told apart from its dimension's other values, before a dimension the
+    reference never has, such as `tool.failed` among an error evaluator's failures: the failure itself), then q,
+    then lift; named, a code no row's text names left out."""
     kept = [t.where(t.significant) for t in found]
-    difference, q, lift = (np.concatenate([getattr(t, f) for t in kept]) for f in ("difference", "q", "lift"))
+    fields = ("difference", "compared", "q", "lift")
+    difference, compared, q, lift = (np.concatenate([getattr(t, f) for t in kept]) for f in fields)
     places = [(t, i) for t in kept for i in range(len(t.a))]
     names: dict[int, Pair | None] = {}
 
@@ -251,7 +257,7 @@ def _ranked(
         return names[index]
 
     factors: list[Factor] = []
-    for place in np.lexsort((-lift, q, -difference)).tolist():
+    for place in np.lexsort((-lift, q, ~compared, -difference)).tolist():
         if len(factors) >= settings.max_factors:
             break
         t, i = places[place]
