@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -32,12 +32,30 @@ UNAVAILABLE = "explain unavailable: "
 
 class ExplainReads(Protocol):
     def explain_rows(
-        self, since: float, until: float, service: str | None, limit: int, timeout: float | None = None
+        self, since: float, until: float, params: dict[str, Any], limit: int, timeout: float | None = None
     ) -> DimensionRead: ...
+
+    def explain_texts(self, trace_ids: Sequence[str]) -> dict[str, str | None]: ...
 
     def signature_trace_ids(
         self, signature: str, since: float, until: float, limit: int, timeout: float | None = None
     ) -> set[str]: ...
+
+
+class _Texts(Sequence[str | None]):
+    """The packed texts of the rows read, looked up (by trace id) only for the rows the contrast names."""
+
+    def __init__(self, reader: ExplainReads, trace_ids: list[str]) -> None:
+        self.reader, self.trace_ids, self.found = reader, trace_ids, {}
+
+    def __len__(self) -> int:
+        return len(self.trace_ids)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        trace_id = self.trace_ids[index]
+        if trace_id not in self.found:
+            self.found.update(self.reader.explain_texts([trace_id]))
+        return self.found.get(trace_id)
 
 
 class Explainer:
@@ -65,22 +83,20 @@ class Explainer:
             raise Unavailable(UNAVAILABLE + self.unavailable)
         limit, timeout = self.settings.max_traces, self.settings.read_timeout
         try:
-            read = reader.explain_rows(query.since, query.until, query.service if kind != "filter" else None,
-                                       limit, timeout)  # fmt: skip
-            reference: DimensionRead | None = None
+            reads = [reader.explain_rows(query.since, query.until, _params(kind, query), limit, timeout)]
             if kind == "drift":
                 assert query.reference_since is not None and query.reference_until is not None
-                reference = reader.explain_rows(query.reference_since, query.reference_until, query.service,
-                                                limit, timeout)  # fmt: skip
+                reference = (query.reference_since, query.reference_until)
+                reads.append(reader.explain_rows(*reference, _params(kind, query), limit, timeout))
             signed: set[str] = set()
             if query.signature is not None:
                 signed = reader.signature_trace_ids(query.signature, query.since, query.until, limit, timeout)
+            in_slice, in_reference = _masks(kind, reads, signed)
+            ids = [t for r in reads for t in r.trace_ids]
+            rows = DimensionRows.of([b for r in reads for b in r.blobs], _Texts(reader, ids))
+            found = contrast(rows, in_slice, in_reference, self.contrast_settings)
         except (sqlite3.Error, StoreUnavailable) as exc:
             raise Unavailable(f"{UNAVAILABLE}{type(exc).__name__}: {exc}") from exc
-        reads = [read] if reference is None else [read, reference]
-        in_slice, in_reference = _masks(kind, query, reads, signed)
-        rows = DimensionRows.of([b for r in reads for b in r.blobs], [t for r in reads for t in r.texts])
-        found = contrast(rows, in_slice, in_reference, self.contrast_settings)
         slice_words, reference_words = _described(kind, query)
         return Explanation(
             kind=kind,
@@ -130,46 +146,37 @@ def _kind_of(query: ExplainQuery) -> SliceKind:
     return "filter"
 
 
-def _listed(values: Sequence[str | None], name: str) -> np.ndarray:
-    marker = f"|{verdict_name(name)}|"
-    return np.fromiter((v is not None and marker in v for v in values), dtype=bool, count=len(values))
+def _params(kind: SliceKind, query: ExplainQuery) -> dict[str, Any]:
+    """The rows the range's read keeps (store/dimension_reads.py): the filter's (every row for a filter's
+    contrast with the rest), with a verdict of the evaluator for its failures or a signature."""
+    marker = f"|{verdict_name(query.evaluator)}|" if query.evaluator is not None else None
+    return {
+        "service": query.service,
+        "agent": query.agent,
+        "variant": query.variant,
+        "restrict": int(kind != "filter"),
+        "marker": marker,
+        "with_verdict": int(kind in ("failures", "signature")),
+    }
 
 
-def _any(values: Sequence[str | None]) -> np.ndarray:
-    return np.fromiter((bool(v) for v in values), dtype=bool, count=len(values))
+def _flags(values: list[int]) -> np.ndarray:
+    return np.asarray(values, dtype=bool) if values else np.zeros(0, dtype=bool)
 
 
-def _matching(read: DimensionRead, query: ExplainQuery) -> np.ndarray:
-    """The rows of `read` of the query's service, agent and variant (each None: any)."""
-    keep = np.ones(len(read.trace_ids), dtype=bool)
-    for wanted, values in ((query.service, read.services), (query.agent, read.agents),
-                           (query.variant, read.variants)):  # fmt: skip
-        if wanted is not None:
-            keep &= np.fromiter((v == wanted for v in values), dtype=bool, count=len(values))
-    return keep
-
-
-def _masks(
-    kind: SliceKind, query: ExplainQuery, reads: list[DimensionRead], signed: set[str]
-) -> tuple[np.ndarray, np.ndarray]:
+def _masks(kind: SliceKind, reads: list[DimensionRead], signed: set[str]) -> tuple[np.ndarray, np.ndarray]:
     read = reads[0]
     if kind == "drift":
-        recent, baseline = _matching(reads[0], query), _matching(reads[1], query)
-        return np.concatenate([recent, np.zeros_like(baseline)]), np.concatenate([np.zeros_like(recent), baseline])
+        recent, baseline = np.ones(len(reads[0].trace_ids), bool), np.ones(len(reads[1].trace_ids), bool)
+        return np.concatenate([recent, ~baseline]), np.concatenate([~recent, baseline])
     if kind == "filter":
-        chosen = _matching(read, query)
+        chosen = _flags(read.matches)
         return chosen, ~chosen
-    kept = _matching(read, query)
     if kind == "failures":
-        assert query.evaluator is not None
-        failed = _listed(read.failed, query.evaluator)
-        return kept & failed, kept & ~failed & _listed(read.passed, query.evaluator)
+        failed = _flags(read.failed)
+        return failed, ~failed & _flags(read.passed)
     in_signature = np.fromiter((t in signed for t in read.trace_ids), dtype=bool, count=len(read.trace_ids))
-    if query.evaluator is not None:
-        verdict = _listed(read.failed, query.evaluator) | _listed(read.passed, query.evaluator)
-    else:
-        verdict = _any(read.failed) | _any(read.passed)
-    return kept & in_signature, kept & ~in_signature & verdict
+    return in_signature, ~in_signature
 
 
 def _described(kind: SliceKind, query: ExplainQuery) -> tuple[str, str]:

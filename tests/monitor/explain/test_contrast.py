@@ -239,3 +239,13 @@ def test_a_value_more_present_but_a_smaller_share_of_its_carriers_is_no_factor()
     traces += [([("env", "x")], False)] * 10 + [([], False)] * 190
     factors = explained(traces).factors
     assert [values(f) for f in factors] == [{("env", "y")}]
+
+
+def test_at_equal_share_difference_a_value_the_reference_carries_too_ranks_before_a_dimension_it_never_has() -> None:
+    """The failures all have tool.failed=search (a dimension no pass has: the failure itself) and model=bad (a
+    model the passes never use): both 100 % against 0 %; the model, told apart from the passes' models, first."""
+    failing = [([("model", "bad"), ("tool.failed", "search")], True) for _ in range(20)]
+    passing = [([("model", f"ok{i % 2}")], False) for i in range(40)]
+    found = explained(failing + passing)
+    assert [values(f) for f in found.factors[:2]] == [{("model", "bad")}, {("tool.failed", "search")}]
+    assert found.factors[0].slice_share - found.factors[0].reference_share == 1.0

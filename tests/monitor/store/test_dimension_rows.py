@@ -21,16 +21,25 @@ def test_a_trace_keeps_its_dimensions_and_verdicts_and_a_late_judge_adds_its_own
     store.write([first._replace(dimensions=PAIRS), outcome("b" * 32, row("error_free", True))])
     store.write([LateResults("a" * 32, "svc", (row("judge", True), row("judge2", False)))])
     reader = reader_of(store)
-    read = reader.explain_rows(0.0, 1e12, None, 100)
-    by_id = dict(zip(read.trace_ids, zip(read.blobs, read.texts, read.failed, read.passed, strict=True), strict=True))
-    blob, text, failed, passed = by_id["a" * 32]
-    assert list(codes_of(blob)) == [code_of(d, v) for d, v in PAIRS]
-    assert unpacked_text(text) == list(PAIRS)
-    assert named(code_of("tool", "calc"), text) == ("tool", "calc")
-    assert failed == "|helpfulness|judge2|" and passed == "|error_free|judge|"  # a skip is no verdict
-    assert by_id["b" * 32] == (None, None, None, "|error_free|")
-    assert reader.explain_rows(0.0, 1e12, "elsewhere", 100).trace_ids == []
-    assert not read.truncated and reader.explain_rows(0.0, 1e12, None, 1).truncated
+    lists = backend.rows("SELECT failed_evaluators, passed_evaluators FROM trace_signals ORDER BY trace_id")
+    assert lists == [("|helpfulness|judge2|", "|error_free|judge|"), (None, "|error_free|")]  # a skip: no verdict
+
+    def verdicts(evaluator: str | None, **params: object) -> dict[str, tuple]:
+        read = reader.explain_rows(0.0, 1e12, {"marker": f"|{evaluator}|" if evaluator else None, **params}, 100)
+        return {t: (f, p, m) for t, f, p, m in zip(read.trace_ids, read.failed, read.passed, read.matches, strict=True)}
+
+    assert verdicts("judge2") == {"a" * 32: (1, 0, 1), "b" * 32: (0, 0, 1)}
+    assert verdicts("judge", with_verdict=1) == {"a" * 32: (0, 1, 1)}  # the late judge's, appended
+    assert verdicts("judge") == verdicts("judge", service="svc") and verdicts(None, service="elsewhere") == {}
+    assert verdicts(None, service="elsewhere", restrict=0) == {"a" * 32: (0, 0, 0), "b" * 32: (0, 0, 0)}
+    assert verdicts("helpful", with_verdict=1) == {}  # a marker is a whole name
+    read = reader.explain_rows(0.0, 1e12, {}, 100)
+    blob = dict(zip(read.trace_ids, read.blobs, strict=True))
+    assert list(codes_of(blob["a" * 32])) == [code_of(d, v) for d, v in PAIRS] and blob["b" * 32] is None
+    text = reader.explain_texts(["a" * 32, "b" * 32, "c" * 32])
+    assert unpacked_text(text["a" * 32]) == list(PAIRS) and text["b" * 32] is None and "c" * 32 not in text
+    assert named(code_of("tool", "calc"), text["a" * 32]) == ("tool", "calc")
+    assert not read.truncated and reader.explain_rows(0.0, 1e12, {}, 1).truncated
     store.close()
 
 
