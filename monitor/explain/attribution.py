@@ -18,6 +18,7 @@ from monitor.alerting.thresholds import AlertState
 from monitor.config.explain import AttributionConfig, ExplainConfig
 from monitor.explain.model import ExplainQuery, Factor
 from monitor.explain.service import Explainer, ExplainReads
+from monitor.explain.wording import conjoined
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +34,8 @@ class AttributionSink(Protocol):
 
 def published(factor: Factor) -> Published:
     """A factor as a series: (dimension, value, lift), a pair's dimensions and values joined by " AND "."""
-    dimension = " AND ".join(v.dimension for v in factor.values)
-    value = " AND ".join(v.value for v in factor.values)
+    dimension = conjoined(v.dimension for v in factor.values)
+    value = conjoined(v.value for v in factor.values)
     return dimension, value, factor.lift
 
 

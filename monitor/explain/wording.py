@@ -5,6 +5,8 @@ value sets the slice apart. Plain text: the page escapes it, the command clips i
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from monitor.explain.model import Explanation, Factor, SliceKind
 
 # per kind: (what a share is "of", the slice as a subject, its reference)
@@ -15,11 +17,17 @@ NOUNS: dict[SliceKind, tuple[str, str, str]] = {
     "filter": ("the slice", "the slice", "the rest"),
 }
 ONLY_HERE = "only here"
+CONJUNCTION = " AND "  # between the values of a pair
+
+
+def conjoined(parts: Iterable[str]) -> str:
+    """`parts` as a pair's text: `model AND tool`."""
+    return CONJUNCTION.join(parts)
 
 
 def values_text(factor: Factor, equals: str = " = ") -> str:
     """`model = gemini-2.5-pro`, or a pair joined by AND."""
-    return " AND ".join(f"{v.dimension}{equals}{v.value}" for v in factor.values)
+    return conjoined(f"{v.dimension}{equals}{v.value}" for v in factor.values)
 
 
 def share_text(share: float) -> str:
@@ -70,9 +78,11 @@ def counts_text(found: Explanation) -> str:
 TRUNCATED = "the range held more traces than explain.max_traces: only the newest were read"
 
 __all__ = [
+    "CONJUNCTION",
     "NOUNS",
     "ONLY_HERE",
     "TRUNCATED",
+    "conjoined",
     "counts_text",
     "fdr_text",
     "headline",

@@ -91,9 +91,7 @@ _ROWS = Statement(
     .order_by(S.c.created_at.desc())
     .limit(bindparam("limit"))
 )
-_TEXTS = Statement(
-    select(S.c.trace_id, S.c.dimension_text).where(S.c.trace_id.in_(bindparam("ids", expanding=True)))
-)
+_TEXTS = Statement(select(S.c.trace_id, S.c.dimension_text).where(S.c.trace_id.in_(bindparam("ids", expanding=True))))
 _SIGNATURE = Statement(
     select(results.c.trace_id).distinct().where(
         results.c.signature == bindparam("signature"),

@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 from evaluators.redaction import redact_texts
 from monitor.outcomes import MAX_TEXT, LateResults, ResultRow, SessionOutcome, TraceDetailRow, TraceOutcome
+from monitor.store.dimension_codes import MAX_VALUE_CHARS
 from monitor.store.rows import PendingWrite
 from monitor.store.signal_writes import signal_rows, verdict_lists
 from monitor.store.signatures import Sighting
@@ -144,6 +145,9 @@ def pack_one(o: Written, now: float, failing_only: bool) -> Packed:
         if stored or not failing_only:
             _pack_trace(o, stored, passing, now, packed)
         trace_id, service, variant = storable_values((o.trace_id, o.service, o.variant))
+        if o.dimensions:  # masked like every stored text (a user id may be an e-mail address), before their codes
+            values = mask([v for _, v in o.dimensions], [MAX_VALUE_CHARS] * len(o.dimensions))
+            o = o._replace(dimensions=tuple((d, v or "") for (d, _), v in zip(o.dimensions, values, strict=True)))
         row, tools = signal_rows(o, now, trace_id, service, variant)
         packed = packed._replace(signals=(row,), tools=tuple(tools))
     _sightings(o, stored, now, packed.sightings)

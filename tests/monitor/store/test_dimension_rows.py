@@ -58,3 +58,14 @@ def test_verdict_lists_put_a_failure_first_and_escape_the_separator() -> None:
     rows = [row("a|b", False), row("a|b", True), row("c", True), row("d", None, "error")]
     assert verdict_lists(rows) == ("|a¦b|", "|c|")
     assert verdict_lists([]) == (None, None)
+
+
+def test_a_dimension_value_is_masked_like_every_stored_text_and_its_code_is_the_masked_values(backend: Backend) -> None:
+    store = backend.store()
+    store.write([outcome("e" * 32, row("a", False))._replace(dimensions=(("user.id", "jane.doe@example.com"),))])
+    [(text,)] = backend.rows("SELECT dimension_text FROM trace_signals")
+    [(dimension, value)] = unpacked_text(text)
+    assert dimension == "user.id" and "jane.doe@example.com" not in value
+    read = reader_of(store).explain_rows(0.0, 1e12, {}, 10)
+    assert list(codes_of(read.blobs[0])) == [code_of("user.id", value)]  # named back from the masked text
+    store.close()
