@@ -54,6 +54,15 @@ def _explain(daemon, service: str) -> dict:
     return json.loads(body)
 
 
+def _cli(daemon, service: str) -> dict:
+    """`agent-monitor explain --json` against the running daemon, in its own process."""
+    command = [sys.executable, "-m", "monitor.cli", "explain", "--evaluator", "error_free", "--service", service,
+               "--since", "1h", "--url", daemon.api_base, "--json"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=ROOT, env=daemon.env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout)
+
+
 def _values(factor: dict) -> list[tuple[str, str]]:
     return sorted((v["dimension"], v["value"]) for v in factor["values"])
 
@@ -74,7 +83,9 @@ def explained(tmp_path_factory) -> dict[str, dict]:
         )
         assert daemon.wait_for_condition(stored, timeout=180), daemon.output()[-3000:]
         assert daemon.value("agent_monitor_traces_evaluated_total") == total
-        yield {service: _explain(daemon, service) for service in DATASETS}
+        found = {service: _explain(daemon, service) for service in DATASETS}
+        found["cli"] = _cli(daemon, "single")
+        yield found
     finally:
         daemon.stop()
 
@@ -96,6 +107,12 @@ def test_failures_in_a_combination_of_two_values_rank_the_pair_first(explained) 
     assert _values(top) == [("model", "m0"), ("tool", "t0")], found["factors"][:3]
     assert top["coverage"] == 1.0  # every failure has both
     assert top["lift"] == pytest.approx(seeded_traces(5, 4000, "pair").true_lift, rel=0.2)
+
+
+def test_the_cli_tells_the_same_explanation(explained) -> None:
+    cli, api = explained["cli"], explained["single"]
+    assert [_values(f) for f in cli["factors"]] == [_values(f) for f in api["factors"]]
+    assert (cli["slice_traces"], cli["reference_traces"]) == (api["slice_traces"], api["reference_traces"])
 
 
 @pytest.mark.parametrize("service", ["random-1", "random-2"])
