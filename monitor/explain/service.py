@@ -46,12 +46,13 @@ class _Texts(Sequence[str | None]):
     """The packed texts of the rows read, looked up (by trace id) only for the rows the contrast names."""
 
     def __init__(self, reader: ExplainReads, trace_ids: list[str]) -> None:
-        self.reader, self.trace_ids, self.found = reader, trace_ids, {}
+        self.reader, self.trace_ids = reader, trace_ids
+        self.found: dict[str, str | None] = {}
 
     def __len__(self) -> int:
         return len(self.trace_ids)
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index: Any) -> Any:  # an index (a slice is not asked for)
         trace_id = self.trace_ids[index]
         if trace_id not in self.found:
             self.found.update(self.reader.explain_texts([trace_id]))

@@ -25,7 +25,7 @@ from monitor.store.tables import results, trace_signals
 __all__ = ["DimensionRead", "Holds", "dimension_rows", "dimension_texts", "signature_trace_ids"]
 
 S = trace_signals
-ONE = literal_column("1")
+ONE: Any = literal_column("1")
 
 
 class Holds(FunctionElement[int]):
@@ -106,7 +106,8 @@ _SIGNATURE = Statement(
 def dimension_rows(db: Any, since: float, until: float, params: dict[str, Any], limit: int) -> DimensionRead:
     """The traces stored at `since` <= time < `until` as `params` choose them (module docstring: `service`,
     `agent`, `variant`, `restrict`, `marker`, `with_verdict`), at most `limit`, newest first."""
-    bound = {"service": None, "agent": None, "variant": None, "restrict": 1, "marker": None, "with_verdict": 0}
+    bound: dict[str, Any] = {"service": None, "agent": None, "variant": None, "restrict": 1, "marker": None,
+                             "with_verdict": 0}  # fmt: skip
     bound.update(params, since=since, until=until, limit=limit + 1)
     found = execute(db, _ROWS, bound).fetchall()
     truncated = len(found) > limit
