@@ -23,8 +23,9 @@ agents, tools, providers, prompts). A value that cannot be read is left out; `di
 - `input.language`: py3langid over the input's first `LANGUAGE_CHARS` characters, with normalised probabilities;
   "und" below `MIN_LETTERS` letters or a top probability under `MIN_PROBABILITY`. Its cost is linear in the text
   (py3langid's tokenizer steps through it in Python), measured on the development host (2 cores, py3langid
-  0.4.0): 147 µs on 300 characters, 82 µs on 160 (what is classified: a sentence or two is enough, and the whole
-  daemon's CPU per trace rose 12 % with 300, tests/bench/bench_ab_baseline.py), 41 µs on 80; loading the model
+  0.4.0): 147 µs on 300 characters, 82 µs on 160, 53 µs on 120 (what is classified: a question's first sentence
+  is enough, and the whole daemon's CPU per trace rose 12 % with 300, tests/bench/bench_ab_baseline.py), 41 µs on
+  80; loading the model
   takes 0.6-1 s and ~78 MB of resident memory, once per process that detects a language (each evaluation worker,
   on its first trace). pycld2 (25 µs, 2 MB) was measured too and left: it names short French and Italian questions
   English or nothing, where py3langid has them right.
@@ -51,7 +52,7 @@ from monitor.store.dimension_codes import MAX_PAIRS, Pair, clean_value
 log = logging.getLogger(__name__)
 
 MAX_VALUES = 8  # values kept per multi-valued dimension
-LANGUAGE_CHARS = 160  # characters of the input classified (its cost is linear in them)
+LANGUAGE_CHARS = 120  # characters of the input classified (its cost is linear in them)
 MIN_LETTERS = 12  # fewer letters than this: "und"
 MIN_PROBABILITY = 0.5  # a top language less likely than this: "und"
 UNDETERMINED = "und"

@@ -25,6 +25,16 @@ MAX_VALUE_CHARS = 128
 _CONTROL = dict.fromkeys(range(32), " ")
 
 Pair = tuple[str, str]
+# The dimensions whose values are the agent's developers' vocabulary (services, models, tools, agents, Kubernetes
+# and cloud resources) or buckets: stored as they are. Every other value (the user, session and tenant ids, the
+# prompt templates, the configured attributes) is masked like every stored text before it is coded
+# (store/packing.py): a user id may be an e-mail address. monitor/explain/dimensions.py makes them (a test holds
+# this set to its built-in names).
+UNMASKED = frozenset({
+    "service", "service.version", "deployment.environment", "k8s.namespace.name", "k8s.deployment.name",
+    "k8s.pod.name", "cloud.region", "cloud.availability_zone", "host.name", "agent", "model", "provider", "tool",
+    "tool.failed", "input.language", "input.length", "turn", "hour",
+})  # fmt: skip
 
 
 @lru_cache(maxsize=1024)
@@ -91,6 +101,7 @@ __all__ = [
     "DIMENSION_BITS",
     "MAX_PAIRS",
     "MAX_VALUE_CHARS",
+    "UNMASKED",
     "VALUE_BITS",
     "Pair",
     "clean_value",

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 from evaluators.redaction import redact_texts
 from monitor.outcomes import MAX_TEXT, LateResults, ResultRow, SessionOutcome, TraceDetailRow, TraceOutcome
-from monitor.store.dimension_codes import MAX_VALUE_CHARS
+from monitor.store.dimension_codes import MAX_VALUE_CHARS, UNMASKED
 from monitor.store.rows import PendingWrite
 from monitor.store.signal_writes import signal_rows, verdict_lists
 from monitor.store.signatures import Sighting
@@ -145,13 +145,25 @@ def pack_one(o: Written, now: float, failing_only: bool) -> Packed:
         if stored or not failing_only:
             _pack_trace(o, stored, passing, now, packed)
         trace_id, service, variant = storable_values((o.trace_id, o.service, o.variant))
-        if o.dimensions:  # masked like every stored text (a user id may be an e-mail address), before their codes
-            values = mask([v for _, v in o.dimensions], [MAX_VALUE_CHARS] * len(o.dimensions))
-            o = o._replace(dimensions=tuple((d, v or "") for (d, _), v in zip(o.dimensions, values, strict=True)))
+        if o.dimensions:
+            o = o._replace(dimensions=_masked_dimensions(o.dimensions))
         row, tools = signal_rows(o, now, trace_id, service, variant)
         packed = packed._replace(signals=(row,), tools=tuple(tools))
     _sightings(o, stored, now, packed.sightings)
     return packed
+
+
+def _masked_dimensions(pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """`pairs` with the values that may carry personal data masked like every stored text (a user id may be an
+    e-mail address: every dimension but `dimension_codes.UNMASKED`), before their codes are made."""
+    todo = [i for i, (d, _) in enumerate(pairs) if d not in UNMASKED]
+    if not todo:
+        return pairs
+    done = mask([pairs[i][1] for i in todo], [MAX_VALUE_CHARS] * len(todo))
+    out = list(pairs)
+    for i, value in zip(todo, done, strict=True):
+        out[i] = (pairs[i][0], value or "")
+    return tuple(out)
 
 
 def _sightings(o: TraceOutcome | LateResults, stored: list[ResultRow], now: float, into: list[Sighting]) -> None:

@@ -329,3 +329,11 @@ def test_an_unreadable_trace_gives_what_it_can() -> None:
     broken = Broken(trace.trace_id, trace.spans, trace.roots, set())
     dims = dict(dimensions_of(broken, SETTINGS))
     assert "service" not in dims and dims["agent"] == "helper" and dims["model"] == "gpt-4o-mini"
+
+
+def test_the_unmasked_dimensions_are_built_in_names_and_no_id_or_prompt_is_among_them() -> None:
+    from monitor.explain.dimensions import BUILT_IN
+    from monitor.store.dimension_codes import UNMASKED
+
+    assert UNMASKED <= BUILT_IN
+    assert BUILT_IN - UNMASKED == {"user.id", "session.id", "tenant.id", "prompt.template", "prompt.version"}
