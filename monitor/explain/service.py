@@ -197,9 +197,9 @@ def _described(kind: SliceKind, query: ExplainQuery) -> tuple[str, str]:
 def _note(slice_n: int, reference_n: int, factors: int, tested: int, slice_words: str, reference_words: str,
           fdr: float) -> str | None:  # fmt: skip
     if slice_n == 0:
-        return f"no traces in {slice_words} in this range"
+        return f"no trace in this range is among {slice_words}"
     if reference_n == 0:
-        return f"nothing to compare with: no traces in {reference_words} in this range"
+        return f"nothing to compare with: no trace in this range is among {reference_words}"
     if factors == 0:
         return f"no value sets {slice_words} apart ({tested} tested at a false discovery rate of {fdr:.0%})"
     return None

@@ -336,4 +336,4 @@ def test_the_unmasked_dimensions_are_built_in_names_and_no_id_or_prompt_is_among
     from monitor.store.dimension_codes import UNMASKED
 
     assert UNMASKED <= BUILT_IN
-    assert BUILT_IN - UNMASKED == {"user.id", "session.id", "tenant.id", "prompt.template", "prompt.version"}
+    assert {"user.id", "session.id", "tenant.id", "prompt.template", "prompt.version"} == BUILT_IN - UNMASKED
