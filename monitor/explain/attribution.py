@@ -1,8 +1,9 @@
 """The attribution job: a lifecycle component that, every `explain.attribution.interval`, explains the failures of
 each evaluator whose pass-ratio threshold is breached (firing, or pending its `for`: the factors are there when
-the alert fires) over the last `range`, and publishes their top factors as agent_eval_attribution
-(metrics/attribution.py). Explanations run on a thread (they read the store); one that fails is counted and logged
-and that evaluator keeps its last factors; the daemon never stops for it. No breach, no read.
+the alert fires; at most MAX_PER_ROUND a round, the lowest pass ratios first) over the last `range`, and
+publishes their top factors as agent_eval_attribution (metrics/attribution.py). Explanations run on a thread
+(they read the store); one that fails is counted and logged and that evaluator keeps its last factors; the
+daemon never stops for it. No breach, no read.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from monitor.explain.wording import conjoined
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
+MAX_PER_ROUND = 10  # (evaluator, service) pairs explained a round, the lowest pass ratios first: each read is a
+# second of the main process's CPU at 100k traces, and a bad hour breaches many evaluators at once
 Published = tuple[str, str, float | None]
 
 
@@ -58,7 +61,9 @@ class AttributionJob:
 
     async def run_once(self) -> dict[Key, Sequence[Published]]:
         """One round: the breached evaluators explained, their factors published (and returned)."""
-        breached = sorted({(s.evaluator, s.service) for s in self.breaches() if s.active or s.pending})
+        states = [s for s in self.breaches() if s.active or s.pending]
+        states.sort(key=lambda s: (s.pass_ratio if s.pass_ratio is not None else 1.0, s.evaluator, s.service))
+        breached = list(dict.fromkeys((s.evaluator, s.service) for s in states))[:MAX_PER_ROUND]
         found: dict[Key, Sequence[Published]] = {}
         now = self.clock()
         for evaluator, service in breached:
@@ -118,4 +123,4 @@ def explanations_of(
     return Explanations(explainer, job, None)
 
 
-__all__ = ["AttributionJob", "AttributionSink", "Explanations", "explanations_of", "published"]
+__all__ = ["MAX_PER_ROUND", "AttributionJob", "AttributionSink", "Explanations", "explanations_of", "published"]

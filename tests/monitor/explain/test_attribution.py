@@ -103,3 +103,16 @@ def test_a_pair_is_one_series_its_dimensions_and_values_joined() -> None:
         q_value=0.0, coverage=1.0,
     )  # fmt: skip
     assert published(pair) == ("model AND service.version", "pro AND 1.5", None)
+
+
+def test_a_round_explains_at_most_max_per_round_the_lowest_pass_ratios_first(tmp_path: Path) -> None:
+    from monitor.explain.attribution import MAX_PER_ROUND
+
+    store = _store(tmp_path / "r.db")
+    many = [AlertState(f"e{i:02}", "shop", "AgentEvalPassRatioLow", True, 0.9 - i / 100, 100) for i in range(15)]
+    many.append(_state("helpfulness"))  # pass ratio 0.5: the lowest
+    sink = _Sink()
+    found = asyncio.run(AttributionJob(Explainer(reader_of(store)), lambda: many, AttributionConfig(), sink).run_once())
+    assert len(found) == MAX_PER_ROUND and ("helpfulness", "shop") in found
+    assert ("e00", "shop") not in found and ("e14", "shop") in found  # 0.9 is the highest: left out
+    store.close()
