@@ -9,7 +9,6 @@ bad arguments (the API's 400 too) or an invalid config."""
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Any, TextIO
 
 from pydantic import TypeAdapter
@@ -17,7 +16,7 @@ from pydantic import TypeAdapter
 from monitor.commands.daemon_address import CONFIG_ENV, add_config_argument, daemon_address
 from monitor.commands.review_cmd import TOKEN_HELP, URL_HELP, show
 from monitor.commands.review_render import table, when
-from monitor.commands.review_source import ApiReviewSource, ReviewCommandError
+from monitor.commands.review_source import ApiReviewSource
 from monitor.commands.time_args import check_times
 from monitor.explain.model import Explanation
 from monitor.explain.wording import (
@@ -31,7 +30,6 @@ from monitor.explain.wording import (
     share_text,
     values_text,
 )
-from monitor.review.api_params import BadRequest, parse_time
 from monitor.text import clip
 
 TEXT_OPTIONS = ("evaluator", "signature", "service", "agent", "variant")
@@ -67,18 +65,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the API (default 30)")
     parser.add_argument("--json", action="store_true", help="print the API's JSON instead of a table")
     parser.set_defaults(handler=run)
-
-
-def _check_reference_times(args: argparse.Namespace) -> None:
-    """--reference-since / --reference-until as `check_times` checks --since / --until (exit 2 before asking)."""
-    now = time.time()
-    for name in ("reference_since", "reference_until"):
-        text = getattr(args, name, None)
-        if text is not None:
-            try:
-                parse_time(f"--{name.replace('_', '-')}", text, now)
-            except BadRequest as exc:
-                raise ReviewCommandError(str(exc), 2) from None
 
 
 def _params(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -123,8 +109,7 @@ def _daemon(args: argparse.Namespace) -> ApiReviewSource:
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     def request() -> tuple[str, list[tuple[str, str]], Any]:
-        check_times(args)
-        _check_reference_times(args)
+        check_times(args, TIME_OPTIONS)
         return "explain", _params(args), TypeAdapter(Explanation)
 
     return show(args, request, "explain", out, err, source=_daemon, render=explanation_text)

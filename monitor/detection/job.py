@@ -13,13 +13,13 @@ report exported and counts the failure; the daemon never stops for it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from monitor.config.drift import DriftConfig
+from monitor.lifecycle import cancel_task
 from monitor.store.signal_rows import DriftEpisode, WindowAggregates
 
 from .buckets import EMPTY, BucketCache
@@ -166,11 +166,7 @@ class DriftJob:
         if first is not None:
             first.cancel()
         task, self._task = self._task, None
-        if task is None:
-            return
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancel_task(task)
 
 
 class DriftSink(Protocol):

@@ -9,7 +9,6 @@ daemon never stops for it. No breach, no read.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +19,7 @@ from monitor.config.explain import AttributionConfig, ExplainConfig
 from monitor.explain.model import ExplainQuery, Factor
 from monitor.explain.service import Explainer, ExplainReads
 from monitor.explain.wording import conjoined
+from monitor.lifecycle import cancel_task
 
 log = logging.getLogger(__name__)
 
@@ -94,11 +94,7 @@ class AttributionJob:
 
     async def shutdown(self, grace: float) -> None:
         task, self._task = self._task, None
-        if task is None:
-            return
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancel_task(task)
 
 
 class Explanations(NamedTuple):
