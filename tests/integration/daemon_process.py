@@ -185,6 +185,15 @@ class DaemonProcess:
     def output(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
+    def write_rules(self, output: Path) -> str:
+        """`agent-monitor rules` on the daemon's config, in its own process, into `output`; the rules' text."""
+        command = [sys.executable, "-m", "monitor.cli", "rules", "--config", str(self.config_path)]
+        result = subprocess.run(
+            [*command, "--output", str(output)], capture_output=True, text=True, timeout=60, cwd=ROOT, env=self.env
+        )
+        assert result.returncode == 0, result.stderr
+        return output.read_text()
+
     def __enter__(self) -> DaemonProcess:
         """Start it, unless it runs already (`with daemon.start(timeout=60):` must not start a second one)."""
         if self.process is not None and self.process.poll() is None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,14 +40,6 @@ CONFIG = {
 PAIR = "model=gemini-2.5-pro AND service.version=1.5"
 
 
-def _rules(daemon: DaemonProcess, output: Path) -> None:
-    command = [sys.executable, "-m", "monitor.cli", "rules", "--config", str(daemon.config_path)]
-    result = subprocess.run(
-        [*command, "--output", str(output)], capture_output=True, text=True, timeout=60, cwd=ROOT, env=daemon.env
-    )
-    assert result.returncode == 0, result.stderr
-
-
 def _annotations(port: int) -> dict[str, str] | None:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/alerts", timeout=5) as response:
         alerts = json.loads(response.read())["data"]["alerts"]
@@ -66,7 +57,7 @@ def stack(tmp_path: Path) -> Iterator[tuple[DaemonProcess, int]]:
     with contextlib.ExitStack() as stack:
         stack.callback(daemon.stop)
         daemon.launch()
-        _rules(daemon, rules)
+        daemon.write_rules(rules)
         stack.callback(servers.stop)
         port = servers.start_prometheus(scrape_config(daemon.metrics_port) + f"rule_files: ['{rules}']\n")
         daemon.wait_ready()

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import project_env, send
-from tests.integration.daemon_process import ROOT, DaemonProcess
+from tests.integration.daemon_process import DaemonProcess
 from tests.integration.promstack import ServerSet, poll, query, scrape_config
 from tests.monitor.web.pages.test_browser import browser  # noqa: F401  (the fixture)
 
@@ -52,16 +50,6 @@ class Stack:
     prometheus: int  # its port
 
 
-def _rules(daemon: DaemonProcess, output: Path) -> None:
-    """`agent-monitor rules` on the daemon's config, in its own process."""
-    command = [sys.executable, "-m", "monitor.cli", "rules", "--config", str(daemon.config_path)]
-    result = subprocess.run(
-        [*command, "--output", str(output)], capture_output=True, text=True, timeout=60, cwd=ROOT, env=daemon.env
-    )
-    assert result.returncode == 0, result.stderr
-    assert ALERT in output.read_text()
-
-
 def _send(daemon: DaemonProcess, version: str, *extra: str) -> None:
     endpoint = f"127.0.0.1:{daemon.grpc_port}"
     send("grpc", endpoint, "synthetic", "--traces", str(TRACES), "--version", version, "--tool", TOOL, *extra)
@@ -79,7 +67,7 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
     with contextlib.ExitStack() as stack:
         stack.callback(daemon.stop)
         daemon.launch()
-        _rules(daemon, rules)
+        assert ALERT in daemon.write_rules(rules)
         stack.callback(servers.stop)
         port = servers.start_prometheus(scrape_config(daemon.metrics_port) + f"rule_files: ['{rules}']\n")
         daemon.wait_ready()

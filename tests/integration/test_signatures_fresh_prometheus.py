@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
 from datetime import datetime
@@ -18,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import project_env, send
-from tests.integration.daemon_process import ROOT, DaemonProcess
+from tests.integration.daemon_process import DaemonProcess
 from tests.integration.promstack import ServerSet, poll, query, scrape_config
 
 pytestmark = pytest.mark.integration
@@ -50,12 +48,7 @@ def fresh(tmp_path: Path) -> Iterator[tuple[DaemonProcess, int]]:
     servers = ServerSet(tmp_path)
     daemon.launch()
     try:
-        command = [sys.executable, "-m", "monitor.cli", "rules", "--config", str(daemon.config_path)]
-        written = subprocess.run(
-            [*command, "--output", str(rules)], capture_output=True, text=True, timeout=60, cwd=ROOT, env=daemon.env
-        )
-        assert written.returncode == 0, written.stderr
-        assert "[1h]" in rules.read_text()
+        assert "[1h]" in daemon.write_rules(rules)
         text = scrape_config(daemon.metrics_port).replace(
             "evaluation_interval: 1s", f"evaluation_interval: {EVALUATION:g}s"
         )
