@@ -88,13 +88,16 @@ class Deadlines:
         conn = lease.conn
         if conn.closed:
             return
+        # Said before the cut: the thread waiting on the connection wakes the moment its socket is shut down,
+        # and looks at `expired` at once.
+        lease.expired = True
         try:
             with socket.socket(fileno=os.dup(conn.pgconn.socket)) as sock:
                 sock.shutdown(socket.SHUT_RDWR)
         except (OSError, ValueError) as exc:  # closed in between: nothing waits on it any more
+            lease.expired = False
             log.debug("could not cut a PostgreSQL connection past its deadline: %r", exc)
             return
-        lease.expired = True
         self.cut += 1
 
 

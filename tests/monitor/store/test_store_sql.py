@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import socket
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import psycopg
@@ -21,6 +24,7 @@ from monitor.store import errors, reviews, schema, signatures
 from monitor.store import sqlite as sqlite_store
 from monitor.store.health import StoreHealth
 from monitor.store.postgres import connection as pg_connection
+from monitor.store.postgres import deadline
 from monitor.store.postgres.deadline import DeadlineExceeded
 from monitor.store.postgres.store import PostgresResultStore
 from monitor.store.reviews import ResultKey, ReviewInput
@@ -242,6 +246,38 @@ def test_a_postgresql_statement_cut_by_its_deadline_is_a_timeout(postgres_url: s
         assert store._lost_reason(psycopg.OperationalError("server closed the connection unexpectedly")) == "failed"
     finally:
         store.close()
+
+
+def test_the_thread_woken_by_a_cut_already_sees_its_lease_expired(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The waiting thread wakes the instant the socket is shut down: `expired` must be true before that, or the
+    cut reads as a lost connection ("failed", the CI flake of stop 52)."""
+    ours, server = socket.socketpair()
+    seen: list[bool] = []
+    conn = SimpleNamespace(closed=False, pgconn=SimpleNamespace(socket=ours.fileno()))
+    deadlines = deadline.Deadlines()
+    lease = deadline.Lease(deadlines, 0, conn)
+
+    class SlowCut(socket.socket):
+        def shutdown(self, how: int) -> None:
+            super().shutdown(how)
+            time.sleep(0.2)  # the woken thread runs before the cutter goes on: it sees what was set before
+
+    monkeypatch.setattr(deadline, "socket", SimpleNamespace(socket=SlowCut, SHUT_RDWR=socket.SHUT_RDWR))
+
+    def wait() -> None:
+        ours.recv(1)  # as libpq waits for the answer; b"" once the socket is shut down
+        seen.append(lease.expired)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    try:
+        time.sleep(0.05)
+        deadlines._cut(lease)
+        waiter.join(timeout=5)
+        assert seen == [True] and deadlines.cut == 1
+    finally:
+        ours.close()
+        server.close()
 
 
 def test_results_keep_nan_scores_as_null_and_flags_as_integers(backend: Backend) -> None:
