@@ -32,6 +32,7 @@ from monitor.engine.evaluator_setup import thresholds_of
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.ingest import Ingestor
 from monitor.engine.judge_setup import judge_stages, pairwise_listed, resumer_of
+from monitor.engine.late_evaluations import late_evaluations_of
 from monitor.engine.poll_intake import FEED_RECEIVER, DaemonSink
 from monitor.engine.pool import EvaluationPool, EvaluationStartError, WorkerSlot, process_slots, thread_slot
 from monitor.engine.recorder import ResultRecorder
@@ -109,6 +110,7 @@ class Daemon:
         read = self.review.recent_verdicts if self.review is not None else None
         self.window_rebuild = window_rebuild_of(config, telemetry.results, telemetry.rebuild, read, StoreUnavailable)
         apply = TallyMetrics(telemetry).apply  # every tally of results, whoever produced it, to the metrics
+        self.ingestor.late_evaluations = late_evaluations_of(config, evaluators, apply, self.store)
         self.recorder = ResultRecorder(telemetry.recording, apply, telemetry.evaluation.dropped)
         pairwise_judges = prepared.pairwise_judges
         judging = judge_stages(config, evaluators, pairwise_judges, telemetry, self.store, apply)
@@ -337,9 +339,8 @@ class Daemon:
 
 
 def _observe(telemetry: MetricsExporter, daemon: Daemon) -> None:
-    """The gauges that mirror a component's state, read from it at scrape time (on the event loop thread, where
-    those components change): the assembler's holdings, the pool's queue and capacity, the judgements pending,
-    whether the store works; and the signatures the store counts new (the judges' and in-process evaluation's)."""
+    """The gauges read from components at scrape time (on the loop, where they change): assembler, pool, pending
+    judgements, store health; and the signatures the store counts new (the judges' and in-process evaluation's)."""
     if daemon.store is not None:
         daemon.store.news.on_new = telemetry.signatures.new
     telemetry.assembly.observe(daemon.assembler)
@@ -384,8 +385,7 @@ def _receivers(
     inflight: InflightBytes,
     metrics: MetricsExporter,
 ) -> tuple[GrpcReceiver | None, HttpReceiver | None]:
-    """The enabled OTLP receivers (gRPC, HTTP), sharing one in-flight byte budget and one token check, each
-    counting its own requests and refusals."""
+    """The enabled OTLP receivers (gRPC, HTTP): one in-flight byte budget, one token check, each its own counts."""
     receivers, tls = config.receivers, prepared.receivers_tls
     auth = BearerAuth(receivers.auth.token())
     grpc = http = None

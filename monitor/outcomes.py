@@ -44,6 +44,7 @@ class ResultRow(NamedTuple):
     details: str | None  # JSON, bounded; None when empty
     duration_seconds: float
     signature: FailureSignature | None = None  # a failing result's failure signature (None for the others)
+    external: bool = False  # an application's own evaluation (a gen_ai.evaluation.result event), not the daemon's
 
 
 def result_row(

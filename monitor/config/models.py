@@ -26,6 +26,7 @@ from .evaluators import (
     resolve_section,
 )
 from .explain import ExplainConfig
+from .external import ExternalEvaluationsConfig
 from .intake import IntakeConfig
 from .judges import JudgeRetryConfig, JudgesConfig
 from .locate import Loc, LocatedError
@@ -92,6 +93,7 @@ class MonitorConfig(Section):
     signatures: SignaturesConfig = Field(default_factory=SignaturesConfig)
     drift: DriftConfig = Field(default_factory=DriftConfig)
     explain: ExplainConfig = Field(default_factory=ExplainConfig)
+    external_evaluations: ExternalEvaluationsConfig = Field(default_factory=ExternalEvaluationsConfig)
     pricing: PricingConfig = Field(default_factory=PricingConfig)
     api: ApiConfig = Field(default_factory=ApiConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)

@@ -17,6 +17,7 @@ __all__ = [
     "ingest",
     "judge_setup",
     "judge_stage",
+    "late_evaluations",
     "pairwise_stage",
     "pending",
     "poll_intake",

@@ -78,6 +78,13 @@ class CompletedTrace:
     size_bytes: int = 0  # what it counted against max_pending_bytes while in the assembler
 
 
+# The `assembly:` options the assembler takes as they are.
+_CONFIGURED = (
+    "quiet_period", "max_trace_wait", "max_pending_spans", "max_pending_bytes", "max_spans_per_trace",
+    "evaluated_trace_memory", "late_span_window",
+)  # fmt: skip
+
+
 class TraceAssembler:
     def __init__(
         self,
@@ -116,16 +123,7 @@ class TraceAssembler:
     @classmethod
     def from_config(cls, config: AssemblyConfig, clock: Callable[[], float] = time.monotonic) -> TraceAssembler:
         """The assembler of the `assembly:` section."""
-        return cls(
-            quiet_period=config.quiet_period,
-            max_trace_wait=config.max_trace_wait,
-            max_pending_spans=config.max_pending_spans,
-            max_pending_bytes=config.max_pending_bytes,
-            max_spans_per_trace=config.max_spans_per_trace,
-            evaluated_trace_memory=config.evaluated_trace_memory,
-            late_span_window=config.late_span_window,
-            clock=clock,
-        )
+        return cls(**{name: getattr(config, name) for name in _CONFIGURED}, clock=clock)
 
     @property
     def traces_pending(self) -> int:
@@ -255,6 +253,10 @@ class TraceAssembler:
             self._remember(trace_id, now)
             claimed.append(trace_id)
         return claimed
+
+    def evaluated_already(self, trace_id: str) -> bool:
+        """Whether the trace was evaluated within the late-span window and nothing of it is assembling again."""
+        return trace_id not in self._pending and self._was_evaluated(trace_id, self.clock())
 
     def _was_evaluated(self, trace_id: str, now: float) -> bool:
         seen = self._evaluated.get(trace_id)

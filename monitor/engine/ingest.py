@@ -9,6 +9,7 @@ keeps its own figures (spans held, late and duplicate spans), which its metrics 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from itertools import chain
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -17,9 +18,10 @@ from evaluators.traces import TraceDecodeError
 from evaluators.traces.loader import decode_export
 from evaluators.traces.otlp_depth import MAX_VALUE_DEPTH
 from evaluators.traces.raw_spans import RawBatch, decode_traces_raw
-from evaluators.traces.records import DecodedBatch
+from evaluators.traces.records import DecodedBatch, LogRecord
 from monitor.consumer import IngestOutcome, Outcome
 from monitor.engine.assembler import TraceAssembler
+from monitor.engine.external_results import EVALUATION_EVENT
 from monitor.engine.span_size import log_bytes, resource_bytes, span_bytes
 from monitor.logutil import RateLimitedLogger
 
@@ -42,6 +44,8 @@ class Ingestor:
         self.accepting = True
         # Whether an accepted outcome lists its trace ids (the intake log's holds; nothing else reads them).
         self.record_trace_ids = False
+        # Where the evaluation records of traces evaluated already go (late_evaluations.py; None: dropped as late).
+        self.late_evaluations: Callable[[Sequence[LogRecord]], None] | None = None
 
     def ingest(self, payload: bytes, *, receiver: str, encoding: str, signal: str = "traces") -> IngestOutcome:
         """One export request body (already decompressed). encoding: "protobuf" | "json"."""
@@ -105,7 +109,7 @@ class Ingestor:
             refused.append(("invalid_id", len(batch.rejected)))
             self.problems.warning("invalid_id", "%s receiver: %s", receiver, batch.rejected[0].where)
         if batch.logs:
-            self.assembler.add_logs(batch.logs, log_sizes)
+            self._add_logs(batch.logs, log_sizes)
         result = self.assembler.add(batch.spans, sizes)  # the assembler counts late and duplicate spans itself
         parts = [f"{len(batch.rejected)} spans with invalid ids"] if batch.rejected else []
         if result.over_trace_cap:
@@ -121,6 +125,16 @@ class Ingestor:
             dropped_attributes=batch.dropped_attributes,
             trace_ids=trace_ids_of(batch) if self.record_trace_ids else [],
         )
+
+    def _add_logs(self, logs: Sequence[LogRecord], sizes: list[int]) -> None:
+        """The records to the assembler; the evaluation records of traces evaluated already to `late_evaluations`."""
+        late_evaluations = self.late_evaluations
+        if late_evaluations is not None:
+            evaluated = self.assembler.evaluated_already
+            late = [r for r in logs if r.event_name == EVALUATION_EVENT and evaluated(r.trace_id)]
+            if late:
+                late_evaluations(late)
+        self.assembler.add_logs(logs, sizes)  # holds no record of an evaluated trace
 
     @staticmethod
     def decode(payload: bytes, encoding: str, signal: str, receiver: str) -> DecodedBatch | RawBatch:

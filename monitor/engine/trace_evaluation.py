@@ -27,12 +27,14 @@ from evaluators.signatures import FailureSignature
 from evaluators.traces import build_trace, join_logs
 from evaluators.traces.model import Trace
 from evaluators.traces.raw_spans import records_of
+from evaluators.traces.records import LogRecord
 from monitor.config.models import MonitorConfig
 from monitor.config.pipeline import EvaluationConfig
 from monitor.config.store import StoreConfig
 from monitor.config.variants import VariantsConfig
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.configured import ConfiguredEvaluator, sampled_in
+from monitor.engine.external_results import ExternalResults, is_own
 from monitor.engine.signing import Signer
 from monitor.engine.spend import call_figures
 from monitor.engine.turn_wire import turn_wire
@@ -52,6 +54,7 @@ class TraceEvaluator:
     def from_config(cls, evaluators: Sequence[ConfiguredEvaluator], config: MonitorConfig) -> TraceEvaluator:
         """The evaluator the daemon and its worker processes run: `config`'s timeout, mode, store and variants."""
         store = config.store
+        signer = Signer(config.signatures.compiled_rules())
         return cls(
             evaluators,
             timeout_seconds=config.evaluation.timeout,
@@ -59,7 +62,7 @@ class TraceEvaluator:
             store_results=store.results if store.enabled else None,
             max_steps=store.max_steps,
             variants=config.variants,
-            signer=Signer(config.signatures.compiled_rules()),
+            signer=signer,
             prices=config.pricing.overrides(),
             session_attributes=config.sessions.attribute if config.sessions.enabled else None,
             dimension_settings=(
@@ -67,6 +70,7 @@ class TraceEvaluator:
                 if config.explain.enabled and store.enabled
                 else None
             ),
+            external=ExternalResults(config.external_evaluations, [c.label for c in evaluators], signer),
         )
 
     def __init__(
@@ -82,6 +86,7 @@ class TraceEvaluator:
         prices: Mapping[str, ModelPrice] | None = None,
         session_attributes: Sequence[str] | None = None,
         dimension_settings: DimensionSettings | None = None,
+        external: ExternalResults | None = None,
     ) -> None:
         """`store_results`: the store's `results` setting ("all", "failing"; None: no store), which decides the
         traces whose review detail (steps, models, tools, errors; trace_detail.py) is built here. `variants`:
@@ -101,6 +106,7 @@ class TraceEvaluator:
         self.prices = prices or {}  # kept as given: the same mapping as cost_budget's lets a call be priced once
         self.session_attributes = None if session_attributes is None else tuple(session_attributes)
         self.dimension_settings = dimension_settings
+        self.external = external  # the application's own evaluations (gen_ai.evaluation.result events); None: off
         self._label_of = {id(c.evaluator): c.label for c in self.evaluators}
         self._is_judge = {c.label: isinstance(c.evaluator, LLMJudge) for c in self.evaluators}
         self._levels = {c.label: str(getattr(c.evaluator, "level", "trace")) for c in self.evaluators}
@@ -118,19 +124,26 @@ class TraceEvaluator:
 
     def evaluate(self, completed: CompletedTrace) -> TraceOutcome:
         spans = records_of(completed.spans)  # raw spans decoded here, in the worker
-        join_logs(spans, completed.logs)
+        logs = [record for record in completed.logs if not is_own(record)]
+        join_logs(spans, logs)
         trace = build_trace(spans, completed.trace_id)
-        return self.outcome(trace, completed.last_seen)
+        return self.outcome(trace, completed.last_seen, logs)
 
-    def outcome(self, trace: Trace, last_seen: float = 0.0) -> TraceOutcome:
-        """The TraceOutcome of an already built trace (views, metrics inputs and result rows)."""
+    def outcome(self, trace: Trace, last_seen: float = 0.0, logs: Sequence[LogRecord] = ()) -> TraceOutcome:
+        """The TraceOutcome of an already built trace (views, metrics inputs and result rows) and its log records
+        (`logs`: for the evaluation events among them). A trace of log records alone (no span came) has only the
+        results those events carry, under the records' service."""
         metrics = trace.metrics
         llm_calls = trace.get_llm_calls()
         jobs: list[JudgeJob] = []
-        service = trace.service_name or "unknown"
+        service = trace.service_name or _logs_service(logs)
         variant = variant_of(trace, self.variants.attribute)
         version = version_of(trace)
-        rows = tuple(self.rows(trace, jobs, service, variant, version))
+        external = self.external.trace_rows(trace.spans, logs) if self.external is not None else []
+        if trace.span_count or not external:
+            rows = (*self.rows(trace, jobs, service, variant, version), *external)
+        else:
+            rows = tuple(external)
         costs = call_costs(trace, self.prices)  # once: for the metrics and the stored detail
         return TraceOutcome(
             trace_id=trace.trace_id,
@@ -260,6 +273,15 @@ class TraceEvaluator:
 
     def _row(self, label: str, done: Dispatched) -> ResultRow:
         return _row(label, done, self.signer(label, done.level, done.agent_name, done.result))
+
+
+def _logs_service(logs: Sequence[LogRecord]) -> str:
+    """The service of a trace known by its log records alone ("unknown" when they name none)."""
+    for record in logs:
+        name = record.resource_attributes.get("service.name")
+        if isinstance(name, str) and name:
+            return name
+    return "unknown"
 
 
 def version_of(trace: Trace) -> str:

@@ -34,6 +34,8 @@ DEFAULT_WINDOWS: tuple[tuple[str, float], ...] = tuple((w.label, w.seconds) for 
 EVALUATION_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 MAX_RESOLVED = 20_000  # cached label resolutions (raw label values); beyond it results take the slow path
 RESULT_LABELS = ["evaluator", "level", "service", "agent", "variant"]
+# agent_eval_results_total{source}: the daemon's own evaluators, or an application's (gen_ai.evaluation.result)
+SOURCE_DAEMON, SOURCE_EXTERNAL = "daemon", "external"
 
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 # The (direction, kind) labels of each token kind, in `evaluators.pricing.TOKEN_KINDS` order.
@@ -57,13 +59,13 @@ class _ResultKey:
 
     __slots__ = ("failed", "labels", "name", "passed", "service", "skip", "window_key")
 
-    def __init__(self, labels: tuple[str, str, str, str, str]) -> None:
+    def __init__(self, labels: tuple[str, str, str, str, str], source: str = SOURCE_DAEMON) -> None:
         self.labels = labels
         self.name = (labels[0],)
         self.service = labels[2]
-        self.passed = (*labels, "pass")
-        self.failed = (*labels, "fail")
-        self.skip = (*labels, "skip")
+        self.passed = (*labels, "pass", source)
+        self.failed = (*labels, "fail", source)
+        self.skip = (*labels, "skip", source)
         self.window_key = (labels[0], labels[2], labels[4])
 
 
@@ -77,7 +79,10 @@ class _Series:
             "agent_eval_score", "Score of every scored evaluation result.", RESULT_LABELS, score_buckets
         )
         self.results = CounterSeries(
-            "agent_eval_results", "Evaluation results by outcome.", [*RESULT_LABELS, "outcome"]
+            "agent_eval_results",
+            "Evaluation results by outcome (source: the daemon's evaluators, or external ones: an application's "
+            "gen_ai.evaluation.result events).",
+            [*RESULT_LABELS, "outcome", "source"],
         )
         self.skips = CounterSeries(
             "agent_eval_skips", "Skipped evaluations by reason.", ["evaluator", "service", "reason"]
@@ -159,6 +164,7 @@ class ResultMetrics:
             "agent_monitor_label_overflow", "Label values folded into __other__.", ["label"], registry=registry
         )
         self._resolved: dict[ResultKey, _ResultKey] = {}
+        self._external: set[str] = set()  # the evaluator labels of external results (source="external")
         self._capped_values: dict[tuple[str, object], str] = {}
         self.normalizers = NormalizerMetrics(registry)  # their errors travel in the tallies
         self._clock = clock
@@ -235,6 +241,8 @@ class ResultMetrics:
                 name = resolved[(label, value)] = self._capped(label, value)
             return name
 
+        if tally.external:
+            self._add_external(tally.external)
         with self._collected.lock:
             self._apply_traces(tally, capped)
             samples = self._apply_results(tally.results, capped)
@@ -292,6 +300,13 @@ class ResultMetrics:
                 window_samples.append((window_key, value, passed))
         return window_samples
 
+    def _add_external(self, evaluators: Iterable[str]) -> None:
+        """Evaluators whose results are external from now on: their label sets are resolved again."""
+        names = {sanitize_label_value(name) for name in evaluators} - self._external
+        if names:
+            self._external |= names
+            self._resolved.clear()
+
     def _result_key(self, raw: ResultKey) -> _ResultKey:
         key = self._resolved.get(raw)
         if key is not None:
@@ -302,7 +317,8 @@ class ResultMetrics:
         lvl = sanitize_label_value(level)
         agent_label = self._agent_label(lvl, agent)
         variant_label = self.variant_label(variant)
-        key = _ResultKey((name, lvl, svc, agent_label, variant_label))
+        source = SOURCE_EXTERNAL if name in self._external else SOURCE_DAEMON
+        key = _ResultKey((name, lvl, svc, agent_label, variant_label), source)
         # A value folded into __other__ is resolved again each time, so every occurrence is counted as overflow.
         if OTHER not in (svc, agent_label, variant_label) and len(self._resolved) < MAX_RESOLVED:
             self._resolved[raw] = key

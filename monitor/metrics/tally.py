@@ -62,6 +62,7 @@ class MetricsTally:
         "delays_from",
         "durations",
         "evaluated",
+        "external",
         "failures",
         "judge_jobs",
         "llm_calls",
@@ -96,6 +97,7 @@ class MetricsTally:
         self.signatures: dict[SignatureKey, int] = {}  # (evaluator, service, signature id) → failing results
         self.attributes_dropped: dict[str, int] = {}  # receiver → too-deep attributes left out of raw spans
         self.turns: list[Any] = []  # conversations' turns (engine.turn_wire), passed through to the sessions
+        self.external: set[str] = set()  # the evaluators of the external results (source="external"), raw
 
     # --- adding -----------------------------------------------------------------------------------
     def add_trace(
@@ -157,6 +159,8 @@ class MetricsTally:
         results = self.results
         signatures = self.signatures
         for row in rows:
+            if getattr(row, "external", False):
+                self.external.add(row.evaluator)
             key = (row.evaluator, row.level, service, row.agent, variant)
             counts = results.get(key)
             if counts is None:
@@ -207,6 +211,7 @@ class MetricsTally:
             self.signatures,
             self.turns,
             self.attributes_dropped,
+            sorted(self.external),
         )
 
     @classmethod
@@ -231,6 +236,8 @@ class MetricsTally:
             tally.signatures,
             tally.turns,
             tally.attributes_dropped,
+            external,
         ) = wire
+        tally.external = set(external)
         tally.results = {key: ResultCounts.from_wire(counts) for key, counts in results.items()}
         return tally

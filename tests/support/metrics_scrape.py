@@ -88,16 +88,19 @@ def samples(exporter: MetricsExporter, name: str) -> list[Any]:
 
 
 def value(exporter: MetricsExporter, name: str, **labels: str) -> float | None:
-    """The sample of `name` with exactly `labels`; a `variant` label left out means the empty variant."""
-    found = [s.value for s in samples(exporter, name) if s.labels == _with_variant(s.labels, labels)]
+    """The sample of `name` with exactly `labels`; a `variant` label left out means the empty variant, a `source`
+    label left out the daemon's own evaluators."""
+    found = [s.value for s in samples(exporter, name) if s.labels == _with_defaults(s.labels, labels)]
     assert len(found) <= 1, f"{name}{labels} exposed {len(found)} times"
     return found[0] if found else None
 
 
-def _with_variant(exposed: dict[str, str], wanted: dict[str, str]) -> dict[str, str]:
-    if "variant" in exposed and "variant" not in wanted:
-        return {**wanted, "variant": ""}
-    return wanted
+_DEFAULT_LABELS = {"variant": "", "source": "daemon"}
+
+
+def _with_defaults(exposed: dict[str, str], wanted: dict[str, str]) -> dict[str, str]:
+    missing = {k: v for k, v in _DEFAULT_LABELS.items() if k in exposed and k not in wanted}
+    return {**wanted, **missing} if missing else wanted
 
 
 def result_labels(
@@ -107,9 +110,12 @@ def result_labels(
     level: str = "trace",
     agent: str = "",
     variant: str = "",
+    source: str = "daemon",
 ) -> dict[str, str]:
     """The full label set of one agent_eval_results_total series."""
-    return dict(evaluator=evaluator, level=level, service=service, agent=agent, variant=variant, outcome=outcome)
+    return dict(
+        evaluator=evaluator, level=level, service=service, agent=agent, variant=variant, outcome=outcome, source=source
+    )
 
 
 def result(exporter: MetricsExporter, **overrides: Any) -> None:

@@ -27,7 +27,7 @@ from tests.support.metrics_scrape import (
 
 CONTRACT: list[tuple[str, str, set[str]]] = [
     ("agent_eval_score", "histogram", {"evaluator", "level", "service", "agent", "variant"}),
-    ("agent_eval_results_total", "counter", {"evaluator", "level", "service", "agent", "variant", "outcome"}),
+    ("agent_eval_results_total", "counter", {"evaluator", "level", "service", "agent", "variant", "outcome", "source"}),
     ("agent_eval_skips_total", "counter", {"evaluator", "service", "reason"}),
     ("agent_eval_window_samples", "gauge", {"evaluator", "service", "variant", "window"}),
     ("agent_eval_pass_ratio", "gauge", {"evaluator", "service", "variant", "window"}),

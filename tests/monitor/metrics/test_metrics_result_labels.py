@@ -18,6 +18,8 @@ from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.recorder import ResultRecorder
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics import MetricsExporter
+from monitor.metrics.tally import MetricsTally
+from monitor.outcomes import ResultRow
 from tests.conftest import CORPUS
 from tests.support.builtins_spans import agent, chat
 from tests.support.metrics_scrape import TRACE_ID, classic, observe_trace, result, result_labels, samples, scored, value
@@ -133,3 +135,21 @@ def test_worker_counts_a_failed_llm_call_as_a_provider_error() -> None:
     assert value(m, "agent_llm_calls_total", service="unknown", model="gpt-4o", outcome="error") == 1
     assert value(m, "agent_llm_calls_total", service="unknown", model="gpt-4o", outcome="ok") == 1
     assert "agent_llm_calls_total" in classic(m)
+
+
+def test_external_results_carry_source_external_even_after_a_replay_resolved_their_name() -> None:
+    m = MetricsExporter()
+    m.results.replay(time.time(), [(("thumbs", "trace", "svc", None, ""), None, False)])  # resolved before known
+    external = ResultRow(None, None, None, "thumbs", "trace", None, False, None, None, None, 0.0, external=True)
+    tally = MetricsTally.from_wire(_with_external(external).wire())  # across the process boundary
+    m.results.apply_tally(tally)
+    result(m, evaluator="relevance")
+    assert value(m, "agent_eval_results_total", **result_labels("fail", "thumbs", source="external")) == 1
+    assert value(m, "agent_eval_results_total", **result_labels("fail", "thumbs")) is None  # never as the daemon's
+    assert value(m, "agent_eval_results_total", **result_labels("pass", source="daemon")) == 1
+
+
+def _with_external(row: ResultRow) -> MetricsTally:
+    tally = MetricsTally()
+    tally.add_results("svc", TRACE_ID, [row])
+    return tally
