@@ -267,7 +267,7 @@ class ResponseLanguage(BaseEvaluator):
     kind = "rule"
     min_letters = Param(20, "fewest letters (code left out) each text needs before its language is read", min=1)
     min_probability = Param(
-        0.9, "normalised probability (0–1) a text's language needs; below it the trace is skipped", min=0.0, max=1.0
+        0.8, "normalised probability (0–1) a text's language needs; below it the trace is skipped", min=0.0, max=1.0
     )
     max_chars = Param(
         LANGUAGE_CHARS,
