@@ -52,7 +52,7 @@ def language_identifier() -> Any:
 
 def letters(text: str) -> int:
     """How many alphabetic characters `text` holds."""
-    return sum(1 for ch in text if ch.isalpha())
+    return sum(map(str.isalpha, text))
 
 
 def detect_language(text: str, chars: int = LANGUAGE_CHARS) -> Detected | None:

@@ -267,23 +267,27 @@ class ResponseLanguage(BaseEvaluator):
     kind = "rule"
     min_letters = Param(20, "fewest letters (code left out) each text needs before its language is read", min=1)
     min_probability = Param(
-        0.8, "normalised probability (0–1) a text's language needs; below it the trace is skipped", min=0.0, max=1.0
+        0.7, "normalised probability (0–1) a text's language needs; below it the trace is skipped", min=0.0, max=1.0
     )
     max_chars = Param(
         LANGUAGE_CHARS,
-        "characters of each text classified (the cost is linear in them; the default is the cut explanations' "
-        "input.language reads, so one classification of the input serves both)",
+        "characters of the request classified (the default is the cut explanations' input.language reads, so one "
+        "classification of the request serves both)",
         min=20,
         max=5000,
     )
+    answer_chars = Param(
+        60, "characters of the answer classified (its first sentence; the cost is linear in them)", min=20, max=5000
+    )
 
     def evaluate(self, trace: Trace) -> EvalResult:
-        question, answer = text_of(trace.input).strip(), text_of(trace.output).strip()
-        if not question or not answer:
+        # the request's text as it is (not stripped): the cut explanations' input.language classifies, remembered
+        question, answer = text_of(trace.input), text_of(trace.output).strip()
+        if not question.strip() or not answer:
             return EvalResult.skip(SkipReason.NO_DATA, "the trace recorded no request or no final answer")
         found = []
-        for role, text in (("request", question), ("answer", answer)):
-            cut = prose(text[: self.max_chars * 2])[: self.max_chars]
+        for role, text, chars in (("request", question, self.max_chars), ("answer", answer, self.answer_chars)):
+            cut = prose(text[: chars * 2])[:chars]
             if letters(cut) < self.min_letters:
                 return EvalResult.skip(SkipReason.NOT_APPLICABLE, f"the {role} is too short to tell its language")
             detected = detect_language(cut)

@@ -24,7 +24,7 @@ from tests.support.spanfactory import trace_of
 
 # evaluator: (labelled set size at least, precision floor, recall floor), as docs/evaluators.md states them
 FLOORS = {
-    "response_language": (1056, 0.99, 0.90),
+    "response_language": (1056, 0.99, 0.88),
     "user_sentiment": (400, 0.85, 0.65),
     "secret_leak": (900, 0.99, 0.99),
 }
