@@ -4,4 +4,4 @@ The builtin LLM judges live in `evaluators.judges`; `evaluators.catalog` imports
 lists every builtin.
 """
 
-from . import ground_truth, rules_agent, rules_llm, rules_session, rules_trace  # noqa: F401
+from . import ground_truth, rules_agent, rules_llm, rules_sentiment, rules_session, rules_trace  # noqa: F401

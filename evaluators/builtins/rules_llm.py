@@ -1,4 +1,5 @@
-"""Rule-based builtin evaluators of one LLM call: finish reason, response length and emptiness, content checks."""
+"""Rule-based builtin evaluators of one LLM call: finish reason, response length and emptiness, content checks,
+PII and credentials."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from evaluators.signatures.span_failures import llm_step_name
 from evaluators.traces.model import LLMSpan
 
 from ..redaction import PII_KINDS, find_pii
-from ._common import compile_patterns, listing, response_state, shorten, text_of
+from ._common import canonical_arguments, compile_patterns, listing, response_state, shorten, text_of
+from ._secrets import DEFAULT_DETECTORS, SPECS, SecretScanner
 
 TRUNCATED_REASONS = ("length", "max_tokens", "max_output_tokens", "token_limit")
 BLOCKED_REASONS = (
@@ -216,4 +218,53 @@ class PIILeak(BaseEvaluator):
             explanation=f"{len(findings)} PII/secret item(s) in the response: {listing(samples, 5, ', ')}",
             details={"counts": counts, "samples": [{"kind": f.kind, "sample": f.sample} for f in findings[:20]]},
             failure=_llm_failure(call, "pii", "found: " + ", ".join(sorted(counts))),
+        )
+
+
+@register
+class SecretLeak(BaseEvaluator):
+    """0 when the response text or the arguments of the tool calls it requests hold a credential (cloud and API
+    keys, tokens, private keys, JWTs, passwords in URLs: detect-secrets' detectors), else 1; samples are masked."""
+
+    name = "secret_leak"
+    level = "llm"
+    kind = "rule"
+    detectors = Param(
+        list(DEFAULT_DETECTORS),
+        "credential kinds to look for (detect-secrets' plugins and pii_leak's key detectors); opt-in, as they match "
+        "ordinary identifiers: artifactory, cloudant, ibm_cloud_iam, ibm_cos_hmac, softlayer",
+        choices=list(SPECS),
+        type=list,
+    )
+    max_chars = Param(200_000, "characters of each text scanned (its start)", min=100)
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self._scanner = SecretScanner(self._params["detectors"])
+
+    def evaluate(self, call: LLMSpan) -> EvalResult:
+        texts = [("response", text_of(call.response))]
+        for tool_call in call.tool_calls or []:
+            arguments = tool_call.arguments
+            shown = arguments if isinstance(arguments, str) else canonical_arguments(arguments)
+            texts.append((f"arguments of {tool_call.name or 'a tool call'}", shown or ""))
+        texts = [(where, text) for where, text in texts if text.strip()]
+        if not texts:
+            return EvalResult.skip(SkipReason.NO_DATA, "no response text and no tool call arguments")
+        found = [(where, f) for where, text in texts for f in self._scanner.scan(text[: self.max_chars])]
+        if not found:
+            scanned = sum(len(text) for _, text in texts)
+            return EvalResult(1.0, explanation=f"no credentials found ({len(texts)} text(s), {scanned} chars)")
+        counts: dict[str, int] = {}
+        for _, finding in found:
+            counts[finding.kind] = counts.get(finding.kind, 0) + 1
+        samples = [f"{f.kind} {f.sample} in the {where}" for where, f in found]
+        return EvalResult(
+            0.0,
+            explanation=f"{len(found)} credential(s) found: {listing(samples, 5, ', ')}",
+            details={
+                "counts": counts,
+                "samples": [{"kind": f.kind, "sample": f.sample, "where": where} for where, f in found[:20]],
+            },
+            failure=_llm_failure(call, "secret", "found: " + ", ".join(sorted(counts))),
         )

@@ -1,4 +1,5 @@
-"""Rule-based builtin evaluators of a whole trace: latency, token and cost budgets, errors, refusals."""
+"""Rule-based builtin evaluators of a whole trace: latency, token and cost budgets, errors, refusals, the answer's
+language."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from evaluators.language import LANGUAGE_CHARS, detect_language, letters
 from evaluators.pricing import ModelPrice, call_cost
 from evaluators.sdk import BaseEvaluator, EvalResult, EvaluatorConfigError, Param, SkipReason, register
 from evaluators.signatures import Failure
@@ -245,3 +247,74 @@ class Refusal(BaseEvaluator):
                     failure=Failure(step_kind="trace", error_type="refusal", message=pattern.pattern),
                 )
         return EvalResult(1.0, explanation=f"no refusal pattern in the final answer ({len(answer)} chars)")
+
+
+def prose(text: str) -> str:
+    """`text` without its fenced code blocks (```...```) and inline code (`...`): what a language is read from."""
+    if "`" not in text:
+        return text
+    outside = text.split("```")[::2]  # the even pieces lie outside the fences
+    return " ".join(piece for i, piece in enumerate(" ".join(outside).split("`")) if i % 2 == 0)
+
+
+@register
+class ResponseLanguage(BaseEvaluator):
+    """1 when the final answer is in the language of the user's request, 0 when it is in another (py3langid,
+    in-package model); skips a text too short to tell or classified without confidence."""
+
+    name = "response_language"
+    level = "trace"
+    kind = "rule"
+    min_letters = Param(20, "fewest letters (code left out) each text needs before its language is read", min=1)
+    min_probability = Param(
+        0.7, "normalised probability (0–1) a text's language needs; below it the trace is skipped", min=0.0, max=1.0
+    )
+    max_chars = Param(
+        LANGUAGE_CHARS,
+        "characters of the request classified (the default is the cut explanations' input.language reads, so one "
+        "classification of the request serves both)",
+        min=20,
+        max=5000,
+    )
+    answer_chars = Param(
+        60, "characters of the answer classified (its first sentence; the cost is linear in them)", min=20, max=5000
+    )
+
+    def evaluate(self, trace: Trace) -> EvalResult:
+        # the request's text as it is (not stripped): the cut explanations' input.language classifies, remembered
+        question, answer = text_of(trace.input), text_of(trace.output).strip()
+        if not question.strip() or not answer:
+            return EvalResult.skip(SkipReason.NO_DATA, "the trace recorded no request or no final answer")
+        found = []
+        for role, text, chars in (("request", question, self.max_chars), ("answer", answer, self.answer_chars)):
+            cut = prose(text[: chars * 2])[:chars]
+            if letters(cut) < self.min_letters:
+                return EvalResult.skip(SkipReason.NOT_APPLICABLE, f"the {role} is too short to tell its language")
+            detected = detect_language(cut)
+            if detected is None:
+                return EvalResult.skip(SkipReason.ERROR, "no language model (py3langid could not load)")
+            if detected.probability < self.min_probability:
+                why = f"{detected.language} at {detected.probability:.2f} < {self.min_probability:g}"
+                return EvalResult.skip(SkipReason.NOT_APPLICABLE, f"the {role}'s language is uncertain ({why})")
+            found.append(detected)
+        asked, answered = found
+        details = {
+            "request_language": asked.language,
+            "request_probability": round(asked.probability, 3),
+            "answer_language": answered.language,
+            "answer_probability": round(answered.probability, 3),
+        }
+        said = f"request in {asked.language} ({asked.probability:.2f}), answer in {answered.language} "
+        said += f"({answered.probability:.2f})"
+        if asked.language == answered.language:
+            return EvalResult(1.0, explanation=said, details=details)
+        return EvalResult(
+            0.0,
+            explanation=f"the answer is not in the request's language: {said}",
+            details=details,
+            failure=Failure(
+                step_kind="trace",
+                error_type="wrong_language",
+                message=f"answered in {answered.language} to a request in {asked.language}",
+            ),
+        )

@@ -52,8 +52,9 @@ class SpendAlertConfig(Section):
 # normally passes on (nearly) every trace of a healthy agent, whatever the agent does: a drop means something
 # broke. Left out: the budgets (latency, token_budget, cost_budget, llm_call_budget, agent_efficiency,
 # response_length), whose default limits are guesses about an agent they do not know (set the params, then an
-# alert), and pii_leak and refusal, whose normal rates depend on the agent's domain (a support agent quotes its
-# own e-mail address; a narrow agent declines off-topic questions).
+# alert), and pii_leak, secret_leak, refusal, response_language and user_sentiment, whose normal rates depend on
+# the agent's domain (a support agent quotes its own e-mail address; a narrow agent declines off-topic questions;
+# a bilingual audience mixes languages; support users start upset).
 DEFAULT_MIN_PASS_RATIOS: dict[str, float] = {
     "error_free": 0.8,
     "tool_success_rate": 0.8,

@@ -27,7 +27,9 @@ agents, tools, providers, prompts). A value that cannot be read is left out; `di
   is enough, and the whole daemon's CPU per trace rose 12 % with 300, tests/bench/bench_ab_baseline.py), 41 µs on
   80; loading the model
   takes 0.6-1 s and ~78 MB of resident memory, once per process that detects a language (each evaluation worker,
-  on its first trace). pycld2 (25 µs, 2 MB) was measured too and left: it names short French and Italian questions
+  on its first trace). The identifier is `evaluators.language`'s, shared with the `response_language` evaluator,
+  which classifies the same cut of the input (its last classifications are remembered: one classification serves
+  both). pycld2 (25 µs, 2 MB) was measured too and left: it names short French and Italian questions
   English or nothing, where py3langid has them right.
 - `explain.dimensions`: each attribute's first value in the resource attributes, else on the spans (root first),
   under its own name (a name that is already a built-in dimension is skipped).
@@ -37,11 +39,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
 from typing import Any, NamedTuple
 
+from evaluators.language import LANGUAGE_CHARS, detect_language, letters
 from evaluators.sessions import session_of
 from evaluators.traces.model import Trace
 from evaluators.traces.spans import Span
@@ -52,7 +54,6 @@ from monitor.store.dimension_codes import MAX_PAIRS, Pair, clean_value
 log = logging.getLogger(__name__)
 
 MAX_VALUES = 8  # values kept per multi-valued dimension
-LANGUAGE_CHARS = 120  # characters of the input classified (its cost is linear in them)
 MIN_LETTERS = 12  # fewer letters than this: "und"
 MIN_PROBABILITY = 0.5  # a top language less likely than this: "und"
 UNDETERMINED = "und"
@@ -327,40 +328,16 @@ def dimensions_of(trace: Trace, settings: DimensionSettings) -> tuple[Pair, ...]
 
 
 # --- the input's language -----------------------------------------------------------------------------------------
-_identifier: Any = None
-_identifier_lock = threading.Lock()
-_identifier_failed = False
-
-
-def _language_identifier() -> Any:
-    """py3langid's identifier with normalised probabilities, loaded once per process (None: it cannot load)."""
-    global _identifier, _identifier_failed
-    if _identifier is not None or _identifier_failed:
-        return _identifier
-    with _identifier_lock:
-        if _identifier is None and not _identifier_failed:
-            try:
-                from py3langid import langid
-
-                cls = langid.LanguageIdentifier
-                load = getattr(cls, "from_model_file", None) or cls.from_pickled_model  # 0.4 / 0.3
-                _identifier = load(langid.MODEL_FILE, norm_probs=True)
-            except Exception as exc:
-                _identifier_failed = True
-                log.warning("the input's language is not detected: py3langid could not load (%r)", exc)
-    return _identifier
-
-
 def language_of(text: str) -> str | None:
-    """The ISO 639-1 code of `text`'s language, "und" when undetermined (None: no language model)."""
+    """The ISO 639-1 code of `text`'s language, "und" when undetermined (None: no language model). The identifier
+    and its last classifications are `evaluators.language`'s: `response_language` classifies the same cut."""
     cut = text[:LANGUAGE_CHARS]
-    if sum(1 for ch in cut if ch.isalpha()) < MIN_LETTERS:
+    if letters(cut) < MIN_LETTERS:
         return UNDETERMINED
-    identifier = _language_identifier()
-    if identifier is None:
+    detected = detect_language(cut)
+    if detected is None:
         return None
-    language, probability = identifier.classify(cut)
-    return str(language) if float(probability) >= MIN_PROBABILITY else UNDETERMINED
+    return detected.language if detected.probability >= MIN_PROBABILITY else UNDETERMINED
 
 
 __all__ = [

@@ -33,6 +33,7 @@ SESSION_RULES = {
     "session_turn_budget",
     "turn_errors",
     "user_rephrase",
+    "user_sentiment",
 }
 
 
@@ -64,7 +65,10 @@ def test_evaluate_runs_the_session_rules_once_per_conversation() -> None:
     assert (evals["human_handoff_request"]["failed"], evals["human_handoff_request"]["passed"]) == (1, 2)
     assert evals["turn_errors"]["pass_rate"] == 1.0
     assert evals["error_free"]["total"] == 8  # trace-level results are still per turn
-    failing = {r["evaluator"]: r for r in report["worst"] if r["level"] == "session"}
+    # user_sentiment passes all three: VADER reads the support conversation's "This isn't helping." as mild, not
+    # negative (a miss of its lexicon; the user_frustration judge is the one for that)
+    assert (evals["user_sentiment"]["failed"], evals["user_sentiment"]["passed"]) == (0, 3)
+    failing = {r["evaluator"]: r for r in report["worst"] if r["level"] == "session" and r["passed"] is False}
     assert set(failing) == {"user_rephrase", "human_handoff_request"}
     for record in failing.values():
         assert record["details"]["session"] == {"id": SUPPORT_ID, "trace_ids": SUPPORT_TRACES}
