@@ -62,6 +62,7 @@ class MetricsTally:
         "delays_from",
         "durations",
         "evaluated",
+        "exports",
         "failures",
         "judge_jobs",
         "llm_calls",
@@ -96,6 +97,7 @@ class MetricsTally:
         self.signatures: dict[SignatureKey, int] = {}  # (evaluator, service, signature id) → failing results
         self.attributes_dropped: dict[str, int] = {}  # receiver → too-deep attributes left out of raw spans
         self.turns: list[Any] = []  # conversations' turns (engine.turn_wire), passed through to the sessions
+        self.exports: dict[str, int] = {}  # outcome → evaluation records exported, dropped, failed (monitor.export)
 
     # --- adding -----------------------------------------------------------------------------------
     def add_trace(
@@ -207,6 +209,7 @@ class MetricsTally:
             self.signatures,
             self.turns,
             self.attributes_dropped,
+            self.exports,
         )
 
     @classmethod
@@ -231,6 +234,7 @@ class MetricsTally:
             tally.signatures,
             tally.turns,
             tally.attributes_dropped,
+            tally.exports,
         ) = wire
         tally.results = {key: ResultCounts.from_wire(counts) for key, counts in results.items()}
         return tally
