@@ -67,12 +67,20 @@ class RecordBuilder:
         if not rows:
             return []
         session = o.turn[0] if o.turn else None
-        return [_record(o.trace_id, row.span_id or o.root_span_id, row, o.service, o.variant, session) for row in rows]
+        contexts: dict[str, Any] = {}  # one per evaluated span: a trace's rows share few
+        records = []
+        for row in rows:
+            span_id = row.span_id or o.root_span_id
+            context = contexts.get(span_id)
+            if context is None:
+                context = contexts[span_id] = _context(o.trace_id, span_id)
+            records.append(_record(context, row, o.service, o.variant, session))
+        return records
 
     def of_late(self, o: LateResults) -> list[ReadableLogRecord]:
         """Late results' records (an LLM judge's, after their trace was stored)."""
         wanted = (row for row in o.results if self.wanted(o.trace_id, row))
-        return [_record(o.trace_id, row.span_id or "", row, o.service, o.variant, None) for row in wanted]
+        return [_record(_context(o.trace_id, row.span_id or ""), row, o.service, o.variant, None) for row in wanted]
 
     def of_session(self, o: SessionOutcome) -> list[ReadableLogRecord]:
         """An evaluated conversation's records, parented to its last turn's trace."""
@@ -81,7 +89,8 @@ class RecordBuilder:
         trace_id = last.trace_id if last is not None else ""
         service = last.service if last is not None else ""
         wanted = (row for row in o.results if self.wanted(trace_id or session.session_id, row))
-        return [_record(trace_id, "", row, service, "", session.session_id) for row in wanted]
+        context = _context(trace_id, "")
+        return [_record(context, row, service, "", session.session_id) for row in wanted]
 
     def of_outcomes(self, items: Iterable[Any]) -> list[ReadableLogRecord]:
         """The records of any mix of TraceOutcome, LateResults and SessionOutcome (others are ignored)."""
@@ -108,9 +117,8 @@ def _context(trace_id: str, span_id: str) -> Any:
     return set_span_in_context(NonRecordingSpan(SpanContext(trace, span, is_remote=True, trace_flags=sampled)))
 
 
-def _record(
-    trace_id: str, span_id: str, row: ResultRow, service: str, variant: str, session: str | None
-) -> ReadableLogRecord:
+def _record(context: Any, row: ResultRow, service: str, variant: str, session: str | None) -> ReadableLogRecord:
+    """The record of one row; `context`: the evaluated span's (`_context`)."""
     attributes: dict[str, Any] = {"gen_ai.evaluation.name": row.evaluator, "agent_monitor.level": row.level}
     scored = row.skip_reason is None and row.passed is not None
     if row.score is not None and math.isfinite(row.score):
@@ -138,7 +146,7 @@ def _record(
     record = LogRecord(
         timestamp=now,
         observed_timestamp=now,
-        context=_context(trace_id, span_id),
+        context=context,
         severity_number=SeverityNumber.WARN if failed else SeverityNumber.INFO,
         severity_text="WARN" if failed else "INFO",
         body=row.explanation or None,
