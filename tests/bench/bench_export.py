@@ -11,6 +11,7 @@ tool span each). Printed as ratios to the baseline, with the records' fate.
 from __future__ import annotations
 
 import multiprocessing
+import random
 import statistics
 import sys
 import time
@@ -31,6 +32,7 @@ from tests.support.logs_sink import closed_port, grpc_logs_sink
 
 REPEATS = 11
 FAILING_SHARE = 0.2
+CONTROL = "no export, again"
 
 
 def _serve(ports: multiprocessing.Queue, stop: multiprocessing.Event) -> None:  # type: ignore[type-arg]
@@ -41,14 +43,16 @@ def _serve(ports: multiprocessing.Queue, stop: multiprocessing.Event) -> None:  
 
 
 def _interleaved(runs: dict[str, BatchRun]) -> tuple[dict[str, float], dict[str, Counter[str]]]:
-    """Each run's median batch time, the runs taking turns batch by batch (so the host's speed, which moves, moves
-    them alike), and the records' outcomes each run's tallies carried."""
+    """Each run's median batch time, the runs taking turns batch by batch in a shuffled order (so the host's speed,
+    which moves, moves them alike), and the records' outcomes each run's tallies carried."""
     times: dict[str, list[float]] = {name: [] for name in runs}
     counts: dict[str, Counter[str]] = {name: Counter() for name in runs}
     for run in runs.values():
         run(failing_traces(FAILING_SHARE)[:20])  # warm-up
+    order = list(runs.items())
     for _ in range(REPEATS):
-        for name, run in runs.items():
+        random.shuffle(order)  # no run always first after the others' senders settled
+        for name, run in order:
             traces = failing_traces(FAILING_SHARE)
             started = time.perf_counter()
             result = run(traces)
@@ -71,6 +75,7 @@ def measure(results: str, live: str) -> str:
         exporters[name] = exporter_of(MonitorConfig.model_validate({"export": {"evaluations": section}}))
     runs = {"no export": BatchRun(TraceEvaluator(built))}
     runs.update({name: BatchRun(TraceEvaluator(built), exporter=exporter) for name, exporter in exporters.items()})
+    runs[CONTROL] = BatchRun(TraceEvaluator(built))  # no export again, last in each round: the noise floor
     EXPORTS.take()
     try:
         seconds, counts = _interleaved(runs)
@@ -80,10 +85,11 @@ def measure(results: str, live: str) -> str:
                 exporter.close(1.0)
     baseline = seconds["no export"]
     lines = [f"results={results}: no export {baseline / traces * 1e6:.0f} us/trace (1.00)"]
-    for name in exporters:
+    for name in [*exporters, CONTROL]:
         fate = ", ".join(f"{k} {v}" for k, v in sorted(counts[name].items())) or "none"
         ratio = seconds[name] / baseline
-        lines.append(f"  {name}: {seconds[name] / traces * 1e6:.0f} us/trace ({ratio:.2f}); records: {fate}")
+        records = f"; records: {fate}" if name != CONTROL else ""
+        lines.append(f"  {name}: {seconds[name] / traces * 1e6:.0f} us/trace ({ratio:.2f}){records}")
     return "\n".join(lines)
 
 
