@@ -91,7 +91,7 @@ def otlp_exporter(section: EvaluationExportConfig) -> LogRecordExporter:
         endpoint=endpoint,
         insecure=section.insecure,
         credentials=credentials,
-        headers=headers or None,
+        headers={key.lower(): value for key, value in headers.items()} or None,  # gRPC metadata keys are lowercase
         timeout=section.timeout,
     )
 

@@ -22,10 +22,12 @@ class Collected:
     def __init__(self) -> None:
         self._lock = threading.Condition()
         self.requests: list[logs_service_pb2.ExportLogsServiceRequest] = []
+        self.headers: list[dict[str, str]] = []  # each request's headers (gRPC metadata), lowercase keys
 
-    def add(self, request: logs_service_pb2.ExportLogsServiceRequest) -> None:
+    def add(self, request: logs_service_pb2.ExportLogsServiceRequest, headers: dict[str, str] | None = None) -> None:
         with self._lock:
             self.requests.append(request)
+            self.headers.append(headers or {})
             self._lock.notify_all()
 
     def records(self) -> list[tuple[Any, Any, LogRecord]]:
@@ -56,7 +58,7 @@ class _LogsService(logs_service_pb2_grpc.LogsServiceServicer):
         self.collected = collected
 
     def Export(self, request: Any, context: Any) -> Any:
-        self.collected.add(request)
+        self.collected.add(request, {key: str(value) for key, value in context.invocation_metadata()})
         return logs_service_pb2.ExportLogsServiceResponse()
 
 
@@ -86,7 +88,8 @@ def http_logs_sink() -> Iterator[tuple[str, Collected]]:
                 self.send_response(404)
                 self.end_headers()
                 return
-            collected.add(logs_service_pb2.ExportLogsServiceRequest.FromString(body))
+            headers = {key.lower(): value for key, value in self.headers.items()}
+            collected.add(logs_service_pb2.ExportLogsServiceRequest.FromString(body), headers)
             answer = logs_service_pb2.ExportLogsServiceResponse().SerializeToString()
             self.send_response(200)
             self.send_header("Content-Type", "application/x-protobuf")

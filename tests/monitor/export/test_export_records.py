@@ -66,8 +66,9 @@ def test_failing_results_each_become_one_record_on_the_evaluated_span(outcomes: 
     endpoint, collected = sink
     failing = _rows(outcomes, lambda o, row: row.passed is False and row.skip_reason is None)
     assert failing, "the corpus has failing results"
-    received = _exported(outcomes, endpoint, collected)
+    received = _exported(outcomes, endpoint, collected, headers={"Authorization": "Bearer t0ken"})
     assert len(received) == len(failing)
+    assert {h.get("authorization") for h in collected.headers} == {"Bearer t0ken"}
     expected = sorted((o.trace_id, row.span_id or o.root_span_id, row.evaluator, row.level) for o, row in failing)
     got = sorted(
         (
@@ -120,7 +121,8 @@ def test_http_protobuf_sends_the_same_records(outcomes: list) -> None:
     with http_logs_sink() as (url, collected):
         base = url.removesuffix("/v1/logs")
         assert http_logs_url(base) == url
-        received = _exported(outcomes, base, collected, protocol="http/protobuf")
+        received = _exported(outcomes, base, collected, protocol="http/protobuf", headers={"X-Tenant": "a"})
+        assert {h.get("x-tenant") for h in collected.headers} == {"a"}
     failing = _rows(outcomes, lambda o, row: row.passed is False and row.skip_reason is None)
     assert len(received) == len(failing)
 
