@@ -28,15 +28,15 @@ from monitor.engine.assembler import TraceAssembler
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.dispatcher import DueTraceDispatcher
 from monitor.engine.drain import PendingTraces
+from monitor.engine.evaluation_export import ExportPart, evaluation_slots, main_exporter
 from monitor.engine.evaluator_setup import thresholds_of
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.ingest import Ingestor
 from monitor.engine.judge_setup import judge_stages, pairwise_listed, resumer_of
 from monitor.engine.late_evaluations import late_evaluations_of
 from monitor.engine.poll_intake import FEED_RECEIVER, DaemonSink
-from monitor.engine.pool import EvaluationPool, EvaluationStartError, WorkerSlot, process_slots, thread_slot
+from monitor.engine.pool import EvaluationPool, EvaluationStartError
 from monitor.engine.recorder import ResultRecorder
-from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.explain.attribution import Explanations, explanations_of
 from monitor.intake.from_config import intake_of
 from monitor.lifecycle import Closing, Grace, Hook, Lifecycle, Part, Together
@@ -111,17 +111,18 @@ class Daemon:
         self.window_rebuild = window_rebuild_of(config, telemetry.results, telemetry.rebuild, read, StoreUnavailable)
         apply = TallyMetrics(telemetry).apply  # every tally of results, whoever produced it, to the metrics
         self.ingestor.late_evaluations = late_evaluations_of(config, evaluators, apply, self.store)
+        self.exporter = exporter = main_exporter(config, telemetry)  # results out as OTLP logs (export.evaluations)
         self.recorder = ResultRecorder(telemetry.recording, apply, telemetry.evaluation.dropped)
         pairwise_judges = prepared.pairwise_judges
-        judging = judge_stages(config, evaluators, pairwise_judges, telemetry, self.store, apply)
+        judging = judge_stages(config, evaluators, pairwise_judges, telemetry, self.store, apply, exporter)
         self.judge_engine, self.judge_stage, self.pairwise = judging
         keeper, judge = self.judge_stage.keeper, self.judge_engine.judge  # keeper: where waiting judgements are kept
-        self.sessions = tracker_of(config, evaluators, telemetry.sessions, apply, judge, self.store, keeper)
+        self.sessions = tracker_of(config, evaluators, telemetry.sessions, apply, judge, self.store, keeper, exporter)
         self.resumer = resumer_of(config, self.judge_stage, self.pairwise, telemetry, self.sessions)
         sink = ResultSink(self.recorder, self.judge_stage, self.pairwise, self.sessions)  # each batch's results
         self.pool = EvaluationPool.from_config(
             config.evaluation,
-            _slots(config, evaluators, self.store),
+            evaluation_slots(config, evaluators, self.store, exporter),
             sink.record,
             telemetry.evaluation.dropped,
             count_restart=telemetry.evaluation.restarted,
@@ -216,7 +217,8 @@ class Daemon:
         """Every component in start order (dependencies first: the windows rebuilt from the store before the API
         answers a scrape); shutdown runs the list backwards: stop accepting,
         the receivers and the pollers, the dispatcher, the pending traces evaluated, the judges drained, the
-        workers stopped, the open sessions completed and evaluated, the judge engine closed, the store flushed,
+        workers stopped, the open sessions completed and evaluated, the judge engine closed, the evaluation records
+        sent (export.evaluations), the store flushed,
         the review closed, the API server (so /metrics and /healthz answer during the drain), then the reviews
         posted to Phoenix meanwhile."""
         receiver_grace = Grace(share=0.25, cap=2.0)
@@ -229,6 +231,7 @@ class Daemon:
             Part("api", self.api, Grace.fixed(0.5)),
             *([Part("review", Closing(self.review.close))] if self.review is not None else []),
             *([Part("store", self.store)] if self.store is not None else []),
+            *([Part("evaluation_export", ExportPart(self.exporter), Grace(cap=2.0))] if self.exporter else []),
             *([Part("drift", self.drift)] if self.drift is not None else []),  # reads the store: stops before it
             *([Part("attribution", job)] if (job := self.explanations.attribution) is not None else []),  # the same
             *([Part("intake_log", self.intake.log)] if self.intake.log is not None else []),
@@ -365,17 +368,6 @@ def _result_store(
     if config.intake.wal.enabled and config.evaluation.worker_count() <= 1:  # it writes the evaluated traces
         store.hold_unwritten()
     return store, reader_of(store)
-
-
-def _slots(
-    config: MonitorConfig, evaluators: list[ConfiguredEvaluator], store: QueuedResultStore | None
-) -> list[WorkerSlot]:
-    """The evaluation workers: processes, or with 0 or 1 worker one thread in this process."""
-    workers = config.evaluation.worker_count()
-    if workers > 1:
-        return process_slots(config, workers)
-    evaluator, wal = TraceEvaluator.from_config(evaluators, config), config.intake.wal.enabled
-    return thread_slot(evaluator, store.write, store.settlement if wal else None) if store else thread_slot(evaluator)
 
 
 def _receivers(

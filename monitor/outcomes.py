@@ -111,6 +111,7 @@ class TraceOutcome(NamedTuple):
     # (dimension, value) pairs the store keeps for explanations (monitor/explain/dimensions.py), each value cleaned
     # and bounded; () when none are kept (explain off, no store)
     dimensions: tuple[tuple[str, str], ...] = ()
+    root_span_id: str = ""  # the trace's root span (what a trace-level result is about); "" when it has none
 
 
 class TraceDetailRow(NamedTuple):

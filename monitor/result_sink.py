@@ -2,10 +2,10 @@
 and each batch's follow-up work routed to the stage that does it.
 
 `TallyMetrics.apply` is what every producer of results calls (the pool's batches through the sink, the judge and
-pairwise stages, the session tracker): the result metrics, the failure signatures' and the attributes the workers'
-decoding dropped. `ResultSink.record` is the pool's callback for a batch: counted by the recorder (traces
-evaluated, their delay, failures), then its LLM-judge jobs to the judge stage, its pairwise offers to the pairwise
-stage and its conversation turns to the session tracker.
+pairwise stages, the session tracker): the result metrics, the failure signatures', the attributes the workers'
+decoding dropped and the evaluation records their exporters settled. `ResultSink.record` is the pool's callback for
+a batch: counted by the recorder (traces evaluated, their delay, failures), then its LLM-judge jobs to the judge
+stage, its pairwise offers to the pairwise stage and its conversation turns to the session tracker.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ class TallyMetrics:
         """A tally to the result metrics and to the failure signatures' (active, and new without a store)."""
         self.metrics.results.apply_tally(tally)
         self.metrics.signatures.apply_tally(tally)
+        if tally.exports:  # the evaluation records the worker's exporter settled (monitor/export)
+            self.metrics.exports.add(tally.exports)
         for receiver, count in tally.attributes_dropped.items():  # left out of raw spans by the worker's decoding
             self.metrics.intake.receiver(receiver).attributes_dropped("too_deep", count)
 

@@ -79,6 +79,7 @@ __all__ = [
 ]
 # the public modules; the others are internal to the package
 __all__ += [
-    "address", "api", "drift", "evaluators", "explain", "external", "intake", "judges", "loader", "metrics", "models",
-    "pipeline", "receivers", "review", "security", "sessions", "signatures", "sources", "store", "units", "variants",
+    "address", "api", "drift", "evaluators", "explain", "export", "external", "intake", "judges", "loader",
+    "metrics", "models", "pipeline", "receivers", "review", "security", "sessions", "signatures", "sources", "store",
+    "units", "variants",
 ]  # fmt: skip

@@ -1,7 +1,7 @@
 """The whole configuration (`MonitorConfig`), the `logging:` and `shutdown:` sections, and the checks that span
 sections (distinct ports, compared evaluators, default alerts). Each other section has a module of its own
 (receivers, security, api, pipeline, metrics, store, judges, sources, review, variants, sessions, alerting,
-evaluators); the names importers used from here before the split are re-exported.
+evaluators, export); the names importers used from here before the split are re-exported.
 
 Load it with `monitor.config.load_config(path, env)` (`loader.py`); line-numbered errors are built in
 `locate.py`. Durations are float seconds, sizes are int bytes.
@@ -26,6 +26,7 @@ from .evaluators import (
     resolve_section,
 )
 from .explain import ExplainConfig
+from .export import ExportConfig
 from .external import ExternalEvaluationsConfig
 from .intake import IntakeConfig
 from .judges import JudgeRetryConfig, JudgesConfig
@@ -105,6 +106,7 @@ class MonitorConfig(Section):
     sources: list[AnySourceConfig] = Field(default_factory=list)
     variants: VariantsConfig = Field(default_factory=VariantsConfig)
     sessions: SessionsConfig = Field(default_factory=SessionsConfig)
+    export: ExportConfig = Field(default_factory=ExportConfig)
 
     _distinct_source_names = field_validator("sources")(check_distinct_names)
 

@@ -12,6 +12,7 @@ __all__ = [
     "configured",
     "dispatcher",
     "drain",
+    "evaluation_export",
     "evaluator_setup",
     "gc_tuning",
     "ingest",

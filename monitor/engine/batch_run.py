@@ -22,6 +22,8 @@ from evaluators.traces.raw_spans import DEEP_ATTRIBUTES
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.pairing import PairOffer
 from monitor.engine.trace_evaluation import TraceEvaluator
+from monitor.export.counts import EXPORTS
+from monitor.export.exporter import EvaluationExporter
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
 from monitor.outcomes import TraceFailure, TraceOutcome
@@ -79,14 +81,17 @@ class BatchRun:
         store_report: Callable[[], StoreReport] | None = None,
         new_signatures: Callable[[], NewCounts] | None = None,
         settlement: Settlement | None = None,
+        exporter: EvaluationExporter | None = None,
     ) -> None:
         """`new_signatures`: the worker store's `SignatureNews.take` (the signatures it counted new since);
-        `settlement`: the store's (`QueuedResultStore.settlement`), with the intake log on."""
+        `settlement`: the store's (`QueuedResultStore.settlement`), with the intake log on; `exporter`: this
+        process's evaluation exporter (`export.evaluations`), offered the results after the store write."""
         self.evaluator = evaluator
         self.write = write
         self.store_report = store_report
         self.new_signatures = new_signatures
         self.settlement = settlement
+        self.exporter = exporter
         self._problems = RateLimitedLogger(log, per_minute=1)  # per key: store failures, too-deep attributes
 
     def __call__(self, batch: Iterable[CompletedTrace]) -> BatchResult:
@@ -98,8 +103,11 @@ class BatchRun:
                 self.write(evaluated)
             except Exception as exc:  # the store reports its own failures: this would be a bug, not a full disk
                 self._problems.warning("store", "storing %d evaluated traces failed: %r", len(evaluated), exc)
+        if self.exporter is not None and evaluated:
+            self.exporter.offer_outcomes(evaluated)  # never blocks: a full queue drops (and counts)
         tally = trace_tally(outcomes)
         tally.normalizer_errors = NORMALIZER_ERRORS.take()  # this process's, since its last batch
+        tally.exports = EXPORTS.take()  # the records this process's exporter settled since
         tally.attributes_dropped = DEEP_ATTRIBUTES.take()  # left out of raw spans decoded here
         if tally.attributes_dropped:
             self._problems.warning(

@@ -19,6 +19,8 @@ from monitor.engine.pairwise_stage import PairwiseStage
 from monitor.engine.pending import PendingKeeper
 from monitor.engine.pending_resume import PendingResumer
 from monitor.engine.signing import Signer
+from monitor.export.exporter import EvaluationExporter
+from monitor.export.tee import tee
 from monitor.metrics import MetricsExporter
 from monitor.metrics.tally import MetricsTally
 from monitor.store.writer import QueuedResultStore
@@ -43,11 +45,12 @@ def judge_stages(
     metrics: MetricsExporter,
     store: QueuedResultStore | None,
     apply_tally: Callable[[MetricsTally], None],
+    exporter: EvaluationExporter | None = None,
 ) -> tuple[JudgeEngine, JudgeStage, PairwiseStage | None]:
     """The daemon's judging: the engine, the judge stage and the pairwise stage (None without
-    `variants.pairwise`)."""
-    engine, stage = judging_of(config, evaluators, pairwise_judges, metrics, store, apply_tally)
-    pairwise = pairwise_of(config, pairwise_judges, engine, metrics, store, apply_tally, stage.keeper)
+    `variants.pairwise`); their late results to the store and to `exporter` (the main process's, when on)."""
+    engine, stage = judging_of(config, evaluators, pairwise_judges, metrics, store, apply_tally, exporter)
+    pairwise = pairwise_of(config, pairwise_judges, engine, metrics, store, apply_tally, stage.keeper, exporter)
     return engine, stage, pairwise
 
 
@@ -58,6 +61,7 @@ def judging_of(
     metrics: MetricsExporter,
     store: QueuedResultStore | None,
     apply_tally: Callable[[MetricsTally], None],
+    exporter: EvaluationExporter | None = None,
 ) -> tuple[JudgeEngine, JudgeStage]:
     """The judge engine and the stage that feeds it; judges configured without a key skip, with one warning."""
     settings = config.judges.settings()
@@ -79,7 +83,7 @@ def judging_of(
         judges,
         engine.judge,
         apply_tally,
-        store.write if store is not None else None,
+        tee(store.write if store is not None else None, exporter),
         max_pending=settings.max_pending,
         signer=Signer(config.signatures.compiled_rules()),
         on_capacity_skip=metrics.judges.capacity_skip,
@@ -109,6 +113,7 @@ def pairwise_of(
     store: QueuedResultStore | None,
     apply_tally: Callable[[MetricsTally], None],
     keeper: PendingKeeper | None = None,
+    exporter: EvaluationExporter | None = None,
 ) -> PairwiseStage | None:
     """The stage that pairs the variants' traces for the pairwise judges (its waiting offers kept by `keeper`);
     None without `variants.pairwise`."""
@@ -120,7 +125,7 @@ def pairwise_of(
         pairwise_judges,
         engine.judge,
         apply_tally,
-        store.write if store is not None else None,
+        tee(store.write if store is not None else None, exporter),
         metrics.pairwise.count,
         max_pending=config.judges.settings().max_pending,
         signer=Signer(config.signatures.compiled_rules()),

@@ -165,6 +165,7 @@ class TraceEvaluator:
             version=version,
             turn=self._turn(trace),
             dimensions=self._dimensions(trace),
+            root_span_id=root.span_id if (root := trace.root) is not None else "",
         )
 
     def _turn(self, trace: Trace) -> tuple | None:

@@ -22,6 +22,8 @@ from monitor.engine.evaluator_setup import build_evaluators
 from monitor.engine.gc_tuning import tune_gc
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.engine.trace_wire import WireTrace, traces_from_wire
+from monitor.export.exporter import EvaluationExporter
+from monitor.export.from_config import exporter_of
 from monitor.logutil import configure_logging
 from monitor.store.from_config import open_result_store
 from monitor.store.health import StoreHealth, StoreReport
@@ -35,6 +37,7 @@ PARENT_POLL_SECONDS = 1.0
 # the traces still waiting for their rows: the log keeps them until a later result says they are written.
 WRITE_WAIT_SECONDS = 2.0
 EXIT_WRITE_SECONDS = 5.0  # at exit, how long the rows still queued may take to be written
+EXIT_EXPORT_SECONDS = 2.0  # at exit, how long the evaluation records still queued may take to be sent
 
 _evaluator: TraceEvaluator | None = None
 _run: BatchRun | None = None
@@ -42,7 +45,8 @@ _run: BatchRun | None = None
 
 def initialize(config: MonitorConfig, parent_pid: int) -> None:
     """ProcessPoolExecutor initializer: signals, logging, evaluators, the worker's own connection to the result
-    store (it writes the rows of the batches it evaluates), and the watch on the main process."""
+    store (it writes the rows of the batches it evaluates), its evaluation exporter (`export.evaluations`), and the
+    watch on the main process."""
     global _evaluator, _run
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -51,7 +55,7 @@ def initialize(config: MonitorConfig, parent_pid: int) -> None:
     if problems:  # preflight built the same set in the main process, so this means the worker's import differs
         raise RuntimeError("; ".join(message for _, message in problems))
     _evaluator = TraceEvaluator.from_config(built, config)
-    _run = BatchRun(_evaluator, *_store_writer(config))
+    _run = BatchRun(_evaluator, *_store_writer(config), exporter=_exporter(config))
     threading.Thread(target=_exit_with_parent, args=(parent_pid,), name="parent-watch", daemon=True).start()
     tune_gc()
 
@@ -82,6 +86,15 @@ def _store_writer(
     util.Finalize(None, writer.close, kwargs={"timeout": EXIT_WRITE_SECONDS}, exitpriority=10)  # at worker exit
     write = functools.partial(writer.write, wait=WRITE_WAIT_SECONDS)
     return write, health.take_report, writer.news.take, settlement
+
+
+def _exporter(config: MonitorConfig) -> EvaluationExporter | None:
+    """This worker's evaluation exporter (None when off), closed at worker exit (before the store: it waits less).
+    Its counts go back with the next batch's tally: those of the last records sent before exit are not counted."""
+    exporter = exporter_of(config)
+    if exporter is not None:
+        util.Finalize(None, exporter.close, kwargs={"timeout": EXIT_EXPORT_SECONDS}, exitpriority=20)
+    return exporter
 
 
 def evaluate_batch(wire: list[WireTrace]) -> BatchResult:

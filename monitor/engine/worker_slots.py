@@ -28,6 +28,7 @@ from monitor.engine.batch_run import BatchRun, Settlement, StoreWrite
 from monitor.engine.capacity_probe import spans_per_second
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.engine.trace_wire import traces_to_wire
+from monitor.export.exporter import EvaluationExporter
 
 log = logging.getLogger(__name__)
 _P = ParamSpec("_P")
@@ -181,15 +182,19 @@ def process_slots(config: MonitorConfig, count: int) -> list[WorkerSlot]:
 
 
 def thread_slot(
-    evaluator: TraceEvaluator, write: StoreWrite | None = None, settlement: Settlement | None = None
+    evaluator: TraceEvaluator,
+    write: StoreWrite | None = None,
+    settlement: Settlement | None = None,
+    exporter: EvaluationExporter | None = None,
 ) -> list[WorkerSlot]:
     """One in-process worker thread (`evaluation.workers` 0 or 1: tests and small installs); `write` stores
-    the evaluated traces (the daemon's result store), `settlement` is that store's with the intake log on."""
+    the evaluated traces (the daemon's result store), `settlement` is that store's with the intake log on,
+    `exporter` the daemon's evaluation exporter."""
 
     def make() -> Executor:
         return ThreadPoolExecutor(max_workers=1, thread_name_prefix=THREAD_PREFIX)
 
-    run = BatchRun(evaluator, write, settlement=settlement)
+    run = BatchRun(evaluator, write, settlement=settlement, exporter=exporter)
     return [WorkerSlot(0, make, run, os.getpid, lambda: spans_per_second(evaluator), report=run.report)]
 
 

@@ -22,6 +22,8 @@ one component only (the daemon hands each component its own group, or the group'
   the drift job's `publish(report, duration)` and `failed(duration)`.
 - `attribution` (`AttributionMetrics`): the top factors of each breached evaluator (agent_eval_attribution): the
   attribution job's `publish(factors)` and `failed()`.
+- `exports` (`ExportMetrics`): evaluation records sent out over OTLP, by outcome: the tallies, and this process's
+  counts taken at each scrape.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from monitor.metrics.attribution import AttributionMetrics
 from monitor.metrics.build import BuildInfo
 from monitor.metrics.drift import DriftMetrics
 from monitor.metrics.evaluation import EvaluationMetrics
+from monitor.metrics.exports import ExportMetrics
 from monitor.metrics.exposition import render
 from monitor.metrics.intake import IntakeMetrics
 from monitor.metrics.intake_log import IntakeLogMetrics
@@ -92,6 +95,7 @@ class MetricsExporter:
         self.rebuild = RebuildMetrics(r)
         self.drift = DriftMetrics(r, self.results.service_agent)
         self.attribution = AttributionMetrics(r)
+        self.exports = ExportMetrics(r)
         signatures = signatures or SignaturesConfig()
         self.signatures = SignatureMetrics(
             r,
@@ -136,4 +140,5 @@ class MetricsExporter:
 
     def render(self, accept_header: str | None) -> tuple[bytes, str]:
         """The /metrics body and content type: OpenMetrics when the Accept header asks for it."""
+        self.exports.collect()
         return render(self.registry, accept_header)

@@ -62,6 +62,7 @@ class MetricsTally:
         "delays_from",
         "durations",
         "evaluated",
+        "exports",
         "external",
         "failures",
         "judge_jobs",
@@ -98,6 +99,7 @@ class MetricsTally:
         self.attributes_dropped: dict[str, int] = {}  # receiver → too-deep attributes left out of raw spans
         self.turns: list[Any] = []  # conversations' turns (engine.turn_wire), passed through to the sessions
         self.external: set[str] = set()  # the evaluators of the external results (source="external"), raw
+        self.exports: dict[str, int] = {}  # outcome → evaluation records exported, dropped, failed (monitor.export)
 
     # --- adding -----------------------------------------------------------------------------------
     def add_trace(
@@ -212,6 +214,7 @@ class MetricsTally:
             self.turns,
             self.attributes_dropped,
             sorted(self.external),
+            self.exports,
         )
 
     @classmethod
@@ -237,6 +240,7 @@ class MetricsTally:
             tally.turns,
             tally.attributes_dropped,
             external,
+            tally.exports,
         ) = wire
         tally.external = set(external)
         tally.results = {key: ResultCounts.from_wire(counts) for key, counts in results.items()}

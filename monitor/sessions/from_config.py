@@ -12,6 +12,8 @@ from monitor.config.models import MonitorConfig
 from monitor.engine.configured import ConfiguredEvaluator
 from monitor.engine.pending import PendingKeeper
 from monitor.engine.signing import Signer
+from monitor.export.exporter import EvaluationExporter
+from monitor.export.tee import offering, tee
 from monitor.metrics.sessions import SessionMetrics
 from monitor.metrics.tally import MetricsTally
 from monitor.sessions.evaluation import SessionEvaluation, is_session_level
@@ -33,6 +35,7 @@ def tracker_of(
     judge_call: JudgeCall | None = None,
     store: QueuedResultStore | None = None,
     keeper: PendingKeeper | None = None,
+    exporter: EvaluationExporter | None = None,
 ) -> SessionTracker | None:
     """The daemon's tracker: `sessions:` and the session-level evaluators of `evaluators` (their timeout and
         failure signatures as at the other levels); None when `sessions.enabled` is off. Session-level LLM judges go
@@ -40,7 +43,8 @@ def tracker_of(
         (the rules' and the judges') to the result `store`. With a store, the open sessions live in it (a restart
         neither cuts nor splits them); with PostgreSQL (and `sessions.shared`) shared by every replica, each evaluated
         by the one that claims it. Without a store they are held in memory and cut at shutdown. `keeper`: where the
-    sessions waiting for their LLM judges are kept (monitor/engine/pending.py)."""
+    sessions waiting for their LLM judges are kept (monitor/engine/pending.py); `exporter`: the main process's
+    evaluation exporter, offered every evaluated session's results (None: off)."""
     if not config.sessions.enabled:
         if any(is_session_level(c) for c in evaluators):
             log.warning("session-level evaluators configured but sessions.enabled is false: they are not run")
@@ -48,7 +52,8 @@ def tracker_of(
     evaluation = SessionEvaluation(
         evaluators, timeout_seconds=config.evaluation.timeout, signer=Signer(config.signatures.compiled_rules())
     )
-    stored = session_writer(store.write) if store is not None else None
+    write = tee(store.write if store is not None else None, exporter)
+    stored = session_writer(write) if write is not None else None
     judging = (
         SessionJudging(judge_call, apply_tally, evaluation.signer, on_judged=stored, keeper=keeper)
         if judge_call and evaluation.judges
@@ -56,7 +61,10 @@ def tracker_of(
     )
     if keeps_sessions(config, store):
         assert store is not None
-        return StoredSessionTracker(config.sessions, evaluation, apply_tally, store, telemetry, judge_sessions=judging)
+        exported = session_writer(offering(exporter)) if exporter is not None else None
+        return StoredSessionTracker(
+            config.sessions, evaluation, apply_tally, store, telemetry, judge_sessions=judging, on_evaluated=exported
+        )
     return SessionTracker(
         config.sessions, evaluation, apply_tally, telemetry, judge_sessions=judging, on_evaluated=stored
     )

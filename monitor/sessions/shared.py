@@ -41,6 +41,7 @@ from monitor.metrics.tally import MetricsTally
 from monitor.outcomes import SessionOutcome
 from monitor.sessions.book import CUT_FOR_ROOM
 from monitor.sessions.evaluation import Evaluated, SessionEvaluation, session_tally
+from monitor.sessions.storing import OnEvaluated
 from monitor.sessions.tracker import JudgeSessions, SessionTracker
 from monitor.store.open_session_rows import Arrived, Claimed, ClaimedSession
 from monitor.store.signatures import NewCounts
@@ -90,9 +91,18 @@ class StoredSessionTracker(SessionTracker):
         check_every: float | None = None,
         judge_sessions: JudgeSessions | None = None,
         replica: str | None = None,
+        on_evaluated: OnEvaluated | None = None,
     ) -> None:
+        """`on_evaluated(session, rows)`: told of each session evaluated here, once its transaction is committed
+        (the evaluation exporter's hook: the store has the session already)."""
         super().__init__(
-            config, evaluation, apply_tally, telemetry, check_every=check_every, judge_sessions=judge_sessions
+            config,
+            evaluation,
+            apply_tally,
+            telemetry,
+            check_every=check_every,
+            judge_sessions=judge_sessions,
+            on_evaluated=on_evaluated,
         )
         tables = store.open_session_tables
         if tables is None:
@@ -244,6 +254,9 @@ class StoredSessionTracker(SessionTracker):
             tally = session_tally(synced.evaluated)
             if tally.results:
                 self.apply_tally(tally)
+            if self.on_evaluated is not None:
+                for session, rows in synced.evaluated:
+                    self.on_evaluated(session, rows)
             self.evaluated += len(sessions)
         return len(sessions)
 

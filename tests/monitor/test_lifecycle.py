@@ -42,6 +42,7 @@ DAEMON_PARTS = [
     "api",
     "review",
     "store",
+    "evaluation_export",  # results out as OTLP logs: closed once the judges, sessions and workers stopped
     "drift",  # reads the store: stops before it
     "attribution",  # the same
     "intake_log",
@@ -90,6 +91,8 @@ def _daemon(tmp: Path) -> Daemon:
             "store": {"path": str(tmp / "results.db")},
             "evaluation": {"workers": 1},
             "intake": {"wal": {"enabled": True}},  # its log and replay are components too
+            # the evaluation exporter is one too (nothing listens there: nothing is sent either)
+            "export": {"evaluations": {"enabled": True, "endpoint": "http://127.0.0.1:9"}},
         }
     )
     return Daemon(config)

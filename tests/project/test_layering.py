@@ -33,6 +33,8 @@ FORBIDDEN = {
     "consumer": {"engine", "receivers", "sources", "web", "daemon", "metrics", "store", "review", "config"},
     # what an evaluation produces: read by the engine, the store, the sessions and the review alike
     "outcomes": {"engine", "receivers", "sources", "web", "daemon", "metrics", "store", "review", "config", "sessions"},
+    # evaluation results out as OTLP log records (monitor/export): beside the store writes, below the engine
+    "export": {"receivers", "sources", "web", "daemon", "commands", "store", "review", "metrics", "engine"},
     "auth": {"engine", "receivers", "sources", "web", "daemon", "metrics", "store", "review", "config"},
 }
 # Receiver tests run against tests/support/sink.py: they must not need the engine (not even indirectly).

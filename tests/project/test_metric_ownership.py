@@ -34,6 +34,7 @@ OWNERS: dict[str, set[str]] = {
     "rebuild": set(),
     "drift": set(),
     "attribution": set(),
+    "exports": set(),
     "intake_log": {"monitor/intake/consumer.py", "monitor/intake/log.py", "monitor/intake/replay.py"},
 }
 
