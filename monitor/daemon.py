@@ -100,11 +100,7 @@ class Daemon:
         self.evaluator_count = len(evaluators)
         self.metrics = telemetry = _metrics_of(config, evaluators)
         self.assembler = TraceAssembler.from_config(assembly)
-        self.ingestor = Ingestor(
-            self.assembler,
-            retry_after_seconds=max(1, math.ceil(assembly.quiet_period)),
-            problem_log=RateLimitedLogger(logging.getLogger(Ingestor.__module__), config.logging.per_span_problem_rate),
-        )
+        self.ingestor = _ingestor(config, self.assembler)
         self.store_health = StoreHealth(telemetry.store.error, on_lost=telemetry.store.lost)
         self.store, self.review = _result_store(config, self.store_health)
         read = self.review.recent_verdicts if self.review is not None else None
@@ -350,6 +346,13 @@ def _observe(telemetry: MetricsExporter, daemon: Daemon) -> None:
     telemetry.evaluation.observe(daemon.pool)
     telemetry.judges.observe_pending([daemon.judge_stage, *([daemon.pairwise] if daemon.pairwise else [])])
     telemetry.store.observe(daemon.store_health if daemon.store is not None else None)
+
+
+def _ingestor(config: MonitorConfig, assembler: TraceAssembler) -> Ingestor:
+    """Decoding and limits in front of the assembler; a throttled export retries after the quiet period."""
+    retry = max(1, math.ceil(config.assembly.quiet_period))
+    problems = RateLimitedLogger(logging.getLogger(Ingestor.__module__), config.logging.per_span_problem_rate)
+    return Ingestor(assembler, retry_after_seconds=retry, problem_log=problems)
 
 
 def _judge_labels(prepared: Prepared) -> set[str]:

@@ -8,9 +8,11 @@ daemon's own evaluators has is taken as `external.<name>`."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import pytest
+import yaml
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.sdk._logs import LoggerProvider
@@ -18,6 +20,9 @@ from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from tests.integration.conftest import project_env
+from tests.integration.daemon_process import DaemonProcess
 
 pytestmark = pytest.mark.integration
 
@@ -133,3 +138,31 @@ def test_an_apps_own_evaluations_are_results_of_external_evaluators(app_and_daem
 
     signatures = lambda: {s["evaluator"] for s in get_json(daemon, "/api/v1/signatures?since=1h")["items"]}  # noqa: E731
     daemon.wait_until(lambda: {"answer_relevance", "helpfulness"} <= signatures(), "their failures' signatures")
+
+
+def test_a_daemon_exporting_to_its_own_receiver_takes_none_of_its_records_back(tmp_path) -> None:
+    daemon = DaemonProcess(tmp_path, {"evaluators": [{"name": "error_free"}]}, env=project_env())
+    config = yaml.safe_load(daemon.config_path.read_text())
+    endpoint = f"http://127.0.0.1:{daemon.grpc_port}"
+    config["export"] = {"evaluations": {"enabled": True, "endpoint": endpoint, "results": "all"}}
+    config["evaluation"] = {"workers": 1}
+    config["assembly"]["quiet_period"] = "3s"  # its records arrive while the traces' ids are still remembered...
+    daemon.config_path.write_text(yaml.safe_dump(config))
+    with daemon.start():
+        app = App(daemon)
+        try:
+            traces = [app.answer(i) for i in range(2)]
+        finally:
+            app.close()
+        daemon.wait_for("agent_monitor_traces_evaluated_total", 2)
+        # ...and the daemon's own records about them come back to its logs receiver: both external ones (the app's)
+        # and its own error_free ones would be counted again if they were taken back
+        exported = lambda: daemon.value("agent_monitor_evaluation_exports_total", outcome="exported")  # noqa: E731
+        daemon.wait_until(lambda: exported() >= 2, "the daemon's own results exported to itself")
+        time.sleep(2.0)  # what came back has been ingested
+        assert results(daemon, "answer_relevance", source="external") == {"pass": 1.0, "fail": 1.0}
+        external = {
+            s["evaluator"] for s, _ in daemon.metrics()["agent_eval_results_total"] if s["source"] == "external"
+        }
+        assert external == {"answer_relevance", "helpfulness", "no_tool_errors"}  # the app's, not external.error_free
+        assert daemon.value("agent_monitor_traces_evaluated_total") == len(traces)  # no trace of records alone
