@@ -20,7 +20,6 @@ grouped into failure signatures and drifted like the daemon's own results; the `
 from __future__ import annotations
 
 import json
-import math
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -30,6 +29,7 @@ from evaluators.traces.records import LogRecord
 from evaluators.traces.spans import AgentSpan, LLMSpan, Span
 from monitor.config.external import ExternalEvaluationsConfig
 from monitor.engine.signing import Signer
+from monitor.metrics.tally import finite
 from monitor.outcomes import ResultRow, bounded
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
@@ -191,13 +191,8 @@ def _level_of(span: Span | None) -> tuple[str, str | None, str | None]:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
+    """A score as a finite float (a bool is no score)."""
+    return None if isinstance(value, bool) else finite(value)
 
 
 def _text(value: Any) -> str:
