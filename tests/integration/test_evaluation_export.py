@@ -33,7 +33,7 @@ def test_every_failing_result_arrives_as_one_record_on_its_span(tmp_path) -> Non
     with grpc_logs_sink() as (endpoint, collected):
         overrides = {
             "evaluation": {"workers": 1},
-            "export": {"evaluations": {"enabled": True, "endpoint": endpoint, "timeout": "2s"}},
+            "export": {"evaluations": {"enabled": True, "endpoint": endpoint, "timeout": "10s"}},
         }
         with DaemonProcess(tmp_path, overrides).start() as daemon:
             send("grpc", f"127.0.0.1:{daemon.grpc_port}", "corpus", *(str(CORPUS / s) for s in SCENARIOS))
