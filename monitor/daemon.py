@@ -82,7 +82,7 @@ def _metrics_of(config: MonitorConfig, evaluators: list[ConfiguredEvaluator]) ->
     new_signatures = config.alerting.default_alerts.new_failure_signatures
     return MetricsExporter.from_config(
         config.metrics,
-        thresholds_of(evaluators),
+        thresholds_of(evaluators, config.external_evaluations.alerts),
         config.variants,
         config.signatures,
         config.store.enabled,

@@ -5,7 +5,9 @@ in as results of external evaluators (monitor/engine/external_results.py).
 A result's verdict comes from its `gen_ai.evaluation.score.label` (one of `pass_labels` or `fail_labels`, compared
 case-insensitively), else from `thresholds[name]` on its `gen_ai.evaluation.score.value` (the score passes at or
 above it); with neither, the result is a skip of reason `no_verdict`. At most `max_evaluators` distinct names are
-taken per process (later ones are counted as `__other__`) and `max_per_trace` results per trace.
+taken per process (later ones are counted as `__other__`) and `max_per_trace` results per trace. `alerts` and
+`slos`, keyed by the evaluator's metric label, are those of a configured evaluator's `alert:` and `slo:`: the
+in-process alert states and the rules `agent-monitor rules` writes.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
+from .evaluators import AlertConfig, SloConfig
 from .units import Section
 
 PASS_LABELS = (
@@ -37,6 +40,12 @@ class ExternalEvaluationsConfig(Section):
     )
     max_evaluators: Annotated[int, Field(ge=1, le=1000)] = 50
     max_per_trace: Annotated[int, Field(ge=1, le=10_000)] = 100
+    alerts: dict[Annotated[str, Field(min_length=1, max_length=128)], AlertConfig] = Field(
+        default_factory=dict, max_length=1000
+    )
+    slos: dict[Annotated[str, Field(min_length=1, max_length=128)], SloConfig] = Field(
+        default_factory=dict, max_length=1000
+    )
 
     @field_validator("pass_labels", "fail_labels")
     @classmethod

@@ -10,6 +10,7 @@ from evaluators.pricing import ModelPrice
 from evaluators.sdk import BaseEvaluator, EvaluatorConfigError, builtin, list_builtins, load_evaluator
 from monitor.alerting.thresholds import AlertRule
 from monitor.config import Loc, Resolved, dotted
+from monitor.config.evaluators import AlertConfig
 from monitor.engine.configured import ConfiguredEvaluator
 
 
@@ -105,18 +106,21 @@ def _failure(item: Resolved, exc: Exception) -> tuple[Loc, str]:
     return item.loc, message
 
 
-def thresholds_of(evaluators: list[ConfiguredEvaluator]) -> dict[str, AlertRule]:
-    rules: dict[str, AlertRule] = {}
-    for configured in evaluators:
-        entry = configured.entry
-        if entry is not None and entry.alert is not None:
-            label = configured.label
-            rules[label] = AlertRule(
-                name=f"{label}_pass_ratio",
-                min_pass_ratio=entry.alert.min_pass_ratio,
-                window_seconds=entry.alert.window,
-                min_samples=entry.alert.min_samples,
-                severity=entry.alert.severity,
-                for_seconds=entry.alert.for_,
-            )
-    return rules
+def thresholds_of(
+    evaluators: list[ConfiguredEvaluator], external: Mapping[str, AlertConfig] | None = None
+) -> dict[str, AlertRule]:
+    """The in-process alert rules by metric label: the configured evaluators' `alert:`, then `external`'s (the
+    external evaluators', `external_evaluations.alerts`)."""
+    alerts = [(c.label, c.entry.alert) for c in evaluators if c.entry is not None and c.entry.alert is not None]
+    return {label: _rule(label, alert) for label, alert in [*alerts, *(external or {}).items()]}
+
+
+def _rule(label: str, alert: AlertConfig) -> AlertRule:
+    return AlertRule(
+        name=f"{label}_pass_ratio",
+        min_pass_ratio=alert.min_pass_ratio,
+        window_seconds=alert.window,
+        min_samples=alert.min_samples,
+        severity=alert.severity,
+        for_seconds=alert.for_,
+    )

@@ -90,7 +90,10 @@ class App:
 
 @pytest.fixture
 def app_and_daemon(daemon_factory) -> Iterator[tuple[App, object]]:
-    daemon = daemon_factory({"external_evaluations": {"thresholds": {"helpfulness": 0.5}}})
+    alert = {"min_pass_ratio": 0.9, "window": "5m", "for": "1s", "min_samples": 5}
+    daemon = daemon_factory(
+        {"external_evaluations": {"thresholds": {"helpfulness": 0.5}, "alerts": {"answer_relevance": alert}}}
+    )
     app = App(daemon)
     yield app, daemon
     app.close()
@@ -121,6 +124,9 @@ def test_an_apps_own_evaluations_are_results_of_external_evaluators(app_and_daem
     assert relevance == {"pass": 3.0, "fail": 3.0}, (relevance, daemon.output()[-3000:])
     assert results(daemon, "helpfulness", source="external") == {"fail": 6.0}  # 0.3 under the threshold of 0.5
     assert results(daemon, "external.no_tool_errors", source="external") == {"pass": 6.0}
+    # its configured alert: 3 of 6 pass, under 0.9 (the in-process state, as `agent-monitor rules` writes it too)
+    firing = lambda: daemon.value("agent_eval_alert_active", evaluator="answer_relevance", service=SERVICE) == 1  # noqa: E731
+    daemon.wait_until(firing, "the external evaluator's alert firing", timeout=15)
     assert results(daemon, "no_tool_errors", source="external") == {}  # the daemon's own stays its own
     assert sum(results(daemon, "no_tool_errors", source="daemon").values()) == TRACES
 

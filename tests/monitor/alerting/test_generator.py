@@ -248,3 +248,17 @@ def test_every_alert_has_a_runbook_section() -> None:
     assert len(names) == 13
     for name in names:
         assert f'<a id="{name}"></a>' in runbooks, name
+
+
+def test_external_evaluators_alerts_and_slos_are_written_like_a_configured_evaluators() -> None:
+    cfg = config(
+        evaluators=[],
+        external_evaluations={
+            "alerts": {"answer_relevance": {"min_pass_ratio": 0.8, "window": "15m", "for": "10m"}},
+            "slos": {"user_thumbs": {"objective": 0.95}},
+        },
+    )
+    [rule] = [r for r in alerts(cfg, "AgentEvalPassRatioLow") if r["labels"]["evaluator"] == "answer_relevance"]
+    assert rule["for"] == "10m" and ") < 0.8\nand\n" in rule["expr"]
+    assert 'evaluator="answer_relevance",outcome="fail"' in rule["expr"]
+    assert len(_burns(cfg, "user_thumbs")) == len(BURN_WINDOWS)
