@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 from evaluators.traces import build_trace
 from evaluators.traces.records import LogRecord, SpanEvent, SpanRecord
 from monitor.config.external import ExternalEvaluationsConfig
-from monitor.engine.assembler import CompletedTrace
+from monitor.consumer import Outcome
+from monitor.engine.assembler import CompletedTrace, TraceAssembler
 from monitor.engine.external_results import EVALUATION_EVENT, OWN_SCOPE, ExternalResults
+from monitor.engine.ingest import Ingestor
 from monitor.engine.late_evaluations import LateEvaluations
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.metrics.tally import MetricsTally
@@ -163,3 +165,27 @@ def test_no_event_raises(events: list[dict[str, Any]], body: Any) -> None:
         assert row.passed in (True, False, None) and (row.score is None or 0.0 <= row.score <= 1.0)
         assert isinstance(row.evaluator, str) and row.evaluator
     results.late_rows(records)
+
+
+def _logs_request(*scopes: str) -> bytes:
+    """An OTLP logs export: one evaluation record per scope, each on a trace of its own."""
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+    request = ExportLogsServiceRequest()
+    resource = request.resource_logs.add()
+    for n, scope in enumerate(scopes):
+        scoped = resource.scope_logs.add()
+        scoped.scope.name = scope
+        record = scoped.log_records.add(event_name=EVALUATION_EVENT, time_unix_nano=1)
+        record.trace_id, record.span_id = bytes([n + 1]) * 16, bytes([n + 1]) * 8
+        record.attributes.append(KeyValue(key="gen_ai.evaluation.name", value=AnyValue(string_value="x")))
+    return request.SerializeToString()
+
+
+def test_the_daemons_own_records_never_hold_a_trace_and_an_apps_do() -> None:
+    assembler = TraceAssembler()
+    ingestor = Ingestor(assembler)
+    outcome = ingestor.ingest(_logs_request(OWN_SCOPE, "my-sdk"), receiver="http", encoding="protobuf", signal="logs")
+    assert outcome.outcome is Outcome.ACCEPTED
+    assert assembler.traces_pending == 1 and assembler.assembling("02" * 16)  # the app's, not the daemon's own
