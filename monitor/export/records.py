@@ -10,7 +10,6 @@ daemon that exports to itself never loops).
 
 from __future__ import annotations
 
-import hashlib
 import math
 import time
 from collections.abc import Iterable
@@ -22,6 +21,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
+from evaluators.judges.control import judge_sampled_in
 from monitor import __version__
 from monitor.config.export import Results
 from monitor.outcomes import LateResults, ResultRow, SessionOutcome, TraceOutcome
@@ -32,15 +32,6 @@ SCOPE = InstrumentationScope(SCOPE_NAME, __version__)
 RESOURCE = Resource.create({"service.name": "agent-monitor", "service.version": __version__})
 # Skip reasons that mean the evaluation itself failed (its `error.type`), not that it had nothing to measure.
 ERROR_REASONS = frozenset({"error", "timeout", "judge_unavailable", "budget_exhausted", "rate_limited"})
-_SAMPLE_SCALE = float(1 << 64)
-
-
-def sampled_in(trace_id: str, fraction: float) -> bool:
-    """Whether a trace is in the `fraction` sampled: a digest of its id, so every process agrees."""
-    if fraction >= 1.0:
-        return True
-    digest = hashlib.blake2b(trace_id.encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / _SAMPLE_SCALE < fraction
 
 
 class RecordBuilder:
@@ -62,7 +53,7 @@ class RecordBuilder:
             return False
         if results == "failing":
             return not row.passed
-        return sampled_in(trace_id, self.sample)
+        return judge_sampled_in(trace_id, self.sample)  # by the trace id alone: the judges' traces at that rate
 
     def of_trace(self, o: TraceOutcome) -> list[ReadableLogRecord]:
         """An evaluated trace's records (trace-level rows on its root span)."""

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from evaluators.judges.control import judge_sampled_in
 from evaluators.sessions import Session, Turn
 from monitor.config import MonitorConfig
 from monitor.engine.batch_run import BatchRun
@@ -16,7 +17,7 @@ from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.export.counts import EXPORTS
 from monitor.export.exporter import EvaluationExporter
 from monitor.export.from_config import exporter_of, http_logs_url
-from monitor.export.records import EVENT_NAME, SCOPE_NAME, RecordBuilder, sampled_in
+from monitor.export.records import EVENT_NAME, SCOPE_NAME, RecordBuilder
 from monitor.metrics.tally import MetricsTally
 from monitor.outcomes import LateResults, ResultRow, SessionOutcome, TraceOutcome
 from tests.support.completed_traces import corpus_traces
@@ -108,13 +109,13 @@ def test_all_sends_every_row_skips_without_a_score_label(outcomes: list, sink: t
 
 def test_sampled_sends_every_scored_row_of_a_deterministic_subset_of_traces(outcomes: list, sink: tuple) -> None:
     endpoint, collected = sink
-    chosen = {o.trace_id for o in outcomes if sampled_in(o.trace_id, 0.5)}
+    chosen = {o.trace_id for o in outcomes if judge_sampled_in(o.trace_id, 0.5)}
     assert 0 < len(chosen) < len(outcomes)
     scored = _rows(outcomes, lambda o, row: o.trace_id in chosen and row.skip_reason is None and row.passed is not None)
     received = _exported(outcomes, endpoint, collected, results="sampled", sample=0.5)
     assert len(received) == len(scored)
     assert {r.trace_id.hex() for _, _, r in received} == {o.trace_id for o, _ in scored}
-    assert [sampled_in(t, 0.5) for t in sorted(chosen)] == [True] * len(chosen)  # the same answer every time
+    assert [judge_sampled_in(t, 0.5) for t in sorted(chosen)] == [True] * len(chosen)  # the same answer every time
 
 
 def test_http_protobuf_sends_the_same_records(outcomes: list) -> None:
