@@ -14,13 +14,13 @@ Attributes nested too deep are then left out in the worker: they are counted per
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from ..taken_counts import TakenCounts
 from .otlp_proto import parse_request, span_from_proto, valid_spans
 from .records import Attributes, DecodedBatch, LogRecord, RejectedSpan, SpanRecord
 
@@ -78,25 +78,8 @@ def decode_traces_raw(data: bytes, where: str, source: str) -> RawBatch:
     return RawBatch(spans, checked.rejected, checked.dropped_attributes)
 
 
-class DeepAttributes:
-    """Attributes left out of raw spans decoded in this process for nesting too deep, per receiver."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._counts: dict[str, int] = {}
-
-    def add(self, source: str, count: int) -> None:
-        with self._lock:
-            self._counts[source] = self._counts.get(source, 0) + count
-
-    def take(self) -> dict[str, int]:
-        """The counts since the last `take()`."""
-        with self._lock:
-            counts, self._counts = self._counts, {}
-        return counts
-
-
-DEEP_ATTRIBUTES = DeepAttributes()
+# attributes left out of raw spans decoded in this process for nesting too deep, per receiver
+DEEP_ATTRIBUTES = TakenCounts()
 
 
 def records_of(spans: Sequence[ReceivedSpan]) -> list[SpanRecord]:

@@ -20,7 +20,8 @@ from typing import Any
 from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 
-from monitor.export.counts import EXPORTS, ExportCounts
+from evaluators.taken_counts import TakenCounts
+from monitor.export.counts import EXPORTS
 from monitor.export.records import RecordBuilder
 from monitor.logutil import RateLimitedLogger
 
@@ -38,7 +39,7 @@ class EvaluationExporter:
         *,
         queue_size: int = 10_000,
         batch_size: int = 512,
-        counts: ExportCounts = EXPORTS,
+        counts: TakenCounts = EXPORTS,
         endpoint: str = "",
     ) -> None:
         """`exporter`: the SDK's OTLPLogExporter (or any LogRecordExporter); `builder`: the records of outcomes

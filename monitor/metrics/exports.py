@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter
 
-OUTCOMES = ("exported", "dropped", "failed")
+from monitor.export.counts import OUTCOMES
 
 
 class ExportMetrics:
