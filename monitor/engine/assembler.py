@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from evaluators.traces.raw_spans import ReceivedSpan
 from evaluators.traces.records import Attributes, LogRecord
 from monitor.config.pipeline import AssemblyConfig
+from monitor.engine.external_results import is_own
 from monitor.engine.span_size import log_bytes, resource_bytes, span_bytes
 
 _DEFAULTS = AssemblyConfig()
@@ -201,13 +202,16 @@ class TraceAssembler:
         return result
 
     def add_logs(self, logs: Sequence[LogRecord], sizes: list[int] | None = None) -> int:
-        """Hold log records (GenAI content and usage events) until their trace completes."""
+        """Hold log records (GenAI content and usage events) until their trace completes; how many were held (none
+        of an evaluated trace, none of the daemon's own exported results)."""
         now = self.clock()
         held = 0
         charge = _ResourceCharge()
         if sizes is None:
             sizes = [log_bytes(record) for record in logs]
         for record, size in zip(logs, sizes, strict=True):
+            if is_own(record):  # the daemon's own exported results (exported to a receiver, or polled) hold nothing
+                continue
             pending = self._pending_for(record.trace_id, now)
             if pending is not None:
                 pending.logs.append(record)

@@ -21,7 +21,7 @@ from evaluators.traces.raw_spans import RawBatch, decode_traces_raw
 from evaluators.traces.records import DecodedBatch, LogRecord
 from monitor.consumer import IngestOutcome, Outcome
 from monitor.engine.assembler import TraceAssembler
-from monitor.engine.external_results import EVALUATION_EVENT, is_own
+from monitor.engine.external_results import EVALUATION_EVENT
 from monitor.engine.span_size import log_bytes, resource_bytes, span_bytes
 from monitor.logutil import RateLimitedLogger
 
@@ -127,12 +127,7 @@ class Ingestor:
         )
 
     def _add_logs(self, logs: Sequence[LogRecord], sizes: list[int]) -> None:
-        """The records to the assembler; the evaluation records of traces evaluated already to `late_evaluations`.
-        The daemon's own exported results (a daemon, or a replica, exporting to this receiver) are left out: they
-        would hold a trace of nothing but them."""
-        if any(is_own(record) for record in logs):
-            kept = [i for i, record in enumerate(logs) if not is_own(record)]
-            logs, sizes = [logs[i] for i in kept], [sizes[i] for i in kept]
+        """The records to the assembler; the evaluation records of traces evaluated already to `late_evaluations`."""
         late_evaluations = self.late_evaluations
         if late_evaluations is not None:
             evaluated = self.assembler.evaluated_already

@@ -34,7 +34,7 @@ from monitor.config.store import StoreConfig
 from monitor.config.variants import VariantsConfig
 from monitor.engine.assembler import CompletedTrace
 from monitor.engine.configured import ConfiguredEvaluator, sampled_in
-from monitor.engine.external_results import ExternalResults, is_own
+from monitor.engine.external_results import ExternalResults
 from monitor.engine.signing import Signer
 from monitor.engine.spend import call_figures
 from monitor.engine.turn_wire import turn_wire
@@ -124,10 +124,9 @@ class TraceEvaluator:
 
     def evaluate(self, completed: CompletedTrace) -> TraceOutcome:
         spans = records_of(completed.spans)  # raw spans decoded here, in the worker
-        logs = [record for record in completed.logs if not is_own(record)]
-        join_logs(spans, logs)
+        join_logs(spans, completed.logs)  # the daemon's own exported results are never among them (assembler.py)
         trace = build_trace(spans, completed.trace_id)
-        return self.outcome(trace, completed.last_seen, logs)
+        return self.outcome(trace, completed.last_seen, completed.logs)
 
     def outcome(self, trace: Trace, last_seen: float = 0.0, logs: Sequence[LogRecord] = ()) -> TraceOutcome:
         """The TraceOutcome of an already built trace (views, metrics inputs and result rows) and its log records
