@@ -14,6 +14,12 @@ STATUS_UNSET, STATUS_OK, STATUS_ERROR = 0, 1, 2
 STATUS_NAMES = ("UNSET", "OK", "ERROR")
 
 
+def service_of(resource_attributes: Attributes) -> str:
+    """The `service.name` of a resource ("" when it has none)."""
+    value = resource_attributes.get("service.name")
+    return value if isinstance(value, str) else ""
+
+
 @dataclass(slots=True)
 class SpanEvent:
     """A span event, or a log record joined to its span (then `body` may be set)."""
@@ -67,8 +73,7 @@ class SpanRecord:
 
     @property
     def service_name(self) -> str:
-        value = self.resource_attributes.get("service.name")
-        return value if isinstance(value, str) else ""
+        return service_of(self.resource_attributes)
 
 
 @dataclass(slots=True)
@@ -83,6 +88,10 @@ class LogRecord:
     attributes: Attributes = field(default_factory=dict)
     resource_attributes: Attributes = field(default_factory=dict)
     scope_name: str = ""
+
+    @property
+    def service_name(self) -> str:
+        return service_of(self.resource_attributes)
 
     def as_event(self) -> SpanEvent:
         return SpanEvent(

@@ -94,7 +94,7 @@ class ExternalResults:
         for record in records:
             if record.event_name != EVALUATION_EVENT or is_own(record):
                 continue
-            key = (record.trace_id, str(record.resource_attributes.get("service.name") or "unknown"))
+            key = (record.trace_id, record.service_name or "unknown")
             rows = found.setdefault(key, [])
             if len(rows) < self.config.max_per_trace:
                 row = self.row((record.attributes, record.body, record.span_id), None)

@@ -277,11 +277,7 @@ class TraceEvaluator:
 
 def _logs_service(logs: Sequence[LogRecord]) -> str:
     """The service of a trace known by its log records alone ("unknown" when they name none)."""
-    for record in logs:
-        name = record.resource_attributes.get("service.name")
-        if isinstance(name, str) and name:
-            return name
-    return "unknown"
+    return next((record.service_name for record in logs if record.service_name), "unknown")
 
 
 def version_of(trace: Trace) -> str:
