@@ -4,12 +4,16 @@ evaluated span of the sent trace (its root for a trace-level result), and counts
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 from evaluators.traces import read_paths
 from tests.integration.conftest import CORPUS, send
 from tests.integration.daemon_process import DaemonProcess, read_store
-from tests.support.logs_sink import attributes, grpc_logs_sink
+from tests.support.logs_sink import Collected, attributes, grpc_logs_sink
 
 pytestmark = pytest.mark.integration
 
@@ -29,28 +33,35 @@ def _sent() -> tuple[dict[str, set[str]], dict[str, str]]:
     return by_trace, roots
 
 
-def test_every_failing_result_arrives_as_one_record_on_its_span(tmp_path) -> None:
+@contextlib.contextmanager
+def _exporting(
+    tmp_path: Path, traces: int, workers: int, **evaluations: str
+) -> Iterator[tuple[DaemonProcess, Collected]]:
+    """A daemon exporting to a real LogsService, once it has evaluated the scenarios' `traces` sent to it."""
     with grpc_logs_sink() as (endpoint, collected):
-        overrides = {
-            "evaluation": {"workers": 1},
-            "export": {"evaluations": {"enabled": True, "endpoint": endpoint, "timeout": "10s"}},
-        }
+        export = {"enabled": True, "endpoint": endpoint, **evaluations}
+        overrides = {"evaluation": {"workers": workers}, "export": {"evaluations": export}}
         with DaemonProcess(tmp_path, overrides).start() as daemon:
             send("grpc", f"127.0.0.1:{daemon.grpc_port}", "corpus", *(str(CORPUS / s) for s in SCENARIOS))
-            by_trace, roots = _sent()
-            daemon.wait_for("agent_monitor_traces_evaluated_total", len(by_trace))
-            store = tmp_path / "results.db"
+            daemon.wait_for("agent_monitor_traces_evaluated_total", traces)
+            yield daemon, collected
 
-            def settled() -> bool:  # every failing row stored, sent and counted
-                rows = len(read_store(store, FAILING))
-                exported = daemon.value("agent_monitor_evaluation_exports_total", outcome="exported")
-                return 0 < rows == len(collected.records()) == exported
 
-            daemon.wait_until(settled, "every failing result stored, received and counted")
-            failing = read_store(store, FAILING)
-            received = collected.records()
-            assert daemon.value("agent_monitor_evaluation_exports_total", outcome="dropped") == 0
-            assert daemon.value("agent_monitor_evaluation_exports_total", outcome="failed") == 0
+def test_every_failing_result_arrives_as_one_record_on_its_span(tmp_path) -> None:
+    by_trace, roots = _sent()
+    with _exporting(tmp_path, len(by_trace), 1, timeout="10s") as (daemon, collected):
+        store = tmp_path / "results.db"
+
+        def settled() -> bool:  # every failing row stored, sent and counted
+            rows = len(read_store(store, FAILING))
+            exported = daemon.value("agent_monitor_evaluation_exports_total", outcome="exported")
+            return 0 < rows == len(collected.records()) == exported
+
+        daemon.wait_until(settled, "every failing result stored, received and counted")
+        failing = read_store(store, FAILING)
+        received = collected.records()
+        assert daemon.value("agent_monitor_evaluation_exports_total", outcome="dropped") == 0
+        assert daemon.value("agent_monitor_evaluation_exports_total", outcome="failed") == 0
     expected = sorted((trace, span or roots[trace], evaluator) for trace, span, evaluator in failing)
     got = sorted((r.trace_id.hex(), r.span_id.hex(), attributes(r)["gen_ai.evaluation.name"]) for _, _, r in received)
     assert got == expected
@@ -62,16 +73,9 @@ def test_every_failing_result_arrives_as_one_record_on_its_span(tmp_path) -> Non
 
 def test_worker_processes_send_their_own_records(tmp_path) -> None:
     """With worker processes each sends what it evaluates (its counts reach /metrics with its next batch)."""
-    with grpc_logs_sink() as (endpoint, collected):
-        overrides = {
-            "evaluation": {"workers": 2},
-            "export": {"evaluations": {"enabled": True, "endpoint": endpoint, "results": "all"}},
-        }
-        with DaemonProcess(tmp_path, overrides).start() as daemon:
-            send("grpc", f"127.0.0.1:{daemon.grpc_port}", "corpus", *(str(CORPUS / s) for s in SCENARIOS))
-            by_trace, _ = _sent()
-            daemon.wait_for("agent_monitor_traces_evaluated_total", len(by_trace))
-            results = daemon.value("agent_eval_results_total")
-            daemon.wait_until(lambda: len(collected.records()) == results, "a record for every result")
-            assert daemon.value("agent_monitor_evaluation_exports_total", outcome="exported") <= results
+    by_trace, _ = _sent()
+    with _exporting(tmp_path, len(by_trace), 2, results="all") as (daemon, collected):
+        results = daemon.value("agent_eval_results_total")
+        daemon.wait_until(lambda: len(collected.records()) == results, "a record for every result")
+        assert daemon.value("agent_monitor_evaluation_exports_total", outcome="exported") <= results
     assert {r.trace_id.hex() for _, _, r in collected.records()} == set(by_trace)
