@@ -31,10 +31,13 @@ from monitor.store.schema import StoreSchemaError
 from monitor.store.signatures import NewCounts
 
 PARENT_POLL_SECONDS = 1.0
-# How long a batch waits for its rows to be written before its result goes back (so they are there when it is
-# counted); past it, batches stop waiting until the store's writer thread has caught up: a database that is slow
-# or hangs never holds evaluation up (nor trips the worker stall limit). With the intake log on, the result lists
-# the traces still waiting for their rows: the log keeps them until a later result says they are written.
+# How long a batch waits for the rows of the batch before it to be written before its result goes back: the
+# writer thread writes one batch while the worker evaluates the next (the database's own time, GIL released,
+# overlaps evaluation: measured about 20 % more throughput than waiting for the batch's own rows), and a count is
+# never more than one batch ahead of its rows (an idle writer writes at once: milliseconds). Past the wait,
+# batches stop waiting until the writer has caught up: a database that is slow or hangs never holds evaluation up
+# (nor trips the worker stall limit). With the intake log on, the result lists the traces still waiting for their
+# rows: the log keeps them until a later result (or an idle worker's report) says they are written.
 WRITE_WAIT_SECONDS = 2.0
 EXIT_WRITE_SECONDS = 5.0  # at exit, how long the rows still queued may take to be written
 EXIT_EXPORT_SECONDS = 2.0  # at exit, how long the evaluation records still queued may take to be sent
@@ -64,11 +67,12 @@ def _store_writer(
     config: MonitorConfig,
 ) -> tuple[Callable | None, Callable[[], StoreReport] | None, Callable[[], NewCounts] | None, Settlement | None]:
     """This worker's connection to the result store: its `write` (through the store's bounded queue and writer
-    thread, waiting WRITE_WAIT_SECONDS at most; the main process keeps the retention), its health report and the
-    failure signatures it counted new, for the tallies (the rows written after their batch went back are
-    reported with the next batch or `report`), and with the intake log on its `settlement` (which evaluated
-    traces still wait for their rows: the log keeps them until they do not). A store that cannot be opened here
-    is reported through them, and retried, like any store failure: the worker evaluates all the same."""
+    thread, waiting WRITE_WAIT_SECONDS at most for the previous batch's rows; the main process keeps the
+    retention), its health report and the failure signatures it counted new, for the tallies (the rows written
+    after their batch went back are reported with the next batch or `report`), and with the intake log on its
+    `settlement` (which evaluated traces still wait for their rows: the log keeps them until they do not). A store
+    that cannot be opened here is reported through them, and retried, like any store failure: the worker
+    evaluates all the same."""
     store = config.store
     if not store.enabled:
         return None, None, None, None
@@ -84,7 +88,7 @@ def _store_writer(
         settlement = writer.settlement
     writer.start_writer()
     util.Finalize(None, writer.close, kwargs={"timeout": EXIT_WRITE_SECONDS}, exitpriority=10)  # at worker exit
-    write = functools.partial(writer.write, wait=WRITE_WAIT_SECONDS)
+    write = functools.partial(writer.write, wait=WRITE_WAIT_SECONDS, one_behind=True)
     return write, health.take_report, writer.news.take, settlement
 
 

@@ -55,6 +55,7 @@ class WriteQueue:
         self._retry_at = 0.0
         self._queued_lock = threading.Lock()
         self._behind = False  # a `put(wait=...)` gave up waiting: no more waits until the writer catches up
+        self._previous: threading.Event | None = None  # the last `put(one_behind=True)`'s: written when set
         self._thread: threading.Thread | None = None
 
     @property
@@ -82,9 +83,10 @@ class WriteQueue:
         """Traces kept by failed writes (and queued behind them), waiting for a retry."""
         return len(self._kept)
 
-    def put(self, traces: Sequence[Item], wait: float = 0.0) -> bool:
+    def put(self, traces: Sequence[Item], wait: float = 0.0, *, one_behind: bool = False) -> bool:
         """Queue traces for the writer thread; False, queuing nothing, when they do not fit. `wait`: seconds to
-        wait for them to be written."""
+        wait for them to be written or, `one_behind`, for those of the previous `put(one_behind=True)` (so the
+        writer writes one batch while its caller computes the next, never more than one batch behind it)."""
         with self._queued_lock:
             room = self._queued + len(traces) <= self.limit
             if room:
@@ -93,6 +95,8 @@ class WriteQueue:
             return False
         done = threading.Event() if wait > 0 and not self._behind else None
         self._queue.put([*traces, _FlushMarker(done)] if done is not None else list(traces))
+        if one_behind:
+            done, self._previous = self._previous, done
         if done is not None and not done.wait(wait):
             self._behind = True
         return True

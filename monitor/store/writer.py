@@ -240,12 +240,13 @@ class QueuedResultStore(ABC):
         self._maintain()
 
     # --- writing --------------------------------------------------------------------------------
-    def write(self, outcomes: Sequence[Written], wait: float = 0.0) -> None:
+    def write(self, outcomes: Sequence[Written], wait: float = 0.0, *, one_behind: bool = False) -> None:
         """Queue evaluated traces for the writer thread (written at once when it is not running). Never raises:
         a failure is reported to the store's health and the rows are dropped, and so are traces the queue has no
         room for (MAX_QUEUED_TRACES: the database is slow or hangs). `wait`: seconds to wait for them to be
         written (a worker process, so that its rows are there when its batch is reported), given up, until the
-        writer has caught up, once it took longer."""
+        writer has caught up, once it took longer; `one_behind`: wait for the previous `write(one_behind=True)`'s
+        rows instead (WriteQueue.put)."""
         if not outcomes or self._closed:
             return
         if self._holding:
@@ -253,7 +254,7 @@ class QueuedResultStore(ABC):
                 self._unsettled.update(o.trace_id for o in outcomes if isinstance(o, TraceOutcome))
         if not self._queue.running:
             self._insert(outcomes)
-        elif not self._queue.put(outcomes, wait):
+        elif not self._queue.put(outcomes, wait, one_behind=one_behind):
             self._write_all.dropped(outcomes, "queue_full", "the writer is behind (the database is slow or hangs)")
 
     def flush(self, timeout: float = 30.0) -> bool:

@@ -5,6 +5,8 @@ everything queued is written once the database is free again."""
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -46,3 +48,39 @@ def test_a_stuck_writer_never_holds_a_waiting_write_and_a_full_queue_is_counted(
     store.write([outcome("f" * 32, row("a", False))], wait=5.0)  # caught up: waits again
     assert store.count("traces") == 40 - dropped and store.available
     store.close()
+
+
+def test_a_write_one_behind_returns_before_its_rows_and_waits_for_the_writes_before_it() -> None:
+    """A worker's batches (`one_behind`): the writer writes one batch while the worker evaluates the next, and a
+    batch waits for the rows of the batch before it, so its caller is never more than one batch ahead."""
+    release = {"a": threading.Event(), "b": threading.Event()}
+    writing_a = threading.Event()
+    written: list[str] = []
+
+    def insert(items: list) -> list:
+        for item in items:
+            writing_a.set()
+            release[item].wait(10)
+            written.append(item)
+        return []
+
+    queue = write_queue.WriteQueue(insert, lambda: None, idle_seconds=60)
+    queue.start()
+    try:
+        started = time.monotonic()
+        assert queue.put(["a"], wait=10, one_behind=True)  # nothing before it: returns with "a" unwritten
+        assert time.monotonic() - started < 5 and written == []
+        assert writing_a.wait(5)  # the writer has "a" (else "b" would join it in one transaction)
+        second = threading.Thread(target=queue.put, args=(["b"], 10), kwargs={"one_behind": True})
+        second.start()
+        second.join(0.3)
+        assert second.is_alive()  # waits for "a"
+        release["a"].set()
+        second.join(5)
+        assert not second.is_alive() and written == ["a"]  # "a" written; "b" still on its way
+        release["b"].set()
+        assert queue.flush(5) and written == ["a", "b"]
+    finally:
+        for event in release.values():
+            event.set()
+        queue.stop(5)
