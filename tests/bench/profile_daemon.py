@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.bench.daemon_load import generate
-from tests.bench.proctree import tree
+from tests.bench.proctree import cpu_seconds, tree
 from tests.integration.daemon_process import DaemonProcess
 
 DEFAULT_CONFIG = {"assembly": {"quiet_period": "5s", "max_trace_wait": "120s"}}  # the embedded default's timing
@@ -87,13 +87,20 @@ def main() -> int:
                 command += ["--idle"] if args.idle else []
                 recorders.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
+        cpu_before = {label: cpu_seconds(pid) for label, pid in processes.items()}
         try:
             load = generate(f"127.0.0.1:{daemon.grpc_port}", args.seconds, record, lambda: None)
+            cpu = {label: cpu_seconds(pid) - cpu_before[label] for label, pid in processes.items()}
             for recorder in recorders:
                 recorder.wait(timeout=args.seconds + 60)
         finally:
             daemon.stop()
         print(f"load: {load['traces_per_second']:,.0f} traces/s accepted, throttled {load['unavailable']} times")
+        elapsed = load["elapsed"]
+        print(
+            "CPU over the send window (py-spy's own sampling included): "
+            + ", ".join(f"{label} {100 * seconds / elapsed:.0f} %" for label, seconds in cpu.items())
+        )
         for label in processes:
             raw = out / f"{label}.txt"
             print(f"== {label}")
