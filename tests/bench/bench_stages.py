@@ -8,7 +8,8 @@ its code paths call, in the same order (stage_main.py: per request, per batch; s
 the worker goes). Each repeat takes fresh traces through every stage; a figure is the median over the repeats of
 `time.process_time` (every thread: the store's writer thread's work for a write is counted with it), each timed
 piece less what an empty one costs (its clock read), per trace. The collector is set as in the daemon: start-up
-objects frozen (tune_gc), the main process's thresholds for its stages, a worker's for the worker's. The intake
+objects frozen (tune_gc), the main process's thresholds for its stages, a worker's for the worker's; its pauses are
+a stage of their own (in a lap they would fall on whichever evaluator's allocation happens to trigger one). The intake
 log's fsyncs, on its sync thread, land in whichever stage runs then. The conversations (one turn each: a bench
 trace's conversation id is its own) are completed at the end of each repeat, as if their idle time were over.
 
@@ -43,6 +44,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TRACES = 1_000
 REPEATS = 7
 WARM_UP_TRACES = 200
+MAIN_GC = "main: the collector's pauses (gc, in whichever stage they fall)"
+WORKER_GC = "worker: the collector's pauses (gc, in whichever stage they fall)"
 # The evaluator loops' rows: the evaluators of their level summed (True: the session-level ones).
 SUMMED = {stage_worker.EVALUATORS: False, stage_main.SESSION_EVALUATORS: True}
 
@@ -69,6 +72,8 @@ class Figures:
             elif stage == stage_worker.WRITE:
                 stage, seconds = stage_worker.SQLITE, seconds - cpu.stages[stage_worker.PACKING]
             flat[stage] = seconds
+        for stage in (MAIN_GC, WORKER_GC):  # last in the table
+            flat[stage] = flat.pop(stage, 0.0)
         self.stages.append(flat)
         self.first.append(dict(cpu.evaluators))
         self.again.append(dict(cpu.views_built))
@@ -101,22 +106,25 @@ def one_repeat(parts: Parts, traces: int, overhead: float = 0.0) -> tuple[Cpu, f
     gc.collect()
     cpu = Cpu(overhead)
     parts.as_main()
-    calls = handed_off(parts, traces, cpu)
+    with cpu.collecting(MAIN_GC):
+        calls = handed_off(parts, traces, cpu)
     others = handed_off(parts, traces, Cpu(overhead), logged=False)
     parts.as_worker()
     results, batch_run = [], 0.0
     for call, other in zip(calls, others, strict=True):
-        staged = stage_worker.evaluate_staged(parts, call, cpu)
-        results.append((staged.result, [o.trace_id for o in staged.outcomes]))
-        del staged  # as the worker drops a batch's outcomes once its result is sent
+        with cpu.collecting(WORKER_GC):
+            staged = stage_worker.evaluate_staged(parts, call, cpu)
+            results.append((staged.result, [o.trace_id for o in staged.outcomes]))
+            del staged  # as the worker drops a batch's outcomes once its result is sent
         batch_run += batch_run_seconds(parts, other)
     parts.as_main()
-    for result, trace_ids in results:
-        stage_main.record(parts, result, trace_ids, cpu)
-    sessions = stage_main.complete_sessions(parts, cpu)
+    with cpu.collecting(MAIN_GC):
+        for result, trace_ids in results:
+            stage_main.record(parts, result, trace_ids, cpu)
+        sessions = stage_main.complete_sessions(parts, cpu)
+        stage_main.sessions_again(parts, sessions, cpu)
     if len(sessions) != traces:
         raise RuntimeError(f"{len(sessions)} conversations completed of {traces} traces")
-    stage_main.sessions_again(parts, sessions, cpu)
     return cpu, batch_run
 
 

@@ -4,18 +4,20 @@
 no worker process), its store and intake log in a temporary directory; the worker's as `worker_process.initialize`
 builds them (the default evaluators, `TraceEvaluator.from_config`, a `BatchRun` on the worker's own store writer,
 `_store_writer`). `Cpu` sums `time.process_time` per stage: every thread of the process, so the work the store's
-writer thread does for a write the worker waits on is counted where it is asked for.
+writer thread does for a write the worker waits on is counted where it is asked for; the collector's pauses are a
+stage of their own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,23 +41,29 @@ class Cpu:
     """CPU seconds per stage (`stages`), per evaluator's first run on a trace (`evaluators`: the views it is the
     first to ask for included) and per evaluator's run on views already built (`views_built`), each in the order
     first timed. Pieces are timed as laps (`start`, then `lap` after each piece: one clock read between two), each
-    less `overhead`, what one lap costs with nothing in it (`lap_overhead`)."""
+    less `overhead`, what one lap costs with nothing in it (`lap_overhead`). Within `collecting(stage)` the
+    collector's pauses go to `stage`, not to the lap they fall in (whichever allocation happens to trigger one)."""
 
     overhead: float = 0.0
     stages: dict[str, float] = field(default_factory=dict)
     evaluators: dict[str, float] = field(default_factory=dict)
     views_built: dict[str, float] = field(default_factory=dict)
     _last: float = 0.0
+    _paused: float = 0.0  # the collector's pauses since the last lap
+    _gc_stage: str = ""
+    _gc_began: float = 0.0
 
     def start(self) -> None:
         self._last = time.process_time()
+        self._paused = 0.0
 
     def lap(self, key: str, book: dict[str, float] | None = None) -> None:
         """What ran since the last lap (or `start`) to `key` of `book` (`stages` when None)."""
         now = time.process_time()
         book = self.stages if book is None else book
-        book[key] = book.get(key, 0.0) + (now - self._last - self.overhead)
+        book[key] = book.get(key, 0.0) + (now - self._last - self.overhead - self._paused)
         self._last = now
+        self._paused = 0.0
 
     def __call__(self, stage: str, work: Callable[..., T], *args: Any) -> T:
         """`work(*args)` timed as one lap of its own."""
@@ -63,6 +71,25 @@ class Cpu:
         result = work(*args)
         self.lap(stage)
         return result
+
+    @contextlib.contextmanager
+    def collecting(self, stage: str) -> Iterator[None]:
+        """The collector's pauses meanwhile to `stage`."""
+        self._gc_stage = stage
+        gc.callbacks.append(self._collector)
+        try:
+            yield
+        finally:
+            gc.callbacks.remove(self._collector)
+
+    def _collector(self, phase: str, info: dict[str, int]) -> None:
+        now = time.process_time()
+        if phase == "start":
+            self._gc_began = now
+            return
+        paused = now - self._gc_began
+        self.stages[self._gc_stage] = self.stages.get(self._gc_stage, 0.0) + paused
+        self._paused += paused
 
 
 def lap_overhead(laps: int = 20_000, rounds: int = 5) -> float:

@@ -13,7 +13,7 @@ from monitor.config import MonitorConfig
 from monitor.engine.evaluator_setup import build_evaluators
 from monitor.engine.trace_wire import traces_from_wire
 from monitor.outcomes import TraceOutcome
-from tests.bench.bench_stages import handed_off, measure, report
+from tests.bench.bench_stages import MAIN_GC, WORKER_GC, handed_off, measure, report
 from tests.bench.stage_timing import Cpu, Parts
 from tests.bench.stage_worker import evaluate_staged
 
@@ -33,7 +33,9 @@ def test_every_stage_and_every_default_evaluator_has_a_figure(parts: Parts) -> N
     figures = measure(parts, TRACES, repeats=1, warm_up=0, calibrate=False)
     stages = figures.per_trace(figures.stages)
     assert len(stages) > 30
-    assert {stage: us for stage, us in stages.items() if not us > 0} == {}
+    pauses = (MAIN_GC, WORKER_GC)  # the collector's: none may fall within 20 traces
+    assert all(stages[stage] >= 0 for stage in pauses)
+    assert {stage: us for stage, us in stages.items() if not us > 0 and stage not in pauses} == {}
     config = MonitorConfig()
     built, _ = build_evaluators(config.evaluator_entries(), config.pricing.overrides())
     labels = {c.label for c in built}
