@@ -11,6 +11,7 @@ built: the evaluator's own cost.
 
 from __future__ import annotations
 
+import functools
 import pickle
 import time
 from multiprocessing.reduction import ForkingPickler
@@ -112,8 +113,8 @@ def _store_and_tally(parts: Parts, outcomes: list[TraceOutcome], cpu: Cpu) -> by
     cpu(PACKING, lambda: [packing.pack_one(o, now, failing_only) for o in outcomes])
     packing._clean.clear()
     packing._clean.update(clean)
-    if run.write is not None:
-        cpu(WRITE, run.write, outcomes)
+    if run.write is not None:  # waiting for these rows (the worker waits for the batch before's): timed here
+        cpu(WRITE, functools.partial(run.write, one_behind=False), outcomes)
     if run.exporter is not None:
         cpu("worker: export (offer_outcomes)", run.exporter.offer_outcomes, outcomes)
     wire = cpu("worker: tally (trace_tally + wire)", _tally, outcomes)
