@@ -41,6 +41,7 @@ from monitor.engine.turn_wire import turn_wire
 from monitor.engine.variants import MAX_VARIANT_CHARS, pair_keys, variant_of
 from monitor.explain.dimensions import DimensionSettings, dimensions_of
 from monitor.outcomes import JudgeJob, ResultRow, TraceFailure, TraceOutcome, bounded, result_row
+from monitor.store.packing import UNSTORED_SKIPS
 from monitor.store.trace_detail import call_costs, detail_row_of
 
 log = logging.getLogger(__name__)
@@ -188,10 +189,12 @@ class TraceEvaluator:
 
     def _stores(self, rows: tuple[ResultRow, ...]) -> bool:
         """Whether the store keeps this trace (as ResultStore decides): every one, or those with a failure or a
-        skip other than sampled_out."""
+        skip it stores (not one of UNSTORED_SKIPS)."""
         if self.store_results == "all":
             return True
-        return self.store_results == "failing" and any(not r.passed and r.skip_reason != "sampled_out" for r in rows)
+        return self.store_results == "failing" and any(
+            not r.passed and r.skip_reason not in UNSTORED_SKIPS for r in rows
+        )
 
     def rows(
         self,

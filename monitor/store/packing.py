@@ -9,8 +9,8 @@ trace, and are not scanned again.
 One `traces` row per trace: its passing results (`results: all`) packed as a JSON array of `PASSED_FIELDS`, its
 agents, models and tools as JSON arrays of names, the rest of its review detail as one JSON object
 (`DETAIL_KEYS`), its variant as it is (bounded where it is read, engine/variants.py). One `results` row per
-failing result and per skip (not sampled_out), a failing result's with its signature's id, and a `Sighting` of
-each signature for the `signatures` table (signatures.py).
+failing result and per skip (not sampled_out nor no_data: UNSTORED_SKIPS), a failing result's with its
+signature's id, and a `Sighting` of each signature for the `signatures` table (signatures.py).
 
 One `sessions` row per evaluated conversation (`pack_session`): its turns as JSON arrays of
 schema.SESSION_TURN_FIELDS (the user's message, the answer and the errors masked and cut like a trace's texts),
@@ -41,6 +41,11 @@ from monitor.store.trace_detail import NAME, STEP_TEXT
 Written = TraceOutcome | LateResults | SessionOutcome | PendingWrite
 
 SAMPLED_OUT = "sampled_out"
+# Skips the store does not keep: counted in the metrics (`agent_eval_skips_total{reason}`), never a row, and never
+# what keeps a trace under `results: failing`. A sampled-out evaluator did not run; one with no data had nothing to
+# measure (pii_leak on an LLM step that only calls tools). On typical agent traces most traces have such a skip:
+# stored, they were 6 of the 10 rows a trace wrote, and `results: failing` kept nearly every trace.
+UNSTORED_SKIPS = frozenset({SAMPLED_OUT, "no_data"})
 PASSED_FIELDS = ("evaluator", "level", "span_id", "agent", "model", "score", "explanation", "details")
 # models: [model, calls, input, output tokens, cost USD, unpriced calls]; cost: [the trace's USD, unpriced calls];
 # agent_spend: [agent, calls, cost USD, unpriced calls] (a cost null when nothing was priced)
@@ -128,7 +133,7 @@ def pack_one(o: Written, now: float, failing_only: bool) -> Packed:
         if r.passed:
             if not failing_only:
                 passing.append(r)
-        elif r.skip_reason != SAMPLED_OUT:  # sampled-out skips are counted in the metrics, not stored
+        elif r.skip_reason not in UNSTORED_SKIPS:  # counted in the metrics, not stored
             stored.append(r)
     packed = Packed([], [], [], [], [], [], len(stored) + len(passing))
     if isinstance(o, LateResults):
@@ -216,7 +221,7 @@ def kept_results(o: Written, failing_only: bool) -> int:
     """How many of `o`'s results the store keeps (`pack_one(o).kept`, without packing)."""
     if isinstance(o, PendingWrite):
         return 0
-    return sum(1 for r in o.results if ((not failing_only) if r.passed else r.skip_reason != SAMPLED_OUT))
+    return sum(1 for r in o.results if ((not failing_only) if r.passed else r.skip_reason not in UNSTORED_SKIPS))
 
 
 def _json(value: object) -> str:
@@ -268,11 +273,11 @@ def _pack_trace(o: TraceOutcome, stored: list[ResultRow], passing: list[ResultRo
 def pack_session(o: SessionOutcome, now: float, failing_only: bool) -> Packed:
     """One evaluated session's rows: its `sessions` row (upserted) and a `results` row per stored session-level
     result (trace_id: its last turn's, session_id set); with `results: failing` only a session with a failing
-    result or a skip (not sampled_out) is kept, and its passing results are not. Its turns' texts and its results'
-    are masked in one scan and cut like a trace's."""
+    result or a skip (not one of UNSTORED_SKIPS) is kept, and its passing results are not. Its turns' texts and
+    its results' are masked in one scan and cut like a trace's."""
     session = o.session
     last = session.last_turn
-    kept = [r for r in o.results if r.skip_reason != SAMPLED_OUT and not (failing_only and r.passed)]
+    kept = [r for r in o.results if r.skip_reason not in UNSTORED_SKIPS and not (failing_only and r.passed)]
     completed_at = session.completed_at if session.completed_at is not None else now
     # an earlier completion's rows go even when this one keeps none (it passes now: nothing stale stays)
     completions = [(storable(session.session_id), completed_at)] if last is not None else []

@@ -293,7 +293,7 @@ def test_breakdowns_count_each_group_exactly(backend: Backend) -> None:
 
 def test_pages_cover_every_result_once_newest_first_while_new_rows_arrive(backend: Backend) -> None:
     store = backend.store()
-    store.write([outcome(f"{n:032x}", row("a", True), row("b", True), row("c", False), row("d", None, "no_data"),
+    store.write([outcome(f"{n:032x}", row("a", True), row("b", True), row("c", False), row("d", None, "error"),
                          row("e", True)) for n in range(30)])  # fmt: skip
     # ties everywhere: every row of the first 20 traces at one time
     backend.execute("UPDATE traces SET created_at = 1000 WHERE trace_id < ?", (f"{20:032x}",))

@@ -22,7 +22,7 @@ def fill(store: ResultStore, traces: int, first: int = 0, text: int = 3000) -> N
     """`traces` traces of about `text` bytes each, trace n created at time n (oldest first; its drift row too)."""
     for n in range(first, first + traces):
         trace_id = f"{n:032x}"
-        store.write([outcome(trace_id, row("a", False), row("b", None, "no_data"), row("c", True),
+        store.write([outcome(trace_id, row("a", False), row("b", None, "error"), row("c", True),
                              given=f"{n} " + "q" * text)])  # fmt: skip
         with store._lock:
             assert store._db is not None

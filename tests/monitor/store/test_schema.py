@@ -171,7 +171,7 @@ def test_a_version_2_database_gains_the_variant_column_and_keeps_its_rows(backen
         2,
         [
             outcome(T1, row("a", False), row("b", True), service="shop", detail=detail(("planner",))),
-            outcome(T2, row("a", True), row("c", None, "no_data"), service="bank"),
+            outcome(T2, row("a", True), row("c", None, "error"), service="bank"),
         ],
     )
     assert backend.schema_version() == 2 and "variant" not in backend.trace_columns()

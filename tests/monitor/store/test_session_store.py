@@ -97,7 +97,7 @@ def test_with_results_failing_only_sessions_with_a_failure_or_a_skip_are_kept(ba
         [
             SessionOutcome(conversation(session_id="clean"), (rule("a", True), rule("b", None, "sampled_out"))),
             SessionOutcome(conversation(session_id="no-results"), ()),
-            SessionOutcome(conversation(session_id="skipped"), (rule("a", True), rule("b", None, "no_data"))),
+            SessionOutcome(conversation(session_id="skipped"), (rule("a", True), rule("b", None, "error"))),
             SessionOutcome(conversation(session_id="failed"), (rule("a", False), rule("b", True))),
         ]
     )
@@ -122,7 +122,7 @@ def test_a_session_completed_again_replaces_its_row_and_its_judges_add_to_it(bac
     assert stored is not None and (stored["failed"], stored["turn_count"]) == (2, 3)  # one completion, two writes
 
     again = session(turn(0, "Hello again"), completed_at=NOW)  # the id forgotten, the conversation went on
-    store.write([SessionOutcome(again, (rule("rules", None, "no_data"),))])
+    store.write([SessionOutcome(again, (rule("rules", None, "error"),))])
     stored = stored_session(backend)
     assert stored is not None and (stored["failed"], stored["turn_count"], stored["completed_at"]) == (0, 1, NOW)
     assert [t[3] for t in json.loads(stored["turns"])] == ["Hello again"]
@@ -139,7 +139,7 @@ def test_a_session_evaluated_again_replaces_its_session_level_results(backend: B
     other = conversation(session_id="other", completed_at=NOW - 300)
     store.write([SessionOutcome(other, (rule("user_rephrase", False),))])
     first = conversation(completed_at=NOW - 200)
-    store.write([SessionOutcome(first, (rule("user_rephrase", False), rule("turn_errors", None, "no_data")))])
+    store.write([SessionOutcome(first, (rule("user_rephrase", False), rule("turn_errors", None, "error")))])
     store.write([SessionOutcome(first, (rule("user_frustration", False),))])  # its judges, later
     assert [r[0] for r in session_results(backend) if r[3] == SESSION] == [
         "turn_errors",

@@ -49,7 +49,7 @@ def test_writes_happen_on_the_writer_thread_and_flush_waits_for_them(backend: Ba
     assert backend.scalar("SELECT COUNT(*) FROM results WHERE passed = 0") == 50
 
 
-def test_failing_mode_keeps_failures_and_skips_and_their_traces_only(backend: Backend) -> None:
+def test_failing_mode_keeps_failures_and_stored_skips_and_their_traces_only(backend: Backend) -> None:
     store = backend.store(results="failing")
     store.write(
         [
@@ -57,6 +57,7 @@ def test_failing_mode_keeps_failures_and_skips_and_their_traces_only(backend: Ba
             outcome("2" * 32, row("a", True), row("b", False)),
             outcome("3" * 32, row("a", True), row("gt", None, "needs_ground_truth")),
             outcome("4" * 32, row("a", True), row("s", None, "sampled_out")),
+            outcome("5" * 32, row("a", True), row("n", None, "no_data")),  # nothing to measure: not kept either
         ]
     )
     store.close()
@@ -73,7 +74,7 @@ def test_all_mode_packs_passing_results_in_their_trace_and_keeps_a_row_per_failu
     store.write(
         [
             outcome("1" * 32, passing, row("b", True), row("c", False), row("gt", None, "needs_ground_truth")),
-            outcome("2" * 32, row("s", None, "sampled_out")),
+            outcome("2" * 32, row("s", None, "sampled_out"), row("n", None, "no_data")),
         ]
     )
     assert store.passed("1" * 32) == [
@@ -88,7 +89,7 @@ def test_all_mode_packs_passing_results_in_their_trace_and_keeps_a_row_per_failu
     count = backend.scalar
     assert count("SELECT COUNT(*) FROM results WHERE evaluator = 'c' AND passed = 0") == 1
     assert count("SELECT COUNT(*) FROM results WHERE skip_reason = 'needs_ground_truth'") == 1
-    assert count("SELECT COUNT(*) FROM results") == 2  # no row per passing result, none for sampled out
+    assert count("SELECT COUNT(*) FROM results") == 2  # no row per passing result, none for sampled out or no data
 
 
 def test_late_judge_results_join_their_stored_trace(backend: Backend) -> None:
