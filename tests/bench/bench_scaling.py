@@ -234,11 +234,10 @@ def _ceiling_run(server: Any, results: str, batches: list, writers: int, label: 
         open_store(url, results).close()  # the schema, before the writers
         runs.append((run_writers(url, server.process.pid, results, batches, writers, SECONDS), url))
     point, url = max(runs, key=lambda run: run[0].traces_per_second)
-    cpu_bound = len(os.sched_getaffinity(0)) * 1000 / (point.server_cpu_ms + point.writer_cpu_ms)
     print(f"   {label:<18}writers {writers:>2} {point.traces_per_second:8,.0f} traces/s (runs "
           f"{', '.join(f'{r[0].traces_per_second:,.0f}' for r in runs)})   CPU ms/trace: server "
           f"{point.server_cpu_ms:.3f}, writers {point.writer_cpu_ms:.3f}; other work {point.other_cores:.2f} cores; "
-          f"the host's cores / that CPU: {cpu_bound:,.0f} traces/s")  # fmt: skip
+          f"the host's cores / that CPU: {point.cpu_bound:,.0f} traces/s")  # fmt: skip
     return point, url
 
 

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from monitor.store.writer import PRUNE_EVERY_SECONDS
 from tests.bench.collector_ring import POSITIONS, WEIGHT, ring_changes, sampled_moved_share, split_traces
 from tests.bench.synthetic import bench_trace_spans
 
@@ -18,6 +19,7 @@ LONG_TRACE = 30.0  # seconds: a longer agent run, the bench trace's spans stretc
 REPLICA_CORES = (1, 2, 4, 8)
 STORE_TABLES = ("results", "traces", "sessions")  # what store.max_size counts (PostgreSQL)
 GIB = 1024**3
+PRUNE_EVERY = PRUNE_EVERY_SECONDS  # the retention by age runs this often
 
 
 def bench_arrivals(stretch: float = 1.0) -> list[float]:
@@ -61,27 +63,35 @@ class Model:
     retention: dict[str, float]  # prune and vacuum server CPU ms per trace, prune wall ms per trace
 
 
+MODES = ("all", "failing", "failing, no skips")
+
+
 def print_model(m: Model) -> None:
     per_core = 1000 / m.eval_cpu["PostgreSQL store on"]
     best = m.ceiling["all"]
-    print(f"\n6. capacity model (per core {per_core:,.0f} traces/s, evaluation with the store on; replica = cores x "
-          "that)")  # fmt: skip
-    print(f"   {'replica cores':<14}{'traces/s':>10}   replicas at the store's ceiling: all / failing / failing, "
-          "no skips")  # fmt: skip
+    print(f"\n6. capacity model: per core {per_core:,.0f} traces/s (evaluation with the store on), a replica = cores x "
+          "that; the store's ceiling per mode: the host's cores over the CPU a trace's write takes (measured total "
+          "in brackets; the host's other work slows only the latter)")  # fmt: skip
+    ceilings = {mode: m.ceiling[mode].cpu_bound for mode in MODES}
+    print("   ceiling: " + ", ".join(f"{mode} {ceilings[mode]:,.0f} ({m.ceiling[mode].traces_per_second:,.0f})"
+                                   for mode in MODES) + " traces/s")  # fmt: skip
+    print(f"   {'replica cores':<14}{'traces/s':>10}   replicas at the store's ceiling: {' / '.join(MODES)}")
     for cores in REPLICA_CORES:
         rate = per_core * cores
-        at = [m.ceiling[k].traces_per_second / rate for k in ("all", "failing", "failing, no skips")]
+        at = [ceilings[mode] / rate for mode in MODES]
         print(f"   {cores:<14}{rate:>10,.0f}   {at[0]:6.1f} / {at[1]:6.1f} / {at[2]:6.1f}")
     used = best.server_cpu_ms + best.writer_cpu_ms
     extra = m.retention["prune_cpu_ms"] + m.retention["vacuum_cpu_ms"]
+    prune_seconds = m.retention["prune_wall_ms"] * PRUNE_EVERY  # a prune's deletions at 1,000 traces/s
     print(f"   retention: prune + VACUUM {extra:.3f} server CPU ms per trace against {used:.3f} ms per trace written "
           f"(server + writers at the ceiling): {extra / used:.1%}; ceiling with it "
-          f"{best.traces_per_second * used / (used + extra):,.0f} traces/s")  # fmt: skip
+          f"{ceilings['all'] * used / (used + extra):,.0f} traces/s; at 1,000 traces/s it takes {extra:.1%} of a "
+          f"server core, each prune (every {PRUNE_EVERY:g} s) {prune_seconds:.1f} s")  # fmt: skip
     print(f"   a dedicated server (estimate, not measured): {1000 / best.server_cpu_ms:,.0f} traces/s per server core "
           f"at {best.server_cpu_ms:.3f} server CPU ms per trace, if it scaled with cores")  # fmt: skip
     turns = m.writes["conversation turns"]
     ratio = turns.server_cpu_ms / m.writes["all"].server_cpu_ms
-    with_turns = best.traces_per_second / (1 + ratio * best.server_cpu_ms / used)
+    with_turns = ceilings["all"] / (1 + ratio * best.server_cpu_ms / used)
     print(f"   conversation turns (sessions.shared): +{ratio:.0%} server CPU per trace over the trace's own write (one "
           f"writer); ceiling with them (estimate) {with_turns:,.0f} traces/s")  # fmt: skip
     for label in ("all", "failing", "failing, no skips"):

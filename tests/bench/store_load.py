@@ -199,6 +199,12 @@ class CeilingPoint:
     other_cores: float  # cores busy with neither the server nor the writers (the host's other work, this process)
     traces: int
 
+    @property
+    def cpu_bound(self) -> float:
+        """Traces/s of the host's cores over the CPU a trace's write takes (server's and writer's): the ceiling of
+        this host with no other work, when the writes are CPU-bound."""
+        return len(os.sched_getaffinity(0)) * 1000 / (self.server_cpu_ms + self.writer_cpu_ms)
+
 
 def run_writers(url: str, postmaster: int, results: str, batches: list, writers: int, seconds: float) -> CeilingPoint:
     """`writers` processes writing to `url` for `seconds` at once; the total and the CPU it took."""
