@@ -34,10 +34,15 @@ def _bin_dir() -> Path:
     return Path(found[-1]).parent
 
 
-class PostgresServer:
-    """One server: `url(db)` for a database on it, `new_database()` for a fresh one."""
+DEFAULT_SETTINGS = {"fsync": "off", "max_connections": "200"}  # fsync off: the tests' data is thrown away
 
-    def __init__(self) -> None:
+
+class PostgresServer:
+    """One server: `url(db)` for a database on it, `new_database()` for a fresh one. `settings`: server settings
+    over DEFAULT_SETTINGS (a benchmark runs with `fsync` on, as a production server does)."""
+
+    def __init__(self, settings: dict[str, str] | None = None) -> None:
+        self.settings = {**DEFAULT_SETTINGS, **(settings or {})}
         self.bin = _bin_dir()
         self.home = Path(tempfile.mkdtemp(prefix="agent-monitor-pg-"))
         self.data = self.home / "data"
@@ -72,11 +77,11 @@ class PostgresServer:
 
     def _launch(self, timeout: float) -> PostgresServer:
         log = self.home / "postgres.log"
+        settings = [arg for name, value in self.settings.items() for arg in ("-c", f"{name}={value}")]
         with log.open("ab") as stderr:  # the child keeps its own descriptor
             self.process = subprocess.Popen(
                 [str(self.bin / "postgres"), "-D", str(self.data), "-p", str(self.port),
-                 "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={self.home}", "-c", "fsync=off",
-                 "-c", "max_connections=200"],
+                 "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={self.home}", *settings],
                 stdout=subprocess.DEVNULL, stderr=stderr, user=self.user, cwd=self.home,
             )  # fmt: skip
         deadline = time.monotonic() + timeout
