@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 
 MAX_TEXT = 4000  # characters the store keeps of a text
 MASK_MARGIN = 64  # characters kept beyond a limit until the text is masked
+# Skips the result store does not keep: counted in the metrics (`agent_eval_skips_total{reason}`), never a row, and
+# never what keeps a trace under `results: failing`. A sampled-out evaluator did not run; one with no data had
+# nothing to measure (pii_leak on an LLM step that only calls tools). On typical agent traces most traces have such
+# a skip: stored, they were 6 of the 10 rows a trace wrote, and `results: failing` kept nearly every trace.
+UNSTORED_SKIPS = frozenset({"sampled_out", "no_data"})
 _DETAILS_JSON = json.JSONEncoder(default=str, ensure_ascii=False)  # built once: json.dumps builds one per call
 
 

@@ -29,3 +29,12 @@ def tune_gc(collect_less_often: bool = True) -> None:
     young, *older = gc.get_threshold()
     if young > DEFAULT_YOUNG_THRESHOLD:  # raised earlier in this process (an `evaluate` run in the same interpreter)
         gc.set_threshold(DEFAULT_YOUNG_THRESHOLD, *older)
+
+
+def collect_young() -> None:
+    """Collect the young generation now: an evaluation worker calls it after each batch, when what it holds is
+    least. Left to the threshold, a collection falls mid-batch and walks the whole batch in hand (its records,
+    views and outcomes: about 13 ms each, 80 µs per trace on the bench's traces); after the batch it walks what
+    survives it (about 2 ms, 33 µs per trace), and the count it resets keeps the next one from falling mid-batch.
+    The older generations are collected by their thresholds as before."""
+    gc.collect(0)

@@ -40,8 +40,7 @@ from monitor.engine.spend import call_figures
 from monitor.engine.turn_wire import turn_wire
 from monitor.engine.variants import MAX_VARIANT_CHARS, pair_keys, variant_of
 from monitor.explain.dimensions import DimensionSettings, dimensions_of
-from monitor.outcomes import JudgeJob, ResultRow, TraceFailure, TraceOutcome, bounded, result_row
-from monitor.store.packing import UNSTORED_SKIPS
+from monitor.outcomes import UNSTORED_SKIPS, JudgeJob, ResultRow, TraceFailure, TraceOutcome, bounded, result_row
 from monitor.store.trace_detail import call_costs, detail_row_of
 
 log = logging.getLogger(__name__)

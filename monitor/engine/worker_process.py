@@ -19,7 +19,7 @@ from monitor.config import MonitorConfig
 from monitor.engine.batch_run import BatchResult, BatchRun, Settlement
 from monitor.engine.capacity_probe import spans_per_second
 from monitor.engine.evaluator_setup import build_evaluators
-from monitor.engine.gc_tuning import tune_gc
+from monitor.engine.gc_tuning import collect_young, tune_gc
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.engine.trace_wire import WireTrace, traces_from_wire
 from monitor.export.exporter import EvaluationExporter
@@ -103,12 +103,14 @@ def _exporter(config: MonitorConfig) -> EvaluationExporter | None:
 
 def evaluate_batch(wire: list[WireTrace]) -> BatchResult:
     """Evaluate and store a batch in this worker, sent in its wire form (`trace_wire.traces_to_wire`): its metrics
-    tally in wire form, this worker store's health report, and the seconds it took (decoding included)."""
+    tally in wire form, this worker store's health report, and the seconds it took (decoding and the young
+    generation's collection included)."""
     if _run is None:
         raise RuntimeError("evaluation worker not initialized")
     started = time.perf_counter()
-    batch = traces_from_wire(wire)
-    return _run(batch)._replace(seconds=time.perf_counter() - started)
+    result = _run(traces_from_wire(wire))
+    collect_young()  # the batch is gone: what the collector walks now is least (gc_tuning.py)
+    return result._replace(seconds=time.perf_counter() - started)
 
 
 def report() -> BatchResult:

@@ -30,7 +30,15 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from evaluators.redaction import redact_texts
-from monitor.outcomes import MAX_TEXT, LateResults, ResultRow, SessionOutcome, TraceDetailRow, TraceOutcome
+from monitor.outcomes import (
+    MAX_TEXT,
+    UNSTORED_SKIPS,
+    LateResults,
+    ResultRow,
+    SessionOutcome,
+    TraceDetailRow,
+    TraceOutcome,
+)
 from monitor.store.dimension_codes import MAX_VALUE_CHARS, UNMASKED
 from monitor.store.rows import PendingWrite
 from monitor.store.signal_writes import signal_rows, verdict_lists
@@ -41,11 +49,6 @@ from monitor.store.trace_detail import NAME, STEP_TEXT
 Written = TraceOutcome | LateResults | SessionOutcome | PendingWrite
 
 SAMPLED_OUT = "sampled_out"
-# Skips the store does not keep: counted in the metrics (`agent_eval_skips_total{reason}`), never a row, and never
-# what keeps a trace under `results: failing`. A sampled-out evaluator did not run; one with no data had nothing to
-# measure (pii_leak on an LLM step that only calls tools). On typical agent traces most traces have such a skip:
-# stored, they were 6 of the 10 rows a trace wrote, and `results: failing` kept nearly every trace.
-UNSTORED_SKIPS = frozenset({SAMPLED_OUT, "no_data"})
 PASSED_FIELDS = ("evaluator", "level", "span_id", "agent", "model", "score", "explanation", "details")
 # models: [model, calls, input, output tokens, cost USD, unpriced calls]; cost: [the trace's USD, unpriced calls];
 # agent_spend: [agent, calls, cost USD, unpriced calls] (a cost null when nothing was priced)
