@@ -115,7 +115,7 @@ def record(parts: Parts, result: bytes, trace_ids: list[str], cpu: Cpu) -> None:
         pool.on_new_signatures,
     )
     finished = cpu("main: intake log done", _finished, pool, batch_result, trace_ids)
-    if len(finished) != len(trace_ids):
+    if not set(trace_ids) <= set(finished):  # (with the rows of earlier batches that settled since: BatchRun's)
         raise RuntimeError("some traces' rows were not written within the worker's wait")
     cpu("main: sessions: turns to the store (sync: arrive)", _sync_turns, tracker)
 
