@@ -36,6 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from monitor.engine.gc_tuning import collect_young
 from monitor.engine.trace_wire import traces_from_wire
 from tests.bench import stage_main, stage_worker
 from tests.bench.stage_timing import REQUEST_TRACES, Cpu, Parts, lap_overhead, requests_of
@@ -116,6 +117,7 @@ def one_repeat(parts: Parts, traces: int, overhead: float = 0.0) -> tuple[Cpu, f
             staged = stage_worker.evaluate_staged(parts, call, cpu)
             results.append((staged.result, [o.trace_id for o in staged.outcomes]))
             del staged  # as the worker drops a batch's outcomes once its result is sent
+            collect_young()  # as worker_process.evaluate_batch does after each batch
         batch_run += batch_run_seconds(parts, other)
     parts.as_main()
     with cpu.collecting(MAIN_GC):
