@@ -34,7 +34,7 @@ def tune_gc(collect_less_often: bool = True) -> None:
 def collect_young() -> None:
     """Collect the young generation now: an evaluation worker calls it after each batch, when what it holds is
     least. Left to the threshold, a collection falls mid-batch and walks the whole batch in hand (its records,
-    views and outcomes: about 13 ms each, 80 µs per trace on the bench's traces); after the batch it walks what
-    survives it (about 2 ms, 33 µs per trace), and the count it resets keeps the next one from falling mid-batch.
-    The older generations are collected by their thresholds as before."""
+    views and outcomes: 8-10 ms each, 50-60 µs per trace on the bench's traces, quiet host); after the batch it
+    walks what survives it (about 2.4 ms, 37-40 µs per trace), and the count it resets keeps the next one from
+    falling mid-batch. The older generations are collected by their thresholds as before."""
     gc.collect(0)
