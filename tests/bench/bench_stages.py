@@ -144,6 +144,8 @@ def batch_run_seconds(parts: Parts, call: bytes) -> float:
     parts.run(batch)
     if parts.run.write is not None:  # its rows, written one batch behind, within its time (not the next stage's)
         parts.run.write.func.__self__.flush()  # type: ignore[attr-defined]  # the worker's store
+    del batch
+    collect_young()  # as worker_process.evaluate_batch does after each batch
     return time.process_time() - began
 
 
