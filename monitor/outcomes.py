@@ -52,6 +52,12 @@ class ResultRow(NamedTuple):
     external: bool = False  # an application's own evaluation (a gen_ai.evaluation.result event), not the daemon's
 
 
+def kept_by_store(row: ResultRow, failing_only: bool) -> bool:
+    """Whether the result store keeps `row`: a passing result unless `failing_only` (`results: failing`), a failing
+    one always, a skip unless its reason is one of UNSTORED_SKIPS."""
+    return not failing_only if row.passed else row.skip_reason not in UNSTORED_SKIPS
+
+
 def result_row(
     result: EvalResult,
     *,

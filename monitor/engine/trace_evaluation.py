@@ -40,7 +40,15 @@ from monitor.engine.spend import call_figures
 from monitor.engine.turn_wire import turn_wire
 from monitor.engine.variants import MAX_VARIANT_CHARS, pair_keys, variant_of
 from monitor.explain.dimensions import DimensionSettings, dimensions_of
-from monitor.outcomes import UNSTORED_SKIPS, JudgeJob, ResultRow, TraceFailure, TraceOutcome, bounded, result_row
+from monitor.outcomes import (
+    JudgeJob,
+    ResultRow,
+    TraceFailure,
+    TraceOutcome,
+    bounded,
+    kept_by_store,
+    result_row,
+)
 from monitor.store.trace_detail import call_costs, detail_row_of
 
 log = logging.getLogger(__name__)
@@ -191,9 +199,7 @@ class TraceEvaluator:
         skip it stores (not one of UNSTORED_SKIPS)."""
         if self.store_results == "all":
             return True
-        return self.store_results == "failing" and any(
-            not r.passed and r.skip_reason not in UNSTORED_SKIPS for r in rows
-        )
+        return self.store_results == "failing" and any(kept_by_store(r, True) for r in rows)
 
     def rows(
         self,

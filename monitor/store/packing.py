@@ -32,12 +32,12 @@ from typing import NamedTuple
 from evaluators.redaction import redact_texts
 from monitor.outcomes import (
     MAX_TEXT,
-    UNSTORED_SKIPS,
     LateResults,
     ResultRow,
     SessionOutcome,
     TraceDetailRow,
     TraceOutcome,
+    kept_by_store,
 )
 from monitor.store.dimension_codes import MAX_VALUE_CHARS, UNMASKED
 from monitor.store.rows import PendingWrite
@@ -48,7 +48,6 @@ from monitor.store.trace_detail import NAME, STEP_TEXT
 
 Written = TraceOutcome | LateResults | SessionOutcome | PendingWrite
 
-SAMPLED_OUT = "sampled_out"
 PASSED_FIELDS = ("evaluator", "level", "span_id", "agent", "model", "score", "explanation", "details")
 # models: [model, calls, input, output tokens, cost USD, unpriced calls]; cost: [the trace's USD, unpriced calls];
 # agent_spend: [agent, calls, cost USD, unpriced calls] (a cost null when nothing was priced)
@@ -133,11 +132,8 @@ def pack_one(o: Written, now: float, failing_only: bool) -> Packed:
     stored: list[ResultRow] = []
     passing: list[ResultRow] = []
     for r in o.results:
-        if r.passed:
-            if not failing_only:
-                passing.append(r)
-        elif r.skip_reason not in UNSTORED_SKIPS:  # counted in the metrics, not stored
-            stored.append(r)
+        if kept_by_store(r, failing_only):  # the others are counted in the metrics, not stored
+            (passing if r.passed else stored).append(r)
     packed = Packed([], [], [], [], [], [], len(stored) + len(passing))
     if isinstance(o, LateResults):
         packed = packed._replace(resolved=o.resolved)
@@ -224,7 +220,7 @@ def kept_results(o: Written, failing_only: bool) -> int:
     """How many of `o`'s results the store keeps (`pack_one(o).kept`, without packing)."""
     if isinstance(o, PendingWrite):
         return 0
-    return sum(1 for r in o.results if ((not failing_only) if r.passed else r.skip_reason not in UNSTORED_SKIPS))
+    return sum(1 for r in o.results if kept_by_store(r, failing_only))
 
 
 def _json(value: object) -> str:
@@ -280,7 +276,7 @@ def pack_session(o: SessionOutcome, now: float, failing_only: bool) -> Packed:
     its results' are masked in one scan and cut like a trace's."""
     session = o.session
     last = session.last_turn
-    kept = [r for r in o.results if r.skip_reason not in UNSTORED_SKIPS and not (failing_only and r.passed)]
+    kept = [r for r in o.results if kept_by_store(r, failing_only)]
     completed_at = session.completed_at if session.completed_at is not None else now
     # an earlier completion's rows go even when this one keeps none (it passes now: nothing stale stays)
     completions = [(storable(session.session_id), completed_at)] if last is not None else []

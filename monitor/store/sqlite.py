@@ -47,7 +47,7 @@ from monitor.outcomes import SessionOutcome
 from monitor.store import migrate, open_sessions_sqlite, pending_rows, retention
 from monitor.store.errors import is_busy
 from monitor.store.health import StoreHealth, StoreUnavailable
-from monitor.store.packing import PASSED_FIELDS, SAMPLED_OUT, Packed, Written, merged, pack_session
+from monitor.store.packing import PASSED_FIELDS, Packed, Written, merged, pack_session
 from monitor.store.row_writes import write_rows
 from monitor.store.schema import (
     BUSY_TIMEOUT_SECONDS,
@@ -59,7 +59,7 @@ from monitor.store.statements import RowStatement, Statement, execute
 from monitor.store.tables import traces
 from monitor.store.writer import REOPEN_SECONDS, STORE_DEFAULTS, Params, QueuedResultStore
 
-__all__ = ["PASSED_FIELDS", "SAMPLED_OUT", "ResultStore", "StoreSchemaError", "StoreUnavailable", "Written"]
+__all__ = ["PASSED_FIELDS", "ResultStore", "StoreSchemaError", "StoreUnavailable", "Written"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
