@@ -35,10 +35,10 @@ PARENT_POLL_SECONDS = 1.0
 # writer thread writes one batch while the worker evaluates the next (the database's own time, GIL released,
 # overlaps evaluation: with no wait at all, one 20 s run each on a noisy host, 1,159 evaluated/s against 959-983
 # waiting for the batch's own rows), and a count is never more than one batch ahead of its rows (an idle writer
-# writes at once: milliseconds). Past the wait,
-# batches stop waiting until the writer has caught up: a database that is slow or hangs never holds evaluation up
-# (nor trips the worker stall limit). With the intake log on, the result lists the traces still waiting for their
-# rows: the log keeps them until a later result (or an idle worker's report) says they are written.
+# writes at once: milliseconds). Past the wait, batches stop waiting until the writer has caught up: a database
+# that is slow or hangs never holds evaluation up (nor trips the worker stall limit). With the intake log on, the
+# result lists the traces still waiting for their rows: the log keeps them until a later result (or an idle
+# worker's report) says they are written.
 WRITE_WAIT_SECONDS = 2.0
 EXIT_WRITE_SECONDS = 5.0  # at exit, how long the rows still queued may take to be written
 EXIT_EXPORT_SECONDS = 2.0  # at exit, how long the evaluation records still queued may take to be sent

@@ -95,9 +95,10 @@ class WriteQueue:
             return False
         done = threading.Event() if wait > 0 and not self._behind else None
         self._queue.put([*traces, _FlushMarker(done)] if done is not None else list(traces))
+        waited = self._previous if one_behind else done
         if one_behind:
-            done, self._previous = self._previous, done
-        if done is not None and not done.wait(wait):
+            self._previous = done
+        if waited is not None and not self._behind and not waited.wait(wait):
             self._behind = True
         return True
 

@@ -84,3 +84,26 @@ def test_a_write_one_behind_returns_before_its_rows_and_waits_for_the_writes_bef
         for event in release.values():
             event.set()
         queue.stop(5)
+
+
+def test_once_a_write_one_behind_gave_up_waiting_the_next_ones_do_not_wait_until_the_writer_catches_up() -> None:
+    """A database that hangs holds a worker for one wait at most, one batch behind as with its own rows."""
+    release = threading.Event()
+
+    def insert(items: list) -> list:  # a database that hangs until released
+        release.wait(10)
+        return []
+
+    queue = write_queue.WriteQueue(insert, lambda: None, idle_seconds=60)
+    queue.start()
+    try:
+        assert queue.put(["a"], wait=10, one_behind=True)  # the writer hangs on "a"
+        started = time.monotonic()
+        assert queue.put(["b"], wait=0.3, one_behind=True)  # waits for "a": given up after 0.3 s
+        assert queue.put(["c"], wait=10, one_behind=True)  # behind: does not wait for "b"
+        assert queue.put(["d"], wait=10, one_behind=True)
+        assert time.monotonic() - started < 3
+    finally:
+        release.set()
+        assert queue.flush(10)
+        queue.stop(5)
