@@ -142,8 +142,8 @@ def batch_run_seconds(parts: Parts, call: bytes) -> float:
     batch = traces_from_wire(pickle.loads(call)[1][0])
     began = time.process_time()
     parts.run(batch)
-    if parts.run.write is not None:  # its rows, written one batch behind, within its time (not the next stage's)
-        parts.run.write.func.__self__.flush()  # type: ignore[attr-defined]  # the worker's store
+    if parts.worker_store is not None:  # its rows, written one batch behind, within its time (not the next stage's)
+        parts.worker_store.flush()
     del batch
     collect_young()  # as worker_process.evaluate_batch does after each batch
     return time.process_time() - began

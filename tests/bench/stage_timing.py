@@ -125,6 +125,11 @@ class Parts:
         self.run = BatchRun(self.evaluator, *_store_writer(config), exporter=_exporter(config))
         self.main_gc = gc.get_threshold()  # restored by `as_main`
 
+    @property
+    def worker_store(self) -> Any:
+        """The worker's own result store, behind `run.write` (a partial of its `write`); None without a store."""
+        return None if self.run.write is None else self.run.write.func.__self__  # type: ignore[attr-defined]
+
     def tune_gc(self) -> None:
         """The collector as the daemon's main process sets it (start-up objects frozen); `as_worker` and
         `as_main` then switch between its thresholds and a worker's."""
@@ -139,8 +144,8 @@ class Parts:
 
     def close(self) -> None:
         self.log.writer.stop()
-        if self.run.write is not None:
-            self.run.write.func.__self__.close()  # type: ignore[attr-defined]  # the worker's store
+        if self.worker_store is not None:
+            self.worker_store.close()
         if self.daemon.store is not None:
             self.daemon.store.close()
         if self.daemon.review is not None:

@@ -29,6 +29,7 @@ from monitor.engine.spend import call_figures
 from monitor.engine.trace_evaluation import TraceEvaluator, _as_timeout, _logs_service, _row, version_of
 from monitor.engine.trace_wire import traces_from_wire
 from monitor.engine.variants import pair_keys, variant_of
+from monitor.engine.worker_process import WRITE_WAIT_SECONDS
 from monitor.export.counts import EXPORTS
 from monitor.outcomes import ResultRow, TraceOutcome, bounded
 from monitor.store import packing
@@ -113,8 +114,8 @@ def _store_and_tally(parts: Parts, outcomes: list[TraceOutcome], cpu: Cpu) -> by
     cpu(PACKING, lambda: [packing.pack_one(o, now, failing_only) for o in outcomes])
     packing._clean.clear()
     packing._clean.update(clean)
-    if run.write is not None:  # waiting for these rows (the worker waits for the batch before's): timed here
-        cpu(WRITE, functools.partial(run.write, one_behind=False), outcomes)
+    if parts.worker_store is not None:  # waiting for these rows (the worker waits for the batch before's): timed here
+        cpu(WRITE, functools.partial(parts.worker_store.write, wait=WRITE_WAIT_SECONDS), outcomes)
     if run.exporter is not None:
         cpu("worker: export (offer_outcomes)", run.exporter.offer_outcomes, outcomes)
     wire = cpu("worker: tally (trace_tally + wire)", _tally, outcomes)
