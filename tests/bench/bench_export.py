@@ -28,7 +28,8 @@ from monitor.export.counts import EXPORTS
 from monitor.export.from_config import exporter_of
 from monitor.metrics.tally import MetricsTally
 from tests.bench.bench_signatures import failing_traces
-from tests.support.logs_sink import closed_port, grpc_logs_sink
+from tests.support.logs_sink import grpc_logs_sink
+from tests.support.ports import closed_port
 
 REPEATS = 11
 FAILING_SHARE = 0.2

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sqlite3
 import ssl
 import subprocess
@@ -19,24 +18,10 @@ from typing import Any
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.support.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 ENV_PREFIX = "AGENT_MONITOR_"
-
-
-_HANDED_OUT: set[int] = set()
-
-
-def free_port() -> int:
-    """A loopback port free now and not handed out before in this process (the kernel may give a port just
-    closed again, so two ports asked for one after the other could be the same)."""
-    for _ in range(100):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        if port not in _HANDED_OUT:
-            _HANDED_OUT.add(port)
-            return port
-    raise RuntimeError("no free loopback port not handed out before")
 
 
 def _merge(base: dict, extra: dict) -> dict:

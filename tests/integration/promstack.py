@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.daemon_process import free_port
+from tests.support.ports import free_port
 
 MAKE_HINT = "`make test` installs the Debian packages prometheus and prometheus-alertmanager"
 

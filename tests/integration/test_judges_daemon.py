@@ -9,8 +9,8 @@ import pytest
 
 from evaluators.judges.settings import DEFAULT_MODEL
 from tests.integration.conftest import CORPUS, send
-from tests.integration.daemon_process import free_port
 from tests.support.fake_gemini import FakeGemini, FakeRequest, blocked, filtered, ok
+from tests.support.ports import free_port
 from tests.support.schema_reply import reply_for
 
 pytestmark = pytest.mark.integration

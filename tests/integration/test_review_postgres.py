@@ -16,7 +16,8 @@ import pytest
 from evaluators.traces import read_paths
 from monitor.store.schema import SCHEMA_VERSION
 from tests.integration.conftest import CORPUS, project_env, send
-from tests.integration.daemon_process import DaemonProcess, free_port
+from tests.integration.daemon_process import DaemonProcess
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 

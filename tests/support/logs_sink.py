@@ -118,12 +118,3 @@ def attributes(record: LogRecord) -> dict[str, Any]:
         kind = kv.value.WhichOneof("value")
         values[kv.key] = getattr(kv.value, kind) if kind else None
     return values
-
-
-def closed_port() -> int:
-    """A port on 127.0.0.1 nothing listens on (bound, then closed)."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

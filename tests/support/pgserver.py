@@ -21,7 +21,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.integration.daemon_process import free_port
+from tests.support.ports import free_port
 
 MAKE_HINT = "`make test` installs the Debian package postgresql"
 _databases = itertools.count()

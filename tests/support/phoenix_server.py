@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -33,6 +32,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from evaluators.traces.records import SpanRecord
 from tests.conftest import PROJECT_ROOT
 from tests.integration.otel_sender import make_exporter, readable
+from tests.support.ports import free_port
 
 PHOENIX_VERSION = "20.26.1"
 VENV_ENV = "AGENT_MONITOR_PHOENIX_VENV"
@@ -42,17 +42,6 @@ START_TIMEOUT = 180.0  # imports, then the database migrations (about 10-30 s on
 
 def phoenix_venv() -> Path:
     return Path(os.environ.get(VENV_ENV) or PROJECT_ROOT / ".cache" / "phoenix-venv")
-
-
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def _get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
@@ -70,7 +59,7 @@ def phoenix_server(timeout: float = START_TIMEOUT) -> Iterator[str]:
     if not executable.is_file():
         pytest.fail(f"Arize Phoenix is not installed at {executable}: {MAKE_HINT} (or set ${VENV_ENV})")
     home = Path(tempfile.mkdtemp(prefix="agent-monitor-phoenix-"))
-    port, grpc_port = _free_ports(2)
+    port, grpc_port = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PHOENIX_", "OTEL_", "PYTHON", "VIRTUAL_ENV"))}
     env.update(
         PHOENIX_WORKING_DIR=str(home),

@@ -4,7 +4,6 @@ exit statuses (no daemon, a refused token, drift off, a bad argument); hostile l
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -14,6 +13,7 @@ from monitor.cli import main
 from monitor.detection.model import DriftReport
 from monitor.web.app import build_api_app
 from tests.support.change_reports import AS_OF, sample_report
+from tests.support.ports import closed_port
 from tests.support.threaded_server import serve
 
 pytestmark = pytest.mark.integration
@@ -73,9 +73,7 @@ def test_filters_all_and_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
+    port = closed_port()
     code, _, err = changes(capsys, "--url", f"http://127.0.0.1:{port}", "--timeout", "2")
     assert code == 1 and err.startswith("agent-monitor changes: cannot reach") and "connection refused" in err
     with daemon() as base:

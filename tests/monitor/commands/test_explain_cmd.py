@@ -5,7 +5,6 @@ daemon, a refused token, explain off, a bad argument); hostile values neutralise
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -15,6 +14,7 @@ from monitor.cli import main
 from monitor.explain.model import ExplainQuery
 from monitor.web.app import build_api_app
 from tests.support.explanations import SIGNATURE, StubExplainer, factor, sample_explanation
+from tests.support.ports import closed_port
 from tests.support.threaded_server import serve
 
 pytestmark = pytest.mark.integration
@@ -87,9 +87,7 @@ def test_nothing_sets_it_apart(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
+    port = closed_port()
     code, _, err = explain(capsys, "--url", f"http://127.0.0.1:{port}", "--timeout", "2", "--evaluator", "e")
     assert code == 1 and err.startswith("agent-monitor explain: cannot reach") and "connection refused" in err
     with daemon(StubExplainer()) as base:

@@ -4,7 +4,6 @@ through `--store` with the store factory."""
 from __future__ import annotations
 
 import json
-import socket
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from monitor.store.sqlite import ResultStore
 from monitor.web.app import build_api_app
 from tests.monitor.web.test_api_v1 import TOKEN, TRACE, evaluators
 from tests.support.fake_reader import FakeReader, item, trace_detail
+from tests.support.ports import closed_port
 from tests.support.store_builders import outcome, row
 from tests.support.threaded_server import get, serve
 
@@ -138,12 +138,6 @@ def test_text_from_traces_is_printed_without_control_characters(base: str, capsy
     assert "svc ]0;owned" in row
     code, out, _ = review(capsys, "--url", base, "--token", TOKEN, "--json", "--limit", "20")
     assert not any(ch in out for ch in "\x1b\x07\x9b\u202e") and "\\u001b[2J" in out
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.mark.integration

@@ -15,7 +15,7 @@ from monitor.export.exporter import EvaluationExporter
 from monitor.export.from_config import exporter_of
 from monitor.export.records import RecordBuilder
 from monitor.outcomes import ResultRow, TraceOutcome
-from tests.support.logs_sink import closed_port
+from tests.support.ports import closed_port
 
 pytestmark = pytest.mark.integration  # the SDK's gRPC channel to loopback
 

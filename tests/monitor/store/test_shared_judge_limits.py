@@ -26,8 +26,8 @@ from monitor.engine.judge_setup import shared_limits
 from monitor.store.postgres.connection import Timeouts
 from monitor.store.postgres.judge_limits import JudgeLimitCounters
 from monitor.store.postgres.store import PostgresResultStore
-from tests.integration.daemon_process import free_port
 from tests.support.judge_stub import AnswerJudge, StubClient, verdict
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 T = TypeVar("T")
