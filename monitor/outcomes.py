@@ -70,21 +70,16 @@ def result_row(
     signature: FailureSignature | None = None,
 ) -> ResultRow:
     """The row of one evaluator's `result` on one dispatch unit (its explanation and details bounded)."""
-    details = _DETAILS_JSON.encode(result.details) if result.details else None
+    details = bounded(_DETAILS_JSON.encode(result.details)) if result.details else None
+    explanation = result.explanation
+    if explanation and len(explanation) > MAX_TEXT + MASK_MARGIN:
+        explanation = bounded(explanation)
+    skip = result.skip_reason
+    passed = result.passed if skip is None else None
     return ResultRow(
-        span_id=span_id,
-        agent=agent,
-        model=model,
-        evaluator=evaluator,
-        level=level,
-        score=result.score,
-        passed=None if result.is_skipped else result.passed,
-        skip_reason=str(result.skip_reason) if result.skip_reason is not None else None,
-        explanation=bounded(result.explanation) if result.explanation else result.explanation,
-        details=bounded(details),
-        duration_seconds=seconds,
-        signature=signature,
-    )
+        span_id, agent, model, evaluator, level, result.score, passed, None if skip is None else str(skip),
+        explanation, details, seconds, signature,
+    )  # fmt: skip
 
 
 class CallFigures(NamedTuple):

@@ -72,6 +72,31 @@ def compile_patterns(owner: str, name: str, patterns: Iterable[Any], flags: int 
     return compiled
 
 
+class PatternList:
+    """Regexes of a list param (compile_patterns), searched in order for the first that matches a text. Most texts
+    match none of them: one search of them all combined answers that, instead of one search each."""
+
+    def __init__(self, owner: str, name: str, patterns: Iterable[Any], flags: int = 0) -> None:
+        listed = list(patterns)
+        self.compiled = compile_patterns(owner, name, listed, flags)
+        self._any: Any = None
+        if len(self.compiled) > 1:
+            try:
+                self._any = compile_linear("|".join(f"(?:{p})" for p in listed), flags)
+            except re.error:  # each compiles alone; should the whole not, each is searched
+                self._any = None
+
+    def first_match(self, text: str) -> tuple[Any, Any] | None:
+        """(pattern, match) of the first pattern, in list order, found in `text`; None when none is."""
+        if self._any is not None and self._any.search(text) is None:
+            return None
+        for pattern in self.compiled:
+            match = pattern.search(text)
+            if match:
+                return pattern, match
+        return None
+
+
 def is_handoff_tool(name: str | None, patterns: Iterable[str] = HANDOFF_TOOL_PATTERNS) -> bool:
     """True for a handoff pseudo-tool name such as `transfer_to_agent`."""
     return bool(name) and any(fnmatch.fnmatchcase(str(name), p) for p in patterns)

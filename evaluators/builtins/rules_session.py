@@ -16,7 +16,7 @@ from evaluators.sessions.model import Session, Turn, TurnError
 from evaluators.signatures import STEP_KINDS, Failure
 from evaluators.signatures.span_failures import http_status, split_type
 
-from ._common import DECAY_HELP, compile_patterns, decay_score, fmt_num, listing, shorten
+from ._common import DECAY_HELP, PatternList, decay_score, fmt_num, listing, shorten
 from ._similarity import content_words, similarity
 
 QUOTE = 80  # characters of a user message quoted in an explanation
@@ -91,7 +91,7 @@ class UserRephrase(BaseEvaluator):
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
-        self._compiled = compile_patterns(self.name, "patterns", self._params["patterns"], re.IGNORECASE)
+        self._patterns = PatternList(self.name, "patterns", self._params["patterns"], re.IGNORECASE)
 
     def evaluate(self, session: Session) -> EvalResult:
         users = _user_turns(session)
@@ -134,11 +134,8 @@ class UserRephrase(BaseEvaluator):
         )
 
     def _phrase(self, text: str) -> str | None:
-        for pattern in self._compiled:
-            match = pattern.search(text)
-            if match:
-                return shorten(match.group(0), 60)
-        return None
+        found = self._patterns.first_match(text)
+        return None if found is None else shorten(found[1].group(0), 60)
 
     @staticmethod
     def _describe(item: dict[str, Any]) -> str:
@@ -190,7 +187,7 @@ class HumanHandoffRequest(BaseEvaluator):
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
-        self._compiled = compile_patterns(self.name, "patterns", self._params["patterns"], re.IGNORECASE)
+        self._patterns = PatternList(self.name, "patterns", self._params["patterns"], re.IGNORECASE)
         self._tools = [str(t) for t in self._params["tools"]]
 
     def evaluate(self, session: Session) -> EvalResult:
@@ -224,11 +221,8 @@ class HumanHandoffRequest(BaseEvaluator):
         )
 
     def _asks(self, turn: Turn) -> str | None:
-        for pattern in self._compiled:
-            match = pattern.search(turn.user_message or "")
-            if match:
-                return shorten(match.group(0), 60)
-        return None
+        found = self._patterns.first_match(turn.user_message or "")
+        return None if found is None else shorten(found[1].group(0), 60)
 
     def _is_handoff(self, tool: str) -> bool:
         return any(fnmatch.fnmatchcase(tool.lower(), glob.lower()) for glob in self._tools)

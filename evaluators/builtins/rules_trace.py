@@ -15,7 +15,7 @@ from evaluators.signatures import Failure
 from evaluators.signatures.span_failures import first_cause, span_failure
 from evaluators.traces.model import LLMSpan, Trace
 
-from ._common import DECAY_HELP, compile_patterns, decay_score, fmt_num, listing, shorten, text_of
+from ._common import DECAY_HELP, PatternList, decay_score, fmt_num, listing, shorten, text_of
 
 
 def _over(within: bool, error_type: str, message: str) -> Failure | None:
@@ -223,7 +223,7 @@ class Refusal(BaseEvaluator):
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
-        self._compiled = compile_patterns(self.name, "patterns", self._params["patterns"], re.IGNORECASE)
+        self._patterns = PatternList(self.name, "patterns", self._params["patterns"], re.IGNORECASE)
 
     def evaluate(self, trace: Trace) -> EvalResult:
         if trace.output is None:
@@ -235,17 +235,17 @@ class Refusal(BaseEvaluator):
                 explanation="the final answer is empty: the agent said nothing",
                 failure=Failure(step_kind="trace", error_type="empty_answer", message="the final answer is empty"),
             )
-        for pattern in self._compiled:
-            match = pattern.search(answer)
-            if match:
-                return EvalResult(
-                    0.0,
-                    explanation=f"the final answer refuses or gives up: {shorten(match.group(0), 60)!r} "
-                    f"in {shorten(answer, 100)!r}",
-                    details={"matched": shorten(match.group(0), 60), "pattern": pattern.pattern},
-                    # the pattern, not the matched words: "Sorry, I couldn't" and "sorry I could not" are one mode
-                    failure=Failure(step_kind="trace", error_type="refusal", message=pattern.pattern),
-                )
+        found = self._patterns.first_match(answer)
+        if found is not None:
+            pattern, match = found
+            return EvalResult(
+                0.0,
+                explanation=f"the final answer refuses or gives up: {shorten(match.group(0), 60)!r} "
+                f"in {shorten(answer, 100)!r}",
+                details={"matched": shorten(match.group(0), 60), "pattern": pattern.pattern},
+                # the pattern, not the matched words: "Sorry, I couldn't" and "sorry I could not" are one mode
+                failure=Failure(step_kind="trace", error_type="refusal", message=pattern.pattern),
+            )
         return EvalResult(1.0, explanation=f"no refusal pattern in the final answer ({len(answer)} chars)")
 
 

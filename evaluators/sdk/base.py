@@ -142,7 +142,7 @@ class BaseEvaluator:
     def run(self, subject: Any, task: Task | None = None) -> EvalResult:
         """`evaluate`, with its return value made an EvalResult and `passed` set to `score >= threshold`."""
         returned = self.evaluate(subject, task=task) if self._accepts_task else self.evaluate(subject)
-        result = to_result(returned, self.name)
+        result = returned if type(returned) is EvalResult else to_result(returned, self.name)
         resolved = result.resolve(self.threshold)
         if result.passed is not None and result.passed != resolved.passed:
             warnings.warn(

@@ -78,7 +78,7 @@ class EvalResult:
             object.__setattr__(self, "skip_reason", SkipReason.parse(self.skip_reason))
             if self.score is not None or self.passed is not None:
                 raise ValueError("a skipped result has no score and no passed verdict")
-        else:
+        elif type(self.score) is not float or not 0.0 <= self.score <= 1.0:  # NaN too: not in [0, 1]
             object.__setattr__(self, "score", check_score(self.score))
         if self.passed is not None and not isinstance(self.passed, bool):
             raise TypeError(f"passed must be a bool or None, got {type(self.passed).__name__}")

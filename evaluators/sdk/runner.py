@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from .base import BaseEvaluator
@@ -83,10 +84,15 @@ def dispatch(
             except Exception as exc:  # a trace the views cannot split: say so instead of failing the batch
                 log.warning("could not split trace %s at level %s: %r", trace.trace_id, level, exc)
                 units[level] = [_Unit(_ViewError(exc), None, None, None)]
+        needs_task = evaluator.needs_ground_truth and effective_task is None
+        where = f"trace {trace.trace_id}"
         for unit in units[level]:
-            started = time.perf_counter()
-            result = _evaluate(trace, evaluator, unit, effective_task)
-            elapsed_ms = (time.perf_counter() - started) * 1000.0
+            started = perf_counter()
+            if needs_task or isinstance(unit.subject, _ViewError):
+                result = _evaluate(trace, evaluator, unit, effective_task)
+            else:  # what _evaluate does then, without its checks: the common case, once per result
+                result = _run(evaluator, unit.subject, where, effective_task)
+            elapsed_ms = (perf_counter() - started) * 1000.0
             yield Dispatched(evaluator, level, unit.span_id, unit.agent_name, unit.model, result, elapsed_ms)
 
 

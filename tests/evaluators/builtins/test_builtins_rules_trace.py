@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evaluators import EvaluatorConfigError, Task, builtin, list_builtins
+from evaluators.builtins._common import PatternList
+from evaluators.builtins.rules_trace import DEFAULT_REFUSAL_PATTERNS
 from evaluators.pricing import price_call
 from evaluators.traces.records import SpanRecord
 from tests.support.builtins_spans import agent, chat, tool
@@ -202,6 +208,21 @@ def test_refusal_uses_configured_patterns_and_rejects_bad_ones() -> None:
     assert custom.passed is False and "Computer says no" in custom.explanation
     with pytest.raises(EvaluatorConfigError, match="regex"):
         builtin("refusal", patterns=["("])
+
+
+WORDS = ["I", "i", "AS", "cannot", "can't", "sorry", "but", "as", "an", "AI", "give", "up", "help", "unable", "Paris"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(WORDS), max_size=12).map(" ".join))
+def test_the_patterns_combined_find_what_each_searched_in_order_finds(text: str) -> None:
+    """PatternList answers "none" with one combined search: the first pattern in order found, or none, is the
+    same as searching them one by one (the default patterns, and ones with groups and alternatives)."""
+    for patterns in (DEFAULT_REFUSAL_PATTERNS, [r"(can)'t", r"a|an", r"\bup$", r"sorry,? (but)?"]):
+        listed = PatternList("refusal", "patterns", patterns, re.IGNORECASE)
+        expected = next((p.pattern for p in listed.compiled if p.search(text)), None)
+        found = listed.first_match(text)
+        assert (found[0].pattern if found else None) == expected
 
 
 def test_refusal_skips_without_an_answer() -> None:
