@@ -71,7 +71,7 @@ def result_row(
 ) -> ResultRow:
     """The row of one evaluator's `result` on one dispatch unit (its explanation and details bounded)."""
     details = bounded(_DETAILS_JSON.encode(result.details)) if result.details else None
-    explanation = result.explanation
+    explanation: str | None = result.explanation
     if explanation and len(explanation) > MAX_TEXT + MASK_MARGIN:
         explanation = bounded(explanation)
     skip = result.skip_reason
