@@ -186,6 +186,15 @@ class Trace:
         self.roots = roots
         self._wrapper_llm_ids = wrappers
 
+    def release(self) -> None:
+        """Break the reference cycles among this trace's views (an AgentTrace points back at its trace, a tool
+        call's join at the LLM calls that point at it), so that reference counting frees them all as soon as the
+        trace is dropped: left to the garbage collector, a process evaluating many traces spends a tenth of its
+        time walking them. The trace and its views are unusable after it."""
+        for span in self.spans:
+            span.__dict__.clear()
+        self.__dict__.clear()
+
     # --- identity -----------------------------------------------------------------------------
     @property
     def root(self) -> Span | None:

@@ -134,7 +134,10 @@ class TraceEvaluator:
         spans = records_of(completed.spans)  # raw spans decoded here, in the worker
         join_logs(spans, completed.logs)  # the daemon's own exported results are never among them (assembler.py)
         trace = build_trace(spans, completed.trace_id)
-        return self.outcome(trace, completed.last_seen, completed.logs)
+        try:
+            return self.outcome(trace, completed.last_seen, completed.logs)
+        finally:
+            trace.release()  # no view outlives the outcome: freed now, not by the collector
 
     def outcome(self, trace: Trace, last_seen: float = 0.0, logs: Sequence[LogRecord] = ()) -> TraceOutcome:
         """The TraceOutcome of an already built trace (views, metrics inputs and result rows) and its log records

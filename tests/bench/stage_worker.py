@@ -72,7 +72,7 @@ def evaluate_staged(parts: Parts, data: bytes, cpu: Cpu) -> Staged:
 
 def _evaluated(ev: TraceEvaluator, completed: CompletedTrace, cpu: Cpu) -> TraceOutcome:
     """TraceEvaluator.evaluate and outcome on one trace, a lap per stage; then the evaluators again, every view
-    built (untimed as a stage: in `views_built`). The trace is dropped after it, as the worker drops it."""
+    built (untimed as a stage: in `views_built`). The trace is released and dropped after it, as the worker does."""
     lap = cpu.lap
     records = records_of(completed.spans)  # raw spans decoded here, in the worker
     lap("worker: records_of (raw spans decoded)")
@@ -102,6 +102,7 @@ def _evaluated(ev: TraceEvaluator, completed: CompletedTrace, cpu: Cpu) -> Trace
     outcome = _outcome(completed, trace, head, rows, fields, detail, pairs, turn, dimensions)
     lap("worker: outcome: TraceOutcome")
     _dispatched(ev, trace, head, cpu, cpu.views_built)
+    trace.release()  # as TraceEvaluator.evaluate does: its views are freed now, not by the collector
     return outcome
 
 
