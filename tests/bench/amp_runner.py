@@ -24,16 +24,16 @@ from typing import Any
 
 def evaluators_of(spec: list[list[Any]]) -> list[Any]:
     """The configured built-ins: `builtin(name, **params)` for each [name, params]."""
-    from amp_evaluation import builtin
+    from amp_evaluation import builtin  # type: ignore[import-not-found]  # amp's venv only
 
     return [builtin(name, **params) for name, params in spec]
 
 
 def load(folder: Path) -> list[Any]:
     """amp's `Trace` objects of every export file in `folder`, in file order."""
-    from amp_evaluation.trace import TraceLoader, parse_trace_for_evaluation
+    from amp_evaluation.trace import TraceLoader, parse_trace_for_evaluation  # type: ignore[import-not-found]
 
-    traces = []
+    traces: list[Any] = []
     for path in sorted(folder.glob("*.json")):
         traces.extend(parse_trace_for_evaluation(t) for t in TraceLoader(str(path)).load_traces())
     return traces
