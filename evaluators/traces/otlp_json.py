@@ -174,6 +174,13 @@ def attributes_from_json(key_values: Any, where: str, batch: DecodedBatch | None
     """
     result: Attributes = {}
     for i, kv in enumerate(_list(key_values, where)):
+        if type(kv) is dict:  # the common shape first, {"key": k, "value": {"stringValue": s}}, with no `where`
+            key, value = kv.get("key"), kv.get("value")
+            if type(key) is str and type(value) is dict and len(value) == 1:
+                text = value.get("stringValue")
+                if type(text) is str:
+                    result[key] = text
+                    continue
         kv = json_object(kv, f"{where}[{i}]")
         key = json_string(kv.get("key"), f"{where}[{i}].key")
         try:

@@ -141,10 +141,21 @@ def _id_problem(trace_id: bytes, span_id: bytes, parent_id: bytes) -> str | None
 def decode_traces_protobuf(data: bytes, where: str = "protobuf") -> DecodedBatch:
     """ExportTraceServiceRequest (or TracesData, the same wire shape) to span records."""
     request = ExportTraceServiceRequest()
-    batch = DecodedBatch(dropped_attributes=parse_request(request, data, where))
+    return traces_of_request(request, parse_request(request, data, where), where)
+
+
+def traces_of_request(request: ExportTraceServiceRequest, dropped: int, where: str) -> DecodedBatch:
+    """The span records of a parsed request (`dropped`: the attributes cut for it to parse)."""
+    batch = DecodedBatch(dropped_attributes=dropped)
     for resource_attrs, scope, span in valid_spans(request, where, batch):
         batch.spans.append(span_from_proto(span, resource_attrs, scope.name, scope.version, batch))
     return batch
+
+
+def has_real_spans(request: ExportTraceServiceRequest) -> bool:
+    """Whether a parsed request holds a span with a 16-byte trace id. A log record's field 1 is a fixed64, so only
+    real spans parse with one (an unnamed span could otherwise pass for a log record and be dropped)."""
+    return any(len(span.trace_id) == 16 for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans)
 
 
 def valid_spans(request: ExportTraceServiceRequest, where: str, batch: DecodedBatch) -> Iterator[tuple]:
@@ -215,14 +226,8 @@ def looks_like_logs_protobuf(data: bytes) -> bool:
         parse_request(logs, data, "protobuf", logs=True)
     except Exception:
         return False
-    if traces is not None:
-        for rs in traces.resource_spans:
-            for ss in rs.scope_spans:
-                for span in ss.spans:
-                    # A log record's field 1 is a fixed64, so only real spans parse with a 16-byte trace id
-                    # (an unnamed span can otherwise pass for a log record and be dropped).
-                    if len(span.trace_id) == 16:
-                        return False
+    if traces is not None and has_real_spans(traces):
+        return False
     return any(
         len(rec.trace_id) == 16 or rec.event_name
         for rl in logs.resource_logs
@@ -235,7 +240,9 @@ __all__ = [
     "attributes_from_proto",
     "decode_logs_protobuf",
     "decode_traces_protobuf",
+    "has_real_spans",
     "parse_request",
     "span_from_proto",
+    "traces_of_request",
     "valid_spans",
 ]

@@ -87,6 +87,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         rules = signature_rules(args.spec)
         dataset = read_dataset(args.dataset) if args.dataset else None
         report = _sharded(args, selection, dataset, rules)
+        if report is None:
+            tune_gc()  # every trace is held in memory: untuned, the collector re-walks them all again and again
         traces = load_traces(args.paths) if report is None else []
     except (InputError, TraceDecodeError) as exc:
         print(f"agent-monitor evaluate: {exc}", file=err)
@@ -95,7 +97,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         print(f"agent-monitor evaluate: {args.spec}: invalid judges section: {exc}", file=err)
         return 2
     if report is None and traces:
-        tune_gc()  # every trace is held in memory: untuned, the collector re-walks them all again and again
         report = evaluate_offline(
             traces,
             selection,
@@ -106,6 +107,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             signature_rules=rules,
             prices=prices,
         )
+    for trace in traces:
+        trace.release()  # its views' cycles broken: freed at once, not by a collection walking every trace
+    del traces
     if report is None or not report.trace_count:
         print(f"agent-monitor evaluate: no spans found in {', '.join(args.paths)}", file=err)
         return 2
