@@ -58,7 +58,7 @@ class PydanticAI(Convention):
     def detect(self, span: SpanRecord) -> bool:
         if span.scope_name == SCOPE:
             return True
-        return any(key in span.attributes for key in MARKERS)
+        return not span.attributes.keys().isdisjoint(MARKERS)
 
     def span_kind(self, span: SpanRecord) -> SpanKind | None:
         name = span.name
