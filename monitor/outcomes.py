@@ -8,8 +8,9 @@ a secret cut at the limit is still recognised and masked.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+from monitor.json_text import compact_json_or_str
 
 if TYPE_CHECKING:
     from evaluators.sdk import EvalResult
@@ -23,14 +24,13 @@ MASK_MARGIN = 64  # characters kept beyond a limit until the text is masked
 # nothing to measure (pii_leak on an LLM step that only calls tools). On typical agent traces most traces have such
 # a skip: stored, they were 6 of the 10 rows a trace wrote, and `results: failing` kept nearly every trace.
 UNSTORED_SKIPS = frozenset({"sampled_out", "no_data"})
-_DETAILS_JSON = json.JSONEncoder(default=str, ensure_ascii=False)  # built once: json.dumps builds one per call
 
 
 def bounded(text: Any, limit: int = MAX_TEXT + MASK_MARGIN) -> str | None:
     """`text` as a string of at most `limit` characters (JSON for anything not a string); None stays None."""
     if text is None:
         return None
-    value = text if isinstance(text, str) else json.dumps(text, default=str, ensure_ascii=False)
+    value = text if isinstance(text, str) else compact_json_or_str(text)
     return value if len(value) <= limit else value[: limit - 1] + "…"
 
 
@@ -70,7 +70,7 @@ def result_row(
     signature: FailureSignature | None = None,
 ) -> ResultRow:
     """The row of one evaluator's `result` on one dispatch unit (its explanation and details bounded)."""
-    details = bounded(_DETAILS_JSON.encode(result.details)) if result.details else None
+    details = bounded(compact_json_or_str(result.details)) if result.details else None
     explanation: str | None = result.explanation
     if explanation and len(explanation) > MAX_TEXT + MASK_MARGIN:
         explanation = bounded(explanation)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -39,6 +38,7 @@ from monitor.engine.judge_stage import TraceKey, drain_tasks, late_results
 from monitor.engine.pairing import Pair, PairingBook, PairOffer
 from monitor.engine.pending import PendingKeeper
 from monitor.engine.signing import Signer
+from monitor.json_text import compact_json_or_str
 from monitor.logutil import RateLimitedLogger
 from monitor.metrics.tally import MetricsTally
 from monitor.outcomes import LateResults, ResultRow, bounded, result_row
@@ -49,7 +49,6 @@ ApplyTally = Callable[[MetricsTally], None]
 StoreWrite = Callable[[Sequence[LateResults]], None]
 CountPair = Callable[[str, str, str, str], None]  # (evaluator, baseline, candidate, outcome)
 Done = tuple[PairOffer, ResultRow, tuple[str, ...]]  # a trace's row, and the kept rows it settles
-_DETAILS_JSON = json.JSONEncoder(default=str, ensure_ascii=False)
 
 
 class PairwiseStage:
@@ -284,7 +283,7 @@ def _no_pair(book: PairingBook, offer: PairOffer, why: str) -> ResultRow:
         "overflow": f"no pair: given up waiting for {wanted}, over max_waiting ({entry.max_waiting}) unpaired traces",
         "shutdown": f"no pair: the daemon stopped before {wanted} came",
     }[why]
-    details = _DETAILS_JSON.encode({"pair_by": entry.pair_by, "partner_variant": partner, "why": why})
+    details = compact_json_or_str({"pair_by": entry.pair_by, "partner_variant": partner, "why": why})
     return ResultRow(
         None, None, None, entry.evaluator, "trace", None, None, "no_pair", bounded(explanation), details, 0.0
     )

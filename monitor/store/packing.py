@@ -24,12 +24,12 @@ PendingWrite's go in the same transaction as the results that settle them.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from evaluators.redaction import redact_texts
+from monitor.json_text import compact_json
 from monitor.outcomes import (
     MAX_TEXT,
     LateResults,
@@ -53,7 +53,6 @@ PASSED_FIELDS = ("evaluator", "level", "span_id", "agent", "model", "score", "ex
 # agent_spend: [agent, calls, cost USD, unpriced calls] (a cost null when nothing was priced)
 # input_source: the rule that chose the trace's input (Trace.input_source), null when it has none
 DETAIL_KEYS = ("models", "errors", "steps", "truncated", "cost", "agent_spend", "input_source")
-_PACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 CLEAN_TEXT = 300  # the longest text remembered as clean
 CLEAN_TEXTS = 20_000  # texts remembered (then forgotten all at once)
 _clean: set[str] = set()
@@ -224,7 +223,7 @@ def kept_results(o: Written, failing_only: bool) -> int:
 
 
 def _json(value: object) -> str:
-    return storable_json(_PACK.encode(value))
+    return storable_json(compact_json(value))
 
 
 def _pack_trace(o: TraceOutcome, stored: list[ResultRow], passing: list[ResultRow], now: float, into: Packed) -> None:

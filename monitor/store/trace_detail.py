@@ -11,7 +11,6 @@ Spend: each LLM step's cost and its source, and the cost per model, per agent an
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +18,7 @@ from evaluators.pricing import CallCost, ModelPrice, call_cost
 from evaluators.traces.model import Trace
 from evaluators.traces.spans import AgentSpan, HandoffSpan, LLMSpan, RetrieverSpan, Span, ToolSpan
 from monitor.config.store import StoreConfig
+from monitor.json_text import compact_json_or_str
 from monitor.outcomes import MASK_MARGIN, TraceDetailRow
 from monitor.store.step_tree import step_tree
 
@@ -26,7 +26,6 @@ STEP_TEXT = 500  # characters kept of a step's text and error
 NAME = 200  # characters kept of a name
 MAX_STEPS: int = StoreConfig.model_fields["max_steps"].default  # store.max_steps's default
 MAX_LISTED = 100  # agents, models, tools and error spans listed per trace
-_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
 _KINDS: dict[type, str] = {
@@ -198,7 +197,7 @@ def _as_text(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
     try:
-        return _JSON.encode(value)
+        return compact_json_or_str(value)
     except ValueError:  # a circular structure
         return str(value)
 
