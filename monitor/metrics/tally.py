@@ -10,6 +10,7 @@ once per result. Label values here are raw (as the traces carry them); nothing h
 from __future__ import annotations
 
 import math
+from math import isfinite
 from typing import Any
 
 NO_VERDICT = "no_verdict"  # skip reason for an unskipped result that carries no pass/fail verdict
@@ -168,7 +169,9 @@ class MetricsTally:
             if counts is None:
                 counts = results[key] = ResultCounts()
             skip_reason = row.skip_reason
-            elapsed = finite(row.duration_seconds)
+            elapsed = row.duration_seconds
+            if type(elapsed) is not float or not isfinite(elapsed):  # the common case without a call
+                elapsed = finite(elapsed)
             if elapsed is not None and (skip_reason is None or elapsed > 0):
                 counts.durations.append(max(elapsed, 0.0))
             passed = row.passed
@@ -177,13 +180,16 @@ class MetricsTally:
             if skip_reason is not None:
                 counts.skips[skip_reason] = counts.skips.get(skip_reason, 0) + 1
                 continue
+            score = row.score
+            if type(score) is not float or not isfinite(score):
+                score = finite(score)
             if passed:
                 counts.passed += 1
-                counts.samples.append((finite(row.score), True, None))
+                counts.samples.append((score, True, None))
             else:
                 counts.failed += 1
                 counts.failed_trace = trace_id
-                counts.samples.append((finite(row.score), False, trace_id))
+                counts.samples.append((score, False, trace_id))
                 signature = getattr(row, "signature", None)
                 if signature is not None:
                     seen = (row.evaluator, service, signature.id)

@@ -5,6 +5,7 @@ model's answers dictate, in agent_eval_pairwise_total and the candidate's result
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 
 import pytest
@@ -91,10 +92,10 @@ def test_two_calls_per_pair_one_in_each_order_and_the_outcomes_they_dictate() ->
                  model=DEFAULT_MODEL, status="ok") == 8  # fmt: skip
     lost = next(w for w in recorder.writes for r in w.results if r.passed is False)
     [row] = lost.results
-    assert re.search(r'"partner_trace_id": "[0-9a-f]{32}"', row.details or "") and '"outcome": "loss"' in (
-        row.details or ""
-    )
-    assert row.details is not None and '"input_tokens": 80' in row.details  # both orders' tokens
+    assert row.details is not None
+    details = json.loads(row.details)
+    assert re.fullmatch(r"[0-9a-f]{32}", details["partner_trace_id"]) and details["outcome"] == "loss"
+    assert '"input_tokens":80' in row.details  # both orders' tokens
 
 
 def test_without_a_key_pairs_are_judge_unavailable_and_nothing_is_sent() -> None:
