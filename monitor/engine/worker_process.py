@@ -7,12 +7,11 @@ process is gone.
 
 from __future__ import annotations
 
-import functools
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from multiprocessing import util
 
 from monitor.config import MonitorConfig
@@ -25,10 +24,12 @@ from monitor.engine.trace_wire import WireTrace, traces_from_wire
 from monitor.export.exporter import EvaluationExporter
 from monitor.export.from_config import exporter_of
 from monitor.logutil import configure_logging
+from monitor.outcomes import TraceOutcome
 from monitor.store.from_config import open_result_store
 from monitor.store.health import StoreHealth, StoreReport
 from monitor.store.schema import StoreSchemaError
 from monitor.store.signatures import NewCounts
+from monitor.store.writer import QueuedResultStore
 
 PARENT_POLL_SECONDS = 1.0
 # How long a batch waits for the rows of the batch before it to be written before its result goes back: the
@@ -89,8 +90,22 @@ def _store_writer(
         settlement = writer.settlement
     writer.start_writer()
     util.Finalize(None, writer.close, kwargs={"timeout": EXIT_WRITE_SECONDS}, exitpriority=10)  # at worker exit
-    write = functools.partial(writer.write, wait=WRITE_WAIT_SECONDS, one_behind=True)
-    return write, health.take_report, writer.news.take, settlement
+    return BatchWriter(writer), health.take_report, writer.news.take, settlement
+
+
+class BatchWriter:
+    """A worker's write of a batch's rows into its `store`: waiting (WRITE_WAIT_SECONDS at most) for the previous
+    batch's rows, so that the writer thread writes one batch while the worker evaluates the next; or for this
+    batch's own when one of its traces will have results added to its stored row later (an LLM judge's, a
+    pairwise judge's): the main process sends those requests once the batch is reported, and a verdict back before
+    the trace's row was written would have no row to join (a passing result is appended to it)."""
+
+    def __init__(self, store: QueuedResultStore) -> None:
+        self.store = store
+
+    def __call__(self, outcomes: Sequence[TraceOutcome]) -> None:
+        later = any(o.judge_jobs or o.pair_keys for o in outcomes)
+        self.store.write(outcomes, wait=WRITE_WAIT_SECONDS, one_behind=not later)
 
 
 def _exporter(config: MonitorConfig) -> EvaluationExporter | None:

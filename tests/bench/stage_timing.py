@@ -127,8 +127,8 @@ class Parts:
 
     @property
     def worker_store(self) -> Any:
-        """The worker's own result store, behind `run.write` (a partial of its `write`); None without a store."""
-        return None if self.run.write is None else self.run.write.func.__self__  # type: ignore[attr-defined]
+        """The worker's own result store, behind `run.write` (worker_process.BatchWriter); None without a store."""
+        return None if self.run.write is None else self.run.write.store  # type: ignore[attr-defined]
 
     def tune_gc(self) -> None:
         """The collector as the daemon's main process sets it (start-up objects frozen); `as_worker` and

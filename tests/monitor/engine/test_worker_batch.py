@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -15,6 +16,7 @@ from monitor.engine.gc_tuning import YOUNG_THRESHOLD
 from monitor.engine.trace_evaluation import TraceEvaluator
 from monitor.engine.trace_wire import traces_to_wire
 from monitor.metrics.tally import MetricsTally
+from monitor.store.sqlite import ResultStore
 from tests.support.completed_traces import synthetic_traces
 
 
@@ -41,3 +43,39 @@ def test_a_batch_leaves_the_young_generation_collected(worker: None) -> None:
     result = worker_process.evaluate_batch(wire)
     assert MetricsTally.from_wire(result.tally).evaluated == 64 and result.seconds > 0
     assert gc.get_count()[0] < 100  # else what the batch allocated since a collection fell mid-batch (400 here)
+
+
+@pytest.mark.parametrize("later", [False, True])
+def test_a_batch_whose_traces_get_results_later_is_written_before_it_returns(tmp_path, later: bool) -> None:
+    """A worker's write waits for the batch before's rows only; for a batch with an LLM or pairwise judgement to
+    come, for its own, so that the verdict, appended to the trace's row by the main process, finds it. The
+    writer thread is held up (the store's lock taken) while the worker writes."""
+    built, problems = build_evaluators(MonitorConfig().evaluator_entries())
+    assert not problems
+    outcomes = TraceEvaluator(built, store_results="all").evaluate_batch(synthetic_traces(3))
+    if later:
+        outcomes[1] = outcomes[1]._replace(pair_keys=(("input", "what is the weather"),))
+    ids = [o.trace_id for o in outcomes]
+    store = ResultStore(str(tmp_path / "results.db"))
+    store.start_writer()
+    try:
+        store._lock.acquire()  # the writer thread cannot write until it is released
+        released = threading.Event()
+
+        def release() -> None:
+            released.set()
+            store._lock.release()
+
+        if later:  # released soon, well within the worker's WRITE_WAIT_SECONDS
+            threading.Timer(0.3, release).start()
+        worker_process.BatchWriter(store)(outcomes)
+        returned_after_release = released.is_set()
+        waited_in_vain = store._queue._behind  # a wait given up: the rows were not there in time
+        if not later:
+            release()  # the call returned with the rows unwritten, the lock still held
+        assert not waited_in_vain and returned_after_release == later
+        if later:
+            assert store.stored_trace_ids(ids) == set(ids)  # written before the call returned
+        assert store.flush() and store.stored_trace_ids(ids) == set(ids)
+    finally:
+        store.close()
