@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import math
 import os
 import signal
@@ -243,3 +244,16 @@ def test_a_worker_that_returns_nothing_for_too_long_is_killed_replaced_and_its_t
 
 def test_the_stall_limit_is_four_evaluator_timeouts_and_at_least_a_minute() -> None:
     assert stall_limit(30.0) == 120.0 and stall_limit(5.0) == 60.0
+
+
+@pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="pipe sizes are a Linux fcntl")
+def test_a_worker_process_pipes_hold_two_batches_out_and_a_result_back() -> None:
+    """A batch of 64 agent traces is about 470 KiB and its result about 65 KiB: in the kernel's 64 KiB pipes the
+    worker waited for this process to hand a batch over, and to take its result."""
+    [slot] = process_slots(MonitorConfig(), 1)
+    executor = slot._make_executor()
+    try:
+        for queue in (executor._call_queue, executor._result_queue):  # type: ignore[attr-defined]
+            assert fcntl.fcntl(queue._writer.fileno(), fcntl.F_GETPIPE_SZ) >= 1 << 20
+    finally:
+        executor.shutdown()
