@@ -9,7 +9,7 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import islice
+from itertools import islice, repeat
 
 QUANTILES: tuple[float, ...] = (0.05, 0.5, 0.95, 0.99)
 
@@ -144,17 +144,19 @@ class _Window:
         self.ordered_appended = 0
         self.ordered_rows = 0
 
-    def append(self, now: float, score: float | None, passed: bool | None, cap: int) -> None:
-        if len(self.stamps) >= cap:
+    def extend(self, now: float, scores: list[float], verdicts: list[bool | None], missing: int, cap: int) -> None:
+        """Samples at `now`: their scores as floats (NaN for none: `missing` of them), their verdicts; the oldest
+        dropped past `cap` (what appending them one by one at the cap would have dropped, in the same order)."""
+        count = len(scores)
+        self.stamps.extend(repeat(now, count))
+        self.scores.extend(scores)
+        self.verdicts.extend(verdicts)
+        self.passed += verdicts.count(True)
+        self.judged += count - verdicts.count(None)
+        self.missing_scores += missing
+        self.appended += count
+        for _ in range(len(self.stamps) - cap):
             self.pop()
-        self.stamps.append(now)
-        # floats only (an evaluator may score with an int or a bool): rank tests take them as they are
-        self.scores.append(math.nan if score is None else score if type(score) is float else float(score))
-        self.verdicts.append(passed)
-        self.passed += passed is True
-        self.judged += passed is not None
-        self.missing_scores += score is None
-        self.appended += 1
 
     def pop(self) -> None:
         self.stamps.popleft()
@@ -235,6 +237,30 @@ class _Window:
         return self.scores if not self.missing_scores else (s for s in self.scores if s == s)
 
 
+def _by_key(samples: Iterable[tuple[Key, float | None, bool | None]]) -> dict[Key, _Samples]:
+    """The samples of each key, in order: their scores as floats (NaN for none: an evaluator may score with an
+    int or a bool, rank tests take floats), their verdicts, how many have no score."""
+    found: dict[Key, _Samples] = {}
+    for key, score, passed in samples:
+        entry = found.get(key)
+        if entry is None:
+            entry = found[key] = _Samples([], [])
+        if score is None:
+            entry.scores.append(math.nan)
+            entry.missing += 1
+        else:
+            entry.scores.append(score if type(score) is float else float(score))
+        entry.verdicts.append(passed)
+    return found
+
+
+@dataclass(slots=True)
+class _Samples:
+    scores: list[float]
+    verdicts: list[bool | None]
+    missing: int = 0
+
+
 class WindowStore:
     """Scored results per (evaluator, service, variant) and window length, each window capped at `sample_cap`.
 
@@ -286,13 +312,13 @@ class WindowStore:
             if now < self._latest:
                 self._clock_stepped_back = True  # rows may now be out of time order: snapshots filter them
             self._latest = max(self._latest, now)
-            for key, score, passed in samples:
+            for key, new in _by_key(samples).items():
                 windows = self._data.get(key)
                 if windows is None:
                     windows = self._data[key] = {s: _Window(log) for s in self._lengths(key[0])}
                 for seconds, window in windows.items():
                     window.evict(now - seconds)
-                    window.append(now, score, passed, cap)
+                    window.extend(now, new.scores, new.verdicts, new.missing, cap)
 
     def keys(self) -> list[Key]:
         """Every (evaluator, service, variant) that has ever recorded a result."""

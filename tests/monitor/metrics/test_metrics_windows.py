@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from monitor.metrics import WindowStore, sanitize_label_value, score_stats, sorted_quantile
 from monitor.metrics.labels import OTHER, LabelCapper
@@ -116,3 +118,34 @@ def test_counts_are_the_merged_windows_pass_and_verdict_counts(stepped_back: boo
     assert (counts.passed, counts.verdicts, counts.scores) == (merged.passed, merged.verdicts, ()) == (1, 2, ())
     clock.now = 1300.0  # everything has left
     assert store.counts(keys, 300.0).verdicts == 0
+
+
+samples = st.tuples(
+    st.sampled_from(["a", "b"]),
+    st.none() | st.floats(0, 1) | st.integers(0, 1) | st.booleans(),
+    st.none() | st.booleans(),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(samples, max_size=12), max_size=8), st.integers(1, 6))
+def test_batches_of_samples_leave_the_windows_a_sample_at_a_time_would(batches: list, cap: int) -> None:
+    """add_many takes a batch's samples per key at once (issue 44: the main process spent a sample's Python per
+    window): what each window holds, its counts and what its ordered reads see are those of a plain model that
+    appends the samples one at a time, the oldest dropped at the cap."""
+    store = WindowStore([300.0], cap, clock=lambda: 1_000.0)
+    model: dict[str, list[tuple[float | None, bool | None]]] = {"a": [], "b": []}
+    for batch in batches:
+        store.add_many([((evaluator, "svc", ""), score, passed) for evaluator, score, passed in batch])
+        for evaluator, score, passed in batch:
+            model[evaluator] = [*model[evaluator], (score, passed)][-cap:]
+        for evaluator, kept in model.items():
+            if not kept:
+                continue
+            snapshot = store.snapshot(evaluator, "svc", 300.0)
+            floats = [math.nan if s is None else float(s) for s, _ in kept]
+            assert [x for x in snapshot.scores if x == x] == [x for x in floats if x == x]
+            assert snapshot.passed == sum(1 for _, v in kept if v is True)
+            assert snapshot.verdicts == sum(1 for _, v in kept if v is not None)
+            ordered = store.snapshot(evaluator, "svc", 300.0, ordered=True)
+            assert [x for x in ordered.scores if x == x] == sorted(x for x in floats if x == x)
