@@ -10,7 +10,8 @@ from monitor.metrics.exporter import MetricsExporter
 from monitor.metrics.exposition import wants_openmetrics
 from monitor.metrics.labels import OTHER, LabelCapper, sanitize_label_value
 from monitor.metrics.results import ResultMetrics
-from monitor.metrics.windows import QUANTILES, WindowStore, score_stats, sorted_quantile
+from monitor.metrics.score_summary import QUANTILES, score_stats, sorted_quantile
+from monitor.metrics.windows import WindowStore
 
 __all__ = [
     "OTHER",
@@ -27,6 +28,6 @@ __all__ = [
 # the public modules; the others are internal to the package
 __all__ += [
     "assembly", "attribution", "drift", "evaluation", "intake", "intake_log", "judges", "labels", "loop_lag",
-    "pairwise", "poll", "rebuild", "recording", "results", "reviews", "sessions", "signatures", "store", "tally",
-    "variant_compare", "windows",
+    "pairwise", "poll", "rebuild", "recording", "results", "reviews", "score_summary", "sessions", "signatures",
+    "store", "tally", "variant_compare", "windows",
 ]  # fmt: skip

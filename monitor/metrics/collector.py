@@ -16,7 +16,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from monitor.alerting.thresholds import AlertRule, AlertState, AlertTrack
-from monitor.metrics.windows import QUANTILES, WindowStore, ascending_stats
+from monitor.metrics.score_summary import QUANTILES, ascending_stats
+from monitor.metrics.windows import WindowStore
 
 WINDOW_LABELS = ["evaluator", "service", "variant", "window"]
 THRESHOLD_LABELS = ["evaluator", "service"]

@@ -9,7 +9,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monitor.metrics.windows import WindowStore, ascending_stats, score_stats
+from monitor.metrics.score_summary import ascending_stats, score_stats
+from monitor.metrics.windows import WindowStore
 from tests.support.metrics_scrape import FakeClock
 
 score = st.sampled_from([0.0, -0.0, 0.5, 1.0, 1, 0, True, None]) | st.floats(0, 1)
