@@ -6,20 +6,11 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
 from .builder import build_trace, group_by_trace
 from .errors import TraceDecodeError
 from .model import Trace
 from .otlp_json import decode_traces_json
-from .otlp_proto import (
-    decode_logs_protobuf,
-    decode_traces_protobuf,
-    has_real_spans,
-    looks_like_logs_protobuf,
-    parse_request,
-    traces_of_request,
-)
+from .otlp_proto import decode_logs_protobuf, decode_protobuf, decode_traces_protobuf
 from .records import DecodedBatch, LogRecord, SpanRecord
 
 TRACE_FILE_SUFFIXES = {".json", ".jsonl", ".pb", ".bin", ".proto", ".otlp", ".ndjson"}
@@ -38,17 +29,7 @@ def decode_bytes(data: bytes, where: str = "input") -> DecodedBatch:
         return decode_traces_json(data, where)
     if not head:
         return DecodedBatch()
-    request = ExportTraceServiceRequest()
-    try:
-        dropped = parse_request(request, data, where)
-    except TraceDecodeError:
-        pass  # not spans: logs, or bad bytes (said below)
-    else:
-        if has_real_spans(request):  # spans for sure: decoded from this parse, not tried as logs first
-            return traces_of_request(request, dropped, where)
-    if looks_like_logs_protobuf(data):
-        return decode_logs_protobuf(data, where)
-    return decode_traces_protobuf(data, where)
+    return decode_protobuf(data, where)
 
 
 def decode_export(payload: bytes, encoding: str, signal: str, where: str) -> DecodedBatch:

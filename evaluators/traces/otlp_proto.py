@@ -141,10 +141,10 @@ def _id_problem(trace_id: bytes, span_id: bytes, parent_id: bytes) -> str | None
 def decode_traces_protobuf(data: bytes, where: str = "protobuf") -> DecodedBatch:
     """ExportTraceServiceRequest (or TracesData, the same wire shape) to span records."""
     request = ExportTraceServiceRequest()
-    return traces_of_request(request, parse_request(request, data, where), where)
+    return _traces_of(request, parse_request(request, data, where), where)
 
 
-def traces_of_request(request: ExportTraceServiceRequest, dropped: int, where: str) -> DecodedBatch:
+def _traces_of(request: ExportTraceServiceRequest, dropped: int, where: str) -> DecodedBatch:
     """The span records of a parsed request (`dropped`: the attributes cut for it to parse)."""
     batch = DecodedBatch(dropped_attributes=dropped)
     for resource_attrs, scope, span in valid_spans(request, where, batch):
@@ -152,7 +152,7 @@ def traces_of_request(request: ExportTraceServiceRequest, dropped: int, where: s
     return batch
 
 
-def has_real_spans(request: ExportTraceServiceRequest) -> bool:
+def _has_real_spans(request: ExportTraceServiceRequest) -> bool:
     """Whether a parsed request holds a span with a 16-byte trace id. A log record's field 1 is a fixed64, so only
     real spans parse with one (an unnamed span could otherwise pass for a log record and be dropped)."""
     return any(len(span.trace_id) == 16 for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans)
@@ -181,7 +181,12 @@ def valid_spans(request: ExportTraceServiceRequest, where: str, batch: DecodedBa
 def decode_logs_protobuf(data: bytes, where: str = "protobuf") -> DecodedBatch:
     """ExportLogsServiceRequest (or LogsData) to log records; only records naming a span are kept."""
     request = ExportLogsServiceRequest()
-    batch = DecodedBatch(dropped_attributes=parse_request(request, data, where, logs=True))
+    return _logs_of(request, parse_request(request, data, where, logs=True))
+
+
+def _logs_of(request: ExportLogsServiceRequest, dropped: int) -> DecodedBatch:
+    """The log records of a parsed request (`dropped`: the attributes cut for it to parse)."""
+    batch = DecodedBatch(dropped_attributes=dropped)
     for resource_logs in request.resource_logs:
         resource_attrs = attributes_from_proto(resource_logs.resource.attributes, batch)
         for scope_logs in resource_logs.scope_logs:
@@ -214,35 +219,44 @@ def _body(value: Any, batch: DecodedBatch) -> Any:
         return None
 
 
-def looks_like_logs_protobuf(data: bytes) -> bool:
-    """True when bytes parse as a logs export whose records carry ids, and not as spans with ids."""
-    traces: ExportTraceServiceRequest | None = ExportTraceServiceRequest()
+def decode_protobuf(data: bytes, where: str = "protobuf") -> DecodedBatch:
+    """A traces or a logs export, told apart by content and parsed once as each at most: spans if a span has a
+    16-byte trace id (a log record's field 1 is a fixed64, so only real spans parse with one: an unnamed span
+    could otherwise pass for a log record and be dropped), else log records if the bytes parse as a logs export
+    whose records carry ids, else spans (or the traces parser's error)."""
+    traces = ExportTraceServiceRequest()
+    error: TraceDecodeError | None = None
+    dropped = 0
+    try:
+        dropped = parse_request(traces, data, where)
+    except TraceDecodeError as exc:
+        error = exc
+    else:
+        if _has_real_spans(traces):
+            return _traces_of(traces, dropped, where)
     logs = ExportLogsServiceRequest()
     try:
-        parse_request(traces, data, "protobuf")
-    except Exception:
-        traces = None
-    try:
-        parse_request(logs, data, "protobuf", logs=True)
-    except Exception:
-        return False
-    if traces is not None and has_real_spans(traces):
-        return False
-    return any(
+        logs_dropped = parse_request(logs, data, where, logs=True)
+    except TraceDecodeError:
+        logs_dropped = None
+    if logs_dropped is not None and any(
         len(rec.trace_id) == 16 or rec.event_name
         for rl in logs.resource_logs
         for sl in rl.scope_logs
         for rec in sl.log_records
-    )
+    ):
+        return _logs_of(logs, logs_dropped)
+    if error is not None:
+        raise error
+    return _traces_of(traces, dropped, where)
 
 
 __all__ = [
     "attributes_from_proto",
     "decode_logs_protobuf",
+    "decode_protobuf",
     "decode_traces_protobuf",
-    "has_real_spans",
     "parse_request",
     "span_from_proto",
-    "traces_of_request",
     "valid_spans",
 ]
