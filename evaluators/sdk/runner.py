@@ -12,7 +12,6 @@ evaluator becomes an `error` skip naming the exception; the other evaluators run
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from time import perf_counter
@@ -76,6 +75,7 @@ def dispatch(
             raise TypeError(f"not an evaluator: {candidate!r} (decorate functions with @evaluator)")
     effective_task = task if mode == "experiment" else None
     units: dict[str, list[_Unit]] = {}
+    where = f"trace {trace.trace_id}"
     for evaluator in chosen:
         level = cast(Level, str(evaluator.level))  # BaseEvaluator checks it is one of LEVELS
         if level not in units:
@@ -84,14 +84,10 @@ def dispatch(
             except Exception as exc:  # a trace the views cannot split: say so instead of failing the batch
                 log.warning("could not split trace %s at level %s: %r", trace.trace_id, level, exc)
                 units[level] = [_Unit(_ViewError(exc), None, None, None)]
-        needs_task = evaluator.needs_ground_truth and effective_task is None
-        where = f"trace {trace.trace_id}"
+        needs_task = bool(evaluator.needs_ground_truth) and effective_task is None  # once an evaluator, not a unit
         for unit in units[level]:
             started = perf_counter()
-            if needs_task or isinstance(unit.subject, _ViewError):
-                result = _evaluate(trace, evaluator, unit, effective_task)
-            else:  # what _evaluate does then, without its checks: the common case, once per result
-                result = _run(evaluator, unit.subject, where, effective_task)
+            result = _evaluate(evaluator, unit.subject, where, effective_task, needs_task)
             elapsed_ms = (perf_counter() - started) * 1000.0
             yield Dispatched(evaluator, level, unit.span_id, unit.agent_name, unit.model, result, elapsed_ms)
 
@@ -177,12 +173,11 @@ def dispatch_session(session: Session, evaluators: Iterable[BaseEvaluator]) -> I
             raise TypeError(f"not an evaluator: {evaluator!r} (decorate functions with @evaluator)")
         if str(evaluator.level) != "session":
             continue
-        started = time.perf_counter()
-        if evaluator.needs_ground_truth:
-            result = EvalResult.skip(SkipReason.NEEDS_GROUND_TRUTH, f"{evaluator.name} needs a task (ground truth)")
-        else:
-            result = _run(evaluator, session, session.session_id)
-        elapsed_ms = (time.perf_counter() - started) * 1000.0
+        started = perf_counter()
+        result = (
+            _needs_task(evaluator) if evaluator.needs_ground_truth else _run(evaluator, session, session.session_id)
+        )
+        elapsed_ms = (perf_counter() - started) * 1000.0
         yield Dispatched(evaluator, "session", None, None, None, result, elapsed_ms)
 
 
@@ -192,16 +187,25 @@ def _run(evaluator: BaseEvaluator, subject: Any, where: str, task: Task | None =
         return evaluator.run(subject, task=task)
     except Exception as exc:
         log.debug("evaluator %s failed on %s", evaluator.name, where, exc_info=True)
-        return EvalResult.skip(SkipReason.ERROR, _error_message(exc), {"exception": type(exc).__name__})
+        return _error_skip(exc)
 
 
-def _evaluate(trace: Trace, evaluator: BaseEvaluator, unit: _Unit, task: Task | None) -> EvalResult:
-    if isinstance(unit.subject, _ViewError):
-        exc = unit.subject.exc
-        return EvalResult.skip(SkipReason.ERROR, _error_message(exc), {"exception": type(exc).__name__})
-    if evaluator.needs_ground_truth and task is None:
-        return EvalResult.skip(SkipReason.NEEDS_GROUND_TRUTH, f"{evaluator.name} needs a task (ground truth)")
-    return _run(evaluator, unit.subject, f"trace {trace.trace_id}", task)
+def _evaluate(evaluator: BaseEvaluator, subject: Any, where: str, task: Task | None, needs_task: bool) -> EvalResult:
+    """`evaluator` on one dispatch unit's subject; an `error` skip for a level whose views failed, a
+    `needs_ground_truth` one when it needs a task and has none (`needs_task`)."""
+    if isinstance(subject, _ViewError):
+        return _error_skip(subject.exc)
+    if needs_task:
+        return _needs_task(evaluator)
+    return _run(evaluator, subject, where, task)
+
+
+def _error_skip(exc: BaseException) -> EvalResult:
+    return EvalResult.skip(SkipReason.ERROR, _error_message(exc), {"exception": type(exc).__name__})
+
+
+def _needs_task(evaluator: BaseEvaluator) -> EvalResult:
+    return EvalResult.skip(SkipReason.NEEDS_GROUND_TRUTH, f"{evaluator.name} needs a task (ground truth)")
 
 
 def _error_message(exc: BaseException) -> str:
