@@ -21,6 +21,8 @@ SignatureKey = tuple[str, str, str]  # (evaluator, service, failure signature id
 
 def finite(value: Any) -> float | None:
     """`value` as a finite float, else None."""
+    if type(value) is float:  # the common case first
+        return value if isfinite(value) else None
     if value is None:
         return None
     try:
@@ -169,9 +171,7 @@ class MetricsTally:
             if counts is None:
                 counts = results[key] = ResultCounts()
             skip_reason = row.skip_reason
-            elapsed = row.duration_seconds
-            if type(elapsed) is not float or not isfinite(elapsed):  # the common case without a call
-                elapsed = finite(elapsed)
+            elapsed = finite(row.duration_seconds)
             if elapsed is not None and (skip_reason is None or elapsed > 0):
                 counts.durations.append(max(elapsed, 0.0))
             passed = row.passed
@@ -180,9 +180,7 @@ class MetricsTally:
             if skip_reason is not None:
                 counts.skips[skip_reason] = counts.skips.get(skip_reason, 0) + 1
                 continue
-            score = row.score
-            if type(score) is not float or not isfinite(score):
-                score = finite(score)
+            score = finite(row.score)
             if passed:
                 counts.passed += 1
                 counts.samples.append((score, True, None))
