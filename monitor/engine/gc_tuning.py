@@ -35,6 +35,8 @@ def collect_young() -> None:
     """Collect the young generation now: an evaluation worker calls it after each batch, when what it holds is
     least. Left to the threshold, a collection falls mid-batch and walks the whole batch in hand (its records,
     views and outcomes: 8-10 ms each, 50-60 µs per trace on the bench's traces, quiet host); after the batch it
-    walks what survives it (about 2.4 ms, 37-40 µs per trace), and the count it resets keeps the next one from
-    falling mid-batch. The older generations are collected by their thresholds as before."""
+    walks what survives it, and the count it resets keeps the next one from falling mid-batch. Since the worker
+    releases each trace (`Trace.release`), nothing of a batch is left for it but what the store still queues:
+    0.8 ms a batch of 64, against 8 ms while the traces' cycles waited for it. The older generations are
+    collected by their thresholds as before."""
     gc.collect(0)
