@@ -66,12 +66,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.bench.amp_traces import write_amp_files  # noqa: E402
+from tests.bench.bench_offline import PER_FILE, SCRIPT  # noqa: E402
+from tests.bench.bench_offline import TRACES as OFFLINE_TRACES  # noqa: E402
 from tests.bench.trace_files import write_trace_files  # noqa: E402
 
-TRACES = int(os.environ.get("BENCH_AMP_TRACES", "3000"))
-PER_FILE = 50
+TRACES = int(os.environ.get("BENCH_AMP_TRACES", str(OFFLINE_TRACES)))  # bench_offline's traces, its files
 REPEATS = 3
-SCRIPT = "import sys; from monitor.cli import main; sys.exit(main())"  # what the `agent-monitor` script runs
 RUNNER = Path(__file__).with_name("amp_runner.py")
 CACHE = ROOT / ".cache"
 SOURCE_CACHE = CACHE / "amp-evaluation-src"
